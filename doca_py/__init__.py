@@ -1,0 +1,28 @@
+"""doca_py: a Pythonic binding of the NVIDIA DOCA SDK, with a software backend.
+
+``doca_py.impl`` names the backend in use (``"native"`` or ``"emulated"``), chosen
+by ``DOCA_PY_IMPL=native|emulated|auto`` at import.
+"""
+
+from __future__ import annotations
+
+from ._impl import impl
+from .buf import Buf, BufInventory
+from .ctx import Ctx, Task
+from .dev import Dev, DevInfo, DevInfoRep, DevRep, devinfo_create_list
+from .dma import Dma, DmaTaskMemcpy
+from .errors import DocaError, DocaUsageError, DocaWarning, ErrorCode
+from .log import LogLevel, logger
+from .mmap import Mmap
+from .pe import Pe
+from .types import AccessFlag, CtxState, DevinfoRepFilter, PciFuncType, PeEventMode, TaskSubmitFlag
+
+__all__ = [
+    "impl", "__version__",
+    "Dev", "DevInfo", "DevInfoRep", "DevRep", "devinfo_create_list",
+    "Mmap", "BufInventory", "Buf", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy",
+    "AccessFlag", "CtxState", "DevinfoRepFilter", "PciFuncType", "PeEventMode", "TaskSubmitFlag",
+    "DocaError", "DocaUsageError", "DocaWarning", "ErrorCode", "LogLevel", "logger",
+]
+
+__version__ = "0.1.0.dev0"

@@ -1,0 +1,106 @@
+"""Lifetime rules shared by every DOCA object (ARCHITECTURE §2).
+
+* every object is a context manager with an idempotent ``close()``;
+* children hold their parent strongly, parents keep a weak set of children and
+  close them first, so teardown order is always DOCA's (tasks before ctx, ctx
+  before pe, bufs before mmap, mmap before dev);
+* an object that is garbage collected without ``close()`` is released by a
+  ``weakref.finalize`` recipe, which does nothing in a forked child or at
+  interpreter shutdown; top-level objects also warn ``ResourceWarning``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+import weakref
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from .errors import DocaUsageError
+
+__all__ = ["DocaObject"]
+
+
+def _release(pid: int, name: str, warn: bool, release: Callable[[], object]) -> None:
+    if os.getpid() != pid or sys.is_finalizing():
+        return
+    try:
+        release()
+    except Exception:  # noqa: BLE001 - nothing sensible to do in a finalizer
+        pass
+    if warn:
+        warnings.warn(f"unclosed {name}", ResourceWarning, stacklevel=1)
+
+
+class DocaObject:
+    """Base of every Python object that owns a DOCA handle."""
+
+    # Top-level objects (Pe, Dev, Mmap, BufInventory) warn when leaked.
+    _warn_unclosed: bool = False
+
+    def __init__(self) -> None:
+        self._closed = False
+        self._children: weakref.WeakSet[DocaObject] = weakref.WeakSet()
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    def _arm_finalizer(self, release: Callable[[], object]) -> None:
+        """Register what to do if the object is collected without ``close()``.
+
+        *release* must not reference ``self`` (it would keep it alive).
+        """
+        self._finalizer = weakref.finalize(
+            self, _release, os.getpid(), type(self).__name__, self._warn_unclosed, release
+        )
+
+    def _adopt(self, child: DocaObject) -> None:
+        self._check_open()
+        self._children.add(child)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise DocaUsageError(f"{type(self).__name__} is closed")
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._closed
+
+    def close(self) -> None:
+        """Release the DOCA object, closing every child first. Idempotent."""
+        if self._closed:
+            return
+        errors: list[BaseException] = []
+        for child in list(self._children):
+            try:
+                child.close()
+            except Exception as exc:  # keep closing the others
+                errors.append(exc)
+        try:
+            self._close()
+        except Exception as exc:
+            errors.append(exc)
+        if errors:
+            first = errors[0]
+            for other in errors[1:]:
+                first.add_note(f"also failed while closing: {other!r}")
+            raise first
+        self._closed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
+
+    def _close(self) -> None:
+        """Backend release; runs once, after the children are closed."""
+
+    def __enter__(self) -> DocaObject:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

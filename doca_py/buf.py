@@ -1,0 +1,193 @@
+"""``doca_buf`` and ``doca_buf_inventory``.
+
+A :class:`Buf` is a window ``[head, head+len)`` inside a started mmap with a data
+region ``[data, data+data_len)`` inside the window. Sources are read from their
+data region; destinations are written after their data, which then grows.
+Addresses are in the mmap's address space (``Mmap.get_memrange()``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from . import _impl
+from ._lifetime import DocaObject
+from .abc import BufBackend, BufHandle, BufInventoryHandle
+from .errors import DocaInvalidValue
+from .mmap import Mmap
+
+__all__ = ["BufInventory", "Buf"]
+
+
+def _backend() -> BufBackend:
+    return cast(BufBackend, _impl.backend_module("buf"))
+
+
+class BufInventory(DocaObject):
+    """``doca_buf_inventory``: a fixed pool of buffer descriptors. Started on creation
+    unless ``start=False``."""
+
+    _warn_unclosed = True
+
+    def __init__(self, num_elements: int, *, start: bool = True) -> None:
+        super().__init__()
+        if num_elements <= 0:
+            raise DocaInvalidValue(f"num_elements must be positive, got {num_elements}")
+        self._h: BufInventoryHandle = _backend().buf_inventory_create(num_elements)
+        self._arm_finalizer(self._h.destroy)
+        if start:
+            self._h.start()
+
+    def start(self) -> None:
+        self._h.start()
+
+    def stop(self) -> None:
+        self._h.stop()
+
+    def expand(self, num_elements: int) -> None:
+        self._h.expand(num_elements)
+
+    def get_num_elements(self) -> int:
+        return self._h.get_num_elements()
+
+    def get_num_free_elements(self) -> int:
+        return self._h.get_num_free_elements()
+
+    def _wrap(self, h: BufHandle, mmap: Mmap) -> Buf:
+        # Descriptors are recycled; so are their wrappers (no allocation per buffer).
+        buf = cast("Buf | None", h.owner)
+        if buf is None:
+            buf = Buf(h, self, mmap)
+            h.owner = buf
+        else:
+            buf._mmap = mmap
+            buf._closed = False
+        self._adopt(buf)
+        mmap._adopt(buf)
+        return buf
+
+    def buf_get_by_args(self, mmap: Mmap, addr: int, length: int, data: int, data_len: int) -> Buf:
+        """Window ``[addr, addr+length)`` with data ``[data, data+data_len)``."""
+        self._check_open()
+        return self._wrap(self._h.get_by_args(mmap._h, addr, length, data, data_len), mmap)
+
+    def buf_get_by_addr(self, mmap: Mmap, addr: int, length: int) -> Buf:
+        """An empty buffer (destination): data at *addr*, data_len 0."""
+        return self.buf_get_by_args(mmap, addr, length, addr, 0)
+
+    def buf_get_by_data(self, mmap: Mmap, data: int, data_len: int) -> Buf:
+        """A full buffer (source): window = data region."""
+        return self.buf_get_by_args(mmap, data, data_len, data, data_len)
+
+    def buf_dup(self, buf: Buf) -> Buf:
+        """A new descriptor list with the same geometry (the bytes are shared)."""
+        return self._wrap(self._h.dup(buf._h), buf._mmap)
+
+    def _close(self) -> None:
+        self._h.destroy()
+
+    def __enter__(self) -> BufInventory:
+        return self
+
+
+class Buf(DocaObject):
+    """``doca_buf``. Returned to its inventory when the reference count reaches 0;
+    :meth:`close` drops every reference."""
+
+    def __init__(self, handle: BufHandle, inventory: BufInventory, mmap: Mmap) -> None:
+        super().__init__()
+        self._h = handle
+        self._inv = inventory
+        self._mmap = mmap
+
+    def get_head(self) -> int:
+        return self._h.get_head()
+
+    def get_len(self) -> int:
+        return self._h.get_len()
+
+    def get_data(self) -> int:
+        return self._h.get_data()
+
+    def get_data_len(self) -> int:
+        return self._h.get_data_len()
+
+    def set_data(self, data: int, data_len: int) -> None:
+        """Move the data region; it must stay inside the window (checked)."""
+        self._h.set_data(data, data_len)
+
+    def set_data_len(self, data_len: int) -> None:
+        self._h.set_data_len(data_len)
+
+    def reset_data_len(self) -> None:
+        self._h.reset_data_len()
+
+    def reuse_by_addr(self, addr: int, length: int) -> None:
+        """Re-aim at a new window in the same mmap, with empty data."""
+        self._h.reuse_by_args(addr, length, addr, 0)
+
+    def reuse_by_data(self, data: int, data_len: int) -> None:
+        """Re-aim so that window = data region = ``[data, data+data_len)``."""
+        self._h.reuse_by_args(data, data_len, data, data_len)
+
+    def inc_refcount(self) -> int:
+        """Add a reference; returns the count before."""
+        return self._h.inc_refcount()
+
+    def dec_refcount(self) -> int:
+        """Drop a reference; returns the count before. At 0 the list returns to the inventory."""
+        before = self._h.dec_refcount()
+        if before == 1:
+            self._closed = True
+        return before
+
+    def get_refcount(self) -> int:
+        return self._h.get_refcount()
+
+    def get_next_in_list(self) -> Buf | None:
+        nxt = self._h.get_next_in_list()
+        return None if nxt is None else cast(Buf, nxt.owner)
+
+    def get_last_in_list(self) -> Buf:
+        return cast(Buf, self._h.get_last_in_list().owner)
+
+    def get_list_len(self) -> int:
+        return self._h.get_list_len()
+
+    def is_first_in_list(self) -> bool:
+        return self._h.is_first_in_list()
+
+    def is_last_in_list(self) -> bool:
+        return self._h.is_last_in_list()
+
+    def is_in_list(self) -> bool:
+        return self._h.is_in_list()
+
+    def chain_list(self, other: Buf) -> None:
+        """Append the list headed by *other* (reference count 1) to this list."""
+        self._h.chain_list(other._h)
+
+    def unchain_list(self, other: Buf) -> None:
+        """Split this list before *other*, which becomes a head with reference count 1."""
+        self._h.unchain_list(other._h)
+
+    @property
+    def mmap(self) -> Mmap:
+        return self._mmap
+
+    def data_view(self) -> memoryview:
+        """CPU view of the data region (locally backed mmaps only)."""
+        return self._mmap.view(self._h.get_data(), self._h.get_data_len())
+
+    def window_view(self) -> memoryview:
+        """CPU view of the whole window."""
+        return self._mmap.view(self._h.get_head(), self._h.get_len())
+
+    def _close(self) -> None:
+        h = self._h
+        if h.is_first_in_list() and h.get_refcount():
+            while h.dec_refcount() > 1:
+                pass
+
+    def __enter__(self) -> Buf:
+        return self

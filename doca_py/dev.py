@@ -1,0 +1,212 @@
+"""``doca_dev``: device enumeration, opening, representors.
+
+>>> dev = Dev.open_by_pci_addr("03:00.0")       # or open_by_ibdev_name / open_by_iface_name
+>>> rep = dev.open_rep_by_pci_addr("3b:00.0")   # DPU side: the host PF's representor
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import cast
+
+from . import _impl
+from ._lifetime import DocaObject
+from .abc import DevBackend, DevHandle, DevInfoHandle, DevInfoRepHandle, DevRepHandle
+from .errors import DocaNotFound
+from .types import DevinfoRepFilter, PciFuncType
+
+__all__ = ["DevInfo", "Dev", "DevInfoRep", "DevRep", "devinfo_create_list"]
+
+
+def _backend() -> DevBackend:
+    return cast(DevBackend, _impl.backend_module("dev"))
+
+
+class DevInfo:
+    """``doca_devinfo``: what a device is and can do (no resources held)."""
+
+    def __init__(self, handle: DevInfoHandle) -> None:
+        self._h = handle
+
+    def get_pci_addr_str(self) -> str:
+        """PCI address, ``XXXX:XX:XX.X``."""
+        return self._h.pci_addr_str()
+
+    def is_equal_pci_addr(self, pci_addr: str) -> bool:
+        """Whether *pci_addr* (``XXXX:XX:XX.X`` or ``XX:XX.X``) names this device."""
+        return self._h.is_equal_pci_addr(pci_addr)
+
+    def get_ipv4_addr(self) -> ipaddress.IPv4Address:
+        return ipaddress.IPv4Address(self._h.ipv4_addr())
+
+    def get_ipv6_addr(self) -> ipaddress.IPv6Address:
+        return ipaddress.IPv6Address(self._h.ipv6_addr())
+
+    def get_mac_addr(self) -> bytes:
+        return self._h.mac_addr()
+
+    def get_iface_name(self) -> str:
+        return self._h.iface_name()
+
+    def get_ibdev_name(self) -> str:
+        return self._h.ibdev_name()
+
+    def get_lid(self) -> int:
+        return self._h.lid()
+
+    def get_active_rate(self) -> int:
+        """Link rate in bits per second."""
+        return self._h.active_rate()
+
+    def get_vhca_id(self) -> int:
+        return self._h.vhca_id()
+
+    def cap_is_hotplug_manager_supported(self) -> bool:
+        return self._h.cap("hotplug_manager")
+
+    def cap_is_notification_moderation_supported(self) -> bool:
+        return self._h.cap("notification_moderation")
+
+    def cap_is_accelerate_resource_reclaim_supported(self) -> bool:
+        return self._h.cap("accelerate_resource_reclaim")
+
+    def rep_cap_is_filter_all_supported(self) -> bool:
+        return self._h.cap("rep_filter_all")
+
+    def rep_cap_is_filter_net_supported(self) -> bool:
+        return self._h.cap("rep_filter_net")
+
+    def rep_cap_is_filter_emulated_supported(self) -> bool:
+        return self._h.cap("rep_filter_emulated")
+
+    def open(self) -> Dev:
+        """``doca_dev_open``."""
+        return Dev(self._h.open())
+
+    def __repr__(self) -> str:
+        return f"<DevInfo {self.get_pci_addr_str()} {self.get_ibdev_name()}>"
+
+
+def devinfo_create_list() -> list[DevInfo]:
+    """``doca_devinfo_create_list``: every local device."""
+    return [DevInfo(h) for h in _backend().devinfo_create_list()]
+
+
+def _find(pred_name: str, value: str) -> DevInfo:
+    infos = devinfo_create_list()
+    for info in infos:
+        if pred_name == "pci" and info.is_equal_pci_addr(value):
+            return info
+        if pred_name == "ibdev" and info.get_ibdev_name() == value:
+            return info
+        if pred_name == "iface" and info.get_iface_name() == value:
+            return info
+    have = ", ".join(f"{i.get_pci_addr_str()}/{i.get_ibdev_name()}/{i.get_iface_name()}" for i in infos)
+    raise DocaNotFound(f"no device with {pred_name} {value!r} (devices: {have or 'none'})")
+
+
+class Dev(DocaObject):
+    """``doca_dev``: an opened device. Close it after every mmap and ctx using it."""
+
+    _warn_unclosed = True
+
+    def __init__(self, handle: DevHandle) -> None:
+        super().__init__()
+        self._h = handle
+        self._arm_finalizer(handle.close)
+
+    @classmethod
+    def open_by_pci_addr(cls, pci_addr: str) -> Dev:
+        return _find("pci", pci_addr).open()
+
+    @classmethod
+    def open_by_ibdev_name(cls, name: str) -> Dev:
+        return _find("ibdev", name).open()
+
+    @classmethod
+    def open_by_iface_name(cls, name: str) -> Dev:
+        return _find("iface", name).open()
+
+    def as_devinfo(self) -> DevInfo:
+        """``doca_dev_as_devinfo``."""
+        return DevInfo(self._h.devinfo)
+
+    @property
+    def devinfo(self) -> DevInfo:
+        return self.as_devinfo()
+
+    def rep_create_list(self, filter: DevinfoRepFilter = DevinfoRepFilter.NET) -> list[DevInfoRep]:
+        """``doca_devinfo_rep_create_list``: representors of host functions (DPU side)."""
+        self._check_open()
+        return [DevInfoRep(h, self) for h in self._h.rep_list(int(filter))]
+
+    def open_rep_by_pci_addr(self, pci_addr: str, filter: DevinfoRepFilter = DevinfoRepFilter.NET) -> DevRep:
+        """Open the representor whose PCI address is *pci_addr*."""
+        reps = self.rep_create_list(filter)
+        for rep in reps:
+            if rep.is_equal_pci_addr(pci_addr):
+                return rep.open()
+        have = ", ".join(r.get_pci_addr_str() for r in reps)
+        raise DocaNotFound(f"no representor with PCI address {pci_addr!r} (representors: {have or 'none'})")
+
+    def _close(self) -> None:
+        self._h.close()
+
+    def __enter__(self) -> Dev:
+        return self
+
+    def __repr__(self) -> str:
+        return f"<Dev {self._h.devinfo.pci_addr_str()}{' closed' if self.closed else ''}>"
+
+
+class DevInfoRep:
+    """``doca_devinfo_rep``."""
+
+    def __init__(self, handle: DevInfoRepHandle, dev: Dev) -> None:
+        self._h = handle
+        self._dev = dev
+
+    def get_pci_addr_str(self) -> str:
+        return self._h.pci_addr_str()
+
+    def is_equal_pci_addr(self, pci_addr: str) -> bool:
+        return self._h.is_equal_pci_addr(pci_addr)
+
+    def get_vuid(self) -> str:
+        return self._h.vuid()
+
+    def get_pci_func_type(self) -> PciFuncType:
+        return PciFuncType(self._h.pci_func_type())
+
+    def get_is_hotplug(self) -> bool:
+        return self._h.is_hotplug()
+
+    def get_iface_name(self) -> str:
+        return self._h.iface_name()
+
+    def get_vhca_id(self) -> int:
+        return self._h.vhca_id()
+
+    def open(self) -> DevRep:
+        """``doca_dev_rep_open``; the representor closes with its device."""
+        rep = DevRep(self._h.open())
+        self._dev._adopt(rep)
+        return rep
+
+
+class DevRep(DocaObject):
+    """``doca_dev_rep``: an opened representor."""
+
+    def __init__(self, handle: DevRepHandle) -> None:
+        super().__init__()
+        self._h = handle
+        self._arm_finalizer(handle.close)
+
+    def get_pci_addr_str(self) -> str:
+        return self._h.devinfo_rep.pci_addr_str()
+
+    def _close(self) -> None:
+        self._h.close()
+
+    def __enter__(self) -> DevRep:
+        return self

@@ -1,0 +1,231 @@
+"""Emulated ``doca_buf`` and ``doca_buf_inventory``.
+
+Descriptors are pre-built at inventory creation and recycled, as in DOCA: taking a
+buffer allocates nothing.
+"""
+
+from __future__ import annotations
+
+from ..abc import BufHandle, MmapHandle
+from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNoMemory, DocaNotPermitted, DocaTooBig
+from .mmap import EmuMmap
+
+__all__ = ["EmuBuf", "EmuBufInventory", "buf_inventory_create"]
+
+_REFCOUNT_MAX = 0xFFFF
+
+
+class EmuBuf:
+    """Emulated ``doca_buf``: a window and a data region inside an mmap range."""
+
+    __slots__ = ("inv", "mmap", "head", "len", "data", "data_len", "refcount", "next", "prev", "owner")
+
+    def __init__(self, inv: EmuBufInventory) -> None:
+        self.inv = inv
+        self.mmap: EmuMmap | None = None
+        self.head = self.len = self.data = self.data_len = 0
+        self.refcount = 0
+        self.next: EmuBuf | None = None
+        self.prev: EmuBuf | None = None  # set on every non-head element
+        self.owner: object = None  # the public Buf wrapping this descriptor, reused with it
+
+    def get_head(self) -> int:
+        return self.head
+
+    def get_len(self) -> int:
+        return self.len
+
+    def get_data(self) -> int:
+        return self.data
+
+    def get_data_len(self) -> int:
+        return self.data_len
+
+    def set_data(self, data: int, data_len: int) -> None:
+        if data < self.head or data_len < 0 or data + data_len > self.head + self.len:
+            raise DocaInvalidValue(f"data region [{data:#x}, +{data_len}) leaves the buffer window "
+                                   f"[{self.head:#x}, +{self.len})")
+        self.data, self.data_len = data, data_len
+
+    def set_data_len(self, data_len: int) -> None:
+        self.set_data(self.data, data_len)
+
+    def reset_data_len(self) -> None:
+        self.data_len = 0
+
+    def _head_only(self, what: str) -> None:
+        if self.prev is not None:
+            raise DocaNotPermitted(f"{what}: only the head of a buffer list has a reference count")
+
+    def inc_refcount(self) -> int:
+        self._head_only("inc_refcount")
+        before = self.refcount
+        if before >= _REFCOUNT_MAX:
+            raise DocaTooBig("doca_buf reference count would exceed UINT16_MAX")
+        self.refcount = before + 1
+        return before
+
+    def dec_refcount(self) -> int:
+        self._head_only("dec_refcount")
+        before = self.refcount
+        if before == 0:
+            raise DocaBadState("doca_buf was already returned to its inventory")
+        self.refcount = before - 1
+        if before == 1:
+            b: EmuBuf | None = self
+            while b is not None:
+                nxt = b.next
+                b.inv._put(b)
+                b = nxt
+        return before
+
+    def get_refcount(self) -> int:
+        return self.refcount
+
+    def get_next_in_list(self) -> EmuBuf | None:
+        return self.next
+
+    def get_last_in_list(self) -> EmuBuf:
+        b = self
+        while b.next is not None:
+            b = b.next
+        return b
+
+    def get_list_len(self) -> int:
+        n, b = 1, self.next
+        while b is not None:
+            n, b = n + 1, b.next
+        return n
+
+    def is_first_in_list(self) -> bool:
+        return self.prev is None
+
+    def is_last_in_list(self) -> bool:
+        return self.next is None
+
+    def is_in_list(self) -> bool:
+        return self.prev is not None or self.next is not None
+
+    def chain_list(self, other: BufHandle) -> None:
+        assert isinstance(other, EmuBuf)
+        if self.prev is not None or other.prev is not None:
+            raise DocaNotPermitted("chain_list joins list heads only")
+        if other.refcount != 1:
+            raise DocaNotPermitted("chain_list: the appended list must have reference count 1")
+        if other is self or other.get_last_in_list() is self.get_last_in_list():
+            raise DocaInvalidValue("chain_list: a list cannot be appended to itself")
+        tail = self.get_last_in_list()
+        tail.next, other.prev = other, tail
+
+    def unchain_list(self, other: BufHandle) -> None:
+        assert isinstance(other, EmuBuf)
+        b = self.next
+        while b is not None and b is not other:
+            b = b.next
+        if b is None or self.prev is not None:
+            raise DocaInvalidValue("unchain_list: the buffer is not an element of this list")
+        assert other.prev is not None
+        other.prev.next, other.prev = None, None
+        other.refcount = 1
+
+    def reuse_by_args(self, addr: int, length: int, data: int, data_len: int) -> None:
+        if self.refcount == 0 or self.mmap is None:
+            raise DocaBadState("doca_buf is not allocated")
+        _check_geometry(self.mmap, addr, length, data, data_len)
+        self.head, self.len, self.data, self.data_len = addr, length, data, data_len
+
+
+def _check_geometry(mmap: EmuMmap, addr: int, length: int, data: int, data_len: int) -> None:
+    lo, n = mmap.addr, mmap.length
+    if length < 0 or addr < lo or addr + length > lo + n:
+        raise DocaInvalidValue(f"buffer window [{addr:#x}, +{length}) is outside the mmap range [{lo:#x}, +{n})")
+    if data_len < 0 or data < addr or data + data_len > addr + length:
+        raise DocaInvalidValue(f"data region [{data:#x}, +{data_len}) is outside the window [{addr:#x}, +{length})")
+
+
+class EmuBufInventory:
+    """Emulated ``doca_buf_inventory``: a fixed pool of descriptors."""
+
+    def __init__(self, num_elements: int) -> None:
+        if num_elements <= 0:
+            raise DocaInvalidValue("a buffer inventory needs at least one element")
+        self.total = num_elements
+        self.free: list[EmuBuf] = [EmuBuf(self) for _ in range(num_elements)]
+        self.started = False
+
+    def start(self) -> None:
+        if self.started:
+            raise DocaBadState("buffer inventory is already started")
+        self.started = True
+
+    def stop(self) -> None:
+        if not self.started:
+            raise DocaBadState("buffer inventory is not started")
+        self.started = False
+
+    def expand(self, n: int) -> None:
+        if n <= 0:
+            raise DocaInvalidValue("expand needs a positive number of elements")
+        self.free.extend(EmuBuf(self) for _ in range(n))
+        self.total += n
+
+    def get_num_elements(self) -> int:
+        return self.total
+
+    def get_num_free_elements(self) -> int:
+        return len(self.free)
+
+    def get_by_args(self, mmap: MmapHandle, addr: int, length: int, data: int, data_len: int) -> EmuBuf:
+        assert isinstance(mmap, EmuMmap)
+        if not self.started:
+            raise DocaBadState("buffer inventory is not started")
+        if not (mmap.started or mmap.from_export) or mmap.destroyed:
+            raise DocaBadState("mmap is not started")
+        _check_geometry(mmap, addr, length, data, data_len)
+        if not self.free:
+            raise DocaNoMemory(f"buffer inventory is empty (all {self.total} descriptors in use)")
+        b = self.free.pop()
+        b.mmap, b.head, b.len, b.data, b.data_len, b.refcount = mmap, addr, length, data, data_len, 1
+        mmap.num_bufs += 1
+        return b
+
+    def dup(self, buf: BufHandle) -> EmuBuf:
+        assert isinstance(buf, EmuBuf)
+        if buf.prev is not None:
+            raise DocaNotPermitted("buf_dup copies whole lists: pass the list head")
+        src: EmuBuf | None = buf
+        head: EmuBuf | None = None
+        try:
+            while src is not None:
+                assert src.mmap is not None
+                b = self.get_by_args(src.mmap, src.head, src.len, src.data, src.data_len)
+                if head is None:
+                    head = b
+                else:
+                    tail = head.get_last_in_list()
+                    tail.next, b.prev = b, tail
+                    b.refcount = 0
+                src = src.next
+        except Exception:
+            if head is not None:
+                head.refcount = 1
+                head.dec_refcount()
+            raise
+        assert head is not None
+        return head
+
+    def _put(self, b: EmuBuf) -> None:
+        if b.mmap is not None:
+            b.mmap.num_bufs -= 1
+        b.mmap, b.next, b.prev, b.refcount = None, None, None, 0
+        self.free.append(b)
+
+    def destroy(self) -> None:
+        if len(self.free) != self.total:
+            raise DocaInUse(f"{self.total - len(self.free)} buffer(s) of this inventory are still in use")
+        self.started = False
+
+
+def buf_inventory_create(num_elements: int) -> EmuBufInventory:
+    """``doca_buf_inventory_create``."""
+    return EmuBufInventory(num_elements)

@@ -1,0 +1,242 @@
+"""Emulated ``doca_ctx`` and ``doca_task``: the state machine and task pools.
+
+Library contexts (``EmuDma`` …) subclass :class:`EmuCtx` and their tasks subclass
+:class:`EmuTask`, implementing :meth:`EmuTask._execute`. Work runs at submit; its
+completion is posted to the PE and delivered by ``progress()``, which also
+applies DOCA's stop rules: a completion that arrives while the ctx is stopping is
+flushed (error callback, status ``DOCA_ERROR_IO_FAILED``), a failed task moves a
+running ctx to STOPPING, and the ctx goes IDLE on a later progress once nothing is
+in flight and every task has been freed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from ..abc import Completion
+from ..errors import DocaBadState, DocaError, DocaInvalidValue, DocaNoMemory, DocaNotConnected, ErrorCode
+from ..types import CtxState
+from .pe import EmuPe
+
+__all__ = ["EmuCtx", "EmuTask", "TaskPool", "FLUSHED"]
+
+_IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
+#: Status of a task flushed by ``stop`` (hardware leaves the code unspecified).
+FLUSHED = int(ErrorCode.IO_FAILED)
+_SUCCESS = 0
+
+
+class EmuCtx:
+    """State machine shared by every emulated library context."""
+
+    def __init__(self) -> None:
+        self.state = _IDLE
+        self.pe: EmuPe | None = None
+        self.inflight = 0
+        self.allocated = 0
+        self.state_cb: Callable[[int, int], None] | None = None
+        self.pools: list[TaskPool[EmuTask]] = []
+        self.destroyed = False
+        self._idle_posted = False
+
+    def _configurable(self, what: str) -> None:
+        if self.state != _IDLE:
+            raise DocaBadState(f"{what}: configure the ctx while it is idle (state {CtxState(self.state).name})")
+
+    # -- state machine -------------------------------------------------------------------------
+    def _set_state(self, new: int) -> None:
+        prev, self.state = self.state, new
+        if self.state_cb is not None and self.pe is not None:
+            self.pe.post(self._deliver_state, (prev, new))
+
+    def _deliver_state(self, change: tuple[int, int]) -> None:
+        if self.state_cb is not None and not self.destroyed:
+            self.state_cb(*change)
+
+    def start(self) -> int:
+        if self.pe is None:
+            raise DocaNotConnected("connect the ctx to a Pe before start")
+        if self.state != _IDLE:
+            raise DocaBadState(f"ctx is {CtxState(self.state).name}, not IDLE")
+        self._on_start()
+        for pool in self.pools:
+            pool.build()
+        self._set_state(_RUNNING)
+        return self.state
+
+    def _on_start(self) -> None:
+        """Library hook: validate configuration before the pools are built."""
+
+    def stop(self) -> int:
+        if self.pe is None:
+            raise DocaNotConnected("ctx is not connected to a Pe")
+        if self.state not in (_RUNNING, _STARTING):
+            raise DocaBadState(f"ctx is {CtxState(self.state).name}; only a started ctx can stop")
+        if not self.inflight and not self.allocated:
+            self._on_stop()
+            self._set_state(_IDLE)
+        else:
+            self._set_state(_STOPPING)
+            self._on_stop()
+        return self.state
+
+    def _on_stop(self) -> None:
+        """Library hook: drop connections, stop worker threads."""
+
+    def _maybe_idle(self) -> None:
+        if self.state == _STOPPING and not self.inflight and not self.allocated and not self._idle_posted:
+            assert self.pe is not None
+            self._idle_posted = True
+            if self.pe.running:
+                self.pe.post(self._to_idle, None)
+            else:
+                self._to_idle(None)
+
+    def _to_idle(self, _: object) -> None:
+        self._idle_posted = False
+        if self.state == _STOPPING and not self.inflight and not self.allocated:
+            self._set_state(_IDLE)
+
+    def get_state(self) -> int:
+        return self.state
+
+    def get_num_inflight_tasks(self) -> int:
+        return self.inflight
+
+    def set_state_changed_cb(self, cb: Callable[[int, int], None]) -> None:
+        self._configurable("set_state_changed_cb")
+        self.state_cb = cb
+
+    def flush_tasks(self) -> None:
+        """Tasks run at submit here, so there is nothing batched to push."""
+
+    def destroy(self) -> None:
+        if self.state != _IDLE:
+            raise DocaBadState(f"destroy needs an idle ctx (state {CtxState(self.state).name})")
+        if self.pe is not None:
+            self.pe.ctxs.remove(self)
+        self.destroyed = True
+
+
+T = TypeVar("T", bound="EmuTask")
+
+
+class TaskPool(Generic[T]):
+    """A per-task-type pool sized by ``*_set_conf(num_tasks)``, built at start."""
+
+    def __init__(self, ctx: EmuCtx, factory: Callable[[TaskPool[T]], T]) -> None:
+        self.ctx = ctx
+        self.factory = factory
+        self.success: Completion | None = None
+        self.error: Completion | None = None
+        self.size = 0
+        self.created = 0
+        self.out = 0
+        self.free: list[T] = []
+        ctx.pools.append(self)  # type: ignore[arg-type]
+
+    def set_conf(self, success: Completion, error: Completion, num_tasks: int) -> None:
+        self.ctx._configurable("set_conf")
+        if num_tasks <= 0:
+            raise DocaInvalidValue("num_tasks must be positive")
+        self.success, self.error, self.size = success, error, num_tasks
+
+    def build(self) -> None:
+        # Descriptors outlive stop/start, as their public wrappers are reused with them.
+        while self.created < self.size:
+            self.free.append(self.factory(self))
+            self.created += 1
+
+    def alloc(self) -> T:
+        ctx = self.ctx
+        if ctx.state != _RUNNING:
+            raise DocaBadState(f"tasks are allocated only while the ctx runs (state {CtxState(ctx.state).name})")
+        if self.success is None:
+            raise DocaBadState("task type is not configured: call its set_conf before start")
+        if not self.free or self.out >= self.size:
+            raise DocaNoMemory(f"all {self.size} tasks of this type are allocated")
+        t = self.free.pop()
+        t.allocated = True
+        t.status = _SUCCESS
+        self.out += 1
+        ctx.allocated += 1
+        return t
+
+
+def _complete(task: EmuTask) -> None:
+    ctx = task.ctx
+    task.inflight = False
+    ctx.inflight -= 1
+    pool = task.pool
+    if ctx.state == _STOPPING:
+        task.status = FLUSHED
+    elif task.status != _SUCCESS and ctx.state == _RUNNING:
+        ctx._set_state(_STOPPING)  # a failed task stops its ctx, as on hardware
+        ctx._on_stop()
+    cb = pool.success if task.status == _SUCCESS else pool.error
+    assert cb is not None
+    try:
+        cb(task.owner)
+    finally:
+        if ctx.state == _STOPPING:
+            ctx._maybe_idle()
+
+
+class EmuTask:
+    """Base of emulated tasks: submission, status, ownership."""
+
+    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated")
+
+    def __init__(self, pool: TaskPool[EmuTask]) -> None:
+        self.pool = pool
+        self.ctx = pool.ctx
+        self.owner: object = None
+        self.status = _SUCCESS
+        self.inflight = False
+        self.allocated = False
+
+    def _execute(self) -> int:
+        """Do the work; return the completion status (a ``doca_error_t``)."""
+        raise NotImplementedError
+
+    def submit(self) -> None:
+        ctx = self.ctx
+        if ctx.state != _RUNNING:
+            raise DocaBadState(f"submit needs a running ctx (state {CtxState(ctx.state).name})")
+        if self.inflight or not self.allocated:
+            raise DocaBadState("task is already in flight or was freed")
+        try:
+            self.status = self._execute()
+        except DocaError as exc:
+            self.status = exc.code
+        self.inflight = True
+        ctx.inflight += 1
+        assert ctx.pe is not None
+        ctx.pe.post(_complete, self)
+
+    def try_submit(self) -> None:
+        self._validate()
+        self.submit()
+
+    def _validate(self) -> None:
+        """``doca_task_try_submit`` checks; raise ``DocaInvalidValue`` on a malformed task."""
+
+    def submit_ex(self, flags: int) -> None:
+        self.submit()
+
+    def free(self) -> None:
+        if self.inflight:
+            raise DocaBadState("a task in flight cannot be freed")
+        if not self.allocated:
+            raise DocaBadState("task was already freed")
+        self.allocated = False
+        ctx = self.ctx
+        ctx.allocated -= 1
+        self.pool.out -= 1
+        self.pool.free.append(self)
+        if ctx.state == _STOPPING:
+            ctx._maybe_idle()
+
+    def get_status(self) -> int:
+        return self.status

@@ -1,0 +1,107 @@
+"""Emulated ``doca_dma``: memcpy between any two buffers the device can reach.
+
+Local maps, PCI-imported maps (another process's exported memory) and maps of
+this process all resolve through :meth:`EmuMmap.ptr`, which enforces range,
+permission and revocation; the copy itself is one ``memmove``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from ..abc import BufHandle, DevInfoHandle
+from ..errors import DocaInvalidValue, ErrorCode
+from .buf import EmuBuf
+from .ctx import EmuCtx, EmuTask, TaskPool
+
+__all__ = ["EmuDma", "EmuDmaTaskMemcpy", "dma_create", "cap_task_memcpy_is_supported",
+           "cap_task_memcpy_get_max_buf_size", "cap_task_memcpy_get_max_buf_list_len",
+           "cap_get_max_num_tasks", "MAX_BUF_SIZE", "MAX_BUF_LIST_LEN"]
+
+MAX_BUF_SIZE = 1 << 31
+MAX_BUF_LIST_LEN = 1
+MAX_NUM_TASKS = 1 << 16
+_memmove = ctypes.memmove
+_INVALID = int(ErrorCode.INVALID_VALUE)
+
+
+class EmuDmaTaskMemcpy(EmuTask):
+    """``doca_dma_task_memcpy``."""
+
+    __slots__ = ("src", "dst")
+
+    def __init__(self, pool: TaskPool[EmuTask]) -> None:
+        super().__init__(pool)
+        self.src: EmuBuf | None = None
+        self.dst: EmuBuf | None = None
+
+    def _validate(self) -> None:
+        src, dst = self.src, self.dst
+        if src is None or dst is None or not src.refcount or not dst.refcount:
+            raise DocaInvalidValue("memcpy task needs a source and a destination buffer")
+        if src.next is not None or dst.next is not None:
+            raise DocaInvalidValue(f"memcpy supports buffer lists of at most {MAX_BUF_LIST_LEN} element")
+        if not src.data_len:
+            raise DocaInvalidValue("memcpy source has no data")
+        if src.data_len > MAX_BUF_SIZE:
+            raise DocaInvalidValue(f"memcpy source exceeds the maximum buffer size {MAX_BUF_SIZE}")
+        if dst.data + dst.data_len + src.data_len > dst.head + dst.len:
+            raise DocaInvalidValue(f"memcpy destination has {dst.head + dst.len - dst.data - dst.data_len} "
+                                   f"bytes free after its data, source holds {src.data_len}")
+
+    def _execute(self) -> int:
+        try:
+            self._validate()
+        except DocaInvalidValue:
+            return _INVALID
+        src, dst = self.src, self.dst
+        assert src is not None and dst is not None and src.mmap is not None and dst.mmap is not None
+        n = src.data_len
+        sp = src.mmap.ptr(src.data, n, False)
+        dp = dst.mmap.ptr(dst.data + dst.data_len, n, True)
+        _memmove(dp, sp, n)
+        dst.data_len += n
+        return 0
+
+    def set_src(self, buf: BufHandle) -> None:
+        assert isinstance(buf, EmuBuf)
+        self.src = buf
+
+    def set_dst(self, buf: BufHandle) -> None:
+        assert isinstance(buf, EmuBuf)
+        self.dst = buf
+
+
+class EmuDma(EmuCtx):
+    """Emulated ``doca_dma`` context."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memcpy = TaskPool(self, EmuDmaTaskMemcpy)
+
+    def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle, owner: object) -> EmuDmaTaskMemcpy:
+        t = self.memcpy.alloc()
+        assert isinstance(t, EmuDmaTaskMemcpy) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
+        t.src, t.dst, t.owner = src, dst, owner
+        return t
+
+
+def dma_create(dev: object) -> EmuDma:
+    """``doca_dma_create``."""
+    return EmuDma()
+
+
+def cap_task_memcpy_is_supported(devinfo: DevInfoHandle) -> bool:
+    return True
+
+
+def cap_task_memcpy_get_max_buf_size(devinfo: DevInfoHandle) -> int:
+    return MAX_BUF_SIZE
+
+
+def cap_task_memcpy_get_max_buf_list_len(devinfo: DevInfoHandle) -> int:
+    return MAX_BUF_LIST_LEN
+
+
+def cap_get_max_num_tasks(devinfo: DevInfoHandle) -> int:
+    return MAX_NUM_TASKS

@@ -1,0 +1,146 @@
+"""Emulated mmap export blobs and the owner's export table.
+
+A blob is self-describing and versioned::
+
+    magic "DOCAPYMX" | version u16 | kind u8 | 0 u8 | boot id 16B | pid u32 | memfd u32
+    | slot u16 | 0 u16 | addr u64 | length u64 | offset u64 | perms u32 | key 16B | crc32 u32
+
+(little endian). ``memfd``/``slot`` are ``NO_FD``/``NO_SLOT`` when the memory is not
+shareable; such a blob can be imported only inside the exporting process.
+
+The owner of shareable memory (:class:`doca_py.memory.SharedMemory`) keeps, in the
+memfd's first page, a table of live exports: ``state u32 | perms u32 | key 16B |
+offset u64 | length u64``. An importer maps the same memfd and re-reads its slot on
+every access, so ``Mmap.stop`` in the owner revokes access everywhere at once.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+import struct
+import zlib
+from dataclasses import dataclass
+import mmap
+from functools import lru_cache
+
+from ..errors import DocaFull, DocaInvalidValue, DocaUnsupportedVersion
+from ..memory import HEADER_SIZE, SharedMemory
+
+__all__ = ["ExportKind", "Blob", "encode", "decode", "boot_id", "ExportTable", "NO_FD", "NO_SLOT"]
+
+MAGIC = b"DOCAPYMX"
+VERSION = 1
+_BLOB = struct.Struct("<8sHBx16sIIHxxQQQI16s")
+_CRC = struct.Struct("<I")
+BLOB_SIZE = _BLOB.size + _CRC.size
+NO_FD = 0xFFFFFFFF
+NO_SLOT = 0xFFFF
+
+_TABLE_MAGIC = b"DOCAPYHD"
+_TABLE_HEAD = struct.Struct("<8sII")
+_SLOT = struct.Struct("<II16sQQ")
+_SLOT_BASE = 64
+_SLOT_SIZE = 64
+NUM_SLOTS = (HEADER_SIZE - _SLOT_BASE) // _SLOT_SIZE
+_LIVE = 1
+
+
+class ExportKind(enum.IntEnum):
+    """Which ``doca_mmap_export_*`` made a blob."""
+
+    PCI = 1
+    RDMA = 2
+
+
+@lru_cache(maxsize=1)
+def boot_id() -> bytes:
+    """16 bytes naming this host and boot: blobs from elsewhere are not mappable."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return bytes.fromhex(f.read().strip().replace("-", ""))[:16].ljust(16, b"\0")
+    except (OSError, ValueError):
+        import socket
+
+        return socket.gethostname().encode()[:16].ljust(16, b"\0")
+
+
+@dataclass(frozen=True)
+class Blob:
+    """The decoded contents of an export blob."""
+
+    kind: ExportKind
+    boot_id: bytes
+    pid: int
+    fd: int
+    slot: int
+    addr: int
+    length: int
+    offset: int
+    perms: int
+    key: bytes
+
+
+def encode(b: Blob) -> bytes:
+    body = _BLOB.pack(MAGIC, VERSION, b.kind, b.boot_id, b.pid, b.fd, b.slot, b.addr, b.length,
+                      b.offset, b.perms, b.key)
+    return body + _CRC.pack(zlib.crc32(body))
+
+
+def decode(data: bytes) -> Blob:
+    """Parse and validate a blob; anything malformed is ``DocaInvalidValue``."""
+    if len(data) < 10 or data[:8] != MAGIC:
+        raise DocaInvalidValue("not a doca_py mmap export blob (bad magic or truncated)")
+    (version,) = struct.unpack_from("<H", data, 8)
+    if version != VERSION:
+        raise DocaUnsupportedVersion(f"export blob version {version}, this build reads version {VERSION}")
+    if len(data) != BLOB_SIZE:
+        raise DocaInvalidValue(f"export blob is {len(data)} bytes, expected {BLOB_SIZE}")
+    body = data[: _BLOB.size]
+    if zlib.crc32(body) != _CRC.unpack_from(data, _BLOB.size)[0]:
+        raise DocaInvalidValue("export blob is corrupt (checksum mismatch)")
+    _, _, kind, bid, pid, fd, slot, addr, length, offset, perms, key = _BLOB.unpack(body)
+    try:
+        k = ExportKind(kind)
+    except ValueError:
+        raise DocaInvalidValue(f"export blob has unknown kind {kind}") from None
+    if length == 0 or addr + length > 1 << 64:
+        raise DocaInvalidValue("export blob describes an empty or impossible range")
+    return Blob(k, bid, pid, fd, slot, addr, length, offset, perms, key)
+
+
+class ExportTable:
+    """The owner-side export table in a SharedMemory header page."""
+
+    def __init__(self, shm: SharedMemory) -> None:
+        self.header = shm.header
+        self._lock = shm._exports_lock
+        if self.header[:8] != _TABLE_MAGIC:
+            _TABLE_HEAD.pack_into(self.header, 0, _TABLE_MAGIC, VERSION, NUM_SLOTS)
+
+    def add(self, perms: int, offset: int, length: int) -> tuple[int, bytes]:
+        """Publish an export; returns (slot, key)."""
+        key = secrets.token_bytes(16)
+        with self._lock:
+            for slot in range(NUM_SLOTS):
+                pos = _SLOT_BASE + slot * _SLOT_SIZE
+                if _SLOT.unpack_from(self.header, pos)[0] != _LIVE:
+                    # Fields first, state last: a reader never sees a live slot half-written.
+                    _SLOT.pack_into(self.header, pos, 0, perms, key, offset, length)
+                    struct.pack_into("<I", self.header, pos, _LIVE)
+                    return slot, key
+        raise DocaFull(f"more than {NUM_SLOTS} live exports of one shared allocation")
+
+    def revoke(self, slot: int) -> None:
+        pos = _SLOT_BASE + slot * _SLOT_SIZE
+        with self._lock:
+            _SLOT.pack_into(self.header, pos, 0, 0, bytes(16), 0, 0)
+
+
+def slot_matches(header: bytes | memoryview | mmap.mmap, blob: Blob) -> bool:
+    """Whether *blob*'s slot is still live in an (importer's view of the) header."""
+    if blob.slot >= NUM_SLOTS:
+        return False
+    state, perms, key, offset, length = _SLOT.unpack_from(header, _SLOT_BASE + blob.slot * _SLOT_SIZE)
+    return bool(state == _LIVE and key == blob.key and perms == blob.perms
+            and offset == blob.offset and length == blob.length)

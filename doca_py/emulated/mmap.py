@@ -1,0 +1,328 @@
+"""Emulated ``doca_mmap``: local ranges, export blobs and imported (peer) ranges.
+
+Every access a software engine makes goes through :meth:`EmuMmap.ptr`, which checks
+the range, the permission for that kind of access, and — for imported maps —
+that the exporter has not revoked the export. Nothing outside a registered or
+imported range is ever touched.
+"""
+
+from __future__ import annotations
+
+import mmap as _mmap
+import os
+import secrets
+import threading
+import weakref
+
+import numpy as np
+
+from ..abc import DevHandle, DevInfoHandle
+from ..errors import (
+    DocaBadState,
+    DocaInUse,
+    DocaInvalidValue,
+    DocaNotFound,
+    DocaNotPermitted,
+    DocaNotSupported,
+)
+from ..memory import HEADER_SIZE, PAGE_SIZE, find_shared
+from ..types import AccessFlag as A
+from . import export as ex
+
+__all__ = ["EmuMmap", "mmap_create", "mmap_create_from_export", "Access",
+           "cap_is_export_pci_supported", "cap_is_create_from_export_pci_supported"]
+
+DEFAULT_MAX_NUM_DEVICES = 16
+
+# Same-process imports resolve through the exporter's key; works for any buffer.
+_local_exports: weakref.WeakValueDictionary[bytes, EmuMmap] = weakref.WeakValueDictionary()
+_local_lock = threading.Lock()
+
+
+class Access:
+    """Who is touching memory: picks which permission bits apply."""
+
+    LOCAL = 0  # a device of this process (DMA, EC, compress) on a local map
+    PCI = 1  # a device across PCIe: DMA on a PCI-imported map
+    RDMA = 2  # a remote RDMA peer
+
+
+_READ_BITS = {Access.LOCAL: None, Access.PCI: A.PCI_READ_ONLY | A.PCI_READ_WRITE,
+              Access.RDMA: A.RDMA_READ}
+_WRITE_BITS = {Access.LOCAL: A.LOCAL_READ_WRITE, Access.PCI: A.PCI_READ_WRITE, Access.RDMA: A.RDMA_WRITE}
+
+
+class _Import:
+    """The importer's mapping of an exporter's memfd (other process)."""
+
+    def __init__(self, blob: ex.Blob, writable: bool) -> None:
+        path = f"/proc/{blob.pid}/fd/{blob.fd}"
+        try:
+            fd = os.open(path, os.O_RDWR if writable else os.O_RDONLY)
+        except FileNotFoundError:
+            raise DocaNotFound(f"exporting process {blob.pid} or its memory is gone") from None
+        except OSError as exc:
+            raise DocaNotPermitted(f"cannot open the exporter's memory ({path}): {exc.strerror}") from None
+        try:
+            access = _mmap.ACCESS_WRITE if writable else _mmap.ACCESS_READ
+            self.header = _mmap.mmap(fd, HEADER_SIZE, access=_mmap.ACCESS_READ)
+            start = blob.offset - blob.offset % PAGE_SIZE
+            self.skew = blob.offset - start
+            size = os.fstat(fd).st_size - HEADER_SIZE
+            if blob.offset + blob.length > size:
+                raise DocaInvalidValue("export blob range lies outside the exporter's memory")
+            self.data = _mmap.mmap(fd, self.skew + blob.length, access=access, offset=HEADER_SIZE + start)
+        except (OSError, ValueError) as exc:
+            raise DocaInvalidValue(f"cannot map the exported memory: {exc}") from None
+        finally:
+            os.close(fd)
+        # numpy reads the address of read-only mappings too (ctypes needs writable ones).
+        base = int(np.frombuffer(self.data, dtype=np.uint8).ctypes.data)
+        self.base = base + self.skew
+        if not ex.slot_matches(self.header, blob):
+            self.close()
+            raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
+
+    def close(self) -> None:
+        self.data.close()
+        self.header.close()
+
+
+class EmuMmap:
+    """Emulated ``doca_mmap``."""
+
+    def __init__(self) -> None:
+        self.addr = 0
+        self.length = 0
+        self.perms = int(A.LOCAL_READ_WRITE)
+        self.devs: list[DevHandle] = []
+        self.max_devs = DEFAULT_MAX_NUM_DEVICES
+        self.thread_safe = False
+        self.started = False
+        self.destroyed = False
+        self.num_bufs = 0
+        self.exported = False
+        self.kind = Access.LOCAL  # how engines reach the bytes
+        self.from_export = False
+        self.blob: ex.Blob | None = None  # for imported maps
+        self._peer: EmuMmap | None = None  # same-process import: the exporter
+        self._import: _Import | None = None  # cross-process import: our mapping
+        self._delta = 0  # local address = mmap address + delta
+        self._exports: dict[ex.ExportKind, bytes] = {}
+        self._slots: list[tuple[ex.ExportTable, int]] = []
+        self._keys: list[bytes] = []
+
+    # -- configuration (IDLE only) ---------------------------------------------------------
+    def _configurable(self, what: str) -> None:
+        if self.from_export:
+            raise DocaNotPermitted(f"{what}: an imported mmap cannot be configured")
+        if self.started:
+            raise DocaBadState(f"{what}: mmap is started; configure it before start")
+
+    def set_memrange(self, addr: int, length: int) -> None:
+        self._configurable("set_memrange")
+        if addr <= 0 or length <= 0:
+            raise DocaInvalidValue("memory range must have a non-NULL address and a positive length")
+        self.addr, self.length = addr, length
+
+    def get_memrange(self) -> tuple[int, int]:
+        return self.addr, self.length
+
+    def set_permissions(self, flags: int) -> None:
+        self._configurable("set_permissions")
+        if flags & ~int(sum(A)) or flags < 0:
+            raise DocaInvalidValue(f"unknown access flag bits in {flags:#x}")
+        self.perms = flags
+
+    def add_dev(self, dev: DevHandle) -> None:
+        self._configurable("add_dev")
+        if dev in self.devs:
+            raise DocaInvalidValue("device already added to this mmap")
+        if len(self.devs) >= self.max_devs:
+            raise DocaInvalidValue(f"mmap already has max_num_devices={self.max_devs} devices")
+        self.devs.append(dev)
+
+    def rm_dev(self, dev: DevHandle) -> None:
+        self._configurable("rm_dev")
+        try:
+            self.devs.remove(dev)
+        except ValueError:
+            raise DocaNotFound("device was not added to this mmap") from None
+
+    def set_max_num_devices(self, n: int) -> None:
+        self._configurable("set_max_num_devices")
+        if n <= 0 or n < len(self.devs):
+            raise DocaInvalidValue(f"max_num_devices {n} is below the {len(self.devs)} devices added")
+        self.max_devs = n
+
+    def get_max_num_devices(self) -> int:
+        return self.max_devs
+
+    def enable_thread_safety(self) -> None:
+        self._configurable("enable_thread_safety")
+        self.thread_safe = True
+
+    def start(self) -> None:
+        if self.from_export:
+            raise DocaNotPermitted("an imported mmap is already usable; it cannot be started")
+        if self.started:
+            raise DocaBadState("mmap is already started")
+        if not self.length:
+            raise DocaBadState("set_memrange before start")
+        self.started = True
+
+    def stop(self) -> None:
+        if self.from_export:
+            raise DocaNotPermitted("an imported mmap cannot be stopped; destroy it")
+        if not self.started:
+            raise DocaBadState("mmap is not started")
+        if self.num_bufs and not self.thread_safe:
+            raise DocaNotPermitted(f"{self.num_bufs} doca_buf(s) still reference this mmap")
+        self._revoke()
+        self.started = False
+
+    def _revoke(self) -> None:
+        for table, slot in self._slots:
+            table.revoke(slot)
+        self._slots.clear()
+        with _local_lock:
+            for key in self._keys:
+                _local_exports.pop(key, None)
+        self._keys.clear()
+        self._exports.clear()
+        self.exported = False
+
+    # -- export -----------------------------------------------------------------------------
+    def _export(self, kind: ex.ExportKind, dev: DevHandle) -> bytes:
+        if dev not in self.devs:
+            raise DocaNotFound(f"export_{kind.name.lower()}: device was not added to this mmap")
+        need = A.PCI_READ_ONLY | A.PCI_READ_WRITE if kind is ex.ExportKind.PCI else A.RDMA_READ | A.RDMA_WRITE | A.RDMA_ATOMIC
+        if not self.perms & need:
+            raise DocaNotPermitted(f"export_{kind.name.lower()} needs a {kind.name}_* access flag")
+        if self.from_export:
+            return self._reexport(kind)
+        if not self.started:
+            raise DocaBadState(f"export_{kind.name.lower()}: mmap is not started")
+        cached = self._exports.get(kind)
+        if cached is not None:
+            return cached
+        shm = find_shared(self.addr, self.length)
+        if shm is not None:
+            table = ex.ExportTable(shm)
+            offset = self.addr - shm.address
+            slot, key = table.add(self.perms, offset, self.length)
+            self._slots.append((table, slot))
+            fd = shm.fd
+        else:
+            slot, key, offset, fd = ex.NO_SLOT, secrets.token_bytes(16), 0, ex.NO_FD
+        with _local_lock:
+            _local_exports[key] = self
+        self._keys.append(key)
+        blob = ex.encode(ex.Blob(kind, ex.boot_id(), os.getpid(), fd, slot, self.addr, self.length,
+                                 offset, self.perms, key))
+        self._exports[kind] = blob
+        self.exported = True
+        return blob
+
+    def _reexport(self, kind: ex.ExportKind) -> bytes:
+        # DOCA allows re-exporting a PCI import over RDMA (the storage zero-copy path).
+        assert self.blob is not None
+        if self.blob.kind is not ex.ExportKind.PCI or kind is not ex.ExportKind.RDMA:
+            raise DocaNotPermitted("only a PCI-imported mmap can be re-exported, and only with export_rdma")
+        return ex.encode(ex.Blob(kind, self.blob.boot_id, self.blob.pid, self.blob.fd, self.blob.slot,
+                                 self.blob.addr, self.blob.length, self.blob.offset, self.blob.perms,
+                                 self.blob.key))
+
+    def export_pci(self, dev: DevHandle) -> bytes:
+        return self._export(ex.ExportKind.PCI, dev)
+
+    def export_rdma(self, dev: DevHandle) -> bytes:
+        return self._export(ex.ExportKind.RDMA, dev)
+
+    def get_num_bufs(self) -> int:
+        return 0 if self.thread_safe else self.num_bufs
+
+    def get_exported(self) -> bool:
+        return self.exported
+
+    def get_from_export(self) -> bool:
+        return self.from_export
+
+    def destroy(self) -> None:
+        if self.num_bufs and not self.thread_safe:
+            raise DocaNotPermitted(f"{self.num_bufs} doca_buf(s) still reference this mmap")
+        if self.started:
+            self._revoke()
+            self.started = False
+        if self._import is not None:
+            self._import.close()
+            self._import = None
+        self.destroyed = True
+
+    # -- access by software engines ----------------------------------------------------------
+    def ptr(self, addr: int, n: int, write: bool) -> int:
+        """Process-local address of ``[addr, addr+n)`` after every check DOCA hardware makes."""
+        if addr < self.addr or addr + n > self.addr + self.length or n < 0:
+            raise DocaInvalidValue(
+                f"[{addr:#x}, +{n}) is outside the mmap range [{self.addr:#x}, +{self.length})")
+        if not (self.started or self.from_export) or self.destroyed:
+            raise DocaBadState("mmap is not started")
+        kind = self.kind
+        bits = _WRITE_BITS[kind] if write else _READ_BITS[kind]
+        if bits is not None and not self.perms & bits:
+            raise DocaNotPermitted(f"mmap permissions {A(self.perms)!r} do not allow "
+                                   f"{'writes' if write else 'reads'} by this access")
+        if self.from_export:
+            self._check_live()
+        return addr + self._delta
+
+    def _check_live(self) -> None:
+        peer = self._peer
+        if peer is not None:
+            if not peer.started or peer.destroyed or self.blob is None or self.blob.key not in peer._keys:
+                raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
+        elif self._import is not None and self.blob is not None:
+            if not ex.slot_matches(self._import.header, self.blob):
+                raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
+
+
+def mmap_create() -> EmuMmap:
+    """``doca_mmap_create``."""
+    return EmuMmap()
+
+
+def mmap_create_from_export(blob: bytes, dev: DevHandle) -> EmuMmap:
+    """``doca_mmap_create_from_export``: validate the blob, then map the peer memory."""
+    b = ex.decode(bytes(blob))
+    m = EmuMmap()
+    m.from_export = True
+    m.blob = b
+    m.addr, m.length, m.perms = b.addr, b.length, b.perms
+    m.devs.append(dev)
+    m.kind = Access.PCI if b.kind is ex.ExportKind.PCI else Access.RDMA
+    if b.pid == os.getpid() and b.boot_id == ex.boot_id():
+        with _local_lock:
+            peer = _local_exports.get(b.key)
+        if peer is None or not peer.started:
+            raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
+        if (peer.addr, peer.length) != (b.addr, b.length):
+            raise DocaInvalidValue("export blob range does not match the exporter's mmap")
+        m._peer = peer
+        return m
+    if b.boot_id != ex.boot_id():
+        raise DocaNotSupported("the blob was exported on another host; map it through an Rdma context")
+    if b.fd == ex.NO_FD:
+        raise DocaNotSupported("the exporter's memory is not shareable across processes: "
+                               "register memory from Mmap.allocate() to export it")
+    writable = bool(b.perms & (A.PCI_READ_WRITE if b.kind is ex.ExportKind.PCI else A.RDMA_WRITE))
+    m._import = _Import(b, writable)
+    m._delta = m._import.base - b.addr
+    return m
+
+
+def cap_is_export_pci_supported(devinfo: DevInfoHandle) -> bool:
+    return devinfo.cap("mmap_export_pci")
+
+
+def cap_is_create_from_export_pci_supported(devinfo: DevInfoHandle) -> bool:
+    return devinfo.cap("mmap_create_from_export_pci")

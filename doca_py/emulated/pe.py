@@ -1,0 +1,109 @@
+"""Emulated ``doca_pe``: the one place user callbacks run.
+
+Engines and transport threads post ``(function, argument)`` pairs to the ready
+queue; :meth:`EmuPe.progress` runs the pairs present when it was called, on the
+caller's thread. The notification handle is an ``eventfd`` written when a post
+lands on an armed PE, so callers can sleep in ``select``/``epoll``/asyncio.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from ..abc import CtxHandle
+from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaUsageError
+from ..types import PeEventMode
+
+__all__ = ["EmuPe", "pe_create"]
+
+
+class EmuPe:
+    """Emulated ``doca_pe``."""
+
+    def __init__(self) -> None:
+        self.ready: deque[tuple[Callable[[Any], object], Any]] = deque()
+        self.ctxs: list[Any] = []
+        self.efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self.armed = False
+        self.owner: int | None = None
+        self.running = False
+        self.event_mode = PeEventMode.PROGRESS_ALL
+
+    def post(self, fn: Callable[[Any], object], arg: Any) -> None:
+        """Queue ``fn(arg)`` for the next progress; safe from any thread."""
+        self.ready.append((fn, arg))
+        if self.armed:
+            self.armed = False
+            os.eventfd_write(self.efd, 1)
+
+    def connect_ctx(self, ctx: CtxHandle) -> None:
+        from .ctx import EmuCtx
+
+        assert isinstance(ctx, EmuCtx)
+        if ctx.pe is not None:
+            raise DocaBadState("ctx is already connected to a progress engine")
+        if ctx.state:
+            raise DocaBadState("connect_ctx needs an idle ctx")
+        ctx.pe = self
+        self.ctxs.append(ctx)
+
+    def progress(self) -> bool:
+        tid = threading.get_ident()
+        if tid != self.owner:
+            if self.owner is not None:
+                raise DocaUsageError("a Pe is single-threaded: progress it only from the thread that "
+                                     "first progressed it")
+            self.owner = tid
+        if self.running:
+            raise DocaUsageError("Pe.progress() must not be called from inside a callback")
+        q = self.ready
+        n = len(q)
+        if not n:
+            return False
+        self.running = True
+        try:
+            pop = q.popleft
+            for _ in range(n):
+                fn, arg = pop()
+                fn(arg)
+        finally:
+            self.running = False
+        return True
+
+    def get_notification_handle(self) -> int:
+        return self.efd
+
+    def request_notification(self) -> None:
+        self.armed = True
+        if self.ready:
+            self.armed = False
+            os.eventfd_write(self.efd, 1)
+
+    def clear_notification(self, handle: int) -> None:
+        if handle != self.efd:
+            raise DocaInvalidValue("not this progress engine's notification handle")
+        try:
+            os.eventfd_read(self.efd)
+        except BlockingIOError:
+            pass
+
+    def get_num_inflight_tasks(self) -> int:
+        return sum(c.inflight for c in self.ctxs)
+
+    def set_event_mode(self, mode: int) -> None:
+        self.event_mode = PeEventMode(mode)
+
+    def destroy(self) -> None:
+        if self.ctxs:
+            raise DocaInUse(f"{len(self.ctxs)} ctx(s) are still connected to this progress engine")
+        os.close(self.efd)
+        self.efd = -1
+
+
+def pe_create() -> EmuPe:
+    """``doca_pe_create``."""
+    return EmuPe()

@@ -1,0 +1,192 @@
+"""``doca_mmap``: memory registered for devices, and its export to peers.
+
+>>> mm = Mmap()
+>>> view = mm.allocate(1 << 20)          # shareable, page-aligned; or mm.set_memrange(bytearray(...))
+>>> mm.set_permissions(AccessFlag.LOCAL_READ_WRITE | AccessFlag.PCI_READ_WRITE)
+>>> mm.add_dev(dev); mm.start()
+>>> blob = mm.export_pci(dev)            # send it to the peer, which calls Mmap.create_from_export
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from . import _impl
+from ._lifetime import DocaObject
+from .abc import MmapBackend, MmapHandle
+from .dev import Dev, DevInfo
+from .errors import DocaBadState, DocaInvalidValue, DocaNotSupported
+from .memory import SharedMemory, buffer_address
+from .types import AccessFlag
+
+__all__ = ["Mmap"]
+
+
+def _backend() -> MmapBackend:
+    return cast(MmapBackend, _impl.backend_module("mmap"))
+
+
+class Mmap(DocaObject):
+    """``doca_mmap``. Configure (range, permissions, devices) before :meth:`start`.
+
+    The memory registered with :meth:`set_memrange` stays pinned (a ``bytearray``
+    cannot be resized) until the mmap is closed. Only memory from :meth:`allocate`
+    can be imported by *another process* (emulated backend); any buffer can be
+    exported to the same process or, on hardware, to the peer device.
+    """
+
+    _warn_unclosed = True
+
+    def __init__(self, user_data: Any = None, *, _handle: MmapHandle | None = None) -> None:
+        super().__init__()
+        self._h = _handle if _handle is not None else _backend().mmap_create()
+        self.user_data: Any = user_data
+        self._pin: memoryview | None = None
+        self._shm: SharedMemory | None = None
+        self._devs: list[Dev] = []
+        self._arm_finalizer(self._h.destroy)
+
+    # -- configuration ----------------------------------------------------------------------
+    def set_memrange(self, buffer: Any) -> None:
+        """Register a writable, contiguous buffer (``bytearray``, ``mmap``, numpy array …)."""
+        self._check_open()
+        addr, n, pin = buffer_address(buffer)
+        if n == 0:
+            pin.release()
+            raise DocaInvalidValue("cannot register an empty buffer")
+        try:
+            self._h.set_memrange(addr, n)
+        except BaseException:
+            pin.release()
+            raise
+        self._release_memory()
+        self._pin = pin
+
+    def allocate(self, size: int) -> memoryview:
+        """Allocate *size* bytes of zeroed, page-aligned, shareable memory as the range.
+
+        The memory belongs to the mmap and is freed by :meth:`close`.
+        """
+        self._check_open()
+        shm = SharedMemory(size)
+        try:
+            self._h.set_memrange(shm.address, size)
+        except BaseException:
+            shm.close()
+            raise
+        self._release_memory()
+        self._shm, self._pin = shm, shm.buffer
+        return shm.buffer
+
+    def get_memrange(self) -> tuple[int, int]:
+        """``(address, length)``; for an imported map, the exporter's addresses."""
+        return self._h.get_memrange()
+
+    def set_permissions(self, flags: AccessFlag | int) -> None:
+        self._h.set_permissions(int(flags))
+
+    def add_dev(self, dev: Dev) -> None:
+        self._check_open()
+        self._h.add_dev(dev._h)
+        dev._adopt(self)  # the device may close only after the mmap
+        self._devs.append(dev)
+
+    def rm_dev(self, dev: Dev) -> None:
+        self._h.rm_dev(dev._h)
+        self._devs.remove(dev)
+
+    def set_max_num_devices(self, n: int) -> None:
+        self._h.set_max_num_devices(n)
+
+    def get_max_num_devices(self) -> int:
+        return self._h.get_max_num_devices()
+
+    def enable_thread_safety(self) -> None:
+        """Make buffer allocation on this map thread-safe (disables buffer counting)."""
+        self._h.enable_thread_safety()
+
+    def start(self) -> None:
+        self._check_open()
+        self._h.start()
+
+    def stop(self) -> None:
+        """Stop; invalidates every mmap imported from this one."""
+        self._h.stop()
+
+    # -- export / import --------------------------------------------------------------------
+    def export_pci(self, dev: Dev) -> bytes:
+        """Blob for a peer on the same PCIe (host ↔ DPU). Needs a ``PCI_*`` permission."""
+        self._check_open()
+        return bytes(self._h.export_pci(dev._h))
+
+    def export_rdma(self, dev: Dev) -> bytes:
+        """Blob for an RDMA peer. Needs an ``RDMA_*`` permission."""
+        self._check_open()
+        return bytes(self._h.export_rdma(dev._h))
+
+    @classmethod
+    def create_from_export(cls, blob: bytes, dev: Dev, user_data: Any = None) -> Mmap:
+        """``doca_mmap_create_from_export``: a started map of a peer's exported memory."""
+        dev._check_open()
+        if not isinstance(blob, (bytes, bytearray, memoryview)):
+            raise DocaInvalidValue(f"export blob must be bytes, not {type(blob).__name__}")
+        m = cls(user_data, _handle=_backend().mmap_create_from_export(bytes(blob), dev._h))
+        dev._adopt(m)
+        m._devs.append(dev)
+        return m
+
+    def get_num_bufs(self) -> int:
+        return self._h.get_num_bufs()
+
+    def get_exported(self) -> bool:
+        return self._h.get_exported()
+
+    def get_from_export(self) -> bool:
+        return self._h.get_from_export()
+
+    @staticmethod
+    def cap_is_export_pci_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_is_export_pci_supported(devinfo._h)
+
+    @staticmethod
+    def cap_is_create_from_export_pci_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_is_create_from_export_pci_supported(devinfo._h)
+
+    # -- CPU access ---------------------------------------------------------------------------
+    def view(self, addr: int, length: int) -> memoryview:
+        """CPU view of ``[addr, addr+length)`` of a locally backed map."""
+        pin = self._pin
+        if pin is None:
+            if self._h.get_from_export():
+                raise DocaNotSupported("an imported mmap's memory is not CPU-accessible; copy it with Dma")
+            raise DocaBadState("mmap has no memory range")
+        base, n = self._h.get_memrange()
+        off = addr - base
+        if off < 0 or length < 0 or off + length > n:
+            raise DocaInvalidValue(f"[{addr:#x}, +{length}) is outside the mmap range [{base:#x}, +{n})")
+        return pin[off: off + length]
+
+    @property
+    def buffer(self) -> memoryview:
+        """The whole registered memory."""
+        if self._pin is None:
+            raise DocaBadState("mmap has no locally backed memory range")
+        return self._pin
+
+    def _release_memory(self) -> None:
+        if self._pin is not None:
+            self._pin.release()
+            self._pin = None
+        if self._shm is not None:
+            try:
+                self._shm.close()
+            except BufferError:
+                pass  # a caller still holds a view; the memory goes with the last one
+            self._shm = None
+
+    def _close(self) -> None:
+        self._h.destroy()
+        self._release_memory()
+
+    def __enter__(self) -> Mmap:
+        return self

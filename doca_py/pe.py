@@ -1,0 +1,100 @@
+"""``doca_pe``: the progress engine that runs completion callbacks.
+
+Callbacks of every ctx connected to a :class:`Pe` run inside :meth:`Pe.progress`,
+on the caller's thread. To sleep instead of spinning::
+
+    pe.request_notification()
+    if not pe.progress():
+        select.select([pe], [], [], timeout)   # Pe has fileno()
+    pe.clear_notification()
+"""
+
+from __future__ import annotations
+
+import select
+from typing import TYPE_CHECKING, cast
+
+from . import _impl
+from ._lifetime import DocaObject
+from .abc import PeBackend, PeHandle
+from .errors import DocaUsageError
+from .types import PeEventMode
+
+if TYPE_CHECKING:
+    from .ctx import Ctx
+
+__all__ = ["Pe"]
+
+
+def _closed_progress() -> bool:
+    raise DocaUsageError("Pe is closed")
+
+
+def _backend() -> PeBackend:
+    return cast(PeBackend, _impl.backend_module("pe"))
+
+
+class Pe(DocaObject):
+    """``doca_pe``. Closing it closes (stops and destroys) every connected ctx first."""
+
+    _warn_unclosed = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._h: PeHandle = _backend().pe_create()
+        self._arm_finalizer(self._h.destroy)
+        # Bound once: progress() is the hottest call in every event loop.
+        self.progress = self._h.progress  # type: ignore[method-assign]
+
+    def progress(self) -> bool:
+        """Run pending completions, events and state changes; ``True`` if any ran."""
+        return self._h.progress()
+
+    def connect_ctx(self, ctx: Ctx) -> None:
+        """Bind an idle ctx to this engine (once, for the ctx's lifetime)."""
+        self._check_open()
+        self._h.connect_ctx(ctx._ctx_h)
+        self._adopt(ctx)
+        ctx._pe = self
+
+    def get_notification_handle(self) -> int:
+        """A file descriptor that becomes readable when an armed engine has work."""
+        return self._h.get_notification_handle()
+
+    def fileno(self) -> int:
+        return self._h.get_notification_handle()
+
+    def request_notification(self) -> None:
+        """Arm: the next completion makes the handle readable."""
+        self._h.request_notification()
+
+    def clear_notification(self, handle: int | None = None) -> None:
+        """Acknowledge a wake-up before re-arming."""
+        self._h.clear_notification(self._h.get_notification_handle() if handle is None else handle)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Progress, sleeping on the notification handle up to *timeout* seconds if idle.
+
+        Returns whether anything ran.
+        """
+        if self._h.progress():
+            return True
+        self._h.request_notification()
+        fd = self._h.get_notification_handle()
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if ready:
+            self._h.clear_notification(fd)
+        return self._h.progress()
+
+    def get_num_inflight_tasks(self) -> int:
+        return self._h.get_num_inflight_tasks()
+
+    def set_event_mode(self, mode: PeEventMode) -> None:
+        self._h.set_event_mode(int(mode))
+
+    def _close(self) -> None:
+        self._h.destroy()
+        self.progress = _closed_progress  # type: ignore[method-assign]
+
+    def __enter__(self) -> Pe:
+        return self

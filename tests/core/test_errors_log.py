@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from doca_py import errors as e
+from doca_py import log
+
+
+def test_every_code_has_a_registered_class_with_doca_name() -> None:
+    for code in e.ErrorCode:
+        if code == e.ErrorCode.SUCCESS:
+            continue
+        cls = e.lookup(code)
+        exc = cls("detail")
+        assert exc.code == code
+        assert exc.name == f"DOCA_ERROR_{code.name}" or exc.name == code.c_name
+        assert "detail" in str(exc)
+
+
+@pytest.mark.parametrize(("code", "builtin"), [
+    (e.ErrorCode.AGAIN, BlockingIOError), (e.ErrorCode.TIME_OUT, TimeoutError),
+    (e.ErrorCode.INVALID_VALUE, ValueError), (e.ErrorCode.NO_MEMORY, MemoryError),
+    (e.ErrorCode.NOT_FOUND, LookupError), (e.ErrorCode.NOT_SUPPORTED, NotImplementedError),
+    (e.ErrorCode.NOT_PERMITTED, PermissionError), (e.ErrorCode.TOO_BIG, OverflowError),
+])
+def test_codes_are_builtin_exceptions(code: e.ErrorCode, builtin: type[BaseException]) -> None:
+    with pytest.raises(builtin):
+        e.raise_for(code, "x")
+
+
+def test_check_success_is_silent_and_unknown_codes_map_to_unknown() -> None:
+    e.check(0)
+    with pytest.raises(e.DocaError) as info:
+        e.raise_for(9999)
+    assert info.value.code == 9999
+
+
+def test_numbers_match_doca_error_t() -> None:
+    assert e.ErrorCode.IN_PROGRESS == 26 and e.ErrorCode.BAD_CONFIG == 29 and e.ErrorCode.SKIPPED == 30
+    assert e.error_name(18) == "DOCA_ERROR_BAD_STATE"
+
+
+def test_log_levels_map_both_ways() -> None:
+    assert log.to_python_level(log.LogLevel.ERROR) == logging.ERROR
+    assert log.to_python_level(log.LogLevel.TRACE) == log.TRACE
+    assert log.to_doca_level(logging.DEBUG) == log.LogLevel.DEBUG
+    assert log.parse_level("debug") == log.LogLevel.DEBUG
+    assert log.parse_level("60") == log.LogLevel.DEBUG
+    with pytest.raises(ValueError):
+        log.parse_level("loud")
+    assert logging.getLogger("doca_py") is log.logger
