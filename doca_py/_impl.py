@@ -21,7 +21,7 @@ IMPLEMENTATIONS = ("native", "emulated")
 def _native_available() -> str | None:
     """``None`` if the native backend can be used, else why not."""
     try:
-        from .native import loader
+        loader = importlib.import_module("doca_py.native.loader")
     except ImportError as exc:  # the native layer itself is broken
         return f"cannot import doca_py.native.loader: {exc}"
     try:
