@@ -24,7 +24,7 @@ class DmaHandle(CtxHandle, Protocol):
 
     @property
     def memcpy(self) -> Any: ...
-    def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle, owner: object) -> TaskHandle: ...
+    def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
 
 
 class DmaBackend(Protocol):
@@ -78,7 +78,7 @@ class Dma(Ctx):
 
     def task_memcpy_alloc_init(self, src: Buf, dst: Buf, user_data: Any = None) -> DmaTaskMemcpy:
         """A memcpy task from the pool (``DocaNoMemory`` when it is empty)."""
-        h = self._h.task_memcpy_alloc_init(src._h, dst._h, None)
+        h = self._h.task_memcpy_alloc_init(src._h, dst._h)
         t = self._wrap_task(h, DmaTaskMemcpy, user_data)
         t._src, t._dst = src, dst
         return t

@@ -79,10 +79,10 @@ class EmuDma(EmuCtx):
         super().__init__()
         self.memcpy = TaskPool(self, EmuDmaTaskMemcpy)
 
-    def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle, owner: object) -> EmuDmaTaskMemcpy:
+    def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle) -> EmuDmaTaskMemcpy:
         t = self.memcpy.alloc()
         assert isinstance(t, EmuDmaTaskMemcpy) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
-        t.src, t.dst, t.owner = src, dst, owner
+        t.src, t.dst = src, dst
         return t
 
 
