@@ -168,8 +168,10 @@ class CtxHandle(Protocol):
 class TaskHandle(Protocol):
     """``doca_task``."""
 
-    #: The public ``Task`` given at allocation; passed to the completion functions.
+    #: The public ``Task`` wrapping this descriptor; passed to the completion functions.
     owner: object
+    #: Submitted and its completion not yet delivered.
+    inflight: bool
 
     def submit(self) -> None: ...
     def try_submit(self) -> None: ...

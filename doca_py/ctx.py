@@ -101,7 +101,7 @@ class Ctx(DocaObject):
         deadline = time.monotonic() + CLOSE_TIMEOUT
         while h.get_state() != CtxState.IDLE:
             for t in self._tasks:
-                if t._allocated and not t._inflight:
+                if t._allocated and not t._h.inflight:
                     t.free()
             if pe is None or pe.closed:
                 raise DocaUsageError("cannot stop a ctx whose Pe is closed")
@@ -116,40 +116,24 @@ class Task:
     """Base of every task. Tasks come from a ctx pool (``*_alloc_init``) and go back
     with :meth:`free`; the Python objects are recycled with the descriptors."""
 
-    __slots__ = ("_h", "_ctx", "user_data", "_allocated", "_inflight", "__weakref__")
+    __slots__ = ("_h", "_ctx", "user_data", "_allocated", "__weakref__")
 
     def __init__(self, handle: TaskHandle, ctx: Ctx) -> None:
         self._h = handle
         self._ctx = ctx
         self.user_data: Any = None
         self._allocated = True
-        self._inflight = False
 
     def submit(self) -> None:
         """Hand the task to its ctx; on success DOCA owns it until its callback runs."""
-        self._inflight = True  # before: an engine may complete it inside submit
-        try:
-            self._h.submit()
-        except BaseException:
-            self._inflight = False
-            raise
+        self._h.submit()
 
     def try_submit(self) -> None:
         """Validate, then submit (``DocaInvalidValue`` for a malformed task)."""
-        self._inflight = True
-        try:
-            self._h.try_submit()
-        except BaseException:
-            self._inflight = False
-            raise
+        self._h.try_submit()
 
     def submit_ex(self, flags: TaskSubmitFlag = TaskSubmitFlag.FLUSH) -> None:
-        self._inflight = True
-        try:
-            self._h.submit_ex(int(flags))
-        except BaseException:
-            self._inflight = False
-            raise
+        self._h.submit_ex(int(flags))
 
     def free(self) -> None:
         """Return the task to its ctx pool (not while in flight)."""
@@ -174,11 +158,9 @@ class Task:
 
 
 def completion(ctx: Ctx, cb: Callable[[Any, Any, Any], None]) -> Callable[[object], None]:
-    """The function a backend calls for a completed task: clears the in-flight mark
-    and calls ``cb(task, task.user_data, ctx.user_data)``."""
+    """The function a backend calls for a completed task: ``cb(task, task.user_data, ctx.user_data)``."""
 
     def done(task: Any) -> None:
-        task._inflight = False
         cb(task, task.user_data, ctx.user_data)
 
     return done

@@ -168,13 +168,15 @@ def _complete(task: EmuTask) -> None:
     ctx = task.ctx
     task.inflight = False
     ctx.inflight -= 1
-    pool = task.pool
+    if ctx.state == _RUNNING and task.status == _SUCCESS:
+        task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
+        return
     if ctx.state == _STOPPING:
         task.status = FLUSHED
     elif task.status != _SUCCESS and ctx.state == _RUNNING:
         ctx._set_state(_STOPPING)  # a failed task stops its ctx, as on hardware
         ctx._on_stop()
-    cb = pool.success if task.status == _SUCCESS else pool.error
+    cb = task.pool.success if task.status == _SUCCESS else task.pool.error
     assert cb is not None
     try:
         cb(task.owner)
@@ -202,18 +204,16 @@ class EmuTask:
 
     def submit(self) -> None:
         ctx = self.ctx
-        if ctx.state != _RUNNING:
-            raise DocaBadState(f"submit needs a running ctx (state {CtxState(ctx.state).name})")
-        if self.inflight or not self.allocated:
-            raise DocaBadState("task is already in flight or was freed")
+        if ctx.state != _RUNNING or self.inflight or not self.allocated:
+            raise DocaBadState(f"submit needs an allocated task that is not in flight, on a running ctx "
+                               f"(ctx state {CtxState(ctx.state).name})")
         try:
             self.status = self._execute()
         except DocaError as exc:
             self.status = exc.code
         self.inflight = True
         ctx.inflight += 1
-        assert ctx.pe is not None
-        ctx.pe.post(_complete, self)
+        ctx.pe.post(_complete, self)  # type: ignore[union-attr]  # running implies connected
 
     def try_submit(self) -> None:
         self._validate()

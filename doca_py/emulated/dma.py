@@ -50,16 +50,20 @@ class EmuDmaTaskMemcpy(EmuTask):
                                    f"bytes free after its data, source holds {src.data_len}")
 
     def _execute(self) -> int:
-        try:
-            self._validate()
-        except DocaInvalidValue:
-            return _INVALID
         src, dst = self.src, self.dst
-        assert src is not None and dst is not None and src.mmap is not None and dst.mmap is not None
+        if src is None or dst is None or src.next is not None or dst.next is not None:
+            return _INVALID
         n = src.data_len
-        sp = src.mmap.ptr(src.data, n, False)
-        dp = dst.mmap.ptr(dst.data + dst.data_len, n, True)
-        _memmove(dp, sp, n)
+        s = src.data
+        d = dst.data + dst.data_len
+        sm, dm = src.mmap, dst.mmap
+        if not 0 < n <= MAX_BUF_SIZE or d + n > dst.head + dst.len or sm is None or dm is None:
+            return _INVALID
+        # Fast path: two started local maps (bounds and write permission precomputed).
+        if sm.fast and dm.fast and dm.writable and sm.addr <= s and s + n <= sm.hi and dm.addr <= d and d + n <= dm.hi:
+            _memmove(d, s, n)
+        else:
+            _memmove(dm.ptr(d, n, True), sm.ptr(s, n, False), n)
         dst.data_len += n
         return 0
 

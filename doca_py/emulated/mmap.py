@@ -111,6 +111,10 @@ class EmuMmap:
         self._exports: dict[ex.ExportKind, bytes] = {}
         self._slots: list[tuple[ex.ExportTable, int]] = []
         self._keys: list[bytes] = []
+        # Hot-path summary for local maps, valid while started: [lo, hi) and writability.
+        self.fast = False
+        self.hi = 0
+        self.writable = False
 
     # -- configuration (IDLE only) ---------------------------------------------------------
     def _configurable(self, what: str) -> None:
@@ -170,6 +174,8 @@ class EmuMmap:
         if not self.length:
             raise DocaBadState("set_memrange before start")
         self.started = True
+        self.fast, self.hi = True, self.addr + self.length
+        self.writable = bool(self.perms & A.LOCAL_READ_WRITE)
 
     def stop(self) -> None:
         if self.from_export:
@@ -179,7 +185,7 @@ class EmuMmap:
         if self.num_bufs and not self.thread_safe:
             raise DocaNotPermitted(f"{self.num_bufs} doca_buf(s) still reference this mmap")
         self._revoke()
-        self.started = False
+        self.started = self.fast = False
 
     def _revoke(self) -> None:
         for table, slot in self._slots:
@@ -253,7 +259,7 @@ class EmuMmap:
             raise DocaNotPermitted(f"{self.num_bufs} doca_buf(s) still reference this mmap")
         if self.started:
             self._revoke()
-            self.started = False
+            self.started = self.fast = False
         if self._import is not None:
             self._import.close()
             self._import = None
