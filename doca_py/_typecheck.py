@@ -1,0 +1,48 @@
+"""Static proof that both backends implement the protocols of :mod:`doca_py.abc`.
+
+Nothing here runs; mypy checks every assignment below.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from . import abc
+    from .dma import DmaBackend, DmaHandle
+    from .emulated import buf as e_buf
+    from .emulated import dev as e_dev
+    from .emulated import dma as e_dma
+    from .emulated import mmap as e_mmap
+    from .emulated import pe as e_pe
+    from .native import buf as n_buf
+    from .native import ctx as n_ctx
+    from .native import dev as n_dev
+    from .native import mmap as n_mmap
+    from .native import pe as n_pe
+
+    _modules: list[object] = []
+    _e_dev: abc.DevBackend = e_dev
+    _e_mmap: abc.MmapBackend = e_mmap
+    _e_buf: abc.BufBackend = e_buf
+    _e_pe: abc.PeBackend = e_pe
+    _e_dma: DmaBackend = e_dma
+    _n_dev: abc.DevBackend = n_dev
+    _n_mmap: abc.MmapBackend = n_mmap
+    _n_buf: abc.BufBackend = n_buf
+    _n_pe: abc.PeBackend = n_pe
+
+    def _handles(
+        a: e_dev.EmuDev, b: e_dev.EmuDevRep, c: e_buf.EmuBuf, d: e_dma.EmuDma, e: e_dma.EmuDmaTaskMemcpy,
+        f: n_dev.NativeDev, g: n_dev.NativeDevRep, h: n_buf.NativeBuf, i: n_ctx.NativeCtx, j: n_ctx.NativeTask,
+    ) -> None:
+        _a: abc.DevHandle = a
+        _b: abc.DevRepHandle = b
+        _c: abc.BufHandle = c
+        _d: DmaHandle = d
+        _e: abc.TaskHandle = e
+        _f: abc.DevHandle = f
+        _g: abc.DevRepHandle = g
+        _h: abc.BufHandle = h
+        _i: abc.CtxHandle = i
+        _j: abc.TaskHandle = j

@@ -1,0 +1,263 @@
+"""Declaration machinery for the raw layer: C signatures as data, bound per DOCA version.
+
+A :class:`Decl` describes one exported C function: its 3.x signature, the DOCA
+versions that export it, and :class:`Variant` signatures for older runtimes where
+the same symbol has a different ABI (``doca-c-api.md`` §6.2). :func:`bind` turns a
+table of them into a :class:`BoundLib` for one opened library and one runtime version.
+
+Bound functions are plain ``ctypes`` function pointers with ``argtypes``/``restype``
+set and no ``errcheck``: functions returning ``doca_error_t`` return the raw ``int``,
+which callers pass to :func:`doca_py.errors.check`. That keeps the per-call cost at
+one ctypes call on the hot path.
+
+Type conventions (``doca-c-api.md`` §2 "ctypes quick mapping"):
+
+* ``union doca_data`` by value (argument, return, callback parameter) → ``c_uint64``;
+  both LP64 ABIs pass the 8-byte union like a ``uint64_t``.
+* opaque ``struct doca_x *`` → ``c_void_p``; out-handles ``T **`` → ``POINTER(c_void_p)``.
+* ``const char *`` inputs → ``c_char_p``; caller-filled ``char *`` buffers → ``POINTER(c_char)``.
+* ``doca_error_t`` and enums → ``c_int``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import DocaNotSupported
+
+__all__ = [
+    "Decl",
+    "Variant",
+    "BoundLib",
+    "MissingFunction",
+    "bind",
+    "format_version",
+    "pre3",
+    "register",
+    "registered",
+    "Version",
+    "TaskCompletionCb",
+    "CtxStateChangedCb",
+    "MmapMemrangeFreeCb",
+    "LogFlushCb",
+]
+
+Version = tuple[int, int, int]
+"""A DOCA version as ``(major, minor, patch)``; ``(3, 0, 58)`` for ``"3.0.0058"``."""
+
+# ctypes types are classes whose common base is private; ``Any`` keeps mypy quiet.
+CType = Any
+
+# Callback types, created once: CFUNCTYPE builds a new class per call, and ctypes
+# caches nothing, so a per-call CFUNCTYPE(...) would allocate on every registration.
+TaskCompletionCb = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
+"""``doca_task_completion_cb_t(task, task_user_data, ctx_user_data)`` — every task callback."""
+
+CtxStateChangedCb = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int, ctypes.c_int)
+"""``doca_ctx_state_changed_callback_t(ctx_user_data, ctx, prev_state, next_state)``."""
+
+MmapMemrangeFreeCb = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+"""``doca_mmap_memrange_free_cb_t(addr, len, cookie)``."""
+
+LogFlushCb = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+"""``log_flush_callback(buf)`` of the buffer log backends."""
+
+
+_PLATFORMS = {"win32": "Windows", "linux": "Linux"}
+
+
+def format_version(version: Version) -> str:
+    """``(3, 0, 58)`` → ``"3.0.0058"``, DOCA's own spelling."""
+    return f"{version[0]}.{version[1]}.{version[2]:04d}"
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """An older ABI of a symbol: used when the runtime version is below ``before``.
+
+    If ``marker`` is set, the variant is chosen by the *absence* of that companion
+    symbol instead, which pins the change more precisely than a version number
+    (``doca-c-api.md`` §6.1).
+    """
+
+    before: tuple[int, int]
+    restype: CType
+    argtypes: tuple[CType, ...]
+    marker: str | None = None
+
+
+def pre3(restype: CType, argtypes: Iterable[CType], *, marker: str | None = None) -> Variant:
+    """The 2.x signature of a symbol whose ABI changed by 3.0 (§6.2)."""
+    return Variant((3, 0), restype, tuple(argtypes), marker)
+
+
+@dataclass(frozen=True, slots=True)
+class Decl:
+    """One exported C function.
+
+    ``since``/``until`` give the first/last DOCA ``(major, minor)`` known to export it
+    (``None``: no limit known) and only shape the :class:`MissingFunction` message;
+    presence is always decided by looking the symbol up. ``platform`` restricts a
+    symbol to one ``sys.platform`` prefix (``"win32"`` for Windows-only functions).
+    ``variadic`` marks a trailing ``...``: extra arguments must be ctypes objects.
+    """
+
+    name: str
+    restype: CType
+    argtypes: tuple[CType, ...]
+    since: tuple[int, int] | None = None
+    until: tuple[int, int] | None = None
+    variants: tuple[Variant, ...] = ()
+    platform: str | None = None
+    variadic: bool = False
+    note: str = ""
+
+    def signature(self, version: Version, has_symbol: Callable[[str], bool] | None = None) -> tuple[CType, tuple[CType, ...]]:
+        """``(restype, argtypes)`` for a runtime of *version*."""
+        for var in self.variants:
+            if var.marker is not None and has_symbol is not None:
+                if not has_symbol(var.marker):
+                    return var.restype, var.argtypes
+            elif version[:2] < var.before:
+                return var.restype, var.argtypes
+        return self.restype, self.argtypes
+
+    def availability(self) -> str:
+        """Human text on which DOCA versions export the symbol."""
+        if self.platform is not None:
+            return f"it exists only on {_PLATFORMS.get(self.platform, self.platform)} builds of DOCA"
+        parts = []
+        if self.since is not None:
+            parts.append(f"from DOCA {self.since[0]}.{self.since[1]}")
+        if self.until is not None:
+            parts.append(f"up to DOCA {self.until[0]}.{self.until[1]}")
+        text = (
+            "it is exported " + " ".join(parts)
+            if parts
+            else "DOCA 2.6 to 3.x all export it, so this library is incomplete or not DOCA's"
+        )
+        return f"{text} ({self.note})" if self.note else text
+
+
+class MissingFunction:
+    """Stands in for a function the loaded library does not export.
+
+    Calling it raises :class:`~doca_py.errors.DocaNotSupported` naming the function,
+    the loaded version and the versions that have it. It is falsy, so
+    ``if lib.doca_x:`` tests for presence.
+    """
+
+    __slots__ = ("__name__", "decl", "message")
+
+    def __init__(self, decl: Decl, libname: str, version: Version, message: str | None = None) -> None:
+        self.__name__ = decl.name
+        self.decl = decl
+        self.message = message or (
+            f"{decl.name} is not exported by the loaded libdoca_{libname} "
+            f"(DOCA {format_version(version)}); {decl.availability()}"
+        )
+
+    def __call__(self, *args: object) -> Any:
+        raise DocaNotSupported(self.message)
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"<missing DOCA function {self.__name__}>"
+
+
+class BoundLib:
+    """The functions of one DOCA library, as attributes named like the C functions.
+
+    Present symbols are ``ctypes`` function pointers (truthy); absent ones are
+    :class:`MissingFunction` stubs (falsy). Header-inline C helpers may be added as
+    Python functions under their C names (listed in ``lib.python_impl``).
+    ``lib.cdll``, ``lib.libname``, ``lib.version``, ``lib.decls`` and ``lib.missing``
+    (names of absent symbols) describe the binding.
+    """
+
+    cdll: ctypes.CDLL
+    libname: str
+    version: Version
+    decls: Mapping[str, Decl]
+    missing: frozenset[str]
+    python_impl: frozenset[str]
+
+    def __init__(self, cdll: ctypes.CDLL, libname: str, version: Version, decls: Mapping[str, Decl]) -> None:
+        self.cdll = cdll
+        self.libname = libname
+        self.version = version
+        self.decls = decls
+        self.missing = frozenset()
+        self.python_impl = frozenset()
+
+    def has(self, name: str) -> bool:
+        """Whether *name* can be called: an exported symbol or a Python inline helper.
+
+        ``name not in lib.missing`` asks only about the exported symbol.
+        """
+        return bool(self.__dict__.get(name))
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that were never bound: not in the table at all.
+        raise AttributeError(f"{name} is not declared for libdoca_{self.__dict__.get('libname', '?')}")
+
+    def __repr__(self) -> str:
+        ver = format_version(self.version)
+        return f"<BoundLib libdoca_{self.libname} {ver}: {len(self.decls) - len(self.missing)}/{len(self.decls)} functions>"
+
+
+def _has_symbol(cdll: ctypes.CDLL, name: str) -> bool:
+    try:
+        cdll[name]
+    except AttributeError:
+        return False
+    return True
+
+
+def bind(cdll: ctypes.CDLL, decls: Iterable[Decl], version: Version, *, libname: str) -> BoundLib:
+    """Bind every declaration of *decls* on *cdll* for a runtime of *version*.
+
+    Each present symbol gets a fresh function object (``cdll[name]``), so two
+    bindings of one library never share ``argtypes``. Absent or foreign-platform
+    symbols become :class:`MissingFunction` stubs.
+    """
+    table = {d.name: d for d in decls}
+    lib = BoundLib(cdll, libname, version, table)
+    missing: set[str] = set()
+    for decl in table.values():
+        fn: Any = None
+        if decl.platform is None or sys.platform.startswith(decl.platform):
+            try:
+                fn = cdll[decl.name]
+            except AttributeError:
+                fn = None
+        if fn is None:
+            setattr(lib, decl.name, MissingFunction(decl, libname, version))
+            missing.add(decl.name)
+            continue
+        restype, argtypes = decl.signature(version, lambda s: _has_symbol(cdll, s))
+        fn.restype = restype
+        fn.argtypes = list(argtypes)
+        setattr(lib, decl.name, fn)
+    lib.missing = frozenset(missing)
+    return lib
+
+
+_TABLES: dict[str, tuple[Decl, ...]] = {}
+
+
+def register(libname: str, decls: tuple[Decl, ...]) -> tuple[Decl, ...]:
+    """Register the declaration table of ``libdoca_<libname>`` (used by the probe)."""
+    _TABLES[libname] = decls
+    return decls
+
+
+def registered() -> dict[str, tuple[Decl, ...]]:
+    """Tables registered so far, by short library name."""
+    return dict(_TABLES)

@@ -1,0 +1,189 @@
+"""Native ``doca_ctx`` and ``doca_task`` plumbing shared by every library context.
+
+Completion callbacks are module-level ``CFUNCTYPE`` trampolines, alive for the
+process. ``union doca_data`` carries an integer key into a registry, never a Python
+pointer. A trampoline only records the completion on its ``Pe``; the Python
+callbacks run after ``doca_pe_progress`` returns, so no Python exception ever
+crosses C frames and no user code re-enters DOCA from inside a C callback.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from ..abc import Completion
+from ..errors import DocaBadState, DocaNoMemory, ErrorCode, check
+from .capi import CtxStateChangedCb, TaskCompletionCb
+from ._common import lib
+
+__all__ = ["NativeCtx", "NativeTask", "NativeTaskPool", "TASK_SUCCESS_CB", "TASK_ERROR_CB"]
+
+_keys = itertools.count(1)
+_tasks: dict[int, NativeTask] = {}
+_ctxs: dict[int, NativeCtx] = {}
+
+
+def _task_done(ok: bool) -> Callable[[int | None, int, int], None]:
+    def trampoline(task_ptr: int | None, task_ud: int, ctx_ud: int) -> None:
+        t = _tasks.get(task_ud)
+        if t is not None:
+            t.pool.ctx.pending.append((t, ok))
+
+    return trampoline
+
+
+#: Registered with every ``*_set_conf``; kept alive for the process.
+TASK_SUCCESS_CB = TaskCompletionCb(_task_done(True))
+TASK_ERROR_CB = TaskCompletionCb(_task_done(False))
+
+
+def _state_changed(ctx_ud: int, ctx_ptr: int | None, prev: int, nxt: int) -> None:
+    c = _ctxs.get(ctx_ud)
+    if c is not None:
+        c.pending.append((c, (prev, nxt)))
+
+
+STATE_CHANGED_CB = CtxStateChangedCb(_state_changed)
+
+
+class NativeCtx:
+    """A ``doca_ctx *`` (from ``doca_<lib>_as_ctx``) and the owning library object."""
+
+    def __init__(self, ctx_ptr: int | None, destroy: Callable[[], int]) -> None:
+        self.ctx_ptr = ctx_ptr
+        self._destroy = destroy
+        self.key = next(_keys)
+        _ctxs[self.key] = self
+        #: Completions recorded by trampolines, dispatched by NativePe.progress.
+        self.pending: list[tuple[Any, Any]] = []
+        self.state_cb: Callable[[int, int], None] | None = None
+        self.pe: Any = None
+        check(lib().doca_ctx_set_user_data(ctx_ptr, self.key), "doca_ctx_set_user_data")
+
+    def start(self) -> int:
+        rc = lib().doca_ctx_start(self.ctx_ptr)
+        if rc not in (0, ErrorCode.IN_PROGRESS):
+            check(rc, "doca_ctx_start")
+        return self.get_state()
+
+    def stop(self) -> int:
+        rc = lib().doca_ctx_stop(self.ctx_ptr)
+        if rc not in (0, ErrorCode.IN_PROGRESS):
+            check(rc, "doca_ctx_stop")
+        return self.get_state()
+
+    def get_state(self) -> int:
+        v = ctypes.c_int()
+        check(lib().doca_ctx_get_state(self.ctx_ptr, ctypes.byref(v)), "doca_ctx_get_state")
+        return v.value
+
+    def get_num_inflight_tasks(self) -> int:
+        v = ctypes.c_size_t()
+        check(lib().doca_ctx_get_num_inflight_tasks(self.ctx_ptr, ctypes.byref(v)), "doca_ctx_get_num_inflight_tasks")
+        return v.value
+
+    def set_state_changed_cb(self, cb: Callable[[int, int], None]) -> None:
+        check(lib().doca_ctx_set_state_changed_cb(self.ctx_ptr, STATE_CHANGED_CB), "doca_ctx_set_state_changed_cb")
+        self.state_cb = cb
+
+    def flush_tasks(self) -> None:
+        l = lib()
+        if l.has("doca_ctx_flush_tasks"):
+            l.doca_ctx_flush_tasks(self.ctx_ptr)
+
+    def dispatch(self) -> bool:
+        """Run the Python side of recorded completions; called by the Pe."""
+        pending = self.pending
+        if not pending:
+            return False
+        self.pending = []
+        for i, (obj, what) in enumerate(pending):
+            try:
+                if obj is self:
+                    if self.state_cb is not None:
+                        self.state_cb(*what)
+                else:
+                    obj.inflight = False
+                    cb = obj.pool.success if what else obj.pool.error
+                    cb(obj.owner)
+            except BaseException:
+                self.pending[:0] = pending[i + 1:]  # keep the rest for the next progress
+                raise
+        return True
+
+    def destroy(self) -> None:
+        check(self._destroy(), "destroy ctx")
+        _ctxs.pop(self.key, None)
+
+
+class NativeTaskPool:
+    """One task type's pool: ``set_conf`` registers the trampolines."""
+
+    def __init__(self, ctx: NativeCtx, set_conf: Callable[[Any, Any, int], int], name: str) -> None:
+        self.ctx = ctx
+        self._set_conf = set_conf
+        self.name = name
+        self.success: Completion | None = None
+        self.error: Completion | None = None
+        self._by_ptr: dict[int, NativeTask] = {}
+
+    def set_conf(self, success: Completion, error: Completion, num_tasks: int) -> None:
+        check(self._set_conf(TASK_SUCCESS_CB, TASK_ERROR_CB, num_tasks), f"{self.name}_set_conf")
+        self.success, self.error = success, error
+
+    def adopt(self, rc: int, ptr: int | None, what: str) -> NativeTask:
+        """Wrap a freshly allocated task pointer (cached per pointer)."""
+        if rc == ErrorCode.NO_MEMORY:
+            raise DocaNoMemory(f"{what}: the task pool is exhausted")
+        check(rc, what)
+        assert ptr
+        t = self._by_ptr.get(ptr)
+        if t is None:
+            t = self._by_ptr[ptr] = NativeTask(ptr, self)
+        return t
+
+    def new_key(self) -> int:
+        return next(_keys)
+
+
+class NativeTask:
+    """A ``doca_task *`` of some library task type."""
+
+    __slots__ = ("ptr", "task_ptr", "pool", "owner", "inflight", "key")
+
+    def __init__(self, ptr: int, pool: NativeTaskPool) -> None:
+        self.ptr = ptr
+        self.task_ptr = ptr  # library modules pass the doca_task * (from *_as_task)
+        self.pool = pool
+        self.owner: object = None
+        self.inflight = False
+        self.key = next(_keys)
+        _tasks[self.key] = self
+        lib().doca_task_set_user_data(ptr, self.key)
+
+    def submit(self) -> None:
+        if self.inflight:
+            raise DocaBadState("task is already in flight")
+        check(lib().doca_task_submit(self.task_ptr), "doca_task_submit")
+        self.inflight = True
+
+    def try_submit(self) -> None:
+        check(lib().doca_task_try_submit(self.task_ptr), "doca_task_try_submit")
+        self.inflight = True
+
+    def submit_ex(self, flags: int) -> None:
+        check(lib().doca_task_submit_ex(self.task_ptr, flags), "doca_task_submit_ex")
+        self.inflight = True
+
+    def free(self) -> None:
+        if self.inflight:
+            raise DocaBadState("a task in flight cannot be freed")
+        lib().doca_task_free(self.task_ptr)
+
+    def get_status(self) -> int:
+        return int(lib().doca_task_get_status(self.task_ptr))
+
+

@@ -1,0 +1,69 @@
+"""Native ``doca_pe``."""
+
+from __future__ import annotations
+
+import ctypes
+
+from ..abc import CtxHandle
+from ..errors import DocaUsageError, check
+from ._common import lib
+from .ctx import NativeCtx
+
+__all__ = ["NativePe", "pe_create"]
+
+
+class NativePe:
+    """``doca_pe *``: progress runs C, then the recorded Python completions."""
+
+    def __init__(self, ptr: int | None) -> None:
+        self.ptr = ptr
+        self.ctxs: list[NativeCtx] = []
+        self._progress = lib().doca_pe_progress
+        self._running = False
+
+    def connect_ctx(self, ctx: CtxHandle) -> None:
+        assert isinstance(ctx, NativeCtx)
+        check(lib().doca_pe_connect_ctx(self.ptr, ctx.ctx_ptr), "doca_pe_connect_ctx")
+        ctx.pe = self
+        self.ctxs.append(ctx)
+
+    def progress(self) -> bool:
+        if self._running:
+            raise DocaUsageError("Pe.progress() must not be called from inside a callback")
+        did = bool(self._progress(self.ptr))
+        self._running = True
+        try:
+            for ctx in self.ctxs:
+                if ctx.pending:
+                    did = ctx.dispatch() or did
+        finally:
+            self._running = False
+        return did
+
+    def get_notification_handle(self) -> int:
+        v = ctypes.c_int()
+        check(lib().doca_pe_get_notification_handle(self.ptr, ctypes.byref(v)), "doca_pe_get_notification_handle")
+        return v.value
+
+    def request_notification(self) -> None:
+        check(lib().doca_pe_request_notification(self.ptr), "doca_pe_request_notification")
+
+    def clear_notification(self, handle: int) -> None:
+        check(lib().doca_pe_clear_notification(self.ptr, handle), "doca_pe_clear_notification")
+
+    def get_num_inflight_tasks(self) -> int:
+        v = ctypes.c_size_t()
+        check(lib().doca_pe_get_num_inflight_tasks(self.ptr, ctypes.byref(v)), "doca_pe_get_num_inflight_tasks")
+        return v.value
+
+    def set_event_mode(self, mode: int) -> None:
+        check(lib().doca_pe_set_event_mode(self.ptr, mode), "doca_pe_set_event_mode")
+
+    def destroy(self) -> None:
+        check(lib().doca_pe_destroy(self.ptr), "doca_pe_destroy")
+
+
+def pe_create() -> NativePe:
+    out = ctypes.c_void_p()
+    check(lib().doca_pe_create(ctypes.byref(out)), "doca_pe_create")
+    return NativePe(out.value)
