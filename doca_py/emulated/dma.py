@@ -23,6 +23,7 @@ MAX_BUF_LIST_LEN = 1
 MAX_NUM_TASKS = 1 << 16
 _memmove = ctypes.memmove
 _INVALID = int(ErrorCode.INVALID_VALUE)
+_SMALL = 1 << 16
 
 
 class EmuDmaTaskMemcpy(EmuTask):
@@ -61,7 +62,11 @@ class EmuDmaTaskMemcpy(EmuTask):
             return _INVALID
         # Fast path: two started local maps (bounds and write permission precomputed).
         if sm.fast and dm.fast and dm.writable and sm.addr <= s and s + n <= sm.hi and dm.addr <= d and d + n <= dm.hi:
-            _memmove(d, s, n)
+            if n <= _SMALL:
+                so, do = s - sm.addr, d - dm.addr
+                dm.mv[do:do + n] = sm.mv[so:so + n]  # type: ignore[index]
+            else:
+                _memmove(d, s, n)  # releases the GIL for big copies
         else:
             _memmove(dm.ptr(d, n, True), sm.ptr(s, n, False), n)
         dst.data_len += n

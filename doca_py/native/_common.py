@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-from functools import lru_cache
 
 from ..errors import check
 from .capi import BoundLib, load_common
@@ -11,9 +10,9 @@ from .capi import BoundLib, load_common
 __all__ = ["lib", "check", "out_ptr", "out_u8", "flag"]
 
 
-@lru_cache(maxsize=1)
 def lib() -> BoundLib:
-    """libdoca_common, bound for the loaded version (opened on first use)."""
+    """libdoca_common, bound for the loaded version (opened on first use, then cached
+    by :mod:`doca_py.native.capi` until ``loader.reset()``)."""
     return load_common()
 
 
