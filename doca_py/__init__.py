@@ -8,9 +8,17 @@ from __future__ import annotations
 
 from ._impl import impl
 from .buf import Buf, BufInventory
+from .compress import (
+    Compress,
+    CompressTaskCompressDeflate,
+    CompressTaskDecompressDeflate,
+    CompressTaskDecompressLz4Block,
+    CompressTaskDecompressLz4Stream,
+)
 from .ctx import Ctx, Task
 from .dev import Dev, DevInfo, DevInfoRep, DevRep, devinfo_create_list
 from .dma import Dma, DmaTaskMemcpy
+from .ec import Ec, EcMatrix, EcMatrixType, EcTaskCreate, EcTaskGaloisMul, EcTaskRecover, EcTaskUpdate
 from .errors import DocaError, DocaUsageError, DocaWarning, ErrorCode
 from .log import LogLevel, logger
 from .mmap import Mmap
@@ -21,6 +29,9 @@ __all__ = [
     "impl", "__version__",
     "Dev", "DevInfo", "DevInfoRep", "DevRep", "devinfo_create_list",
     "Mmap", "BufInventory", "Buf", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy",
+    "Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
+    "Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate", "CompressTaskDecompressLz4Stream",
+    "CompressTaskDecompressLz4Block",
     "AccessFlag", "CtxState", "DevinfoRepFilter", "PciFuncType", "PeEventMode", "TaskSubmitFlag",
     "DocaError", "DocaUsageError", "DocaWarning", "ErrorCode", "LogLevel", "logger",
 ]

@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from . import abc
+    from .compress import CompressBackend, CompressHandle
     from .dma import DmaBackend, DmaHandle
+    from .ec import EcBackend, EcHandle
+    from .emulated import compress as e_compress
+    from .emulated import ec as e_ec
     from .emulated import buf as e_buf
     from .emulated import dev as e_dev
     from .emulated import dma as e_dma
@@ -27,6 +31,8 @@ if TYPE_CHECKING:
     _e_buf: abc.BufBackend = e_buf
     _e_pe: abc.PeBackend = e_pe
     _e_dma: DmaBackend = e_dma
+    _e_ec: EcBackend = e_ec
+    _e_compress: CompressBackend = e_compress
     _n_dev: abc.DevBackend = n_dev
     _n_mmap: abc.MmapBackend = n_mmap
     _n_buf: abc.BufBackend = n_buf
@@ -34,7 +40,7 @@ if TYPE_CHECKING:
 
     def _handles(
         a: e_dev.EmuDev, b: e_dev.EmuDevRep, c: e_buf.EmuBuf, d: e_dma.EmuDma, e: e_dma.EmuDmaTaskMemcpy,
-        f: n_dev.NativeDev, g: n_dev.NativeDevRep, h: n_buf.NativeBuf, i: n_ctx.NativeCtx, j: n_ctx.NativeTask,
+        k: e_ec.EmuEc, l_: e_compress.EmuCompress, f: n_dev.NativeDev, g: n_dev.NativeDevRep, h: n_buf.NativeBuf, i: n_ctx.NativeCtx, j: n_ctx.NativeTask,
     ) -> None:
         _a: abc.DevHandle = a
         _b: abc.DevRepHandle = b
@@ -46,3 +52,5 @@ if TYPE_CHECKING:
         _h: abc.BufHandle = h
         _i: abc.CtxHandle = i
         _j: abc.TaskHandle = j
+        _k: EcHandle = k
+        _l: CompressHandle = l_

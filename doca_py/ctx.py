@@ -75,6 +75,11 @@ class Ctx(DocaObject):
     def flush_tasks(self) -> None:
         self._ctx_h.flush_tasks()
 
+    def _set_conf(self, pool: Any, success: TaskCallback[Any], error: TaskCallback[Any], num_tasks: int) -> None:
+        """Register completion callbacks and the pool size of one task type (idle only)."""
+        self._check_open()
+        pool.set_conf(completion(self, success), completion(self, error), num_tasks)
+
     def _wrap_task(self, h: TaskHandle, factory: Callable[[TaskHandle, Ctx], TaskT], user_data: Any) -> TaskT:
         task = h.owner
         if task is None:

@@ -13,7 +13,7 @@ from typing import Any, Protocol, cast
 from . import _impl
 from .abc import BufHandle, CtxHandle, DevInfoHandle, TaskHandle
 from .buf import Buf
-from .ctx import Ctx, Task, TaskCallback, completion
+from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo
 
 __all__ = ["Dma", "DmaTaskMemcpy", "DmaHandle", "DmaBackend"]
@@ -74,7 +74,7 @@ class Dma(Ctx):
     def task_memcpy_set_conf(self, success: TaskCallback[DmaTaskMemcpy], error: TaskCallback[DmaTaskMemcpy],
                              num_tasks: int) -> None:
         """Register the completion callbacks and size the task pool (before start)."""
-        self._h.memcpy.set_conf(completion(self, success), completion(self, error), num_tasks)
+        self._set_conf(self._h.memcpy, success, error, num_tasks)
 
     def task_memcpy_alloc_init(self, src: Buf, dst: Buf, user_data: Any = None) -> DmaTaskMemcpy:
         """A memcpy task from the pool (``DocaNoMemory`` when it is empty)."""

@@ -10,7 +10,7 @@ from ..abc import BufHandle, MmapHandle
 from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNoMemory, DocaNotPermitted, DocaTooBig
 from .mmap import EmuMmap
 
-__all__ = ["EmuBuf", "EmuBufInventory", "buf_inventory_create"]
+__all__ = ["EmuBuf", "EmuBufInventory", "buf_inventory_create", "data_views", "room", "tail_view"]
 
 _REFCOUNT_MAX = 0xFFFF
 
@@ -133,6 +133,29 @@ class EmuBuf:
             raise DocaBadState("doca_buf is not allocated")
         _check_geometry(self.mmap, addr, length, data, data_len)
         self.head, self.len, self.data, self.data_len = addr, length, data, data_len
+
+
+def data_views(buf: EmuBuf) -> list[memoryview]:
+    """Views of the data regions of a buffer list (sources of a task)."""
+    out = []
+    b: EmuBuf | None = buf
+    while b is not None:
+        assert b.mmap is not None
+        out.append(b.mmap.view(b.data, b.data_len, False))
+        b = b.next
+    return out
+
+
+def room(buf: EmuBuf) -> int:
+    """Bytes free after the data of a destination buffer (its tail, for lists)."""
+    b = buf.get_last_in_list()
+    return b.head + b.len - b.data - b.data_len
+
+
+def tail_view(buf: EmuBuf, n: int) -> memoryview:
+    """Writable view of *n* bytes after the data of a destination (single buffer)."""
+    assert buf.mmap is not None
+    return buf.mmap.view(buf.data + buf.data_len, n, True)
 
 
 def _check_geometry(mmap: EmuMmap, addr: int, length: int, data: int, data_len: int) -> None:

@@ -11,7 +11,9 @@ in flight and every task has been freed.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 from ..abc import Completion
@@ -25,6 +27,22 @@ _IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
 #: Status of a task flushed by ``stop`` (hardware leaves the code unspecified).
 FLUSHED = int(ErrorCode.IO_FAILED)
 _SUCCESS = 0
+#: Default size from which a task runs on an engine thread (the kernels release the
+#: GIL), so one big task does not stall the other contexts of its Pe. Task types set
+#: their own ``offload_bytes``: handing work to a thread costs tens of microseconds,
+#: so only work that takes longer than that is worth it.
+OFFLOAD_BYTES = 1 << 18
+_UNEXPECTED = int(ErrorCode.UNEXPECTED)
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _engine_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="doca_py-engine")
+        return _pool
 
 
 class EmuCtx:
@@ -189,6 +207,7 @@ class EmuTask:
     """Base of emulated tasks: submission, status, ownership."""
 
     __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated")
+    offload_bytes = OFFLOAD_BYTES
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         self.pool = pool
@@ -207,13 +226,32 @@ class EmuTask:
         if ctx.state != _RUNNING or self.inflight or not self.allocated:
             raise DocaBadState(f"submit needs an allocated task that is not in flight, on a running ctx "
                                f"(ctx state {CtxState(ctx.state).name})")
+        self.inflight = True
+        ctx.inflight += 1
+        if self._work_bytes() >= self.offload_bytes:
+            _engine_pool().submit(self._run_offloaded)
+            return
         try:
             self.status = self._execute()
         except DocaError as exc:
             self.status = exc.code
-        self.inflight = True
-        ctx.inflight += 1
         ctx.pe.post(_complete, self)  # type: ignore[union-attr]  # running implies connected
+
+    def _work_bytes(self) -> int:
+        """How many bytes the task moves (decides whether it runs on an engine thread)."""
+        return 0
+
+    def _run_offloaded(self) -> None:
+        try:
+            self.status = self._execute()
+        except DocaError as exc:
+            self.status = exc.code
+        except Exception:  # noqa: BLE001 - a bug must fail the task, not kill the thread silently
+            from ..log import logger
+
+            logger.exception("emulated engine failed")
+            self.status = _UNEXPECTED
+        self.ctx.pe.post(_complete, self)  # type: ignore[union-attr]
 
     def try_submit(self) -> None:
         self._validate()

@@ -30,6 +30,7 @@ class EmuDmaTaskMemcpy(EmuTask):
     """``doca_dma_task_memcpy``."""
 
     __slots__ = ("src", "dst")
+    offload_bytes = 16 << 20  # copies run at tens of GB/s: a thread hop costs more below this
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -71,6 +72,9 @@ class EmuDmaTaskMemcpy(EmuTask):
             _memmove(dm.ptr(d, n, True), sm.ptr(s, n, False), n)
         dst.data_len += n
         return 0
+
+    def _work_bytes(self) -> int:
+        return self.src.data_len if self.src is not None else 0
 
     def set_src(self, buf: BufHandle) -> None:
         assert isinstance(buf, EmuBuf)

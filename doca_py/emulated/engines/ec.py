@@ -151,6 +151,35 @@ def _encode_isal(coefs: bytes, srcs: list[memoryview], dsts: list[memoryview], n
         lib.encode_data(min(_ISAL_MAX_LEN, n - off), k, rows, tbl, base, base + k * _PTR_SIZE)
 
 
+_PTRS: dict[int, ctypes.Array[ctypes.c_void_p]] = {}
+
+
+def encode_addresses(coefs: bytes, src_addrs: Sequence[int], dst_addrs: Sequence[int], n: int) -> bool:
+    """ISA-L fast path on raw addresses (already bounds-checked by the caller).
+
+    For callers that know their block addresses (the emulated Ec context): no
+    memoryview or address lookups per call. Returns False, doing nothing, when the
+    default kernel is not ISA-L, so the caller falls back to :func:`encode`.
+    """
+    if _default_impl() is not _encode_isal or not 0 < n <= _ISAL_MAX_LEN:
+        return False
+    lib = _isal()
+    assert lib is not None
+    k, rows = len(src_addrs), len(dst_addrs)
+    if len(coefs) != k * rows or k < 1 or rows < 1:
+        raise DocaInvalidValue(f"matrix has {len(coefs)} coefficients but {rows} dest x {k} source blocks")
+    tbl = _isal_tables(k, rows, coefs)
+    # One pointer array per thread and size would be ideal; per size plus a fresh
+    # array when another thread may hold it keeps this simple and race-free.
+    ptrs = _PTRS.pop(k + rows, None) or _ptr_array(k + rows)()
+    ptrs[:k] = list(src_addrs)
+    ptrs[k:] = list(dst_addrs)
+    base = ctypes.addressof(ptrs)
+    lib.encode_data(n, k, rows, tbl, base, base + k * _PTR_SIZE)
+    _PTRS[k + rows] = ptrs
+    return True
+
+
 # --------------------------------------------------------------------------- numpy / pure
 
 

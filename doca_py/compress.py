@@ -1,0 +1,224 @@
+"""``doca_compress``: DEFLATE compress/decompress and LZ4 stream/block decompress.
+
+>>> comp = Compress(dev); pe.connect_ctx(comp)
+>>> comp.task_decompress_lz4_stream_set_conf(on_done, on_error, 16); comp.start()
+>>> t = comp.task_decompress_lz4_stream_alloc_init(False, True, src, dst)   # checksums? independent blocks?
+>>> t.submit()     # later, in the callback: t.get_crc_cs(), t.get_xxh_cs(); dst data grew
+
+The LZ4 *stream* is the body of an LZ4 frame (data blocks, no frame header, no
+end mark) — what the DOCA storage apps store. DEFLATE is raw (no zlib wrapper).
+Output that does not fit after the destination's data fails the task.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, cast
+
+from . import _impl
+from .abc import BufHandle, CtxHandle, DevInfoHandle, TaskHandle
+from .buf import Buf
+from .ctx import Ctx, Task, TaskCallback
+from .dev import Dev, DevInfo
+
+__all__ = ["Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate",
+           "CompressTaskDecompressLz4Stream", "CompressTaskDecompressLz4Block", "CompressHandle", "CompressBackend",
+           "TASK_TYPES"]
+
+#: Task type names as they appear in DOCA's function names.
+TASK_TYPES = ("compress_deflate", "decompress_deflate", "decompress_lz4_stream", "decompress_lz4_block")
+
+
+class CompressTaskHandle(TaskHandle, Protocol):
+    """A compress task handle: checksums of the last success, LZ4 stream flags."""
+
+    @property
+    def crc_cs(self) -> int: ...
+    @property
+    def adler_cs(self) -> int: ...
+    @property
+    def xxh_cs(self) -> int: ...
+    has_block_checksum: bool
+    are_blocks_independent: bool
+
+
+class CompressHandle(CtxHandle, Protocol):
+    """``doca_compress`` as a backend implements it."""
+
+    @property
+    def compress_deflate(self) -> Any: ...
+    @property
+    def decompress_deflate(self) -> Any: ...
+    @property
+    def decompress_lz4_stream(self) -> Any: ...
+    @property
+    def decompress_lz4_block(self) -> Any: ...
+    def task_compress_deflate_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle: ...
+    def task_decompress_deflate_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle: ...
+    def task_decompress_lz4_stream_alloc_init(self, has_block_checksum: bool, are_blocks_independent: bool,
+                                              src: BufHandle, dst: BufHandle) -> CompressTaskHandle: ...
+    def task_decompress_lz4_block_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle: ...
+    def cap_get_max_num_tasks(self) -> int: ...
+
+
+class CompressBackend(Protocol):
+    """Module ``doca_py.<impl>.compress``."""
+
+    def compress_create(self, dev: object) -> CompressHandle: ...
+    def cap_task_is_supported(self, devinfo: DevInfoHandle, task: str) -> bool: ...
+    def cap_task_get_max_buf_size(self, devinfo: DevInfoHandle, task: str) -> int: ...
+    def cap_task_get_max_buf_list_len(self, devinfo: DevInfoHandle, task: str) -> int: ...
+
+
+def _backend() -> CompressBackend:
+    return cast(CompressBackend, _impl.backend_module("compress"))
+
+
+class _CompressTask(Task):
+    __slots__ = ("_src", "_dst")
+    _h: CompressTaskHandle
+    _src: Buf
+    _dst: Buf
+
+    def get_src(self) -> Buf:
+        return self._src
+
+    def get_dst(self) -> Buf:
+        return self._dst
+
+    def get_crc_cs(self) -> int:
+        """CRC-32 of the uncompressed data (valid after success)."""
+        return self._h.crc_cs
+
+
+class CompressTaskCompressDeflate(_CompressTask):
+    """``doca_compress_task_compress_deflate``."""
+
+    __slots__ = ()
+
+    def get_adler_cs(self) -> int:
+        """Adler-32 of the uncompressed data (valid after success)."""
+        return self._h.adler_cs
+
+
+class CompressTaskDecompressDeflate(_CompressTask):
+    """``doca_compress_task_decompress_deflate``."""
+
+    __slots__ = ()
+
+    def get_adler_cs(self) -> int:
+        return self._h.adler_cs
+
+
+class CompressTaskDecompressLz4Stream(_CompressTask):
+    """``doca_compress_task_decompress_lz4_stream``."""
+
+    __slots__ = ()
+
+    def get_xxh_cs(self) -> int:
+        """xxHash-32 of the uncompressed data (valid after success)."""
+        return self._h.xxh_cs
+
+    def get_has_block_checksum(self) -> bool:
+        return self._h.has_block_checksum
+
+    def set_has_block_checksum(self, value: bool) -> None:
+        self._h.has_block_checksum = bool(value)
+
+    def get_are_blocks_independent(self) -> bool:
+        return self._h.are_blocks_independent
+
+    def set_are_blocks_independent(self, value: bool) -> None:
+        self._h.are_blocks_independent = bool(value)
+
+
+class CompressTaskDecompressLz4Block(_CompressTask):
+    """``doca_compress_task_decompress_lz4_block``."""
+
+    __slots__ = ()
+
+    def get_xxh_cs(self) -> int:
+        return self._h.xxh_cs
+
+
+class Compress(Ctx):
+    """``doca_compress`` context on *dev*."""
+
+    def __init__(self, dev: Dev, user_data: Any = None) -> None:
+        dev._check_open()
+        self._h: CompressHandle = _backend().compress_create(dev._h)
+        super().__init__(self._h, user_data)
+        dev._adopt(self)
+
+    def task_compress_deflate_set_conf(self, success: TaskCallback[CompressTaskCompressDeflate],
+                                       error: TaskCallback[CompressTaskCompressDeflate], num_tasks: int) -> None:
+        self._set_conf(self._h.compress_deflate, success, error, num_tasks)
+
+    def task_decompress_deflate_set_conf(self, success: TaskCallback[CompressTaskDecompressDeflate],
+                                         error: TaskCallback[CompressTaskDecompressDeflate], num_tasks: int) -> None:
+        self._set_conf(self._h.decompress_deflate, success, error, num_tasks)
+
+    def task_decompress_lz4_stream_set_conf(self, success: TaskCallback[CompressTaskDecompressLz4Stream],
+                                            error: TaskCallback[CompressTaskDecompressLz4Stream],
+                                            num_tasks: int) -> None:
+        self._set_conf(self._h.decompress_lz4_stream, success, error, num_tasks)
+
+    def task_decompress_lz4_block_set_conf(self, success: TaskCallback[CompressTaskDecompressLz4Block],
+                                           error: TaskCallback[CompressTaskDecompressLz4Block],
+                                           num_tasks: int) -> None:
+        self._set_conf(self._h.decompress_lz4_block, success, error, num_tasks)
+
+    def _wrap(self, h: TaskHandle, cls: type[_CompressTask], src: Buf, dst: Buf, user_data: Any) -> Any:
+        t = self._wrap_task(h, cls, user_data)
+        t._src, t._dst = src, dst
+        return t
+
+    def task_compress_deflate_alloc_init(self, src: Buf, dst: Buf,
+                                         user_data: Any = None) -> CompressTaskCompressDeflate:
+        h = self._h.task_compress_deflate_alloc_init(src._h, dst._h)
+        return cast(CompressTaskCompressDeflate, self._wrap(h, CompressTaskCompressDeflate, src, dst, user_data))
+
+    def task_decompress_deflate_alloc_init(self, src: Buf, dst: Buf,
+                                           user_data: Any = None) -> CompressTaskDecompressDeflate:
+        h = self._h.task_decompress_deflate_alloc_init(src._h, dst._h)
+        return cast(CompressTaskDecompressDeflate, self._wrap(h, CompressTaskDecompressDeflate, src, dst, user_data))
+
+    def task_decompress_lz4_stream_alloc_init(self, has_block_checksum: bool, are_blocks_independent: bool,
+                                              src: Buf, dst: Buf,
+                                              user_data: Any = None) -> CompressTaskDecompressLz4Stream:
+        h = self._h.task_decompress_lz4_stream_alloc_init(has_block_checksum, are_blocks_independent, src._h, dst._h)
+        return cast(CompressTaskDecompressLz4Stream,
+                    self._wrap(h, CompressTaskDecompressLz4Stream, src, dst, user_data))
+
+    def task_decompress_lz4_block_alloc_init(self, src: Buf, dst: Buf,
+                                             user_data: Any = None) -> CompressTaskDecompressLz4Block:
+        h = self._h.task_decompress_lz4_block_alloc_init(src._h, dst._h)
+        return cast(CompressTaskDecompressLz4Block,
+                    self._wrap(h, CompressTaskDecompressLz4Block, src, dst, user_data))
+
+    def cap_get_max_num_tasks(self) -> int:
+        """Tasks of all types this context can hold (DOCA asks the ctx, not the device)."""
+        return self._h.cap_get_max_num_tasks()
+
+    @staticmethod
+    def cap_task_is_supported(devinfo: DevInfo, task: str) -> bool:
+        """``doca_compress_cap_task_<task>_is_supported``; *task* is one of :data:`TASK_TYPES`."""
+        return _backend().cap_task_is_supported(devinfo._h, _task(task))
+
+    @staticmethod
+    def cap_task_get_max_buf_size(devinfo: DevInfo, task: str) -> int:
+        return _backend().cap_task_get_max_buf_size(devinfo._h, _task(task))
+
+    @staticmethod
+    def cap_task_get_max_buf_list_len(devinfo: DevInfo, task: str) -> int:
+        return _backend().cap_task_get_max_buf_list_len(devinfo._h, _task(task))
+
+    def __enter__(self) -> Compress:
+        return self
+
+
+def _task(name: str) -> str:
+    if name not in TASK_TYPES:
+        from .errors import DocaInvalidValue
+
+        raise DocaInvalidValue(f"unknown compress task type {name!r}; one of {', '.join(TASK_TYPES)}")
+    return name

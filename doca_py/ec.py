@@ -1,0 +1,274 @@
+"""``doca_ec``: erasure coding (Reed–Solomon over GF(2^8)).
+
+>>> ec = Ec(dev); pe.connect_ctx(ec)
+>>> ec.task_create_set_conf(on_done, on_error, 16); ec.start()
+>>> coding = ec.matrix_create(EcMatrixType.CAUCHY, k=4, m=2)
+>>> ec.task_create_allocate_init(coding, data_blocks, parity).submit()   # parity grows by m blocks
+>>> rec = ec.matrix_create_recover(coding, [1])                         # block 1 lost
+>>> ec.task_recover_allocate_init(rec, survivors, out).submit()          # the first k survivors, in index order
+
+Blocks are ``src data_len / k`` bytes, a multiple of 64 and at least 64. The
+emulated backend is bit-compatible with ISA-L's ``gf_gen_rs_matrix``
+(Vandermonde) and ``gf_gen_cauchy1_matrix`` (Cauchy).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import Any, Protocol, cast
+
+from . import _impl
+from ._lifetime import DocaObject
+from .abc import BufHandle, CtxHandle, DevInfoHandle, TaskHandle
+from .buf import Buf
+from .ctx import Ctx, Task, TaskCallback
+from .dev import Dev, DevInfo
+from .errors import DocaInvalidValue
+
+__all__ = ["Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
+           "EcHandle", "EcBackend"]
+
+
+class EcMatrixType(enum.IntEnum):
+    """``enum doca_ec_matrix_type``."""
+
+    CAUCHY = 1
+    VANDERMONDE = 2
+
+
+class EcHandle(CtxHandle, Protocol):
+    """``doca_ec`` as a backend implements it (matrices are opaque objects)."""
+
+    @property
+    def create(self) -> Any: ...
+    @property
+    def recover(self) -> Any: ...
+    @property
+    def update(self) -> Any: ...
+    @property
+    def galois_mul(self) -> Any: ...
+    def matrix_create(self, matrix_type: int, k: int, m: int) -> Any: ...
+    def matrix_create_from_raw(self, data: bytes, k: int, m: int) -> Any: ...
+    def matrix_create_recover(self, coding: Any, missing: list[int]) -> Any: ...
+    def matrix_create_update(self, coding: Any, updated: list[int]) -> Any: ...
+    def task_create_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
+    def task_recover_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
+    def task_update_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
+    def task_galois_mul_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
+
+
+class EcBackend(Protocol):
+    """Module ``doca_py.<impl>.ec``."""
+
+    def ec_create(self, dev: object) -> EcHandle: ...
+    def cap_task_create_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
+    def cap_task_recover_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
+    def cap_task_update_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
+    def cap_task_galois_mul_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
+    def cap_get_max_block_size(self, devinfo: DevInfoHandle) -> int: ...
+    def cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int: ...
+
+
+def _backend() -> EcBackend:
+    return cast(EcBackend, _impl.backend_module("ec"))
+
+
+class EcMatrix(DocaObject):
+    """``doca_ec_matrix``: closed with its ``Ec`` (or earlier with :meth:`close`)."""
+
+    def __init__(self, handle: Any, k_in: int, r_out: int) -> None:
+        super().__init__()
+        self._h = handle
+        #: Input blocks the matrix multiplies and output blocks it produces.
+        self.k_in, self.r_out = k_in, r_out
+
+    def _close(self) -> None:
+        self._h.destroy()
+
+
+class _EcTask(Task):
+    __slots__ = ("_matrix", "_src", "_dst")
+    _matrix: EcMatrix
+    _src: Buf
+    _dst: Buf
+
+    def _get_matrix(self) -> EcMatrix:
+        return self._matrix
+
+
+class EcTaskCreate(_EcTask):
+    """``doca_ec_task_create``: m redundancy blocks from k data blocks."""
+
+    __slots__ = ()
+
+    def get_coding_matrix(self) -> EcMatrix:
+        return self._get_matrix()
+
+    def get_original_data_blocks(self) -> Buf:
+        return self._src
+
+    def get_rdnc_blocks(self) -> Buf:
+        return self._dst
+
+
+class EcTaskRecover(_EcTask):
+    """``doca_ec_task_recover``: missing blocks from k surviving ones."""
+
+    __slots__ = ()
+
+    def get_recover_matrix(self) -> EcMatrix:
+        return self._get_matrix()
+
+    def get_available_blocks(self) -> Buf:
+        return self._src
+
+    def get_recovered_data(self) -> Buf:
+        return self._dst
+
+
+class EcTaskUpdate(_EcTask):
+    """``doca_ec_task_update``: new redundancy from (old, new) block pairs and the old redundancy."""
+
+    __slots__ = ()
+
+    def get_update_matrix(self) -> EcMatrix:
+        return self._get_matrix()
+
+    def get_original_updated_and_rdnc_blocks(self) -> Buf:
+        return self._src
+
+    def get_updated_rdnc_blocks(self) -> Buf:
+        return self._dst
+
+
+class EcTaskGaloisMul(_EcTask):
+    """``doca_ec_task_galois_mul``: a raw GF(2^8) matrix product of blocks."""
+
+    __slots__ = ()
+
+    def get_coding_matrix(self) -> EcMatrix:
+        return self._get_matrix()
+
+    def get_src_buf(self) -> Buf:
+        return self._src
+
+    def get_dst_buf(self) -> Buf:
+        return self._dst
+
+
+class Ec(Ctx):
+    """``doca_ec`` context on *dev*. Matrices it creates close with it."""
+
+    def __init__(self, dev: Dev, user_data: Any = None) -> None:
+        dev._check_open()
+        self._h: EcHandle = _backend().ec_create(dev._h)
+        super().__init__(self._h, user_data)
+        dev._adopt(self)
+
+    # -- matrices ---------------------------------------------------------------------------
+    def _matrix(self, h: Any, k_in: int, r_out: int) -> EcMatrix:
+        mat = EcMatrix(h, k_in, r_out)
+        self._adopt(mat)
+        return mat
+
+    def matrix_create(self, matrix_type: EcMatrixType, k: int, m: int) -> EcMatrix:
+        """A coding matrix for *k* data and *m* redundancy blocks."""
+        self._check_open()
+        return self._matrix(self._h.matrix_create(int(matrix_type), k, m), k, m)
+
+    def matrix_create_from_raw(self, data: bytes, k: int, m: int) -> EcMatrix:
+        """A coding matrix from ``k*m`` coefficients: k rows (one per data block) of m."""
+        self._check_open()
+        return self._matrix(self._h.matrix_create_from_raw(bytes(data), k, m), k, m)
+
+    def matrix_create_recover(self, coding_matrix: EcMatrix, missing: Sequence[int]) -> EcMatrix:
+        """A recover matrix for the ascending block indices *missing* (data ``0..k-1``,
+        redundancy ``k..k+m-1``). The recover task then takes the first k surviving blocks
+        in index order and writes the missing ones in ascending order."""
+        self._check_open()
+        idx = [int(i) for i in missing]
+        return self._matrix(self._h.matrix_create_recover(coding_matrix._h, idx), coding_matrix.k_in, len(idx))
+
+    def matrix_create_update(self, coding_matrix: EcMatrix, updated: Sequence[int]) -> EcMatrix:
+        """An update matrix for the ascending data block indices *updated*. The update task
+        takes ``(old, new)`` per updated block, then the m old redundancy blocks."""
+        self._check_open()
+        idx = [int(i) for i in updated]
+        m = coding_matrix.r_out
+        return self._matrix(self._h.matrix_create_update(coding_matrix._h, idx), 2 * len(idx) + m, m)
+
+    # -- tasks --------------------------------------------------------------------------------
+    def task_create_set_conf(self, success: TaskCallback[EcTaskCreate], error: TaskCallback[EcTaskCreate],
+                             num_tasks: int) -> None:
+        self._set_conf(self._h.create, success, error, num_tasks)
+
+    def task_recover_set_conf(self, success: TaskCallback[EcTaskRecover], error: TaskCallback[EcTaskRecover],
+                              num_tasks: int) -> None:
+        self._set_conf(self._h.recover, success, error, num_tasks)
+
+    def task_update_set_conf(self, success: TaskCallback[EcTaskUpdate], error: TaskCallback[EcTaskUpdate],
+                             num_tasks: int) -> None:
+        self._set_conf(self._h.update, success, error, num_tasks)
+
+    def task_galois_mul_set_conf(self, success: TaskCallback[EcTaskGaloisMul],
+                                 error: TaskCallback[EcTaskGaloisMul], num_tasks: int) -> None:
+        self._set_conf(self._h.galois_mul, success, error, num_tasks)
+
+    def _alloc(self, alloc: Any, cls: type[_EcTask], matrix: EcMatrix, src: Buf, dst: Buf, user_data: Any) -> Any:
+        if matrix.closed:
+            raise DocaInvalidValue("the EC matrix is closed")
+        t = self._wrap_task(alloc(matrix._h, src._h, dst._h), cls, user_data)
+        t._matrix, t._src, t._dst = matrix, src, dst
+        return t
+
+    def task_create_allocate_init(self, coding_matrix: EcMatrix, original_data_blocks: Buf, rdnc_blocks: Buf,
+                                  user_data: Any = None) -> EcTaskCreate:
+        """Encode: *original_data_blocks* holds k blocks back to back; m blocks are appended
+        after *rdnc_blocks*' data."""
+        return cast(EcTaskCreate, self._alloc(self._h.task_create_allocate_init, EcTaskCreate, coding_matrix,
+                                              original_data_blocks, rdnc_blocks, user_data))
+
+    def task_recover_allocate_init(self, recover_matrix: EcMatrix, available_blocks: Buf, recovered_data: Buf,
+                                   user_data: Any = None) -> EcTaskRecover:
+        """Recover: *available_blocks* (a buffer or a list) holds k surviving blocks."""
+        return cast(EcTaskRecover, self._alloc(self._h.task_recover_allocate_init, EcTaskRecover, recover_matrix,
+                                               available_blocks, recovered_data, user_data))
+
+    def task_update_allocate_init(self, update_matrix: EcMatrix, original_updated_and_rdnc_blocks: Buf,
+                                  updated_rdnc_blocks: Buf, user_data: Any = None) -> EcTaskUpdate:
+        return cast(EcTaskUpdate, self._alloc(self._h.task_update_allocate_init, EcTaskUpdate, update_matrix,
+                                              original_updated_and_rdnc_blocks, updated_rdnc_blocks, user_data))
+
+    def task_galois_mul_allocate_init(self, coding_matrix: EcMatrix, src_buf: Buf, dst_buf: Buf,
+                                      user_data: Any = None) -> EcTaskGaloisMul:
+        return cast(EcTaskGaloisMul, self._alloc(self._h.task_galois_mul_allocate_init, EcTaskGaloisMul,
+                                                 coding_matrix, src_buf, dst_buf, user_data))
+
+    # -- capabilities -------------------------------------------------------------------------
+    @staticmethod
+    def cap_task_create_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_create_is_supported(devinfo._h)
+
+    @staticmethod
+    def cap_task_recover_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_recover_is_supported(devinfo._h)
+
+    @staticmethod
+    def cap_task_update_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_update_is_supported(devinfo._h)
+
+    @staticmethod
+    def cap_task_galois_mul_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_galois_mul_is_supported(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_block_size(devinfo: DevInfo) -> int:
+        return _backend().cap_get_max_block_size(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
+        return _backend().cap_get_max_buf_list_len(devinfo._h)
+
+    def __enter__(self) -> Ec:
+        return self

@@ -1,0 +1,165 @@
+"""Emulated ``doca_compress``: raw DEFLATE via ISA-L, DOCA's LZ4 stream and LZ4 blocks.
+
+Output is written after the destination's data (its data length grows) and never
+beyond its window; checksums are those of the uncompressed data, as DOCA reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..abc import BufHandle, DevInfoHandle
+from ..errors import DocaInvalidValue, ErrorCode
+from .buf import EmuBuf, data_views, room, tail_view
+from .ctx import EmuCtx, EmuTask, TaskPool
+from .engines import checksums, deflate, lz4_stream
+
+__all__ = ["EmuCompress", "EmuCompressTask", "compress_create", "MAX_BUF_SIZE", "MAX_BUF_LIST_LEN",
+           "cap_task_is_supported", "cap_task_get_max_buf_size", "cap_task_get_max_buf_list_len"]
+
+MAX_BUF_SIZE = 1 << 27
+MAX_BUF_LIST_LEN = 1
+MAX_NUM_TASKS = 1 << 16
+_INVALID = int(ErrorCode.INVALID_VALUE)
+
+Kernel = Callable[[memoryview, memoryview, "EmuCompressTask"], int]
+
+
+def _deflate(src: memoryview, dst: memoryview, t: EmuCompressTask) -> int:
+    return deflate.compress_deflate(src, dst)
+
+
+def _inflate(src: memoryview, dst: memoryview, t: EmuCompressTask) -> int:
+    return deflate.decompress_deflate_into(src, dst)
+
+
+def _lz4_stream(src: memoryview, dst: memoryview, t: EmuCompressTask) -> int:
+    return lz4_stream.decompress_stream_into(src, dst, has_block_checksum=t.has_block_checksum,
+                                             are_blocks_independent=t.are_blocks_independent)
+
+
+def _lz4_block(src: memoryview, dst: memoryview, t: EmuCompressTask) -> int:
+    return lz4_stream.decompress_block_into(src, dst)
+
+
+class EmuCompressTask(EmuTask):
+    """Any compress task; the pool decides which kernel runs."""
+
+    __slots__ = ("src", "dst", "has_block_checksum", "are_blocks_independent", "_plain", "_sums")
+
+    def __init__(self, pool: TaskPool[EmuTask]) -> None:
+        super().__init__(pool)
+        self.src: EmuBuf | None = None
+        self.dst: EmuBuf | None = None
+        self.has_block_checksum = False
+        self.are_blocks_independent = True
+        self._plain: memoryview | None = None  # the uncompressed bytes of the last success
+        self._sums: dict[str, int] = {}
+
+    def _checksum(self, name: str, fn: Callable[[memoryview], int]) -> int:
+        # Hardware computes these for free; software computes them on first request,
+        # from the bytes the task read or wrote (read them before reusing the buffers).
+        v = self._sums.get(name)
+        if v is None:
+            v = self._sums[name] = fn(self._plain) if self._plain is not None else 0
+        return v
+
+    @property
+    def crc_cs(self) -> int:
+        return self._checksum("crc", checksums.crc32)
+
+    @property
+    def adler_cs(self) -> int:
+        return self._checksum("adler", checksums.adler32)
+
+    @property
+    def xxh_cs(self) -> int:
+        return self._checksum("xxh", checksums.xxh32)
+
+    def _work_bytes(self) -> int:
+        return self.src.data_len if self.src is not None else 0
+
+    def _validate(self) -> None:
+        src, dst = self.src, self.dst
+        if src is None or dst is None or not src.refcount or not dst.refcount:
+            raise DocaInvalidValue("compress task needs a source and a destination buffer")
+        if src.next is not None or dst.next is not None:
+            raise DocaInvalidValue(f"compress buffers may chain at most {MAX_BUF_LIST_LEN} element")
+        if not 0 < src.data_len <= MAX_BUF_SIZE:
+            raise DocaInvalidValue(f"source must hold 1..{MAX_BUF_SIZE} bytes, holds {src.data_len}")
+
+    def _execute(self) -> int:
+        try:
+            self._validate()
+        except DocaInvalidValue:
+            return _INVALID
+        src, dst = self.src, self.dst
+        assert src is not None and dst is not None
+        kernel: Kernel = self.pool.kernel  # type: ignore[attr-defined]
+        s = data_views(src)[0]
+        out = tail_view(dst, room(dst))
+        n = kernel(s, out, self)
+        self._plain = s if kernel is _deflate else out[:n]
+        dst.data_len += n
+        return 0
+
+
+class _Pool(TaskPool[EmuTask]):
+    def __init__(self, ctx: EmuCtx, kernel: Kernel) -> None:
+        super().__init__(ctx, EmuCompressTask)
+        self.kernel = kernel
+
+
+class EmuCompress(EmuCtx):
+    """Emulated ``doca_compress`` context."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.compress_deflate = _Pool(self, _deflate)
+        self.decompress_deflate = _Pool(self, _inflate)
+        self.decompress_lz4_stream = _Pool(self, _lz4_stream)
+        self.decompress_lz4_block = _Pool(self, _lz4_block)
+
+    def _alloc(self, pool: _Pool, src: BufHandle, dst: BufHandle) -> EmuCompressTask:
+        t = pool.alloc()
+        assert isinstance(t, EmuCompressTask) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
+        t.src, t.dst = src, dst
+        t._plain = None
+        t._sums.clear()
+        return t
+
+    def task_compress_deflate_alloc_init(self, src: BufHandle, dst: BufHandle) -> EmuCompressTask:
+        return self._alloc(self.compress_deflate, src, dst)
+
+    def task_decompress_deflate_alloc_init(self, src: BufHandle, dst: BufHandle) -> EmuCompressTask:
+        return self._alloc(self.decompress_deflate, src, dst)
+
+    def task_decompress_lz4_stream_alloc_init(self, has_block_checksum: bool, are_blocks_independent: bool,
+                                              src: BufHandle, dst: BufHandle) -> EmuCompressTask:
+        t = self._alloc(self.decompress_lz4_stream, src, dst)
+        t.has_block_checksum, t.are_blocks_independent = bool(has_block_checksum), bool(are_blocks_independent)
+        return t
+
+    def task_decompress_lz4_block_alloc_init(self, src: BufHandle, dst: BufHandle) -> EmuCompressTask:
+        return self._alloc(self.decompress_lz4_block, src, dst)
+
+    def cap_get_max_num_tasks(self) -> int:
+        return MAX_NUM_TASKS
+
+
+def compress_create(dev: object) -> EmuCompress:
+    """``doca_compress_create``."""
+    return EmuCompress()
+
+
+def cap_task_is_supported(devinfo: DevInfoHandle, task: str) -> bool:
+    """Every task type is supported in software."""
+    return task in ("compress_deflate", "decompress_deflate", "decompress_lz4_stream", "decompress_lz4_block")
+
+
+def cap_task_get_max_buf_size(devinfo: DevInfoHandle, task: str) -> int:
+    return MAX_BUF_SIZE
+
+
+def cap_task_get_max_buf_list_len(devinfo: DevInfoHandle, task: str) -> int:
+    return MAX_BUF_LIST_LEN
