@@ -14,34 +14,16 @@ import argparse
 import ctypes
 import os
 import sys
-import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from _timing import rates  # noqa: E402
 from doca_py.emulated.engines import ec, gf256  # noqa: E402
 
 SHAPES = [(2, 1), (4, 2), (8, 3)]
 SIZES = [4 << 10, 64 << 10, 1 << 20]
-
-
-def rates(fns: list[Callable[[], object]], nbytes: int, budget: float, rounds: int = 5) -> list[float]:
-    """Best GB/s of each function; rounds interleave the functions so that machine
-    noise (this VM drifts by tens of percent) hits all of them alike."""
-    best = [float("inf")] * len(fns)
-    for fn in fns:
-        fn()  # warm up: caches, lazily built tables, page faults
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            n, t0 = 0, time.perf_counter()
-            while True:
-                fn()
-                n += 1
-                dt = time.perf_counter() - t0
-                if dt >= budget and n >= 2:
-                    break
-            best[i] = min(best[i], dt / n)
-    return [nbytes / b / 1e9 for b in best]
 
 
 def isal_direct(rows: bytes, srcs: list[bytearray], dsts: list[bytearray], n: int) -> Callable[[], object] | None:
