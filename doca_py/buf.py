@@ -144,12 +144,20 @@ class Buf(DocaObject):
     def get_refcount(self) -> int:
         return self._h.get_refcount()
 
+    def _peer(self, h: BufHandle) -> Buf:
+        # List elements made by buf_dup have no wrapper until someone asks for one.
+        buf = cast("Buf | None", h.owner)
+        if buf is None:
+            buf = Buf(h, self._inv, self._mmap)
+            h.owner = buf
+        return buf
+
     def get_next_in_list(self) -> Buf | None:
         nxt = self._h.get_next_in_list()
-        return None if nxt is None else cast(Buf, nxt.owner)
+        return None if nxt is None else self._peer(nxt)
 
     def get_last_in_list(self) -> Buf:
-        return cast(Buf, self._h.get_last_in_list().owner)
+        return self._peer(self._h.get_last_in_list())
 
     def get_list_len(self) -> int:
         return self._h.get_list_len()

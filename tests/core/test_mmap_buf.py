@@ -116,8 +116,17 @@ def test_inventory_exhaustion_refcounts_and_chains(dev: d.Dev) -> None:
         assert inv.get_num_free_elements() == 2
         dup = inv.buf_dup(c)
         assert (dup.get_data(), dup.get_data_len()) == (c.get_data(), c.get_data_len())
+        dup.dec_refcount()
         inv.expand(2)
         assert inv.get_num_elements() == 5
+        d0 = inv.buf_get_by_data(mm, base, 16)
+        c.chain_list(d0)
+        copy = inv.buf_dup(c)  # duplicates the whole list
+        second = copy.get_next_in_list()
+        assert second is not None and second.get_data() == base and copy.get_list_len() == 2
+        copy.dec_refcount()
+        c.dec_refcount()
+        assert inv.get_num_free_elements() == 5
 
 
 def test_closing_the_inventory_returns_outstanding_buffers(dev: d.Dev) -> None:
