@@ -34,8 +34,13 @@ def _inflate(src: memoryview, dst: memoryview, t: EmuCompressTask) -> int:
 
 
 def _lz4_stream(src: memoryview, dst: memoryview, t: EmuCompressTask) -> int:
-    return lz4_stream.decompress_stream_into(src, dst, has_block_checksum=t.has_block_checksum,
-                                             are_blocks_independent=t.are_blocks_independent)
+    # Addresses straight from the buffers (already checked by the views' mmaps).
+    s_buf, d_buf = t.src, t.dst
+    assert s_buf is not None and d_buf is not None and s_buf.mmap is not None and d_buf.mmap is not None
+    s_addr = s_buf.mmap.ptr(s_buf.data, src.nbytes, False) if src.nbytes else 0
+    d_addr = d_buf.mmap.ptr(d_buf.data + d_buf.data_len, dst.nbytes, True) if dst.nbytes else 0
+    return lz4_stream.decompress_stream_at(src, s_addr, dst, d_addr, has_block_checksum=t.has_block_checksum,
+                                           are_blocks_independent=t.are_blocks_independent)
 
 
 def _lz4_block(src: memoryview, dst: memoryview, t: EmuCompressTask) -> int:

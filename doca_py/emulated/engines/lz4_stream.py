@@ -238,8 +238,22 @@ def decompress_stream_into(
     """
     s = byte_view(src, "source")
     d = writable_view(dst)
+    return decompress_stream_at(s, view_address(s), d, view_address(d), has_block_checksum=has_block_checksum,
+                                are_blocks_independent=are_blocks_independent)
+
+
+def decompress_stream_at(
+    s: memoryview,
+    s_addr: int,
+    d: memoryview,
+    d_addr: int,
+    *,
+    has_block_checksum: bool = False,
+    are_blocks_independent: bool = True,
+) -> int:
+    """:func:`decompress_stream_into` for callers that already hold flat byte views and
+    their addresses (the emulated Compress context): no buffer lookups per call."""
     n, cap = s.nbytes, d.nbytes
-    s_addr, d_addr = view_address(s), view_address(d)
     tail = 4 if has_block_checksum else 0
     linked = not are_blocks_independent
     # Fast path for the common block: independent, compressed, liblz4 via ctypes.
