@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from . import abc
-    from .compress import CompressBackend, CompressHandle
+    from .compress import CompressBackend, CompressHandle, CompressTaskHandle
     from .dma import DmaBackend, DmaHandle
     from .ec import EcBackend, EcHandle
     from .emulated import compress as e_compress
@@ -20,8 +20,11 @@ if TYPE_CHECKING:
     from .emulated import mmap as e_mmap
     from .emulated import pe as e_pe
     from .native import buf as n_buf
+    from .native import compress as n_compress
     from .native import ctx as n_ctx
     from .native import dev as n_dev
+    from .native import dma as n_dma
+    from .native import ec as n_ec
     from .native import mmap as n_mmap
     from .native import pe as n_pe
 
@@ -37,6 +40,20 @@ if TYPE_CHECKING:
     _n_mmap: abc.MmapBackend = n_mmap
     _n_buf: abc.BufBackend = n_buf
     _n_pe: abc.PeBackend = n_pe
+    _n_dma: DmaBackend = n_dma
+    _n_ec: EcBackend = n_ec
+    _n_compress: CompressBackend = n_compress
+
+    def _native_engine_handles(
+        a: n_dma.NativeDma, b: n_dma.NativeDmaTaskMemcpy, c: n_ec.NativeEc, d: n_ec.NativeEcTask,
+        e: n_compress.NativeCompress, f: n_compress.NativeCompressTask,
+    ) -> None:
+        _a: DmaHandle = a
+        _b: abc.TaskHandle = b
+        _c: EcHandle = c
+        _d: abc.TaskHandle = d
+        _e: CompressHandle = e
+        _f: CompressTaskHandle = f
 
     def _handles(
         a: e_dev.EmuDev, b: e_dev.EmuDevRep, c: e_buf.EmuBuf, d: e_dma.EmuDma, e: e_dma.EmuDmaTaskMemcpy,

@@ -51,17 +51,17 @@ def test_text_report(fake30_dir: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_library_without_table_and_registered_table(
     fake30_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shutil.copy(fake30_dir / "libdoca_common.so.3.0.0058", tmp_path / "libdoca_dma.so.3.0.0058")
+    shutil.copy(fake30_dir / "libdoca_common.so.3.0.0058", tmp_path / "libdoca_notable.so.3.0.0058")
     rc, doc = _run_json(capsys, str(tmp_path))
     assert rc == 0
     (r,) = doc["libraries"]
-    assert r["lib"] == "dma" and r["declared"] is None and r["exported"] > 0
-    # Dropping in a table for dma is enough for the probe to compare against it.
-    table = (Decl("doca_pe_create", c_int, ()), Decl("doca_dma_create", c_int, ()))
-    monkeypatch.setitem(_decl._TABLES, "dma", table)
+    assert r["lib"] == "notable" and r["declared"] is None and r["exported"] > 0
+    # Dropping in a table for a library is enough for the probe to compare against it.
+    table = (Decl("doca_pe_create", c_int, ()), Decl("doca_notable_create", c_int, ()))
+    monkeypatch.setitem(_decl._TABLES, "notable", table)
     rc, doc = _run_json(capsys, str(tmp_path))
     (r,) = doc["libraries"]
-    assert (r["declared"], r["present"], r["missing"]) == (2, 1, ["doca_dma_create"])
+    assert (r["declared"], r["present"], r["missing"]) == (2, 1, ["doca_notable_create"])
 
 
 def test_empty_dir_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
