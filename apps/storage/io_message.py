@@ -1,0 +1,117 @@
+"""The 64-byte io message (storage-apps-spec §4.1, NEW layout), all fields big endian.
+
+==========  ====  ====================
+offset      size  field
+==========  ====  ====================
+0           4     ``type`` (0 result, 1 read, 2 write)
+4           4     padding
+8           8     ``user_data``
+16          4     ``result`` (``doca_error_t``)
+20          4     ``io_size``
+24          8     ``requester_offset``
+32          8     ``storage_offset``
+40          24    padding
+==========  ====  ====================
+
+This module always writes the padding as zeros and ignores it when reading. A
+response is the request with ``type`` = result and ``result`` set
+(:func:`make_response_in_place`); every other field is echoed.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass, replace
+
+from doca_py.errors import ErrorCode
+
+from .errors import ProtocolError
+
+__all__ = [
+    "IO_MESSAGE_SIZE", "IoMessageType", "IoMessage", "TYPE_OFFSET", "USER_DATA_OFFSET", "RESULT_OFFSET",
+    "IO_SIZE_OFFSET", "REQUESTER_OFFSET_OFFSET", "STORAGE_OFFSET_OFFSET", "make_response_in_place",
+]
+
+IO_MESSAGE_SIZE = 64
+TYPE_OFFSET = 0
+USER_DATA_OFFSET = 8
+RESULT_OFFSET = 16
+IO_SIZE_OFFSET = 20
+REQUESTER_OFFSET_OFFSET = 24
+STORAGE_OFFSET_OFFSET = 32
+
+# type, pad, user_data, result, io_size, requester_offset, storage_offset, pad
+_LAYOUT = struct.Struct(">I4xQIIQQ24x")
+assert _LAYOUT.size == IO_MESSAGE_SIZE
+_U32 = struct.Struct(">I")
+
+
+class IoMessageType(enum.IntEnum):
+    """``io_message_type``."""
+
+    RESULT = 0
+    READ = 1
+    WRITE = 2
+
+
+def _check(name: str, value: int, bits: int) -> None:
+    if not 0 <= value < (1 << bits):
+        raise ValueError(f"io message {name} {value} does not fit in u{bits}")
+
+
+@dataclass(frozen=True, slots=True)
+class IoMessage:
+    """A decoded io message. ``type`` is kept as a raw ``int`` so that a message of an
+    unknown type can still be answered (with ``INVALID_VALUE``, §4.3); see :attr:`kind`."""
+
+    type: int
+    user_data: int = 0
+    result: int = 0
+    io_size: int = 0
+    requester_offset: int = 0
+    storage_offset: int = 0
+
+    def __post_init__(self) -> None:
+        _check("type", int(self.type), 32)
+        _check("user_data", self.user_data, 64)
+        _check("result", int(self.result), 32)
+        _check("io_size", self.io_size, 32)
+        _check("requester_offset", self.requester_offset, 64)
+        _check("storage_offset", self.storage_offset, 64)
+
+    @property
+    def kind(self) -> IoMessageType | None:
+        """:attr:`type` as an :class:`IoMessageType`, ``None`` for an unknown value."""
+        t = int(self.type)
+        return IoMessageType(t) if t in IoMessageType._value2member_map_ else None
+
+    def pack(self) -> bytes:
+        """The 64 wire bytes (padding zeroed)."""
+        return _LAYOUT.pack(int(self.type), self.user_data, int(self.result), self.io_size,
+                            self.requester_offset, self.storage_offset)
+
+    def pack_into(self, buffer: bytearray | memoryview, offset: int = 0) -> None:
+        """Write the 64 bytes (padding zeroed) at *offset* of a writable buffer."""
+        _LAYOUT.pack_into(buffer, offset, int(self.type), self.user_data, int(self.result), self.io_size,
+                          self.requester_offset, self.storage_offset)
+
+    @classmethod
+    def unpack(cls, buffer: bytes | bytearray | memoryview, offset: int = 0) -> IoMessage:
+        """Decode the 64 bytes at *offset*; :class:`ProtocolError` if fewer are available."""
+        n = memoryview(buffer).nbytes - offset
+        if offset < 0 or n < IO_MESSAGE_SIZE:
+            raise ProtocolError(f"io message needs {IO_MESSAGE_SIZE} bytes, {max(n, 0)} available")
+        t, ud, res, size, req, sto = _LAYOUT.unpack_from(buffer, offset)
+        return cls(t, ud, res, size, req, sto)
+
+    def response(self, result: ErrorCode | int = ErrorCode.SUCCESS) -> IoMessage:
+        """This message turned into its response (type result, *result*)."""
+        return replace(self, type=int(IoMessageType.RESULT), result=int(result))
+
+
+def make_response_in_place(buffer: bytearray | memoryview, result: ErrorCode | int, offset: int = 0) -> None:
+    """Turn the request at *offset* of *buffer* into its response, as the targets do:
+    overwrite ``type`` with result and ``result`` with *result*; leave the rest."""
+    _U32.pack_into(buffer, offset + TYPE_OFFSET, int(IoMessageType.RESULT))
+    _U32.pack_into(buffer, offset + RESULT_OFFSET, int(result))

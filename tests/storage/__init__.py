@@ -1,0 +1,1 @@
+"""Tests of the storage apps (apps/storage and apps/sbc_generator)."""
