@@ -23,6 +23,22 @@ from .errors import DocaError, DocaUsageError, DocaWarning, ErrorCode
 from .log import LogLevel, logger
 from .mmap import Mmap
 from .pe import Pe
+from .rdma import (
+    Rdma,
+    RdmaAddr,
+    RdmaAddrType,
+    RdmaConnection,
+    RdmaOpcode,
+    RdmaTaskAtomicCmpSwp,
+    RdmaTaskAtomicFetchAdd,
+    RdmaTaskRead,
+    RdmaTaskReceive,
+    RdmaTaskSend,
+    RdmaTaskSendImm,
+    RdmaTaskWrite,
+    RdmaTaskWriteImm,
+    RdmaTransportType,
+)
 from .types import AccessFlag, CtxState, DevinfoRepFilter, PciFuncType, PeEventMode, TaskSubmitFlag
 
 __all__ = [
@@ -32,6 +48,9 @@ __all__ = [
     "Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
     "Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate", "CompressTaskDecompressLz4Stream",
     "CompressTaskDecompressLz4Block",
+    "Rdma", "RdmaAddr", "RdmaAddrType", "RdmaConnection", "RdmaOpcode", "RdmaTransportType", "RdmaTaskReceive",
+    "RdmaTaskSend", "RdmaTaskSendImm", "RdmaTaskRead", "RdmaTaskWrite", "RdmaTaskWriteImm", "RdmaTaskAtomicCmpSwp",
+    "RdmaTaskAtomicFetchAdd",
     "AccessFlag", "CtxState", "DevinfoRepFilter", "PciFuncType", "PeEventMode", "TaskSubmitFlag",
     "DocaError", "DocaUsageError", "DocaWarning", "ErrorCode", "LogLevel", "logger",
 ]

@@ -107,6 +107,7 @@ class EmuMmap:
         self.exported = False
         self.kind = Access.LOCAL  # how engines reach the bytes
         self.from_export = False
+        self.remote = False  # imported from another host: no local mapping
         self.blob: ex.Blob | None = None  # for imported maps
         self._peer: EmuMmap | None = None  # same-process import: the exporter
         self._import: _Import | None = None  # cross-process import: our mapping
@@ -276,6 +277,8 @@ class EmuMmap:
     # -- access by software engines ----------------------------------------------------------
     def ptr(self, addr: int, n: int, write: bool) -> int:
         """Process-local address of ``[addr, addr+n)`` after every check DOCA hardware makes."""
+        if self.remote:
+            raise DocaNotSupported("memory of another host: reach it with Rdma read/write tasks")
         if addr < self.addr or addr + n > self.addr + self.length or n < 0:
             raise DocaInvalidValue(
                 f"[{addr:#x}, +{n}) is outside the mmap range [{self.addr:#x}, +{self.length})")
@@ -335,7 +338,10 @@ def mmap_create_from_export(blob: bytes, dev: DevHandle) -> EmuMmap:
         m._peer = peer
         return m
     if b.boot_id != ex.boot_id():
-        raise DocaNotSupported("the blob was exported on another host; map it through an Rdma context")
+        if b.kind is not ex.ExportKind.RDMA:
+            raise DocaNotSupported("a PCI export blob from another host cannot be imported")
+        m.remote = True  # reachable only through Rdma read/write tasks
+        return m
     if b.fd == ex.NO_FD:
         raise DocaNotSupported("the exporter's memory is not shareable across processes: "
                                "register memory from Mmap.allocate() to export it")

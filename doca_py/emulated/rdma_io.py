@@ -1,0 +1,353 @@
+"""The emulated RDMA transport: one background I/O thread per process and its TCP streams.
+
+Every emulated ``doca_rdma`` connection is carried by two TCP streams, one dialed by
+each side. A stream carries *requests* from the side that dialed it (send, write,
+read, atomics, mmap registrations) and, in the other direction, the *responses*
+to them, strictly in request order. Frames are length-prefixed with one fixed
+header (:data:`HDR`); many frames travel per system call.
+
+The :class:`Reactor` thread owns the selector: it accepts connections, reads
+frames and hands them to the owning connection's parser, writes responses, runs
+timers (receiver-not-ready windows) and posts completions to the progress engine
+of the owning context. It never runs user code. Other threads talk to it with
+:meth:`Reactor.call`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import selectors
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from ..log import logger
+
+__all__ = ["Reactor", "Stream", "Listener", "reactor", "HDR", "HDR_SIZE", "RX_SIZE"]
+
+#: ``type u8 | flags u8 | aux u16 | length u32 | a u64 | b u64`` (little endian); *length*
+#: bytes of payload follow.
+HDR = struct.Struct("<BBHIQQ")
+HDR_SIZE = HDR.size
+#: Receive buffer of a stream; frames whose payload does not fit are streamed
+#: straight into their destination.
+RX_SIZE = 1 << 18
+_ZERO_HDR = bytes(HDR_SIZE)
+_EVR, _EVW = selectors.EVENT_READ, selectors.EVENT_WRITE
+
+
+class Reactor:
+    """The per-process I/O thread."""
+
+    def __init__(self) -> None:
+        self.sel = selectors.DefaultSelector()
+        self.efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self.sel.register(self.efd, _EVR, None)
+        self.cmds: deque[Callable[[], object]] = deque()
+        self.timers: list[tuple[float, int, Callable[[], object]]] = []
+        self._seq = itertools.count()
+        self.pid = os.getpid()
+        self.thread = threading.Thread(target=self._run, name="doca_py-rdma-io", daemon=True)
+        self.thread.start()
+
+    # -- other threads ----------------------------------------------------------------------
+    def call(self, fn: Callable[[], object]) -> None:
+        """Run ``fn()`` on the I/O thread soon (thread-safe)."""
+        if threading.get_ident() == self.thread.ident:
+            fn()
+            return
+        self.cmds.append(fn)
+        os.eventfd_write(self.efd, 1)
+
+    def on_thread(self) -> bool:
+        return threading.get_ident() == self.thread.ident
+
+    # -- I/O thread -------------------------------------------------------------------------
+    def call_later(self, delay: float, fn: Callable[[], object]) -> None:
+        """Run ``fn()`` on the I/O thread after *delay* seconds (I/O thread only)."""
+        heapq.heappush(self.timers, (time.monotonic() + delay, next(self._seq), fn))
+
+    def _run(self) -> None:
+        sel, cmds, timers = self.sel, self.cmds, self.timers
+        while True:
+            timeout: float | None = None
+            if timers:
+                timeout = max(0.0, timers[0][0] - time.monotonic())
+            if cmds:
+                timeout = 0.0
+            try:
+                events = sel.select(timeout)
+            except Exception:  # noqa: BLE001 - never let the thread die
+                logger.exception("rdma I/O thread: select failed")
+                continue
+            for key, mask in events:
+                cb = key.data
+                if cb is None:
+                    try:
+                        os.eventfd_read(self.efd)
+                    except BlockingIOError:
+                        pass
+                    continue
+                try:
+                    cb(mask)
+                except Exception:  # noqa: BLE001
+                    logger.exception("rdma I/O thread: event handler failed")
+            while cmds:
+                fn = cmds.popleft()
+                try:
+                    fn()
+                except Exception:  # noqa: BLE001
+                    logger.exception("rdma I/O thread: command failed")
+            if timers:
+                now = time.monotonic()
+                while timers and timers[0][0] <= now:
+                    _, _, fn = heapq.heappop(timers)
+                    try:
+                        fn()
+                    except Exception:  # noqa: BLE001
+                        logger.exception("rdma I/O thread: timer failed")
+
+
+_reactor: Reactor | None = None
+_reactor_lock = threading.Lock()
+
+
+def reactor() -> Reactor:
+    """This process's I/O thread (started on first use, again after a fork)."""
+    global _reactor
+    r = _reactor
+    if r is not None and r.pid == os.getpid():
+        return r
+    with _reactor_lock:
+        if _reactor is None or _reactor.pid != os.getpid():
+            _reactor = Reactor()
+        return _reactor
+
+
+class Listener:
+    """A listening TCP socket; ``on_accept(sock)`` runs on the I/O thread."""
+
+    def __init__(self, host: str, port: int, on_accept: Callable[[socket.socket], None]) -> None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(64)
+            sock.setblocking(False)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+        self.addr: tuple[str, int] = sock.getsockname()[:2]
+        self.on_accept = on_accept
+        self.closed = False
+        self.r = reactor()
+        self.r.call(self._register)
+
+    def _register(self) -> None:
+        if not self.closed:
+            self.r.sel.register(self.sock, _EVR, self._event)
+
+    def _event(self, mask: int) -> None:
+        try:
+            s, _ = self.sock.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            logger.exception("rdma listener: accept failed")
+            return
+        self.on_accept(s)
+
+    def close(self) -> None:
+        """Stop listening (any thread)."""
+        def do() -> None:
+            if self.closed:
+                return
+            self.closed = True
+            try:
+                self.r.sel.unregister(self.sock)
+            except (KeyError, ValueError):
+                pass
+            self.sock.close()
+
+        self.r.call(do)
+
+
+class Stream:
+    """One TCP stream of a connection.
+
+    ``on_data(stream)`` parses frames from ``rx[rpos:rend]`` (I/O thread); it may set
+    :attr:`sink` (payload segments filled straight from the socket, then
+    ``sink_done()``) or :meth:`pause` the stream. ``on_close(stream, code)`` runs once
+    when the stream dies. :attr:`out` holds frames to send, guarded by :attr:`lock`.
+    """
+
+    def __init__(self, sock: socket.socket, on_data: Callable[[Stream], None],
+                 on_close: Callable[[Stream, int], None]) -> None:
+        sock.setblocking(False)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = sock
+        self.r = reactor()
+        self.rx = bytearray(RX_SIZE)
+        self.mv = memoryview(self.rx)
+        self.rpos = 0
+        self.rend = 0
+        self.out = bytearray()
+        self.opos = 0
+        self.lock = threading.Lock()
+        self.want_write = False
+        self.paused = False
+        self.registered = 0  # event mask in the selector
+        self.closed = False
+        self.sink: deque[memoryview] = deque()
+        self.sink_done: Callable[[], None] | None = None
+        self.on_data = on_data
+        self.on_close = on_close
+        self.flush_posted = False
+        self.ctx: Any = None  # the owner's bookkeeping (set by the rdma layer)
+
+    # -- registration (I/O thread) ------------------------------------------------------------
+    def start(self) -> None:
+        """Begin reading (any thread)."""
+        self.r.call(self._update)
+
+    def _update(self) -> None:
+        if self.closed:
+            return
+        mask = (0 if self.paused else _EVR) | (_EVW if self.want_write else 0)
+        if mask == self.registered:
+            return
+        sel = self.r.sel
+        if not self.registered:
+            sel.register(self.sock, mask, self._event)
+        elif not mask:
+            sel.unregister(self.sock)
+        else:
+            sel.modify(self.sock, mask, self._event)
+        self.registered = mask
+
+    def pause(self) -> None:
+        """Stop reading until :meth:`resume` (I/O thread)."""
+        self.paused = True
+        self._update()
+
+    def resume(self) -> None:
+        """Read again and parse what is buffered (I/O thread)."""
+        if self.closed:
+            return
+        self.paused = False
+        self._update()
+        if self.rend > self.rpos:
+            self.on_data(self)
+
+    def _event(self, mask: int) -> None:
+        if mask & _EVW:
+            self._write_ready()
+        if mask & _EVR and not self.closed and not self.paused:
+            self._read_ready()
+
+    def _read_ready(self) -> None:
+        sink = self.sink
+        try:
+            if sink:
+                seg = sink[0]
+                n = self.sock.recv_into(seg)
+                if n:
+                    if n < len(seg):
+                        sink[0] = seg[n:]
+                    else:
+                        sink.popleft()
+                        if not sink:
+                            done, self.sink_done = self.sink_done, None
+                            if done is not None:
+                                done()
+                    return
+            else:
+                if self.rpos == self.rend:
+                    self.rpos = self.rend = 0
+                elif self.rend == RX_SIZE:
+                    n = self.rend - self.rpos
+                    self.rx[:n] = self.mv[self.rpos:self.rend]
+                    self.rpos, self.rend = 0, n
+                n = self.sock.recv_into(self.mv[self.rend:])
+                if n:
+                    self.rend += n
+                    self.on_data(self)
+                    return
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.close()
+            return
+        self.close()  # n == 0: the peer closed its end
+
+    # -- writing ----------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Send what :attr:`out` holds; the I/O thread finishes what the socket refuses."""
+        arm = False
+        with self.lock:
+            self.flush_posted = False
+            if self.closed or self.want_write or self.opos >= len(self.out):
+                return
+            arm = self._send_locked()
+        if arm:
+            self.r.call(self._update)
+
+    def _send_locked(self) -> bool:
+        out = self.out
+        try:
+            with memoryview(out) as m, m[self.opos:] as rest:
+                n = self.sock.send(rest)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError:
+            self.r.call(self.close)
+            return False
+        self.opos += n
+        if self.opos >= len(out):
+            del out[:]
+            self.opos = 0
+            self.want_write = False
+            return False
+        self.want_write = True
+        return True
+
+    def _write_ready(self) -> None:
+        with self.lock:
+            if not self.closed:
+                self._send_locked()
+        self._update()
+
+    def close(self, code: int = 11) -> None:
+        """Close the stream and report *code* (default ``CONNECTION_RESET``) once (I/O thread)."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+        if self.registered:
+            try:
+                self.r.sel.unregister(self.sock)
+            except (KeyError, ValueError):
+                pass
+            self.registered = 0
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.sink.clear()
+        self.on_close(self, code)
+
+
+def put_frame(out: bytearray, typ: int, flags: int, aux: int, length: int, a: int, b: int) -> None:
+    """Append one header to *out* without allocating."""
+    pos = len(out)
+    out += _ZERO_HDR
+    HDR.pack_into(out, pos, typ, flags, aux, length, a, b)

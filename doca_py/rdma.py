@@ -1,0 +1,742 @@
+"""``doca_rdma``: RDMA send/receive, read/write and atomics between two contexts (DOCA 3.x API).
+
+Export/connect (the storage applications' flow)::
+
+    rdma = Rdma(dev); pe.connect_ctx(rdma)
+    rdma.set_permissions(AccessFlag.LOCAL_READ_WRITE | AccessFlag.RDMA_READ | AccessFlag.RDMA_WRITE)
+    rdma.task_send_set_conf(on_sent, on_error, 16); rdma.task_receive_set_conf(on_recv, on_error, 16)
+    rdma.start()                              # STARTING
+    blob, conn = rdma.export()                # send blob to the peer out of band
+    rdma.connect(peer_blob, conn)             # progress() moves the ctx to RUNNING
+    rdma.task_send_allocate_init(conn, src).submit()
+
+RDMA-CM flow: the server calls :meth:`Rdma.start_listen_to_port` and accepts
+requests from its connection-request callback
+(:meth:`RdmaConnection.accept`); the client calls :meth:`Rdma.connect_to_addr`.
+Both learn the outcome through the callbacks of
+:meth:`Rdma.set_connection_state_callbacks`.
+
+Remote buffers (the remote side of read, write and atomics) are buffers of an
+mmap made with :meth:`Mmap.create_from_export` from the peer's
+``Mmap.export_rdma`` blob. Immediate data is the 32-bit ``doca_be32_t`` value as
+an integer, passed through unchanged.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+from collections.abc import Callable
+from typing import Any, Protocol, cast
+
+from . import _impl
+from ._lifetime import DocaObject
+from .abc import BufHandle, CtxHandle, DevInfoHandle, TaskHandle
+from .buf import Buf
+from .ctx import Ctx, Task, TaskCallback
+from .dev import Dev, DevInfo
+from .errors import DocaInvalidValue, DocaUsageError
+from .types import AccessFlag, MtuSize
+
+__all__ = [
+    "Rdma", "RdmaConnection", "RdmaAddr", "RdmaTransportType", "RdmaAddrType", "RdmaOpcode",
+    "RdmaTaskReceive", "RdmaTaskSend", "RdmaTaskSendImm", "RdmaTaskRead", "RdmaTaskWrite", "RdmaTaskWriteImm",
+    "RdmaTaskAtomicCmpSwp", "RdmaTaskAtomicFetchAdd",
+    "ConnectionRequestCallback", "ConnectionCallback", "RdmaHandle", "RdmaBackend",
+]
+
+
+class RdmaTransportType(enum.IntEnum):
+    """``enum doca_rdma_transport_type``."""
+
+    RC = 0
+    DC = 1
+
+
+class RdmaAddrType(enum.IntEnum):
+    """``enum doca_rdma_addr_type`` (RDMA-CM addresses)."""
+
+    IPv4 = 0
+    IPv6 = 1
+    GID = 2
+
+
+class RdmaOpcode(enum.IntEnum):
+    """``enum doca_rdma_opcode``: what filled a receive task."""
+
+    RECV_SEND = 0
+    RECV_SEND_WITH_IMM = 1
+    RECV_WRITE_WITH_IMM = 2
+
+
+#: ``cb(connection, ctx_user_data)``: a CM connection request (server); accept or reject inside.
+ConnectionRequestCallback = Callable[["RdmaConnection", Any], None]
+#: ``cb(connection, connection_user_data, ctx_user_data)``: established, failure or disconnection.
+ConnectionCallback = Callable[["RdmaConnection", Any, Any], None]
+
+# Backend connection events, in the order of set_connection_state_callbacks.
+_EV_REQUEST, _EV_ESTABLISHED, _EV_FAILURE, _EV_DISCONNECTION = 0, 1, 2, 3
+
+
+class RdmaHandle(CtxHandle, Protocol):
+    """``doca_rdma`` as a backend implements it. Task pools are opaque objects with
+    ``set_conf(success, error, num_tasks)``; connections are opaque handles with an
+    ``owner`` attribute and ``get_id/accept/reject/disconnect/get_addr``."""
+
+    @property
+    def receive(self) -> Any: ...
+    @property
+    def send(self) -> Any: ...
+    @property
+    def send_imm(self) -> Any: ...
+    @property
+    def read(self) -> Any: ...
+    @property
+    def write(self) -> Any: ...
+    @property
+    def write_imm(self) -> Any: ...
+    @property
+    def atomic_cmp_swp(self) -> Any: ...
+    @property
+    def atomic_fetch_add(self) -> Any: ...
+    def set_attr(self, name: str, value: int) -> None: ...
+    def get_attr(self, name: str) -> int: ...
+    def set_connection_state_cb(self, cb: Callable[[int, Any], None]) -> None: ...
+    def export(self) -> tuple[bytes, Any]: ...
+    def connect(self, blob: bytes, conn: Any) -> None: ...
+    def start_listen_to_port(self, port: int) -> int: ...
+    def stop_listen_to_port(self, port: int) -> None: ...
+    def connect_to_addr(self, addr_type: int, address: str, port: int) -> Any: ...
+    def task_receive_allocate_init(self, dst: BufHandle | None) -> TaskHandle: ...
+    def task_send_allocate_init(self, conn: Any, src: BufHandle | None) -> TaskHandle: ...
+    def task_send_imm_allocate_init(self, conn: Any, src: BufHandle | None, imm: int) -> TaskHandle: ...
+    def task_read_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
+    def task_write_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
+    def task_write_imm_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle, imm: int) -> TaskHandle: ...
+    def task_atomic_cmp_swp_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle, cmp: int,
+                                          swap: int) -> TaskHandle: ...
+    def task_atomic_fetch_add_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle,
+                                            add: int) -> TaskHandle: ...
+
+
+class RdmaBackend(Protocol):
+    """Module ``doca_py.<impl>.rdma``."""
+
+    def rdma_create(self, dev: object) -> RdmaHandle: ...
+    def cap_get_max_recv_queue_size(self, devinfo: DevInfoHandle) -> int: ...
+    def cap_get_max_send_queue_size(self, devinfo: DevInfoHandle) -> int: ...
+    def cap_get_max_send_buf_list_len(self, devinfo: DevInfoHandle) -> int: ...
+    def cap_get_max_message_size(self, devinfo: DevInfoHandle) -> int: ...
+    def cap_get_gid_table_size(self, devinfo: DevInfoHandle) -> int: ...
+    def cap_get_gid(self, devinfo: DevInfoHandle, start: int, num: int) -> list[bytes]: ...
+    def cap_transport_type_is_supported(self, devinfo: DevInfoHandle, transport: int) -> bool: ...
+    def cap_task_is_supported(self, devinfo: DevInfoHandle, task: str) -> bool: ...
+    def cap_task_receive_get_max_dst_buf_list_len(self, devinfo: DevInfoHandle, transport: int) -> int: ...
+
+
+def _backend() -> RdmaBackend:
+    return cast(RdmaBackend, _impl.backend_module("rdma"))
+
+
+class RdmaAddr(DocaObject):
+    """``doca_rdma_addr``: where an RDMA-CM server listens (IPv4, IPv6 or GID string + port)."""
+
+    def __init__(self, addr_type: RdmaAddrType, address: str, port: int) -> None:
+        super().__init__()
+        t = RdmaAddrType(addr_type)
+        if not 0 <= port <= 0xFFFF:
+            raise DocaInvalidValue(f"port {port} is not a 16-bit port number")
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            raise DocaInvalidValue(f"{address!r} is not an {t.name} address") from None
+        if (t is RdmaAddrType.IPv4) != (ip.version == 4):
+            raise DocaInvalidValue(f"{address!r} is not an {t.name} address")
+        self.addr_type, self.address, self.port = t, address, port
+
+    def get_params(self) -> tuple[RdmaAddrType, str, int]:
+        """``doca_rdma_addr_get_params``: (type, address string, port)."""
+        return self.addr_type, self.address, self.port
+
+    def __repr__(self) -> str:
+        return f"RdmaAddr({self.addr_type.name}, {self.address!r}, {self.port})"
+
+
+class RdmaConnection:
+    """``doca_rdma_connection``: one peer of an :class:`Rdma` context (owned by it)."""
+
+    __slots__ = ("_h", "_rdma", "user_data", "__weakref__")
+
+    def __init__(self, handle: Any, rdma: Rdma, user_data: Any = None) -> None:
+        self._h = handle
+        self._rdma = rdma
+        self.user_data: Any = user_data
+
+    def get_id(self) -> int:
+        """``doca_rdma_connection_get_id``: the connection's number inside its ctx."""
+        return int(self._h.get_id())
+
+    def set_user_data(self, user_data: Any) -> None:
+        """Data handed to this connection's established/failure/disconnection callbacks."""
+        self.user_data = user_data
+
+    def get_user_data(self) -> Any:
+        return self.user_data
+
+    def accept(self, private_data: bytes | None = None) -> None:
+        """Accept a CM connection request (call from the request callback or later)."""
+        self._h.accept(None if private_data is None else bytes(private_data))
+
+    def reject(self) -> None:
+        """Reject a CM connection request."""
+        self._h.reject()
+
+    def disconnect(self) -> None:
+        """Tear the connection down; the peer gets its disconnection callback."""
+        self._h.disconnect()
+
+    def get_addr(self) -> RdmaAddr | None:
+        """The peer's address for a CM connection (``None`` for export/connect)."""
+        a = self._h.get_addr()
+        return None if a is None else RdmaAddr(RdmaAddrType(a[0]), a[1], a[2])
+
+    @property
+    def rdma(self) -> Rdma:
+        return self._rdma
+
+    def __repr__(self) -> str:
+        return f"<RdmaConnection {self.get_id()}>"
+
+
+# -- tasks --------------------------------------------------------------------------------------
+class _ConnTask(Task):
+    __slots__ = ("_conn",)
+    _conn: RdmaConnection
+
+    def get_rdma_connection(self) -> RdmaConnection:
+        return self._conn
+
+    def set_rdma_connection(self, connection: RdmaConnection) -> None:
+        self._h.set_rdma_connection(connection._h)  # type: ignore[attr-defined]
+        self._conn = connection
+
+
+class RdmaTaskReceive(Task):
+    """``doca_rdma_task_receive``: a posted receive, filled by the peer's send (or write
+    with immediate). The received bytes are appended after the destination's data."""
+
+    __slots__ = ("_dst",)
+    _dst: Buf | None
+
+    def get_dst_buf(self) -> Buf | None:
+        return self._dst
+
+    def set_dst_buf(self, dst: Buf | None) -> None:
+        self._h.set_dst_buf(None if dst is None else dst._h)  # type: ignore[attr-defined]
+        self._dst = dst
+
+    def get_result_opcode(self) -> RdmaOpcode:
+        """Which peer operation filled the receive (valid after success)."""
+        return RdmaOpcode(self._h.opcode)  # type: ignore[attr-defined]
+
+    def get_result_len(self) -> int:
+        """Bytes received (for ``RECV_WRITE_WITH_IMM``: bytes the peer wrote)."""
+        return int(self._h.result_len)  # type: ignore[attr-defined]
+
+    def get_result_immediate_data(self) -> int:
+        """The immediate of a ``*_WITH_IMM`` opcode (``doca_be32_t``, as sent)."""
+        return int(self._h.imm)  # type: ignore[attr-defined]
+
+    def get_result_rdma_connection(self) -> RdmaConnection | None:
+        """The connection the message arrived on."""
+        h = self._h.result_conn  # type: ignore[attr-defined]
+        return None if h is None else cast(RdmaConnection, h.owner)
+
+
+class RdmaTaskSend(_ConnTask):
+    """``doca_rdma_task_send``: the source's data to the peer's next posted receive."""
+
+    __slots__ = ("_src",)
+    _src: Buf | None
+
+    def get_src_buf(self) -> Buf | None:
+        return self._src
+
+    def set_src_buf(self, src: Buf | None) -> None:
+        self._h.set_src_buf(None if src is None else src._h)  # type: ignore[attr-defined]
+        self._src = src
+
+
+class RdmaTaskSendImm(RdmaTaskSend):
+    """``doca_rdma_task_send_imm``: a send carrying 32 bits of immediate data."""
+
+    __slots__ = ()
+
+    def get_immediate_data(self) -> int:
+        return int(self._h.imm)  # type: ignore[attr-defined]
+
+    def set_immediate_data(self, imm: int) -> None:
+        if not 0 <= imm <= 0xFFFFFFFF:
+            raise DocaInvalidValue("immediate data is 32 bits")
+        self._h.imm = imm  # type: ignore[attr-defined]
+
+
+class RdmaTaskRead(_ConnTask):
+    """``doca_rdma_task_read``: the remote source's data into the local destination."""
+
+    __slots__ = ("_src", "_dst")
+    _src: Buf
+    _dst: Buf
+
+    def get_src_buf(self) -> Buf:
+        return self._src
+
+    def set_src_buf(self, src: Buf) -> None:
+        self._h.set_src_buf(src._h)  # type: ignore[attr-defined]
+        self._src = src
+
+    def get_dst_buf(self) -> Buf:
+        return self._dst
+
+    def set_dst_buf(self, dst: Buf) -> None:
+        self._h.set_dst_buf(dst._h)  # type: ignore[attr-defined]
+        self._dst = dst
+
+
+class RdmaTaskWrite(_ConnTask):
+    """``doca_rdma_task_write``: the local source's data after the remote destination's data."""
+
+    __slots__ = ("_src", "_dst")
+    _src: Buf
+    _dst: Buf
+
+    def get_src_buf(self) -> Buf:
+        return self._src
+
+    def set_src_buf(self, src: Buf) -> None:
+        self._h.set_src_buf(src._h)  # type: ignore[attr-defined]
+        self._src = src
+
+    def get_dst_buf(self) -> Buf:
+        return self._dst
+
+    def set_dst_buf(self, dst: Buf) -> None:
+        self._h.set_dst_buf(dst._h)  # type: ignore[attr-defined]
+        self._dst = dst
+
+
+class RdmaTaskWriteImm(RdmaTaskWrite):
+    """``doca_rdma_task_write_imm``: a write that also completes a receive on the peer
+    (opcode ``RECV_WRITE_WITH_IMM``)."""
+
+    __slots__ = ()
+
+    def get_immediate_data(self) -> int:
+        return int(self._h.imm)  # type: ignore[attr-defined]
+
+    def set_immediate_data(self, imm: int) -> None:
+        if not 0 <= imm <= 0xFFFFFFFF:
+            raise DocaInvalidValue("immediate data is 32 bits")
+        self._h.imm = imm  # type: ignore[attr-defined]
+
+
+class _AtomicTask(_ConnTask):
+    __slots__ = ("_dst", "_result")
+    _dst: Buf
+    _result: Buf
+
+    def get_dst_buf(self) -> Buf:
+        return self._dst
+
+    def set_dst_buf(self, dst: Buf) -> None:
+        self._h.set_dst_buf(dst._h)  # type: ignore[attr-defined]
+        self._dst = dst
+
+    def get_result_buf(self) -> Buf:
+        return self._result
+
+    def set_result_buf(self, result: Buf) -> None:
+        self._h.set_result_buf(result._h)  # type: ignore[attr-defined]
+        self._result = result
+
+
+class RdmaTaskAtomicCmpSwp(_AtomicTask):
+    """``doca_rdma_task_atomic_cmp_swp``: 64-bit compare-and-swap at the remote
+    destination; the old value (native byte order) is appended to the result buffer."""
+
+    __slots__ = ()
+
+    def get_cmp_data(self) -> int:
+        return int(self._h.cmp)  # type: ignore[attr-defined]
+
+    def set_cmp_data(self, cmp: int) -> None:
+        self._h.cmp = cmp & (1 << 64) - 1  # type: ignore[attr-defined]
+
+    def get_swap_data(self) -> int:
+        return int(self._h.swap)  # type: ignore[attr-defined]
+
+    def set_swap_data(self, swap: int) -> None:
+        self._h.swap = swap & (1 << 64) - 1  # type: ignore[attr-defined]
+
+
+class RdmaTaskAtomicFetchAdd(_AtomicTask):
+    """``doca_rdma_task_atomic_fetch_add``: 64-bit fetch-and-add at the remote destination."""
+
+    __slots__ = ()
+
+    def get_add_data(self) -> int:
+        return int(self._h.add)  # type: ignore[attr-defined]
+
+    def set_add_data(self, add: int) -> None:
+        self._h.add = add & (1 << 64) - 1  # type: ignore[attr-defined]
+
+
+# -- the context ------------------------------------------------------------------------------------
+class Rdma(Ctx):
+    """``doca_rdma`` context on *dev*.
+
+    Configure before :meth:`start` (IDLE). ``start`` leaves the ctx STARTING; it goes
+    RUNNING from :meth:`Pe.progress` once a connection is established.
+    """
+
+    def __init__(self, dev: Dev, user_data: Any = None) -> None:
+        dev._check_open()
+        self._h: RdmaHandle = _backend().rdma_create(dev._h)
+        super().__init__(self._h, user_data)
+        dev._adopt(self)
+        self._dev = dev
+        self._conn_cbs: tuple[ConnectionRequestCallback | None, ConnectionCallback | None,
+                              ConnectionCallback | None, ConnectionCallback | None] = (None, None, None, None)
+
+    # -- configuration (IDLE) ----------------------------------------------------------------
+    def set_permissions(self, flags: AccessFlag | int) -> None:
+        """Remote access this ctx grants its peers (``RDMA_READ``/``RDMA_WRITE``/``RDMA_ATOMIC``)."""
+        self._h.set_attr("permissions", int(flags))
+
+    def get_permissions(self) -> AccessFlag:
+        return AccessFlag(self._h.get_attr("permissions"))
+
+    def set_transport_type(self, transport: RdmaTransportType) -> None:
+        self._h.set_attr("transport_type", int(transport))
+
+    def get_transport_type(self) -> RdmaTransportType:
+        return RdmaTransportType(self._h.get_attr("transport_type"))
+
+    def set_gid_index(self, index: int) -> None:
+        self._h.set_attr("gid_index", index)
+
+    def get_gid_index(self) -> int:
+        return self._h.get_attr("gid_index")
+
+    def set_max_num_connections(self, n: int) -> None:
+        """How many connections (exports or CM) this ctx may hold (default 1)."""
+        self._h.set_attr("max_num_connections", n)
+
+    def get_max_num_connections(self) -> int:
+        return self._h.get_attr("max_num_connections")
+
+    def set_mtu(self, mtu: MtuSize) -> None:
+        self._h.set_attr("mtu", int(mtu))
+
+    def get_mtu(self) -> MtuSize:
+        return MtuSize(self._h.get_attr("mtu"))
+
+    def set_recv_queue_size(self, n: int) -> None:
+        """Receive queue depth (rounded up to a power of two)."""
+        self._h.set_attr("recv_queue_size", n)
+
+    def get_recv_queue_size(self) -> int:
+        return self._h.get_attr("recv_queue_size")
+
+    def set_send_queue_size(self, n: int) -> None:
+        """Send queue depth (rounded up to a power of two)."""
+        self._h.set_attr("send_queue_size", n)
+
+    def get_send_queue_size(self) -> int:
+        return self._h.get_attr("send_queue_size")
+
+    def set_max_send_buf_list_len(self, n: int) -> None:
+        """Longest chained local buffer list of send, write and read tasks (default 1)."""
+        self._h.set_attr("max_send_buf_list_len", n)
+
+    def get_max_send_buf_list_len(self) -> int:
+        return self._h.get_attr("max_send_buf_list_len")
+
+    def task_receive_set_dst_buf_list_len(self, n: int) -> None:
+        """Longest chained destination list of receive tasks (default 1)."""
+        self._h.set_attr("receive_dst_buf_list_len", n)
+
+    def task_receive_get_dst_buf_list_len(self) -> int:
+        return self._h.get_attr("receive_dst_buf_list_len")
+
+    def set_grh_enabled(self, enabled: bool) -> None:
+        self._h.set_attr("grh_enabled", int(bool(enabled)))
+
+    def get_grh_enabled(self) -> bool:
+        return bool(self._h.get_attr("grh_enabled"))
+
+    def set_sl(self, sl: int) -> None:
+        self._h.set_attr("sl", sl)
+
+    def get_sl(self) -> int:
+        return self._h.get_attr("sl")
+
+    def set_rnr_retry_count(self, count: int) -> None:
+        """Receiver-not-ready retries (0–7): how long a send waits for a posted receive."""
+        self._h.set_attr("rnr_retry_count", count)
+
+    def get_rnr_retry_count(self) -> int:
+        return self._h.get_attr("rnr_retry_count")
+
+    def set_connection_request_timeout(self, timeout_ms: int) -> None:
+        """How long :meth:`connect_to_addr` waits for the server (milliseconds)."""
+        self._h.set_attr("connection_request_timeout", timeout_ms)
+
+    def get_connection_request_timeout(self) -> int:
+        return self._h.get_attr("connection_request_timeout")
+
+    def set_connection_state_callbacks(self, request: ConnectionRequestCallback | None,
+                                       established: ConnectionCallback | None,
+                                       failure: ConnectionCallback | None,
+                                       disconnection: ConnectionCallback | None) -> None:
+        """Register the connection callbacks (run inside ``Pe.progress``).
+
+        ``request(conn, ctx_user_data)`` (CM server: accept or reject; ``None`` accepts
+        every request); ``established/failure/disconnection(conn, conn_user_data,
+        ctx_user_data)``.
+        """
+        self._check_open()
+        self._conn_cbs = (request, established, failure, disconnection)
+        self._h.set_connection_state_cb(self._on_conn_event)
+
+    def _conn(self, h: Any, user_data: Any = None) -> RdmaConnection:
+        c = cast("RdmaConnection | None", h.owner)
+        if c is None:
+            c = RdmaConnection(h, self, user_data)
+            h.owner = c
+        return c
+
+    def _on_conn_event(self, kind: int, h: Any) -> None:
+        conn = self._conn(h)
+        request, established, failure, disconnection = self._conn_cbs
+        if kind == _EV_REQUEST:
+            if request is None:
+                conn.accept()
+            else:
+                request(conn, self.user_data)
+            return
+        cb = (None, established, failure, disconnection)[kind]
+        if cb is not None:
+            cb(conn, conn.user_data, self.user_data)
+
+    # -- connections (after start) ------------------------------------------------------------
+    def export(self) -> tuple[bytes, RdmaConnection]:
+        """``doca_rdma_export``: a new connection and the blob describing it to the peer
+        (``DocaFull`` when ``max_num_connections`` are in use)."""
+        self._check_open()
+        blob, h = self._h.export()
+        return bytes(blob), self._conn(h)
+
+    def connect(self, peer_blob: bytes, connection: RdmaConnection) -> None:
+        """``doca_rdma_connect``: join *connection* to the peer's exported connection.
+
+        A malformed, truncated, stale or replayed blob raises ``DocaConnectionAborted``.
+        """
+        self._check_open()
+        if not isinstance(peer_blob, (bytes, bytearray, memoryview)):
+            raise DocaInvalidValue(f"connection blob must be bytes, not {type(peer_blob).__name__}")
+        if not isinstance(connection, RdmaConnection) or connection._rdma is not self:
+            raise DocaInvalidValue("the connection was not exported by this Rdma")
+        self._h.connect(bytes(peer_blob), connection._h)
+
+    def start_listen_to_port(self, port: int) -> int:
+        """RDMA-CM server: listen on *port*; returns the port (useful with 0 = any, emulated)."""
+        self._check_open()
+        return self._h.start_listen_to_port(port)
+
+    def stop_listen_to_port(self, port: int) -> None:
+        self._h.stop_listen_to_port(port)
+
+    def connect_to_addr(self, addr: RdmaAddr, user_data: Any = None) -> RdmaConnection:
+        """RDMA-CM client: request a connection from a listening server.
+
+        The outcome arrives through the established or failure callback, with
+        *user_data* as the connection user data.
+        """
+        self._check_open()
+        if not isinstance(addr, RdmaAddr):
+            raise DocaUsageError("connect_to_addr takes an RdmaAddr")
+        h = self._h.connect_to_addr(int(addr.addr_type), addr.address, addr.port)
+        c = self._conn(h, user_data)
+        c.user_data = user_data
+        return c
+
+    # -- task configuration -----------------------------------------------------------------
+    def task_receive_set_conf(self, success: TaskCallback[RdmaTaskReceive], error: TaskCallback[RdmaTaskReceive],
+                              num_tasks: int) -> None:
+        self._set_conf(self._h.receive, success, error, num_tasks)
+
+    def task_send_set_conf(self, success: TaskCallback[RdmaTaskSend], error: TaskCallback[RdmaTaskSend],
+                           num_tasks: int) -> None:
+        self._set_conf(self._h.send, success, error, num_tasks)
+
+    def task_send_imm_set_conf(self, success: TaskCallback[RdmaTaskSendImm], error: TaskCallback[RdmaTaskSendImm],
+                               num_tasks: int) -> None:
+        self._set_conf(self._h.send_imm, success, error, num_tasks)
+
+    def task_read_set_conf(self, success: TaskCallback[RdmaTaskRead], error: TaskCallback[RdmaTaskRead],
+                           num_tasks: int) -> None:
+        self._set_conf(self._h.read, success, error, num_tasks)
+
+    def task_write_set_conf(self, success: TaskCallback[RdmaTaskWrite], error: TaskCallback[RdmaTaskWrite],
+                            num_tasks: int) -> None:
+        self._set_conf(self._h.write, success, error, num_tasks)
+
+    def task_write_imm_set_conf(self, success: TaskCallback[RdmaTaskWriteImm],
+                                error: TaskCallback[RdmaTaskWriteImm], num_tasks: int) -> None:
+        self._set_conf(self._h.write_imm, success, error, num_tasks)
+
+    def task_atomic_cmp_swp_set_conf(self, success: TaskCallback[RdmaTaskAtomicCmpSwp],
+                                     error: TaskCallback[RdmaTaskAtomicCmpSwp], num_tasks: int) -> None:
+        self._set_conf(self._h.atomic_cmp_swp, success, error, num_tasks)
+
+    def task_atomic_fetch_add_set_conf(self, success: TaskCallback[RdmaTaskAtomicFetchAdd],
+                                       error: TaskCallback[RdmaTaskAtomicFetchAdd], num_tasks: int) -> None:
+        self._set_conf(self._h.atomic_fetch_add, success, error, num_tasks)
+
+    # -- task allocation --------------------------------------------------------------------
+    @staticmethod
+    def _check_conn(conn: RdmaConnection) -> Any:
+        if not isinstance(conn, RdmaConnection):
+            raise DocaUsageError(f"expected an RdmaConnection, got {type(conn).__name__}")
+        return conn._h
+
+    def task_receive_allocate_init(self, dst: Buf | None, user_data: Any = None) -> RdmaTaskReceive:
+        """A receive task posting *dst* (``None``: immediate-only messages)."""
+        t = self._wrap_task(self._h.task_receive_allocate_init(None if dst is None else dst._h), RdmaTaskReceive,
+                            user_data)
+        t._dst = dst
+        return t
+
+    def task_send_allocate_init(self, connection: RdmaConnection, src: Buf | None,
+                                user_data: Any = None) -> RdmaTaskSend:
+        """A send of *src*'s data (``None``: an empty message) on *connection*."""
+        h = self._h.task_send_allocate_init(self._check_conn(connection), None if src is None else src._h)
+        t = self._wrap_task(h, RdmaTaskSend, user_data)
+        t._conn, t._src = connection, src
+        return t
+
+    def task_send_imm_allocate_init(self, connection: RdmaConnection, src: Buf | None, immediate_data: int,
+                                    user_data: Any = None) -> RdmaTaskSendImm:
+        h = self._h.task_send_imm_allocate_init(self._check_conn(connection), None if src is None else src._h,
+                                                immediate_data)
+        t = self._wrap_task(h, RdmaTaskSendImm, user_data)
+        t._conn, t._src = connection, src
+        return t
+
+    def task_read_allocate_init(self, connection: RdmaConnection, src: Buf, dst: Buf,
+                                user_data: Any = None) -> RdmaTaskRead:
+        """Read the remote *src* (a buffer of an RDMA-imported mmap) into local *dst*."""
+        h = self._h.task_read_allocate_init(self._check_conn(connection), src._h, dst._h)
+        t = self._wrap_task(h, RdmaTaskRead, user_data)
+        t._conn, t._src, t._dst = connection, src, dst
+        return t
+
+    def task_write_allocate_init(self, connection: RdmaConnection, src: Buf, dst: Buf,
+                                 user_data: Any = None) -> RdmaTaskWrite:
+        """Write local *src* into the remote *dst* (a buffer of an RDMA-imported mmap)."""
+        h = self._h.task_write_allocate_init(self._check_conn(connection), src._h, dst._h)
+        t = self._wrap_task(h, RdmaTaskWrite, user_data)
+        t._conn, t._src, t._dst = connection, src, dst
+        return t
+
+    def task_write_imm_allocate_init(self, connection: RdmaConnection, src: Buf, dst: Buf, immediate_data: int,
+                                     user_data: Any = None) -> RdmaTaskWriteImm:
+        h = self._h.task_write_imm_allocate_init(self._check_conn(connection), src._h, dst._h, immediate_data)
+        t = self._wrap_task(h, RdmaTaskWriteImm, user_data)
+        t._conn, t._src, t._dst = connection, src, dst
+        return t
+
+    def task_atomic_cmp_swp_allocate_init(self, connection: RdmaConnection, dst: Buf, result: Buf, cmp_data: int,
+                                          swap_data: int, user_data: Any = None) -> RdmaTaskAtomicCmpSwp:
+        h = self._h.task_atomic_cmp_swp_allocate_init(self._check_conn(connection), dst._h, result._h, cmp_data,
+                                                      swap_data)
+        t = self._wrap_task(h, RdmaTaskAtomicCmpSwp, user_data)
+        t._conn, t._dst, t._result = connection, dst, result
+        return t
+
+    def task_atomic_fetch_add_allocate_init(self, connection: RdmaConnection, dst: Buf, result: Buf, add_data: int,
+                                            user_data: Any = None) -> RdmaTaskAtomicFetchAdd:
+        h = self._h.task_atomic_fetch_add_allocate_init(self._check_conn(connection), dst._h, result._h, add_data)
+        t = self._wrap_task(h, RdmaTaskAtomicFetchAdd, user_data)
+        t._conn, t._dst, t._result = connection, dst, result
+        return t
+
+    # -- capabilities -----------------------------------------------------------------------
+    @staticmethod
+    def cap_get_max_recv_queue_size(devinfo: DevInfo) -> int:
+        return _backend().cap_get_max_recv_queue_size(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_send_queue_size(devinfo: DevInfo) -> int:
+        return _backend().cap_get_max_send_queue_size(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_send_buf_list_len(devinfo: DevInfo) -> int:
+        return _backend().cap_get_max_send_buf_list_len(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_message_size(devinfo: DevInfo) -> int:
+        return _backend().cap_get_max_message_size(devinfo._h)
+
+    @staticmethod
+    def cap_get_gid_table_size(devinfo: DevInfo) -> int:
+        return _backend().cap_get_gid_table_size(devinfo._h)
+
+    @staticmethod
+    def cap_get_gid(devinfo: DevInfo, start_index: int, num_entries: int) -> list[bytes]:
+        """``num_entries`` 16-byte GIDs from *start_index*."""
+        return _backend().cap_get_gid(devinfo._h, start_index, num_entries)
+
+    @staticmethod
+    def cap_transport_type_is_supported(devinfo: DevInfo, transport: RdmaTransportType) -> bool:
+        return _backend().cap_transport_type_is_supported(devinfo._h, int(transport))
+
+    @staticmethod
+    def cap_task_receive_get_max_dst_buf_list_len(devinfo: DevInfo, transport: RdmaTransportType) -> int:
+        return _backend().cap_task_receive_get_max_dst_buf_list_len(devinfo._h, int(transport))
+
+    @staticmethod
+    def cap_task_receive_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_is_supported(devinfo._h, "receive")
+
+    @staticmethod
+    def cap_task_send_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_is_supported(devinfo._h, "send")
+
+    @staticmethod
+    def cap_task_send_imm_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_is_supported(devinfo._h, "send_imm")
+
+    @staticmethod
+    def cap_task_read_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_is_supported(devinfo._h, "read")
+
+    @staticmethod
+    def cap_task_write_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_is_supported(devinfo._h, "write")
+
+    @staticmethod
+    def cap_task_write_imm_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_is_supported(devinfo._h, "write_imm")
+
+    @staticmethod
+    def cap_task_atomic_cmp_swp_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_is_supported(devinfo._h, "atomic_cmp_swp")
+
+    @staticmethod
+    def cap_task_atomic_fetch_add_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().cap_task_is_supported(devinfo._h, "atomic_fetch_add")
+
+    def __enter__(self) -> Rdma:
+        return self
