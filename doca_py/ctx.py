@@ -110,8 +110,10 @@ class Ctx(DocaObject):
                     t.free()
             if pe is None or pe.closed:
                 raise DocaUsageError("cannot stop a ctx whose Pe is closed")
-            if not pe._h.progress() and time.monotonic() > deadline:
-                raise DocaTimeout(f"ctx did not reach IDLE within {CLOSE_TIMEOUT} s while closing")
+            if not pe._h.progress():
+                if time.monotonic() > deadline:
+                    raise DocaTimeout(f"ctx did not reach IDLE within {CLOSE_TIMEOUT} s while closing")
+                pe.wait(0.05)  # completions may come from I/O threads: sleep, don't spin
 
     def __enter__(self) -> Ctx:
         return self
