@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .emulated import dma as e_dma
     from .emulated import mmap as e_mmap
     from .emulated import pe as e_pe
+    from .emulated import rdma as e_rdma
     from .native import buf as n_buf
     from .native import compress as n_compress
     from .native import ctx as n_ctx
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from .native import ec as n_ec
     from .native import mmap as n_mmap
     from .native import pe as n_pe
+    from .native import rdma as n_rdma
+    from .rdma import RdmaBackend, RdmaHandle
 
     _modules: list[object] = []
     _e_dev: abc.DevBackend = e_dev
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     _e_dma: DmaBackend = e_dma
     _e_ec: EcBackend = e_ec
     _e_compress: CompressBackend = e_compress
+    _e_rdma: RdmaBackend = e_rdma
     _n_dev: abc.DevBackend = n_dev
     _n_mmap: abc.MmapBackend = n_mmap
     _n_buf: abc.BufBackend = n_buf
@@ -43,6 +47,11 @@ if TYPE_CHECKING:
     _n_dma: DmaBackend = n_dma
     _n_ec: EcBackend = n_ec
     _n_compress: CompressBackend = n_compress
+    _n_rdma: RdmaBackend = n_rdma
+
+    def _native_rdma_handles(a: n_rdma.NativeRdma, b: n_rdma.NativeRdmaTask) -> None:
+        _a: RdmaHandle = a
+        _b: abc.TaskHandle = b
 
     def _native_engine_handles(
         a: n_dma.NativeDma, b: n_dma.NativeDmaTaskMemcpy, c: n_ec.NativeEc, d: n_ec.NativeEcTask,

@@ -1,0 +1,636 @@
+"""Native ``doca_rdma`` (libdoca_rdma): the backend of :mod:`doca_py.rdma`.
+
+Plumbing as in :mod:`.dma` (:mod:`.engine`): one :class:`~.engine.EngineTaskPool`
+per task type, the completion trampolines of :mod:`.ctx`. Connections are
+:class:`NativeRdmaConnection` wrappers, one per ``doca_rdma_connection *`` of a
+ctx (cached, so the public :class:`~doca_py.rdma.RdmaConnection` in ``owner``
+survives). The connection state callbacks (§4.3) are module-level ``CFUNCTYPE``
+trampolines that only record ``(connection, event)`` on the ctx; the Python
+callback runs after ``doca_pe_progress`` returns (:meth:`NativeRdma.dispatch`).
+The ctx user data (the ctx registry key) finds the ctx; the connection pointer,
+or for :meth:`NativeRdma.connect_to_addr` the connection user data it passed,
+finds the wrapper.
+
+DOCA 2.6 (detected by the absence of ``doca_rdma_connection_get_id``, as the
+declarations in :mod:`.capi.rdma` are) has no connection objects: one implicit
+connection per ctx, ``export``/``connect`` without a connection, tasks without a
+connection argument. :meth:`NativeRdma.export` then returns a wrapper standing for
+that implicit connection (``ptr`` is ``None``), tasks accept only it, and anything
+2.6 lacks (a second connection, the RDMA-CM flow, connection callbacks) raises
+:class:`~doca_py.errors.DocaNotSupported` naming the loaded version.
+
+Nothing here touches DOCA at import time: libdoca_rdma is opened on first use.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from collections.abc import Callable
+from functools import partial
+from typing import Any, cast
+
+from ..abc import BufHandle, DevInfoHandle
+from ..errors import DocaBadState, DocaInvalidValue, DocaNotSupported, ErrorCode, check
+from .capi import BoundLib, format_version, load
+from .capi.rdma import CONNECTION_MARKER, DocaRdmaGid, RdmaConnectionEventCb, RdmaConnectionRequestCb
+from .ctx import NativeCtx
+from .engine import EngineTask, EngineTaskPool, buf_ptr, devinfo_ptr, get_u32, init_ctx, is_supported
+
+__all__ = [
+    "NativeRdma",
+    "NativeRdmaConnection",
+    "NativeRdmaTask",
+    "TASK_TYPES",
+    "rdma_create",
+    "has_connection_api",
+    "cap_get_max_recv_queue_size",
+    "cap_get_max_send_queue_size",
+    "cap_get_max_send_buf_list_len",
+    "cap_get_max_message_size",
+    "cap_get_gid_table_size",
+    "cap_get_gid",
+    "cap_transport_type_is_supported",
+    "cap_task_is_supported",
+    "cap_task_receive_get_max_dst_buf_list_len",
+]
+
+_byref = ctypes.byref
+
+#: Task types of the public API, as in the C names.
+TASK_TYPES = ("receive", "send", "send_imm", "read", "write", "write_imm", "atomic_cmp_swp", "atomic_fetch_add")
+#: Connection events, in the order of ``doca_rdma_set_connection_state_callbacks`` (as :mod:`doca_py.rdma`).
+EV_REQUEST, EV_ESTABLISHED, EV_FAILURE, EV_DISCONNECTION = 0, 1, 2, 3
+
+# name -> (setter, getter, C type) of the plain settings behind set_attr/get_attr.
+_ATTRS: dict[str, tuple[str, str, Any]] = {
+    "permissions": ("doca_rdma_set_permissions", "doca_rdma_get_permissions", ctypes.c_uint32),
+    "transport_type": ("doca_rdma_set_transport_type", "doca_rdma_get_transport_type", ctypes.c_int),
+    "gid_index": ("doca_rdma_set_gid_index", "doca_rdma_get_gid_index", ctypes.c_uint32),
+    "max_num_connections": ("doca_rdma_set_max_num_connections", "doca_rdma_get_max_num_connections",
+                            ctypes.c_uint16),
+    "mtu": ("doca_rdma_set_mtu", "doca_rdma_get_mtu", ctypes.c_int),
+    "recv_queue_size": ("doca_rdma_set_recv_queue_size", "doca_rdma_get_recv_queue_size", ctypes.c_uint32),
+    "send_queue_size": ("doca_rdma_set_send_queue_size", "doca_rdma_get_send_queue_size", ctypes.c_uint32),
+    "max_send_buf_list_len": ("doca_rdma_set_max_send_buf_list_len", "doca_rdma_get_max_send_buf_list_len",
+                              ctypes.c_uint32),
+    "receive_dst_buf_list_len": ("doca_rdma_task_receive_set_dst_buf_list_len",
+                                 "doca_rdma_task_receive_get_dst_buf_list_len", ctypes.c_uint32),
+    "grh_enabled": ("doca_rdma_set_grh_enabled", "doca_rdma_get_grh_enabled", ctypes.c_uint8),
+    "sl": ("doca_rdma_set_sl", "doca_rdma_get_sl", ctypes.c_uint32),
+    "rnr_retry_count": ("doca_rdma_set_rnr_retry_count", "doca_rdma_get_rnr_retry_count", ctypes.c_uint8),
+    "connection_request_timeout": ("doca_rdma_set_connection_request_timeout",
+                                   "doca_rdma_get_connection_request_timeout", ctypes.c_uint16),
+}
+
+_keys = itertools.count(1)
+#: Live rdma ctxs by ctx registry key (= their ctx user data), for the connection trampolines.
+_rdmas: dict[int, NativeRdma] = {}
+
+
+def _rd() -> BoundLib:
+    return load("rdma")
+
+
+def has_connection_api(l: BoundLib | None = None) -> bool:
+    """Whether the loaded libdoca_rdma has connection objects (DOCA 3.x ABI, §6.2)."""
+    return CONNECTION_MARKER not in (l or _rd()).missing
+
+
+def _version(l: BoundLib | None = None) -> str:
+    return format_version((l or _rd()).version)
+
+
+def _need_connections(what: str) -> DocaNotSupported:
+    return DocaNotSupported(
+        f"{what} needs DOCA RDMA connection objects (DOCA 3.0+); the loaded DOCA {_version()} has one implicit "
+        "connection per rdma ctx (doca_rdma_export/doca_rdma_connect without a connection)")
+
+
+# -- connection callbacks -----------------------------------------------------------------------
+def _on_request(conn_ptr: int | None, ctx_ud: int) -> None:
+    r = _rdmas.get(ctx_ud)
+    if r is not None and conn_ptr:
+        r.pending.append((r.conn_for(conn_ptr), EV_REQUEST))
+
+
+def _conn_event(kind: int) -> Callable[[int | None, int, int], None]:
+    def trampoline(conn_ptr: int | None, conn_ud: int, ctx_ud: int) -> None:
+        r = _rdmas.get(ctx_ud)
+        if r is not None and conn_ptr:
+            r.pending.append((r.conn_for(conn_ptr, conn_ud), kind))
+
+    return trampoline
+
+
+#: Registered by ``set_connection_state_cb``; kept alive for the process.
+CONN_REQUEST_CB = RdmaConnectionRequestCb(_on_request)
+CONN_ESTABLISHED_CB = RdmaConnectionEventCb(_conn_event(EV_ESTABLISHED))
+CONN_FAILURE_CB = RdmaConnectionEventCb(_conn_event(EV_FAILURE))
+CONN_DISCONNECTION_CB = RdmaConnectionEventCb(_conn_event(EV_DISCONNECTION))
+
+
+def _addr_params(addr: int) -> tuple[int, str, int]:
+    t, text, port = ctypes.c_int(), ctypes.c_char_p(), ctypes.c_uint16()
+    check(_rd().doca_rdma_addr_get_params(addr, _byref(t), _byref(text), _byref(port)), "doca_rdma_addr_get_params")
+    return t.value, (text.value or b"").decode(), port.value
+
+
+class NativeRdmaConnection:
+    """A ``doca_rdma_connection *`` of one :class:`NativeRdma`.
+
+    ``ptr`` is ``None`` for DOCA 2.6's implicit connection and, until its
+    established or failure callback, for a connection requested with
+    :meth:`NativeRdma.connect_to_addr`.
+    """
+
+    __slots__ = ("rdma", "ptr", "owner", "key", "implicit")
+
+    def __init__(self, rdma: NativeRdma, ptr: int | None, *, implicit: bool = False) -> None:
+        self.rdma = rdma
+        self.ptr = ptr
+        #: The public RdmaConnection.
+        self.owner: object = None
+        #: Passed as the connection user data of connect_to_addr.
+        self.key = next(_keys)
+        self.implicit = implicit
+
+    def _p(self, what: str) -> int:
+        if self.ptr is None:
+            if self.implicit:
+                raise _need_connections(what)
+            raise DocaBadState(f"{what}: the connection is not established yet (connect_to_addr is pending)")
+        return self.ptr
+
+    def get_id(self) -> int:
+        if self.implicit:
+            return 0
+        v = ctypes.c_uint32()
+        check(_rd().doca_rdma_connection_get_id(self._p("doca_rdma_connection_get_id"), _byref(v)),
+              "doca_rdma_connection_get_id")
+        return v.value
+
+    def accept(self, private_data: bytes | None) -> None:
+        data = b"" if private_data is None else bytes(private_data)
+        if len(data) > 0xFF:
+            raise DocaInvalidValue("private data is at most 255 bytes")
+        buf = ctypes.create_string_buffer(data, len(data)) if data else None
+        check(_rd().doca_rdma_connection_accept(self._p("doca_rdma_connection_accept"), buf, len(data)),
+              "doca_rdma_connection_accept")
+
+    def reject(self) -> None:
+        check(_rd().doca_rdma_connection_reject(self._p("doca_rdma_connection_reject")), "doca_rdma_connection_reject")
+
+    def disconnect(self) -> None:
+        check(_rd().doca_rdma_connection_disconnect(self._p("doca_rdma_connection_disconnect")),
+              "doca_rdma_connection_disconnect")
+
+    def get_addr(self) -> tuple[int, str, int] | None:
+        """``(addr_type, address, port)`` of an RDMA-CM connection; ``None`` otherwise
+        (export/connect connections, DOCA 2.6, or DOCA reporting no address)."""
+        l = _rd()
+        if self.ptr is None or not l.has("doca_rdma_connection_get_addr"):
+            return None
+        addr = ctypes.c_void_p()
+        if l.doca_rdma_connection_get_addr(self.ptr, _byref(addr)) != 0 or not addr.value:
+            return None
+        return _addr_params(addr.value)
+
+    def __repr__(self) -> str:
+        what = "implicit" if self.implicit else (hex(self.ptr) if self.ptr else "pending")
+        return f"<NativeRdmaConnection {what}>"
+
+
+class NativeRdmaTask(EngineTask):
+    """A ``doca_rdma_task_* *`` of any type; ``kind`` is its C task type (``"send"`` …).
+
+    Buffer, connection, immediate and atomic operands are reached through the
+    library's setters and getters; receive results through ``opcode``,
+    ``result_len``, ``imm`` and ``result_conn``.
+    """
+
+    __slots__ = ()
+
+    @property
+    def kind(self) -> str:
+        return cast(EngineTaskPool, self.pool).kind
+
+    @property
+    def rdma(self) -> NativeRdma:
+        return cast(NativeRdma, self.pool.ctx)
+
+    def _fn(self, what: str) -> Any:
+        fn = getattr(_rd(), f"doca_rdma_task_{self.kind}_{what}", None)
+        if fn is None:
+            raise AttributeError(f"doca_rdma_task_{self.kind} has no {what}")
+        return fn
+
+    def _call(self, what: str, *args: Any) -> Any:
+        return self._fn(what)(self.ptr, *args)
+
+    # -- buffers
+    def set_src_buf(self, buf: BufHandle | None) -> None:
+        self._call("set_src_buf", buf_ptr(buf))
+
+    def get_src_buf(self) -> int | None:
+        return cast("int | None", self._call("get_src_buf"))
+
+    def set_dst_buf(self, buf: BufHandle | None) -> None:
+        self._call("set_dst_buf", buf_ptr(buf))
+
+    def get_dst_buf(self) -> int | None:
+        return cast("int | None", self._call("get_dst_buf"))
+
+    def set_result_buf(self, buf: BufHandle) -> None:
+        self._call("set_result_buf", buf_ptr(buf))
+
+    def get_result_buf(self) -> int | None:
+        return cast("int | None", self._call("get_result_buf"))
+
+    # -- connection
+    def set_rdma_connection(self, conn: Any) -> None:
+        r = self.rdma
+        if not r.conn_api:
+            r.check_implicit(conn)
+            return
+        self._call("set_rdma_connection", r.conn_ptr(conn))
+
+    def get_rdma_connection(self) -> NativeRdmaConnection | None:
+        r = self.rdma
+        if not r.conn_api:
+            return r.implicit
+        ptr = self._call("get_rdma_connection")
+        return None if not ptr else r.conn_for(ptr)
+
+    # -- immediate data (doca_be32_t, passed through unchanged)
+    @property
+    def imm(self) -> int:
+        if self.kind == "receive":
+            return int(self._call("get_result_immediate_data"))
+        return int(self._call("get_immediate_data"))
+
+    @imm.setter
+    def imm(self, value: int) -> None:
+        if not 0 <= value <= 0xFFFFFFFF:
+            raise DocaInvalidValue(f"immediate data {value} does not fit in 32 bits")
+        self._call("set_immediate_data", value)
+
+    # -- results
+    @property
+    def opcode(self) -> int:
+        """``doca_rdma_task_receive_get_result_opcode``."""
+        return int(self._call("get_result_opcode"))
+
+    @property
+    def result_len(self) -> int:
+        """Bytes received (receive) or read (read)."""
+        return int(self._call("get_result_len"))
+
+    @property
+    def result_conn(self) -> NativeRdmaConnection | None:
+        """The connection a receive arrived on (DOCA 2.6: the implicit one)."""
+        r = self.rdma
+        if not r.conn_api:
+            return r.implicit
+        ptr = self._call("get_result_rdma_connection")
+        return None if not ptr else r.conn_for(ptr)
+
+    # -- atomics (uint64_t operands)
+    def _u64(self, name: str) -> int:
+        return int(self._call(f"get_{name}"))
+
+    def _set_u64(self, name: str, value: int) -> None:
+        self._call(f"set_{name}", value & 0xFFFFFFFFFFFFFFFF)
+
+    @property
+    def cmp(self) -> int:
+        return self._u64("cmp_data")
+
+    @cmp.setter
+    def cmp(self, value: int) -> None:
+        self._set_u64("cmp_data", value)
+
+    @property
+    def swap(self) -> int:
+        return self._u64("swap_data")
+
+    @swap.setter
+    def swap(self, value: int) -> None:
+        self._set_u64("swap_data", value)
+
+    @property
+    def add(self) -> int:
+        return self._u64("add_data")
+
+    @add.setter
+    def add(self, value: int) -> None:
+        self._set_u64("add_data", value)
+
+
+class NativeRdma(NativeCtx):
+    """``doca_rdma *`` and its ctx."""
+
+    def __init__(self, ptr: int | None) -> None:
+        l = _rd()
+        self.ptr = ptr
+        init_ctx(self, ptr, l.doca_rdma_as_ctx, l.doca_rdma_destroy, "doca_rdma")
+        #: DOCA 3.x connection objects (else the 2.6 single implicit connection).
+        self.conn_api = has_connection_api(l)
+        self.conn_cb: Callable[[int, NativeRdmaConnection], None] | None = None
+        self.implicit: NativeRdmaConnection | None = None
+        self._conns: dict[int, NativeRdmaConnection] = {}
+        self._cm_pending: dict[int, NativeRdmaConnection] = {}
+        self._addrs: list[int] = []
+        pools: dict[str, EngineTaskPool] = {}
+        for kind in TASK_TYPES:
+            t = f"doca_rdma_task_{kind}"
+            pools[kind] = EngineTaskPool(self, partial(getattr(l, f"{t}_set_conf"), ptr), t,
+                                         getattr(l, f"{t}_as_task"), NativeRdmaTask, kind)
+        self.receive = pools["receive"]
+        self.send = pools["send"]
+        self.send_imm = pools["send_imm"]
+        self.read = pools["read"]
+        self.write = pools["write"]
+        self.write_imm = pools["write_imm"]
+        self.atomic_cmp_swp = pools["atomic_cmp_swp"]
+        self.atomic_fetch_add = pools["atomic_fetch_add"]
+        _rdmas[self.key] = self
+
+    # -- settings ---------------------------------------------------------------------------------
+    def set_attr(self, name: str, value: int) -> None:
+        spec = _ATTRS.get(name)
+        if spec is None:
+            raise DocaInvalidValue(f"unknown rdma attribute {name!r}")
+        setter, _, ctype = spec
+        v = int(value)
+        bits = 31 if ctype is ctypes.c_int else 8 * ctypes.sizeof(ctype)
+        if not 0 <= v < 1 << bits:
+            raise DocaInvalidValue(f"{name} {v} does not fit the {bits}-bit C parameter of {setter}")
+        if name == "max_num_connections" and not self.conn_api:
+            if v == 1:
+                return  # what DOCA 2.6 has
+            raise _need_connections(f"max_num_connections={v}")
+        check(getattr(_rd(), setter)(self.ptr, v), setter)
+
+    def get_attr(self, name: str) -> int:
+        spec = _ATTRS.get(name)
+        if spec is None:
+            raise DocaInvalidValue(f"unknown rdma attribute {name!r}")
+        _, getter, ctype = spec
+        if name == "max_num_connections" and not self.conn_api:
+            return 1
+        v = ctype()
+        check(getattr(_rd(), getter)(self.ptr, _byref(v)), getter)
+        return int(v.value)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> int:
+        state = NativeCtx.start(self)
+        # Connections do not survive a stop: a restarted ctx needs new exports (§4.4).
+        self._conns.clear()
+        self._cm_pending.clear()
+        self.implicit = None
+        return state
+
+    def destroy(self) -> None:
+        NativeCtx.destroy(self)
+        _rdmas.pop(self.key, None)
+        l = _rd()
+        for addr in self._addrs:
+            l.doca_rdma_addr_destroy(addr)  # the ctx that used them is gone
+        self._addrs.clear()
+
+    def dispatch(self) -> bool:
+        """Run the Python side of recorded completions and connection events (Pe)."""
+        pending = self.pending
+        if not pending:
+            return False
+        self.pending = []
+        for i, (obj, what) in enumerate(pending):
+            try:
+                if type(obj) is NativeRdmaConnection:
+                    if self.conn_cb is not None:
+                        self.conn_cb(what, obj)
+                elif obj is self:
+                    if self.state_cb is not None:
+                        self.state_cb(*what)
+                else:
+                    obj.inflight = False
+                    cb = obj.pool.success if what else obj.pool.error
+                    cb(obj.owner)
+            except BaseException:
+                self.pending[:0] = pending[i + 1:]  # keep the rest for the next progress
+                raise
+        return True
+
+    # -- connections -------------------------------------------------------------------------------
+    def conn_for(self, ptr: int, conn_ud: int = 0) -> NativeRdmaConnection:
+        """The wrapper of ``doca_rdma_connection *`` *ptr* (made on first sight)."""
+        c = self._conns.get(ptr)
+        if c is None:
+            c = self._cm_pending.pop(conn_ud, None) if conn_ud else None
+            if c is None:
+                c = NativeRdmaConnection(self, ptr)
+            else:
+                c.ptr = ptr
+            self._conns[ptr] = c
+        return c
+
+    def conn_ptr(self, conn: Any) -> int:
+        """The ``doca_rdma_connection *`` of a connection of this ctx (3.x)."""
+        if not isinstance(conn, NativeRdmaConnection) or conn.rdma is not self:
+            raise DocaInvalidValue("the connection does not belong to this rdma ctx")
+        return conn._p("an rdma task")
+
+    def check_implicit(self, conn: Any) -> None:
+        """DOCA 2.6: *conn* must be this ctx's implicit connection."""
+        if not isinstance(conn, NativeRdmaConnection) or conn.rdma is not self:
+            raise DocaInvalidValue("the connection does not belong to this rdma ctx")
+        if conn is not self.implicit:
+            raise _need_connections("a connection other than the one of the last export")
+
+    def set_connection_state_cb(self, cb: Callable[[int, Any], None]) -> None:
+        check(_rd().doca_rdma_set_connection_state_callbacks(self.ptr, CONN_REQUEST_CB, CONN_ESTABLISHED_CB,
+                                                             CONN_FAILURE_CB, CONN_DISCONNECTION_CB),
+              "doca_rdma_set_connection_state_callbacks")
+        self.conn_cb = cb
+
+    def export(self) -> tuple[bytes, NativeRdmaConnection]:
+        """``doca_rdma_export``: a copy of the blob (it belongs to the ctx) and the new connection."""
+        l = _rd()
+        blob, n = ctypes.c_void_p(), ctypes.c_size_t()
+        if self.conn_api:
+            conn = ctypes.c_void_p()
+            check(l.doca_rdma_export(self.ptr, _byref(blob), _byref(n), _byref(conn)), "doca_rdma_export")
+            if not conn.value:
+                raise DocaInvalidValue("doca_rdma_export returned no connection")
+            c = self.conn_for(conn.value)
+        else:
+            if self.implicit is not None:
+                raise _need_connections("a second doca_rdma_export on one started ctx")
+            check(l.doca_rdma_export(self.ptr, _byref(blob), _byref(n)), "doca_rdma_export")
+            c = self.implicit = NativeRdmaConnection(self, None, implicit=True)
+        if not n.value:
+            return b"", c
+        if not blob.value:
+            raise DocaInvalidValue("doca_rdma_export returned no blob")
+        return ctypes.string_at(blob.value, n.value), c
+
+    def connect(self, blob: bytes, conn: Any) -> None:
+        """``doca_rdma_connect``: join *conn* (from :meth:`export`) to the peer's blob."""
+        data = bytes(blob)
+        if not data:
+            raise DocaInvalidValue("empty connection blob")
+        buf = ctypes.create_string_buffer(data, len(data))
+        if self.conn_api:
+            rc = _rd().doca_rdma_connect(self.ptr, buf, len(data), self.conn_ptr(conn))
+        else:
+            self.check_implicit(conn)
+            rc = _rd().doca_rdma_connect(self.ptr, buf, len(data))
+        check(rc, "doca_rdma_connect")
+
+    def start_listen_to_port(self, port: int) -> int:
+        if not 0 <= port <= 0xFFFF:
+            raise DocaInvalidValue(f"port {port} is not a 16-bit port number")
+        check(_rd().doca_rdma_start_listen_to_port(self.ptr, port), "doca_rdma_start_listen_to_port")
+        return port
+
+    def stop_listen_to_port(self, port: int) -> None:
+        if not 0 <= port <= 0xFFFF:
+            raise DocaInvalidValue(f"port {port} is not a 16-bit port number")
+        check(_rd().doca_rdma_stop_listen_to_port(self.ptr, port), "doca_rdma_stop_listen_to_port")
+
+    def connect_to_addr(self, addr_type: int, address: str, port: int) -> NativeRdmaConnection:
+        """RDMA-CM client: a connection whose pointer arrives with its established/failure callback."""
+        l = _rd()
+        if not 0 <= port <= 0xFFFF:
+            raise DocaInvalidValue(f"port {port} is not a 16-bit port number")
+        addr = ctypes.c_void_p()
+        check(l.doca_rdma_addr_create(addr_type, address.encode(), port, _byref(addr)), "doca_rdma_addr_create")
+        assert addr.value
+        self._addrs.append(addr.value)
+        c = NativeRdmaConnection(self, None)
+        self._cm_pending[c.key] = c
+        try:
+            check(l.doca_rdma_connect_to_addr(self.ptr, addr.value, c.key), "doca_rdma_connect_to_addr")
+        except BaseException:
+            self._cm_pending.pop(c.key, None)
+            raise
+        return c
+
+    # -- tasks --------------------------------------------------------------------------------------
+    def _alloc(self, pool: EngineTaskPool, conn: Any, *args: Any) -> NativeRdmaTask:
+        what = f"{pool.name}_allocate_init"
+        fn = getattr(_rd(), what)
+        if self.conn_api:
+            rc = fn(self.ptr, self.conn_ptr(conn), *args, 0, _byref(pool.out))
+        else:
+            self.check_implicit(conn)
+            rc = fn(self.ptr, *args, 0, _byref(pool.out))
+        return cast(NativeRdmaTask, pool.take(rc, what))
+
+    def task_receive_allocate_init(self, dst: BufHandle | None) -> NativeRdmaTask:
+        pool = self.receive
+        rc = _rd().doca_rdma_task_receive_allocate_init(self.ptr, buf_ptr(dst), 0, _byref(pool.out))
+        return cast(NativeRdmaTask, pool.take(rc, "doca_rdma_task_receive_allocate_init"))
+
+    def task_send_allocate_init(self, conn: Any, src: BufHandle | None) -> NativeRdmaTask:
+        return self._alloc(self.send, conn, buf_ptr(src))
+
+    def task_send_imm_allocate_init(self, conn: Any, src: BufHandle | None, imm: int) -> NativeRdmaTask:
+        return self._alloc(self.send_imm, conn, buf_ptr(src), _u32(imm))
+
+    def task_read_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> NativeRdmaTask:
+        return self._alloc(self.read, conn, buf_ptr(src), buf_ptr(dst))
+
+    def task_write_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> NativeRdmaTask:
+        return self._alloc(self.write, conn, buf_ptr(src), buf_ptr(dst))
+
+    def task_write_imm_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle, imm: int) -> NativeRdmaTask:
+        return self._alloc(self.write_imm, conn, buf_ptr(src), buf_ptr(dst), _u32(imm))
+
+    def task_atomic_cmp_swp_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle, cmp: int,
+                                          swap: int) -> NativeRdmaTask:
+        return self._alloc(self.atomic_cmp_swp, conn, buf_ptr(dst), buf_ptr(result), cmp & _U64, swap & _U64)
+
+    def task_atomic_fetch_add_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle,
+                                            add: int) -> NativeRdmaTask:
+        return self._alloc(self.atomic_fetch_add, conn, buf_ptr(dst), buf_ptr(result), add & _U64)
+
+    def get_gpu_handle(self) -> int | None:
+        """``doca_rdma_get_gpu_handle`` (GPU datapath; DOCA 3.x)."""
+        out = ctypes.c_void_p()
+        check(_rd().doca_rdma_get_gpu_handle(self.ptr, _byref(out)), "doca_rdma_get_gpu_handle")
+        return out.value
+
+
+_U64 = (1 << 64) - 1
+
+
+def _u32(v: int) -> int:
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise DocaInvalidValue(f"immediate data {v} does not fit in 32 bits")
+    return v
+
+
+def rdma_create(dev: object) -> NativeRdma:
+    """``doca_rdma_create`` on a native dev handle."""
+    out = ctypes.c_void_p()
+    check(_rd().doca_rdma_create(getattr(dev, "ptr"), _byref(out)), "doca_rdma_create")
+    return NativeRdma(out.value)
+
+
+# -- capabilities ----------------------------------------------------------------------------------
+def cap_get_max_recv_queue_size(devinfo: DevInfoHandle) -> int:
+    return get_u32(_rd().doca_rdma_cap_get_max_recv_queue_size, devinfo_ptr(devinfo))
+
+
+def cap_get_max_send_queue_size(devinfo: DevInfoHandle) -> int:
+    return get_u32(_rd().doca_rdma_cap_get_max_send_queue_size, devinfo_ptr(devinfo))
+
+
+def cap_get_max_send_buf_list_len(devinfo: DevInfoHandle) -> int:
+    return get_u32(_rd().doca_rdma_cap_get_max_send_buf_list_len, devinfo_ptr(devinfo))
+
+
+def cap_get_max_message_size(devinfo: DevInfoHandle) -> int:
+    return get_u32(_rd().doca_rdma_cap_get_max_message_size, devinfo_ptr(devinfo))
+
+
+def cap_get_gid_table_size(devinfo: DevInfoHandle) -> int:
+    return get_u32(_rd().doca_rdma_cap_get_gid_table_size, devinfo_ptr(devinfo))
+
+
+def cap_get_gid(devinfo: DevInfoHandle, start: int, num: int) -> list[bytes]:
+    """*num* 16-byte GIDs from index *start* (``struct doca_rdma_gid`` array)."""
+    if start < 0 or num < 0:
+        raise DocaInvalidValue(f"GID entries [{start}, +{num}) are not a valid range")
+    if num == 0:
+        return []
+    arr = (DocaRdmaGid * num)()
+    check(_rd().doca_rdma_cap_get_gid(devinfo_ptr(devinfo), start, num, arr), "doca_rdma_cap_get_gid")
+    return [bytes(g.raw) for g in arr]
+
+
+def cap_transport_type_is_supported(devinfo: DevInfoHandle, transport: int) -> bool:
+    fn = _rd().doca_rdma_cap_transport_type_is_supported
+    rc = fn(devinfo_ptr(devinfo), transport)
+    if rc == ErrorCode.NOT_SUPPORTED:
+        return False
+    check(rc, "doca_rdma_cap_transport_type_is_supported")
+    return True
+
+
+def cap_task_is_supported(devinfo: DevInfoHandle, task: str) -> bool:
+    """``doca_rdma_cap_task_<task>_is_supported``."""
+    if task not in TASK_TYPES:
+        raise DocaInvalidValue(f"unknown rdma task type {task!r}; one of {', '.join(TASK_TYPES)}")
+    return is_supported(getattr(_rd(), f"doca_rdma_cap_task_{task}_is_supported"), devinfo)
+
+
+def cap_task_receive_get_max_dst_buf_list_len(devinfo: DevInfoHandle, transport: int) -> int:
+    v = ctypes.c_uint32()
+    check(_rd().doca_rdma_cap_task_receive_get_max_dst_buf_list_len(devinfo_ptr(devinfo), transport, _byref(v)),
+          "doca_rdma_cap_task_receive_get_max_dst_buf_list_len")
+    return v.value
+
