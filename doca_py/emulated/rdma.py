@@ -67,7 +67,10 @@ from .rdma_io import HDR, HDR_SIZE, RX_SIZE, Listener, Stream, put_frame, reacto
 
 __all__ = ["EmuRdma", "EmuRdmaConnection", "rdma_create", "configure", "host_id", "decode_blob",
            "MAX_MESSAGE_SIZE", "MAX_BUF_LIST_LEN", "MAX_QUEUE_SIZE", "MAX_NUM_CONNECTIONS",
-           "ConnBlob", "rnr_window"]
+           "ConnBlob", "rnr_window", "cap_get_max_recv_queue_size", "cap_get_max_send_queue_size",
+           "cap_get_max_send_buf_list_len", "cap_get_max_message_size", "cap_get_gid_table_size", "cap_get_gid",
+           "cap_transport_type_is_supported", "cap_task_is_supported", "cap_task_receive_get_max_dst_buf_list_len",
+           "cap_get_max_num_tasks"]
 
 # -- limits and defaults --------------------------------------------------------------------
 MAX_MESSAGE_SIZE = 1 << 30
