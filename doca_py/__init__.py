@@ -8,6 +8,17 @@ from __future__ import annotations
 
 from ._impl import impl
 from .buf import Buf, BufInventory
+from .comch import (
+    ComchClient,
+    ComchConnection,
+    ComchConsumer,
+    ComchConsumerTaskPostRecv,
+    ComchCounter,
+    ComchProducer,
+    ComchProducerTaskSend,
+    ComchServer,
+    ComchTaskSend,
+)
 from .compress import (
     Compress,
     CompressTaskCompressDeflate,
@@ -48,6 +59,8 @@ __all__ = [
     "Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
     "Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate", "CompressTaskDecompressLz4Stream",
     "CompressTaskDecompressLz4Block",
+    "ComchServer", "ComchClient", "ComchConnection", "ComchConsumer", "ComchProducer", "ComchTaskSend",
+    "ComchConsumerTaskPostRecv", "ComchProducerTaskSend", "ComchCounter",
     "Rdma", "RdmaAddr", "RdmaAddrType", "RdmaConnection", "RdmaOpcode", "RdmaTransportType", "RdmaTaskReceive",
     "RdmaTaskSend", "RdmaTaskSendImm", "RdmaTaskRead", "RdmaTaskWrite", "RdmaTaskWriteImm", "RdmaTaskAtomicCmpSwp",
     "RdmaTaskAtomicFetchAdd",

@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from . import abc
+    from .comch import ComchBackend
     from .compress import CompressBackend, CompressHandle, CompressTaskHandle
     from .dma import DmaBackend, DmaHandle
     from .ec import EcBackend, EcHandle
     from .emulated import compress as e_compress
     from .emulated import ec as e_ec
     from .emulated import buf as e_buf
+    from .emulated import comch as e_comch
     from .emulated import dev as e_dev
     from .emulated import dma as e_dma
     from .emulated import mmap as e_mmap
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     _e_ec: EcBackend = e_ec
     _e_compress: CompressBackend = e_compress
     _e_rdma: RdmaBackend = e_rdma
+    _e_comch: ComchBackend = e_comch
     _n_dev: abc.DevBackend = n_dev
     _n_mmap: abc.MmapBackend = n_mmap
     _n_buf: abc.BufBackend = n_buf

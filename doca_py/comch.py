@@ -1,0 +1,596 @@
+"""``doca_comch``: the host ↔ DPU communication channel (DOCA 3.x API).
+
+Control messages (server on the DPU, client on the host)::
+
+    server = ComchServer(dpu_dev, host_pf_rep, "my-service"); pe.connect_ctx(server)
+    server.task_send_set_conf(on_sent, on_send_error, 8)
+    server.event_msg_recv_register(on_msg)                 # on_msg(msg: memoryview, conn)
+    server.event_connection_status_changed_register(on_connect, on_disconnect)
+    server.start()                                         # RUNNING
+
+    client = ComchClient(host_dev, "my-service"); pe.connect_ctx(client)
+    client.task_send_set_conf(on_sent, on_send_error, 8); client.event_msg_recv_register(on_msg)
+    client.start()                                         # STARTING; RUNNING from progress once connected
+    client.task_send_alloc_init(client.get_connection(), b"hello").submit()
+
+Fast path (either side, on an established connection)::
+
+    consumer = ComchConsumer(conn, mmap); pe.connect_ctx(consumer)
+    consumer.task_post_recv_set_conf(on_recv, on_recv_error, 64); consumer.start()   # STARTING
+    consumer.task_post_recv_alloc_init(buf).submit()       # the peer learns consumer.id (new_consumer)
+    producer = ComchProducer(conn); pe.connect_ctx(producer)
+    producer.task_send_set_conf(on_sent, on_error, 64); producer.start()
+    producer.task_send_alloc_init(src, b"imm", remote_consumer_id).submit()
+
+A received message is a ``memoryview`` valid only during the callback (it is released
+afterwards); copy it with ``bytes(msg)`` to keep it. Producer data is written after the
+consumer buffer's data, whose data length grows (DOCA's destination rule).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any, Protocol, cast
+
+from . import _impl
+from .abc import BufHandle, CtxHandle, DevInfoHandle, MmapHandle, TaskHandle
+from .buf import Buf
+from .ctx import Ctx, Task, TaskCallback
+from .dev import Dev, DevInfo, DevRep
+from .errors import DocaInvalidValue, DocaUsageError
+from .mmap import Mmap
+
+__all__ = [
+    "ComchServer", "ComchClient", "ComchConnection", "ComchConsumer", "ComchProducer",
+    "ComchTaskSend", "ComchConsumerTaskPostRecv", "ComchProducerTaskSend", "ComchCounter",
+    "MsgRecvCallback", "ConnectionStatusCallback", "ConsumerCallback",
+    "cap_get_max_name_len", "cap_get_max_msg_size", "cap_get_max_recv_queue_size", "cap_get_max_clients",
+    "cap_get_max_send_tasks",
+    "ComchConnectionHandle", "ComchEndpointHandle", "ComchServerHandle", "ComchClientHandle",
+    "ComchConsumerHandle", "ComchProducerHandle", "ComchBackend",
+]
+
+
+class ComchCounter(enum.IntEnum):
+    """``enum doca_comch_counter`` (read with :meth:`ComchConnection.get_counter`)."""
+
+    SENT_MESSAGES = 1
+    SENT_BYTES = 2
+    RECV_MESSAGES = 3
+    RECV_BYTES = 4
+
+
+#: ``cb(msg, connection)``: a control message; *msg* is valid only during the call.
+MsgRecvCallback = Callable[[memoryview, "ComchConnection"], None]
+#: ``cb(connection, change_successful)``: a client connected or disconnected (server).
+ConnectionStatusCallback = Callable[["ComchConnection", bool], None]
+#: ``cb(connection, remote_consumer_id)``: the peer created or destroyed a consumer.
+ConsumerCallback = Callable[["ComchConnection", int], None]
+
+
+# -- backend protocols ------------------------------------------------------------------------------
+class ComchConnectionHandle(Protocol):
+    """``doca_comch_connection`` as a backend implements it."""
+
+    #: The public :class:`ComchConnection` wrapping it.
+    owner: object
+
+    def is_server_side(self) -> bool: ...
+    def is_connected(self) -> bool: ...
+    def update_info(self) -> None: ...
+    def get_counter(self, counter: int) -> int: ...
+
+
+class ComchEndpointHandle(CtxHandle, Protocol):
+    """What ``doca_comch_server`` and ``doca_comch_client`` share. Events call back with the
+    public connection object that ``set_wrap``'s function made for a handle."""
+
+    @property
+    def send(self) -> Any: ...
+    def set_attr(self, name: str, value: int) -> None: ...
+    def get_attr(self, name: str) -> int: ...
+    def set_wrap(self, wrap: Callable[[Any], object]) -> None: ...
+    def set_event_cb(self, kind: str, cb: Callable[..., None] | None) -> None: ...
+    def task_send_alloc_init(self, conn: Any, data: Any) -> TaskHandle: ...
+
+
+class ComchServerHandle(ComchEndpointHandle, Protocol):
+    """``doca_comch_server``."""
+
+    def disconnect(self, conn: Any) -> None: ...
+    def get_connections(self) -> list[Any]: ...
+
+
+class ComchClientHandle(ComchEndpointHandle, Protocol):
+    """``doca_comch_client``."""
+
+    def get_connection(self) -> Any: ...
+
+
+class ComchConsumerHandle(CtxHandle, Protocol):
+    """``doca_comch_consumer``."""
+
+    @property
+    def post_recv(self) -> Any: ...
+    def get_id(self) -> int: ...
+    def set_imm_data_len(self, n: int) -> None: ...
+    def get_imm_data_len(self) -> int: ...
+    def task_post_recv_alloc_init(self, buf: BufHandle) -> TaskHandle: ...
+
+
+class ComchProducerHandle(CtxHandle, Protocol):
+    """``doca_comch_producer``."""
+
+    @property
+    def send(self) -> Any: ...
+    def get_id(self) -> int: ...
+    def task_send_alloc_init(self, buf: BufHandle, imm: bytes, consumer_id: int) -> TaskHandle: ...
+
+
+class ComchBackend(Protocol):
+    """Module ``doca_py.<impl>.comch``."""
+
+    def server_create(self, dev: object, rep: object, name: str) -> ComchServerHandle: ...
+    def client_create(self, dev: object, name: str) -> ComchClientHandle: ...
+    def consumer_create(self, conn: Any, mmap: MmapHandle) -> ComchConsumerHandle: ...
+    def producer_create(self, conn: Any) -> ComchProducerHandle: ...
+    def cap_server_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
+    def cap_client_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
+    def cap_get_max_name_len(self, devinfo: DevInfoHandle) -> int: ...
+    def cap_get_max_msg_size(self, devinfo: DevInfoHandle) -> int: ...
+    def cap_get_max_recv_queue_size(self, devinfo: DevInfoHandle) -> int: ...
+    def cap_get_max_clients(self, devinfo: DevInfoHandle) -> int: ...
+    def cap_get_max_send_tasks(self, devinfo: DevInfoHandle) -> int: ...
+    def consumer_cap_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
+    def consumer_cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int: ...
+    def consumer_cap_get_max_buf_size(self, devinfo: DevInfoHandle) -> int: ...
+    def consumer_cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int: ...
+    def consumer_cap_get_max_consumers(self, devinfo: DevInfoHandle) -> int: ...
+    def consumer_cap_get_max_imm_data_len(self, devinfo: DevInfoHandle) -> int: ...
+    def producer_cap_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
+    def producer_cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int: ...
+    def producer_cap_get_max_buf_size(self, devinfo: DevInfoHandle) -> int: ...
+    def producer_cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int: ...
+    def producer_cap_get_max_producers(self, devinfo: DevInfoHandle) -> int: ...
+
+
+def _backend() -> ComchBackend:
+    return cast(ComchBackend, _impl.backend_module("comch"))
+
+
+# -- capabilities (doca_comch_cap_*) -----------------------------------------------------------------
+def cap_get_max_name_len(devinfo: DevInfo) -> int:
+    """Longest server name, counting the terminating NUL as DOCA does."""
+    return _backend().cap_get_max_name_len(devinfo._h)
+
+
+def cap_get_max_msg_size(devinfo: DevInfo) -> int:
+    """Largest control message."""
+    return _backend().cap_get_max_msg_size(devinfo._h)
+
+
+def cap_get_max_recv_queue_size(devinfo: DevInfo) -> int:
+    """Deepest receive queue of a server or client."""
+    return _backend().cap_get_max_recv_queue_size(devinfo._h)
+
+
+def cap_get_max_clients(devinfo: DevInfo) -> int:
+    """Clients one server accepts."""
+    return _backend().cap_get_max_clients(devinfo._h)
+
+
+def cap_get_max_send_tasks(devinfo: DevInfo) -> int:
+    """Send tasks a server or client may configure."""
+    return _backend().cap_get_max_send_tasks(devinfo._h)
+
+
+# -- connections -------------------------------------------------------------------------------------
+class ComchConnection:
+    """``doca_comch_connection``: one client ↔ server link, owned by its server or client."""
+
+    __slots__ = ("_h", "_ctx", "user_data", "__weakref__")
+
+    def __init__(self, handle: ComchConnectionHandle, ctx: ComchServer | ComchClient) -> None:
+        self._h = handle
+        self._ctx = ctx
+        self.user_data: Any = None
+
+    def set_user_data(self, user_data: Any) -> None:
+        """``doca_comch_connection_set_user_data``."""
+        self.user_data = user_data
+
+    def get_user_data(self) -> Any:
+        """``doca_comch_connection_get_user_data``."""
+        return self.user_data
+
+    def get_server_ctx(self) -> ComchServer | None:
+        """The server owning this connection (``None`` on the client side)."""
+        return self._ctx if isinstance(self._ctx, ComchServer) else None
+
+    def get_client_ctx(self) -> ComchClient | None:
+        """The client owning this connection (``None`` on the server side)."""
+        return self._ctx if isinstance(self._ctx, ComchClient) else None
+
+    def get_ctx(self) -> ComchServer | ComchClient:
+        """The server or client owning this connection."""
+        return self._ctx
+
+    def is_connected(self) -> bool:
+        """Whether the link is up (not in DOCA: there it is known from the events)."""
+        return self._h.is_connected()
+
+    def update_info(self) -> None:
+        """``doca_comch_connection_update_info``: snapshot the counters."""
+        self._h.update_info()
+
+    def get_counter(self, counter: ComchCounter) -> int:
+        """One counter as of the last :meth:`update_info` (control messages only)."""
+        return self._h.get_counter(int(counter))
+
+    def __repr__(self) -> str:
+        side = "server" if self._h.is_server_side() else "client"
+        return f"<ComchConnection {side} {'up' if self._h.is_connected() else 'down'}>"
+
+
+# -- tasks -------------------------------------------------------------------------------------------
+class ComchTaskSend(Task):
+    """``doca_comch_task_send``: one control message to a connection (copied at allocation).
+
+    Completes successfully once the message has been handed to the link."""
+
+    __slots__ = ("_conn",)
+    _conn: ComchConnection
+
+    def get_connection(self) -> ComchConnection:
+        return self._conn
+
+
+class ComchConsumerTaskPostRecv(Task):
+    """``doca_comch_consumer_task_post_recv``: a buffer offered to the peer's producers.
+
+    On success the producer's data follows the buffer's previous data (its data length
+    grew by the bytes received)."""
+
+    __slots__ = ("_buf",)
+    _buf: Buf
+
+    def get_buf(self) -> Buf:
+        return self._buf
+
+    def set_buf(self, buf: Buf) -> None:
+        """Replace the receive buffer (not while in flight)."""
+        self._h.set_buf(buf._h)  # type: ignore[attr-defined]
+        self._buf = buf
+
+    def get_producer_id(self) -> int:
+        """The producer that filled the buffer (0 if none)."""
+        return int(self._h.producer_id)  # type: ignore[attr-defined]
+
+    def get_imm_data(self) -> bytes:
+        """The immediate data sent with the buffer (empty if none)."""
+        return bytes(self._h.imm)  # type: ignore[attr-defined]
+
+    def get_imm_data_len(self) -> int:
+        return len(self._h.imm)  # type: ignore[attr-defined]
+
+
+class ComchProducerTaskSend(Task):
+    """``doca_comch_producer_task_send``: a buffer's data (plus immediate data) into the next
+    posted buffer of a remote consumer.
+
+    Fails with ``DOCA_ERROR_AGAIN`` — without stopping the producer — when that consumer
+    has no buffer posted; resubmit it later."""
+
+    __slots__ = ("_buf",)
+    _buf: Buf
+
+    def get_buf(self) -> Buf:
+        return self._buf
+
+    def set_buf(self, buf: Buf) -> None:
+        """Replace the source buffer (not while in flight)."""
+        self._h.set_buf(buf._h)  # type: ignore[attr-defined]
+        self._buf = buf
+
+    def get_consumer_id(self) -> int:
+        return int(self._h.consumer_id)  # type: ignore[attr-defined]
+
+    def set_consumer_id(self, consumer_id: int) -> None:
+        self._h.set_consumer_id(consumer_id)  # type: ignore[attr-defined]
+
+    def get_imm_data(self) -> bytes:
+        return bytes(self._h.imm)  # type: ignore[attr-defined]
+
+    def get_imm_data_len(self) -> int:
+        return len(self._h.imm)  # type: ignore[attr-defined]
+
+    def set_imm_data(self, imm_data: bytes) -> None:
+        """Copy *imm_data* (at most ``ComchConsumer.cap_get_max_imm_data_len`` bytes) into the task."""
+        self._h.set_imm_data(bytes(imm_data))  # type: ignore[attr-defined]
+
+
+# -- server and client ---------------------------------------------------------------------------------
+class _Endpoint(Ctx):
+    """What :class:`ComchServer` and :class:`ComchClient` share."""
+
+    _h: ComchEndpointHandle
+
+    def _setup(self, dev: Dev) -> None:
+        dev._adopt(self)
+        self._dev = dev
+        self._h.set_wrap(self._conn)
+
+    def _conn(self, h: ComchConnectionHandle) -> ComchConnection:
+        c = cast("ComchConnection | None", h.owner)
+        if c is None:
+            c = ComchConnection(h, cast("ComchServer | ComchClient", self))
+            h.owner = c
+        return c
+
+    # -- configuration (IDLE) ----------------------------------------------------------------------
+    def set_max_msg_size(self, size: int) -> None:
+        """Largest message this side sends or accepts; a connection uses the smaller of both sides'."""
+        self._check_open()
+        self._h.set_attr("max_msg_size", size)
+
+    def get_max_msg_size(self) -> int:
+        return self._h.get_attr("max_msg_size")
+
+    def set_recv_queue_size(self, size: int) -> None:
+        """Messages that may wait for ``Pe.progress`` before the link stops reading (back-pressure)."""
+        self._check_open()
+        self._h.set_attr("recv_queue_size", size)
+
+    def get_recv_queue_size(self) -> int:
+        return self._h.get_attr("recv_queue_size")
+
+    def get_device(self) -> Dev:
+        return self._dev
+
+    def task_send_set_conf(self, success: TaskCallback[ComchTaskSend], error: TaskCallback[ComchTaskSend],
+                           num_tasks: int) -> None:
+        """Register the send completion callbacks and size the task pool (before start)."""
+        self._set_conf(self._h.send, success, error, num_tasks)
+
+    def event_msg_recv_register(self, cb: MsgRecvCallback) -> None:
+        """``cb(msg, connection)`` for each message received (from ``Pe.progress``).
+
+        *msg* is a read-only ``memoryview`` released when *cb* returns: copy it
+        (``bytes(msg)``) to keep it."""
+        self._check_open()
+        self._h.set_event_cb("msg_recv", cb)
+
+    def event_consumer_register(self, new_consumer: ConsumerCallback, expired_consumer: ConsumerCallback) -> None:
+        """``cb(connection, remote_consumer_id)`` when the peer starts / stops a consumer."""
+        self._check_open()
+        self._h.set_event_cb("new_consumer", new_consumer)
+        self._h.set_event_cb("expired_consumer", expired_consumer)
+
+    # -- tasks (RUNNING) ---------------------------------------------------------------------------------
+    def task_send_alloc_init(self, connection: ComchConnection, data: Any, user_data: Any = None) -> ComchTaskSend:
+        """A send task carrying a copy of *data* (bytes-like, at most the connection's max
+        message size: ``DocaInvalidValue`` otherwise; ``DocaNoMemory`` when the pool is empty)."""
+        if connection.__class__ is not ComchConnection or connection._ctx is not self:
+            raise DocaUsageError("the connection does not belong to this comch ctx")
+        h = self._h.task_send_alloc_init(connection._h, data)
+        # Ctx._wrap_task, inlined: this is the per-message path.
+        t = cast("ComchTaskSend | None", h.owner)
+        if t is None:
+            t = self._wrap_task(h, ComchTaskSend, user_data)
+        else:
+            t.user_data = user_data
+            t._allocated = True
+        t._conn = connection
+        return t
+
+
+class ComchServer(_Endpoint):
+    """``doca_comch_server`` (DPU side): serves clients of the host function *rep* under *name*.
+
+    ``start`` returns RUNNING; a second server with the same name on the same host
+    function fails to start with ``DocaAlreadyExist``."""
+
+    def __init__(self, dev: Dev, rep: DevRep, name: str, user_data: Any = None) -> None:
+        dev._check_open()
+        rep._check_open()
+        self._h: ComchServerHandle = _backend().server_create(dev._h, rep._h, name)
+        super().__init__(self._h, user_data)
+        self._setup(dev)
+        self._rep = rep
+        self.name = name
+
+    def event_connection_status_changed_register(self, connect: ConnectionStatusCallback,
+                                                 disconnect: ConnectionStatusCallback) -> None:
+        """``connect(connection, True)`` when a client connects, ``disconnect(connection, True)``
+        when it goes away (closed, crashed, or :meth:`disconnect` ed)."""
+        self._check_open()
+        self._h.set_event_cb("connect", connect)
+        self._h.set_event_cb("disconnect", disconnect)
+
+    def disconnect(self, connection: ComchConnection) -> None:
+        """``doca_comch_server_disconnect``: drop one client (``DocaInUse`` while this side still
+        has consumers or producers on it). The disconnect callback follows."""
+        if connection._ctx is not self:
+            raise DocaUsageError("the connection does not belong to this server")
+        self._h.disconnect(connection._h)
+
+    def get_connections(self) -> list[ComchConnection]:
+        """The connected clients (not in DOCA, which reports them through the callbacks)."""
+        return [self._conn(h) for h in self._h.get_connections()]
+
+    def get_device_rep(self) -> DevRep:
+        return self._rep
+
+    @staticmethod
+    def cap_is_supported(devinfo: DevInfo) -> bool:
+        """``doca_comch_cap_server_is_supported``."""
+        return _backend().cap_server_is_supported(devinfo._h)
+
+    def __enter__(self) -> ComchServer:
+        return self
+
+
+class ComchClient(_Endpoint):
+    """``doca_comch_client`` (host side): connects to the server *name* of its device's function.
+
+    ``start`` returns STARTING; ``Pe.progress`` moves the ctx to RUNNING once connected,
+    then :meth:`get_connection` is valid. If the server goes away the ctx moves to
+    STOPPING and then IDLE (once every task is freed); it can be started again."""
+
+    def __init__(self, dev: Dev, name: str, user_data: Any = None) -> None:
+        dev._check_open()
+        self._h: ComchClientHandle = _backend().client_create(dev._h, name)
+        super().__init__(self._h, user_data)
+        self._setup(dev)
+        self.name = name
+
+    def get_connection(self) -> ComchConnection:
+        """``doca_comch_client_get_connection`` (``DocaBadState`` until RUNNING)."""
+        return self._conn(self._h.get_connection())
+
+    @staticmethod
+    def cap_is_supported(devinfo: DevInfo) -> bool:
+        """``doca_comch_cap_client_is_supported``."""
+        return _backend().cap_client_is_supported(devinfo._h)
+
+    def __enter__(self) -> ComchClient:
+        return self
+
+
+# -- fast path ----------------------------------------------------------------------------------------
+class ComchConsumer(Ctx):
+    """``doca_comch_consumer``: receives producer data into buffers of *mmap*.
+
+    ``start`` returns STARTING; the ctx is RUNNING after the next ``Pe.progress``, and the
+    peer gets ``new_consumer(connection, id)``. Stopping it fires ``expired_consumer``."""
+
+    def __init__(self, connection: ComchConnection, mmap: Mmap, user_data: Any = None) -> None:
+        owner = connection._ctx
+        owner._check_open()
+        mmap._check_open()
+        self._h: ComchConsumerHandle = _backend().consumer_create(connection._h, mmap._h)
+        super().__init__(self._h, user_data)
+        owner._adopt(self)  # closed before its server/client
+        mmap._adopt(self)  # and before its memory
+        self._connection = connection
+        self._mmap = mmap
+
+    @property
+    def id(self) -> int:
+        """The connection-unique id the peer's producers address."""
+        return self._h.get_id()
+
+    def get_id(self) -> int:
+        return self._h.get_id()
+
+    def get_connection(self) -> ComchConnection:
+        return self._connection
+
+    def set_imm_data_len(self, n: int) -> None:
+        """Largest immediate data accepted (before start; default: the capability)."""
+        self._check_open()
+        self._h.set_imm_data_len(n)
+
+    def get_imm_data_len(self) -> int:
+        return self._h.get_imm_data_len()
+
+    def task_post_recv_set_conf(self, success: TaskCallback[ComchConsumerTaskPostRecv],
+                                error: TaskCallback[ComchConsumerTaskPostRecv], num_tasks: int) -> None:
+        """Register the receive completion callbacks and size the task pool (before start)."""
+        self._set_conf(self._h.post_recv, success, error, num_tasks)
+
+    def task_post_recv_alloc_init(self, buf: Buf, user_data: Any = None) -> ComchConsumerTaskPostRecv:
+        """A receive task for *buf* (a buffer of the consumer's mmap)."""
+        if buf.mmap is not self._mmap:
+            raise DocaInvalidValue("the receive buffer must belong to the consumer's mmap")
+        h = self._h.task_post_recv_alloc_init(buf._h)
+        t = self._wrap_task(h, ComchConsumerTaskPostRecv, user_data)
+        t._buf = buf
+        return t
+
+    @staticmethod
+    def cap_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().consumer_cap_is_supported(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
+        return _backend().consumer_cap_get_max_num_tasks(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_buf_size(devinfo: DevInfo) -> int:
+        return _backend().consumer_cap_get_max_buf_size(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
+        return _backend().consumer_cap_get_max_buf_list_len(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_consumers(devinfo: DevInfo) -> int:
+        return _backend().consumer_cap_get_max_consumers(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_imm_data_len(devinfo: DevInfo) -> int:
+        return _backend().consumer_cap_get_max_imm_data_len(devinfo._h)
+
+    def __enter__(self) -> ComchConsumer:
+        return self
+
+
+class ComchProducer(Ctx):
+    """``doca_comch_producer``: sends buffers to the peer's consumers (``start`` → RUNNING)."""
+
+    def __init__(self, connection: ComchConnection, user_data: Any = None) -> None:
+        owner = connection._ctx
+        owner._check_open()
+        self._h: ComchProducerHandle = _backend().producer_create(connection._h)
+        super().__init__(self._h, user_data)
+        owner._adopt(self)
+        self._connection = connection
+
+    @property
+    def id(self) -> int:
+        """The id consumers report (:meth:`ComchConsumerTaskPostRecv.get_producer_id`)."""
+        return self._h.get_id()
+
+    def get_id(self) -> int:
+        return self._h.get_id()
+
+    def get_connection(self) -> ComchConnection:
+        return self._connection
+
+    def task_send_set_conf(self, success: TaskCallback[ComchProducerTaskSend],
+                           error: TaskCallback[ComchProducerTaskSend], num_tasks: int) -> None:
+        """Register the send completion callbacks and size the task pool (before start)."""
+        self._set_conf(self._h.send, success, error, num_tasks)
+
+    def task_send_alloc_init(self, buf: Buf, imm_data: bytes | None, consumer_id: int,
+                             user_data: Any = None) -> ComchProducerTaskSend:
+        """A send of *buf*'s data (and *imm_data*, copied) to the remote consumer *consumer_id*."""
+        h = self._h.task_send_alloc_init(buf._h, bytes(imm_data or b""), consumer_id)
+        t = self._wrap_task(h, ComchProducerTaskSend, user_data)
+        t._buf = buf
+        return t
+
+    @staticmethod
+    def cap_is_supported(devinfo: DevInfo) -> bool:
+        return _backend().producer_cap_is_supported(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
+        return _backend().producer_cap_get_max_num_tasks(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_buf_size(devinfo: DevInfo) -> int:
+        return _backend().producer_cap_get_max_buf_size(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
+        return _backend().producer_cap_get_max_buf_list_len(devinfo._h)
+
+    @staticmethod
+    def cap_get_max_producers(devinfo: DevInfo) -> int:
+        return _backend().producer_cap_get_max_producers(devinfo._h)
+
+    def __enter__(self) -> ComchProducer:
+        return self

@@ -1,0 +1,230 @@
+"""The emulated comch transport: rendezvous paths, wire format and the per-process I/O thread.
+
+A comch server listens on a Unix-domain stream socket in a private runtime directory,
+named from the host PCI function it serves and a hash of its name; a client with the
+same PCI address and name connects to it. The byte stream carries length-prefixed
+frames (:data:`HDR`), many per system call.
+
+The :class:`Reactor` thread owns one selector for every comch socket of the process:
+it accepts, reads and parses frames, writes what a socket refused earlier, and posts
+completions and events to the progress engine that owns them. It never runs user code.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import heapq
+import itertools
+import os
+import selectors
+import stat
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from ..errors import DocaAlreadyExist, DocaInvalidValue, DocaNotPermitted, DocaOperatingSystem
+from ..log import logger
+
+__all__ = [
+    "HDR", "HDR_SIZE", "MAGIC", "VERSION", "T_HELLO", "T_WELCOME", "T_MSG", "T_CONSUMER_NEW",
+    "T_CONSUMER_GONE", "T_DATA", "T_ACK", "Reactor", "reactor", "runtime_dir", "socket_path", "NameLock",
+]
+
+#: ``type u8 | small u8 | aux u16 | length u32 | a u32 | b u32`` (little endian), then *length*
+#: payload bytes. ``small`` is a status (WELCOME, ACK) or the immediate-data length (DATA).
+HDR = struct.Struct("<BBHIII")
+HDR_SIZE = HDR.size
+MAGIC = 0x68636D63  # "cmch"
+VERSION = 1
+
+T_HELLO = 1  # client → server: a=MAGIC, aux=VERSION, b=client max_msg_size, payload=server name
+T_WELCOME = 2  # server → client: a=MAGIC, small=status, b=server max_msg_size
+T_MSG = 3  # control message: payload = message
+T_CONSUMER_NEW = 4  # a=consumer id (of the sender's side)
+T_CONSUMER_GONE = 5  # a=consumer id
+T_DATA = 6  # producer → consumer: a=consumer id, b=producer id, small=imm len, payload=imm+data
+T_ACK = 7  # consumer side → producer side: small=status, a=count of DATA frames acknowledged
+
+_EVR, _EVW = selectors.EVENT_READ, selectors.EVENT_WRITE
+
+
+# -- rendezvous -------------------------------------------------------------------------------------
+def runtime_dir() -> str:
+    """The private directory holding the server sockets (created mode 0700).
+
+    ``$DOCA_PY_COMCH_DIR`` if set, else ``$XDG_RUNTIME_DIR/doca_py/comch``, else
+    ``/tmp/doca_py-<uid>/comch``. An existing directory must be ours, not a symlink,
+    and closed to other users.
+    """
+    base = os.environ.get("DOCA_PY_COMCH_DIR")
+    if base:
+        paths = [base]
+    else:
+        xdg = os.environ.get("XDG_RUNTIME_DIR")
+        root = os.path.join(xdg, "doca_py") if xdg and os.path.isdir(xdg) else f"/tmp/doca_py-{os.getuid()}"
+        paths = [root, os.path.join(root, "comch")]
+    for p in paths:
+        try:
+            os.mkdir(p, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise DocaOperatingSystem(f"cannot create the comch runtime directory {p}: {exc.strerror}") from None
+        st = os.lstat(p)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise DocaNotPermitted(f"comch runtime directory {p} must be a directory owned by uid {os.getuid()} "
+                                   f"with mode 0700 (it is {stat.filemode(st.st_mode)}, uid {st.st_uid})")
+    return paths[-1]
+
+
+def socket_path(pci_addr: str, name: str) -> str:
+    """Socket of the server *name* on the host function *pci_addr* (name hashed: any bytes are safe)."""
+    digest = hashlib.sha256(name.encode()).hexdigest()[:40]
+    path = os.path.join(runtime_dir(), f"{pci_addr.lower()}-{digest}.sock")
+    if len(path.encode()) >= 108:
+        raise DocaInvalidValue(f"comch socket path {path!r} is too long for a Unix socket; "
+                               "set DOCA_PY_COMCH_DIR to a shorter directory")
+    return path
+
+
+class NameLock:
+    """An ``flock`` on ``<socket>.lock`` held for a server's lifetime.
+
+    The kernel drops it when the process dies, so a socket file whose lock can be
+    taken belongs to a dead server and may be replaced.
+    """
+
+    def __init__(self, sock_path: str, name: str) -> None:
+        self.path = sock_path + ".lock"
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise DocaAlreadyExist(f"a comch server named {name!r} is already running on this device") from None
+            except BaseException:
+                os.close(fd)
+                raise
+            # Whoever held it may have unlinked the file after we opened it: lock the live file.
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self.fd = fd
+                return
+            os.close(fd)
+
+    def release(self, sock_path: str) -> None:
+        """Remove the socket and lock files, then drop the lock."""
+        for p in (sock_path, self.path):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+        os.close(self.fd)
+        self.fd = -1
+
+
+# -- the I/O thread --------------------------------------------------------------------------------
+class Reactor:
+    """The per-process comch I/O thread: one selector, a command queue and timers."""
+
+    def __init__(self) -> None:
+        self.sel = selectors.DefaultSelector()
+        self.efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self.sel.register(self.efd, _EVR, None)
+        self.cmds: deque[Callable[[], object]] = deque()
+        self.timers: list[tuple[float, int, Callable[[], object]]] = []
+        self._seq = itertools.count()
+        self.pid = os.getpid()
+        self.thread = threading.Thread(target=self._run, name="doca_py-comch-io", daemon=True)
+        self.thread.start()
+
+    def call(self, fn: Callable[[], object]) -> None:
+        """Run ``fn()`` on the I/O thread soon (any thread)."""
+        self.cmds.append(fn)
+        if threading.get_ident() != self.thread.ident:
+            os.eventfd_write(self.efd, 1)
+
+    def call_later(self, delay: float, fn: Callable[[], object]) -> None:
+        """Run ``fn()`` on the I/O thread after *delay* seconds (I/O thread only)."""
+        heapq.heappush(self.timers, (time.monotonic() + delay, next(self._seq), fn))
+
+    def set_mask(self, fileobj: object, old: int, new: int, cb: Callable[[int], None]) -> int:
+        """Change what the selector watches for *fileobj* (I/O thread only); returns *new*."""
+        if old == new:
+            return new
+        if not old:
+            self.sel.register(fileobj, new, cb)  # type: ignore[arg-type]
+        elif not new:
+            self.sel.unregister(fileobj)  # type: ignore[arg-type]
+        else:
+            self.sel.modify(fileobj, new, cb)  # type: ignore[arg-type]
+        return new
+
+    def _run(self) -> None:
+        sel, cmds, timers = self.sel, self.cmds, self.timers
+        while True:
+            timeout: float | None = None
+            if timers:
+                timeout = max(0.0, timers[0][0] - time.monotonic())
+            if cmds:
+                timeout = 0.0
+            try:
+                events = sel.select(timeout)
+            except Exception:  # noqa: BLE001 - the thread must survive anything
+                logger.exception("comch I/O thread: select failed")
+                continue
+            for key, mask in events:
+                cb = key.data
+                if cb is None:
+                    try:
+                        os.eventfd_read(self.efd)
+                    except BlockingIOError:
+                        pass
+                    continue
+                try:
+                    cb(mask)
+                except Exception:  # noqa: BLE001
+                    logger.exception("comch I/O thread: event handler failed")
+            while cmds:
+                fn = cmds.popleft()
+                try:
+                    fn()
+                except Exception:  # noqa: BLE001
+                    logger.exception("comch I/O thread: command failed")
+            if timers:
+                now = time.monotonic()
+                while timers and timers[0][0] <= now:
+                    fn = heapq.heappop(timers)[2]
+                    try:
+                        fn()
+                    except Exception:  # noqa: BLE001
+                        logger.exception("comch I/O thread: timer failed")
+
+
+_reactor: Reactor | None = None
+_reactor_lock = threading.Lock()
+
+
+def reactor() -> Reactor:
+    """This process's comch I/O thread (started on first use, again after a fork)."""
+    global _reactor
+    r = _reactor
+    if r is not None and r.pid == os.getpid():
+        return r
+    with _reactor_lock:
+        if _reactor is None or _reactor.pid != os.getpid():
+            _reactor = Reactor()
+        return _reactor
+
+
+def is_refused(exc: OSError) -> bool:
+    """Whether a connect error means "nobody listens there (yet)"."""
+    return exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.EAGAIN, errno.ENOTDIR)

@@ -1,0 +1,278 @@
+"""Two processes: messages, producer/consumer and events across a process boundary, duplicate
+names, and a peer killed in the middle of a transfer (the child is ``python -m tests.comch.peer``)."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import doca_py as d
+from doca_py.comch import ComchClient, ComchConsumer, ComchProducer, ComchServer
+from doca_py.types import CtxState
+
+from .helpers import DEADLINE, DPU_PCI, HOST_PCI, Endpoint, free_all, local_mmap, pump, unique_name
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.usefixtures("backend")]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Child:
+    """The child process; every answer is awaited with a deadline while our Pes progress."""
+
+    def __init__(self, role: str, name: str, pes: list[d.Pe], rq: int = 1024) -> None:
+        env = dict(os.environ, DOCA_PY_IMPL="emulated")
+        self.p = subprocess.Popen([sys.executable, "-m", "tests.comch.peer", role, name, str(rq)], cwd=ROOT,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.pes = pes
+        self.buf = b""
+        self.first = self.line()
+
+    def line(self) -> str:
+        assert self.p.stdout is not None
+        fd = self.p.stdout.fileno()
+        while b"\n" not in self.buf:
+            got: list[bytes] = []
+
+            def ready() -> bool:
+                if select.select([fd], [], [], 0)[0]:
+                    got.append(os.read(fd, 1 << 20))
+                    return True
+                return False
+
+            pump(self.pes, ready, fds=[fd])
+            if not got[0]:
+                raise AssertionError(f"the child exited (rc={self.p.poll()})")
+            self.buf += got[0]
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line.decode().strip()
+
+    def ask(self, cmd: str) -> str:
+        assert self.p.stdin is not None
+        self.p.stdin.write(cmd.encode() + b"\n")
+        self.p.stdin.flush()
+        return self.line()
+
+    def kill(self) -> None:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGKILL)
+        self.p.wait(DEADLINE)
+
+    def close(self) -> None:
+        if self.p.poll() is None:
+            try:
+                self.ask("quit")
+            except AssertionError:
+                pass
+        self.kill()
+        for f in (self.p.stdin, self.p.stdout):
+            if f is not None:
+                f.close()
+
+
+@contextmanager
+def server_side(name: str, num_tasks: int = 64) -> Iterator[tuple[Endpoint, d.Dev]]:
+    with ExitStack() as st:
+        dev = st.enter_context(d.Dev.open_by_pci_addr(DPU_PCI))
+        pe = st.enter_context(d.Pe())
+        srv = Endpoint(ComchServer(dev, dev.open_rep_by_pci_addr(HOST_PCI), name), pe)
+        pe.connect_ctx(srv.ctx)
+        srv.configure(num_tasks)
+        srv.ctx.event_connection_status_changed_register(lambda c, ok: srv.events.append(("connect", c)),
+                                                         lambda c, ok: srv.events.append(("disconnect", c)))
+        assert srv.ctx.start() == CtxState.RUNNING
+        yield srv, dev
+
+
+@contextmanager
+def child(role: str, name: str, pes: list[d.Pe], rq: int = 1024) -> Iterator[Child]:
+    c = Child(role, name, pes, rq)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def _conn(ep: Endpoint) -> Any:
+    return [c for k, c in ep.events if k == "connect"][0]
+
+
+def test_control_messages_both_ways_byte_exact() -> None:
+    name = unique_name()
+    with server_side(name) as (srv, _), child("client", name, [srv.pe]) as ch:
+        assert ch.first == "started" and ch.ask("conn") == "conn"
+        pump([srv.pe], lambda: any(k == "connect" for k, _ in srv.events))
+        conn = _conn(srv)
+        payloads = [b"\x00", bytes(range(256)), os.urandom(4080), b"tail"]
+        for m in payloads:
+            assert ch.ask(f"send {m.hex()}") == "sent SUCCESS"
+        pump([srv.pe], lambda: len(srv.msgs) == len(payloads))
+        assert [m for m, _ in srv.msgs] == payloads and all(c is conn for _, c in srv.msgs)
+        back = [os.urandom(n) for n in (1, 63, 64, 1000, 4080)]
+        for m in back:
+            srv.ctx.task_send_alloc_init(conn, m).submit()
+        pump([srv.pe], lambda: len(srv.sent) == len(back))
+        assert all(st == d.ErrorCode.SUCCESS for _, _, st in srv.sent)
+        assert ch.ask(f"msgs {len(back)}") == "msgs " + ",".join(m.hex() for m in back)
+
+
+def test_producer_consumer_and_consumer_events_across_processes() -> None:
+    name = unique_name()
+    with server_side(name) as (srv, dev), child("client", name, [srv.pe]) as ch, d.BufInventory(16) as inv:
+        assert ch.ask("conn") == "conn"
+        pump([srv.pe], lambda: any(k == "connect" for k, _ in srv.events))
+        conn = _conn(srv)
+        # Child consumer ← our producer.
+        cid = int(ch.ask("consumer 4 4096").split()[1])
+        pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
+        mm, mem = local_mmap(dev, 1 << 17)
+        prod = ComchProducer(conn)
+        srv.pe.connect_ctx(prod)
+        pdone: list[Any] = []
+        prod.task_send_set_conf(lambda t, u, c: pdone.append(t.get_status()),
+                                lambda t, u, c: pdone.append(t.get_status()), 8)
+        prod.start()
+        base = mm.get_memrange()[0]
+        chunks = [os.urandom(n) for n in (1, 100, 4096)]
+        for i, data in enumerate(chunks):
+            mem[i * 4096: i * 4096 + len(data)] = data
+            src = inv.buf_get_by_data(mm, base + i * 4096, len(data))
+            prod.task_send_alloc_init(src, bytes([i]) * (i * 10), cid).submit()
+        pump([srv.pe], lambda: len(pdone) == 3)
+        assert pdone == [d.ErrorCode.SUCCESS] * 3
+        got = ch.ask("recvd 3").split()[1:]
+        assert got == [f"SUCCESS:{prod.id}:{(bytes([i]) * (i * 10)).hex() or '-'}:{data.hex()}"
+                       for i, data in enumerate(chunks)]
+        # Our consumer ← child producer.
+        cons = ComchConsumer(conn, mm)
+        srv.pe.connect_ctx(cons)
+        rdone: list[Any] = []
+        cons.task_post_recv_set_conf(lambda t, u, c: rdone.append(t), lambda t, u, c: rdone.append(t), 4)
+        assert cons.start() == CtxState.STARTING
+        pump([srv.pe], lambda: cons.get_state() == CtxState.RUNNING)
+        dst = inv.buf_get_by_addr(mm, base + 65536, 8192)
+        cons.task_post_recv_alloc_init(dst).submit()
+        pid = int(ch.ask("producer").split()[1])
+        assert ch.ask("newcons") == f"newcons {cons.id}"
+        payload = os.urandom(5000)
+        assert ch.ask(f"psend {payload.hex()} {b'imm!'.hex()} {cons.id}") == "psent SUCCESS"
+        pump([srv.pe], lambda: bool(rdone))
+        assert rdone[0].get_status() == d.ErrorCode.SUCCESS and rdone[0].get_producer_id() == pid
+        assert rdone[0].get_imm_data() == b"imm!" and bytes(dst.data_view()) == payload
+        # No receive posted: AGAIN reported to the child's producer.
+        assert ch.ask(f"psend {payload.hex()} - {cons.id}") == "psent AGAIN"
+        # Expiry both ways.
+        assert ch.ask("drop_consumer") == "dropped"
+        pump([srv.pe], lambda: cid in srv.ids("expired_consumer"))
+        rdone[0].free()
+        cons.close()
+        assert ch.ask("expired") == f"expired {cons.id}"
+        free_all(prod)
+        prod.close()
+        dst.close()
+        mm.close()
+
+
+def test_duplicate_name_across_processes_and_stale_socket_of_a_killed_server() -> None:
+    name = unique_name()
+    with server_side(name) as (srv, _):
+        with child("server", name, [srv.pe]) as ch:
+            assert ch.first == "error ALREADY_EXIST"
+    other = unique_name()
+    with d.Pe() as pe, child("server", other, [pe]) as ch:
+        assert ch.first == "started"
+        ch.kill()  # leaves its socket file behind
+    with server_side(other) as (srv, _), child("client", other, [srv.pe]) as cl:
+        assert cl.ask("conn") == "conn"
+        pump([srv.pe], lambda: any(k == "connect" for k, _ in srv.events))
+
+
+def test_client_killed_mid_transfer_fails_inflight_tasks_and_server_keeps_serving() -> None:
+    name = unique_name()
+    with server_side(name, num_tasks=2048) as (srv, dev), d.BufInventory(64) as inv:
+        ch = Child("client", name, [srv.pe], rq=1)
+        try:
+            assert ch.ask("conn") == "conn"
+            cid = int(ch.ask("consumer 2 4096").split()[1])
+            pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
+            conn = _conn(srv)
+            mm, mem = local_mmap(dev)
+            prod = ComchProducer(conn)
+            srv.pe.connect_ctx(prod)
+            pdone: list[Any] = []
+            prod.task_send_set_conf(lambda t, u, c: pdone.append(t.get_status()),
+                                    lambda t, u, c: pdone.append(t.get_status()), 32)
+            prod.start()
+            assert ch.ask("stall") == "stalled"
+            # 8 MiB of messages: far more than the child's buffers and the socket hold.
+            msg = os.urandom(4080)
+            for _ in range(2048):
+                srv.ctx.task_send_alloc_init(conn, msg).submit()
+            src = inv.buf_get_by_data(mm, mm.get_memrange()[0], 512)
+            for _ in range(32):
+                prod.task_send_alloc_init(src, None, cid).submit()
+            srv.pe.progress()
+            assert srv.ctx.get_num_inflight_tasks() > 0 and prod.get_num_inflight_tasks() > 0
+            ch.kill()
+            pump([srv.pe], lambda: any(k == "disconnect" for k, _ in srv.events))
+            pump([srv.pe], lambda: len(srv.sent) == 2048 and len(pdone) == 32)
+        finally:
+            ch.close()
+        failed = [st for k, _, st in srv.sent if k == "err"]
+        assert failed and set(failed) == {d.ErrorCode.CONNECTION_RESET}
+        assert set(pdone) <= {d.ErrorCode.SUCCESS, d.ErrorCode.AGAIN, d.ErrorCode.CONNECTION_RESET}
+        assert d.ErrorCode.CONNECTION_RESET in pdone
+        # The multi-client server keeps running; the producer on the dead connection stops.
+        assert srv.ctx.get_state() == CtxState.RUNNING
+        free_all(prod)
+        pump([srv.pe], lambda: prod.get_state() == CtxState.IDLE)
+        for _, t, _ in srv.sent:
+            t.free()
+        with child("client", name, [srv.pe]) as again:
+            assert again.ask("conn") == "conn"
+            pump([srv.pe], lambda: [k for k, _ in srv.events].count("connect") == 2)
+        prod.close()
+        src.close()
+        mm.close()
+
+
+def test_server_killed_moves_the_client_to_idle() -> None:
+    name = unique_name()
+    with d.Dev.open_by_pci_addr(HOST_PCI) as host, d.Pe() as pe:
+        cli = Endpoint(ComchClient(host, name), pe)
+        pe.connect_ctx(cli.ctx)
+        cli.configure(256)
+        states: list[tuple[CtxState, CtxState]] = []
+        cli.ctx.set_state_changed_cb(lambda u, c, a, b: states.append((a, b)))
+        ch = Child("server", name, [pe], rq=1)
+        try:
+            assert ch.first == "started"
+            assert cli.ctx.start() == CtxState.STARTING
+            pump([pe], lambda: cli.ctx.get_state() == CtxState.RUNNING)
+            assert ch.ask("conn") == "conn"
+            assert ch.ask("stall") == "stalled"
+            msg = os.urandom(4080)
+            for _ in range(256):
+                cli.ctx.task_send_alloc_init(cli.ctx.get_connection(), msg).submit()
+            pe.progress()
+            ch.kill()
+            pump([pe], lambda: cli.ctx.get_state() != CtxState.RUNNING and len(cli.sent) == 256)
+        finally:
+            ch.close()
+        assert cli.ctx.get_state() == CtxState.STOPPING
+        assert {st for k, _, st in cli.sent if k == "err"} <= {d.ErrorCode.CONNECTION_RESET}
+        free_all(cli.ctx)
+        pump([pe], lambda: len(states) == 4)
+        assert cli.ctx.get_state() == CtxState.IDLE
+        assert (CtxState.RUNNING, CtxState.STOPPING) in states and states[-1] == (CtxState.STOPPING, CtxState.IDLE)
+    # The killed server left its socket behind: a new server of that name reclaims (and removes) it.
+    with server_side(name):
+        pass
