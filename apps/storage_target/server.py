@@ -1,0 +1,288 @@
+"""The storage target's control phase (storage-apps-spec §3.7 "Target") and its lifetime.
+
+:func:`run_target` loads the content, opens the device, allocates the storage, listens on
+TCP, accepts **one** client and runs a :class:`TargetSession` on it. The session answers
+the requests positionally (:class:`~apps.storage.control.PhaseChecker`): query, init,
+``2 × cores`` RDMA connection requests, start, stop, shutdown. A request of the wrong type
+gets ``UNEXPECTED`` and still consumes its position; a failed one gets the error of the
+failure; the target never retries a phase.
+
+Endings:
+
+* ``shutdown_request`` answered → statistics, exit status 0 (as the reference);
+* the client closes the connection (or dies) before that → the workers are stopped and
+  destroyed, statistics printed, ``EXCEPTION: ...`` and exit status 1 (the reference does
+  not notice and waits forever);
+* Ctrl-C / ``SIGTERM`` in any phase → the same clean teardown,
+  ``EXCEPTION: Aborted: User requested abort`` and exit status 1 (the reference only
+  honours Ctrl-C in control-phase waits).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import doca_py as d
+from doca_py.errors import DocaError, ErrorCode
+from doca_py.types import AccessFlag
+
+from apps.storage.channel import ControlChannel, TcpListener
+from apps.storage.config import TargetConfig
+from apps.storage.control import (
+    ControlMessage, InitStorage, MessageType, PhaseChecker, RdmaConnection, RdmaConnectionRole, StorageDetails,
+    error_response_for_exception, make_response,
+)
+from apps.storage.device import open_device
+from apps.storage.errors import PeerClosedError, StorageAppError
+from apps.storage.sbc import SbcFile, load_storage_content
+from apps.storage.stats import WorkerStats, format_worker_stats
+
+from .worker import MAX_TRANSACTIONS, StorageRegion, Worker
+
+__all__ = ["TargetSession", "run_target", "load_content", "allocate_storage", "ABORTED_TEXT", "LISTENING_PREFIX",
+           "START_TIMEOUT", "DRAIN_TIMEOUT"]
+
+log = logging.getLogger("apps.storage_target")
+
+Printer = Callable[[str], None]
+ABORTED_TEXT = "Aborted: User requested abort"
+LISTENING_PREFIX = "Listening on port "
+"""Start of the stdout line that reports the TCP port (useful with ``--listen-port 0``)."""
+START_TIMEOUT = 10.0
+"""Seconds ``start_storage_request`` waits for every RDMA context to be RUNNING."""
+DRAIN_TIMEOUT = 5.0
+"""Seconds ``stop_storage_request`` lets in-flight io messages complete."""
+ABORT_DRAIN_TIMEOUT = 0.5
+_TICK = 0.1
+
+
+def _aborted() -> StorageAppError:
+    return StorageAppError(ErrorCode.CONNECTION_ABORTED, ABORTED_TEXT)
+
+
+def load_content(config: TargetConfig) -> SbcFile:
+    """The initial content and geometry (§2.4): an ``.sbc`` file, a raw file or nothing."""
+    return load_storage_content(config.binary_content, config.block_size, config.block_count)
+
+
+def allocate_storage(dev: d.Dev, content: SbcFile) -> StorageRegion:
+    """A page-aligned storage of ``block_size × block_count`` bytes holding *content*
+    (zeros without a file), registered for local access and remote read/write."""
+    size = content.storage_size
+    mm = d.Mmap()
+    try:
+        mem = mm.allocate(size)
+        if content.content:
+            mem[:len(content.content)] = content.content
+        del mem
+        mm.set_permissions(AccessFlag.LOCAL_READ_WRITE | AccessFlag.RDMA_READ | AccessFlag.RDMA_WRITE)
+        mm.enable_thread_safety()
+        mm.add_dev(dev)
+        mm.start()
+    except BaseException:
+        mm.close()
+        raise
+    return StorageRegion(mm, mm.get_memrange()[0], size)
+
+
+class TargetSession:
+    """One client's session: the positional control phase and the workers it creates."""
+
+    def __init__(self, config: TargetConfig, dev: d.Dev, storage: StorageRegion, block_size: int,
+                 abort: threading.Event) -> None:
+        self.config, self.dev, self.storage, self.block_size = config, dev, storage, block_size
+        self.abort = abort
+        self.phases = PhaseChecker.target()
+        self.workers: list[Worker] = []
+        self.stats: list[WorkerStats] = []
+        self.shut_down = False
+
+    # ------------------------------------------------------------------ phase loop
+    def serve(self, channel: ControlChannel) -> None:
+        """Answer requests until ``shutdown_request`` has been handled.
+
+        Raise :class:`PeerClosedError` when the client goes away first, ``CONNECTION_ABORTED``
+        on Ctrl-C, :class:`~apps.storage.errors.ProtocolError` for a malformed frame.
+        """
+        while not self.phases.done:
+            expected = self.phases.expected
+            assert expected is not None
+            try:
+                msg = channel.receive(None, should_abort=self.abort.is_set, tick=_TICK)
+            except PeerClosedError:
+                raise PeerClosedError(f"The requester closed the control connection while the target was "
+                                      f"expecting a {expected.wire_name}") from None
+            log.debug("received %s", msg)
+            response = self.phases.check(msg)
+            if response is None:
+                response = self.handle(msg)
+            else:
+                log.warning("%s", getattr(response.payload, "message", response))
+            channel.send(response)
+
+    def handle(self, msg: ControlMessage) -> ControlMessage:
+        """The response to an in-order request (an ``error_response`` if it fails)."""
+        handlers: dict[MessageType, Callable[[ControlMessage], ControlMessage]] = {
+            MessageType.QUERY_STORAGE_REQUEST: self._query,
+            MessageType.INIT_STORAGE_REQUEST: self._init,
+            MessageType.CREATE_RDMA_CONNECTION_REQUEST: self._create_rdma_connection,
+            MessageType.START_STORAGE_REQUEST: self._start,
+            MessageType.STOP_STORAGE_REQUEST: self._stop,
+            MessageType.SHUTDOWN_REQUEST: self._shutdown,
+        }
+        try:
+            return handlers[msg.type](msg)
+        except (StorageAppError, DocaError) as exc:
+            if self.abort.is_set():
+                raise _aborted() from None
+            log.error("%s failed: %s", msg.type.wire_name, exc)
+            return error_response_for_exception(msg, exc)
+        except Exception as exc:  # noqa: BLE001 - a bug here must not leave the requester without an answer
+            if self.abort.is_set():
+                raise _aborted() from None
+            log.exception("%s failed unexpectedly", msg.type.wire_name)
+            return error_response_for_exception(msg, exc)
+
+    # ------------------------------------------------------------------ handlers
+    def _query(self, msg: ControlMessage) -> ControlMessage:
+        return make_response(msg, StorageDetails(self.storage.size, self.block_size))
+
+    def _init(self, msg: ControlMessage) -> ControlMessage:
+        p = msg.payload
+        assert isinstance(p, InitStorage)
+        cpus = self.config.cpu
+        if not 0 < p.core_count <= len(cpus):
+            raise StorageAppError(ErrorCode.INVALID_VALUE, f"Requested storage to use {p.core_count} cores but "
+                                                           f"only {len(cpus)} are configured")
+        if not 0 < p.transaction_count <= MAX_TRANSACTIONS:
+            raise StorageAppError(ErrorCode.INVALID_VALUE, f"transaction_count {p.transaction_count} must be from 1 "
+                                                           f"to {MAX_TRANSACTIONS}")
+        if not p.mmap_export_blob:
+            raise StorageAppError(ErrorCode.INVALID_VALUE, "the mmap export blob is empty")
+        workers: list[Worker] = []
+        try:
+            for i in range(p.core_count):
+                w = Worker(i, cpus[i], self.dev, self.storage, p.mmap_export_blob, p.transaction_count, self.abort)
+                workers.append(w)
+                w.start()
+        except BaseException:
+            for w in workers:
+                w.destroy()
+            raise
+        self.workers = workers
+        self.phases.set_count(MessageType.CREATE_RDMA_CONNECTION_REQUEST, 2 * p.core_count)
+        log.info("initialised %d worker(s) with %d transactions each; requester region of %d bytes",
+                 p.core_count, p.transaction_count, workers[0].remote_size)
+        return make_response(msg)
+
+    def _create_rdma_connection(self, msg: ControlMessage) -> ControlMessage:
+        p = msg.payload
+        assert isinstance(p, RdmaConnection)
+        if not self.workers:
+            raise StorageAppError(ErrorCode.BAD_STATE, "the storage is not initialised")
+        if p.context_idx >= len(self.workers):  # the reference lets context_idx == cores through
+            raise StorageAppError(ErrorCode.INVALID_VALUE, f"context_idx {p.context_idx} is out of range: the "
+                                                           f"storage uses {len(self.workers)} cores")
+        role = p.known_role
+        if role is None:
+            raise StorageAppError(ErrorCode.INVALID_VALUE, f"unknown rdma connection role {int(p.role)}")
+        if not p.connection_details:
+            raise StorageAppError(ErrorCode.INVALID_VALUE, "the connection details are empty")
+        blob = self.workers[p.context_idx].connect(role, p.connection_details)
+        return make_response(msg, RdmaConnection(p.context_idx, role, blob))
+
+    def _start(self, msg: ControlMessage) -> ControlMessage:
+        if not self.workers:
+            raise StorageAppError(ErrorCode.BAD_STATE, "the storage is not initialised")
+        missing = [f"{w.index}/{r.name.lower()}" for w in self.workers for r in RdmaConnectionRole
+                   if r not in w.connected]
+        if missing:
+            raise StorageAppError(ErrorCode.BAD_STATE, f"missing RDMA connections (context/role): "
+                                                       f"{', '.join(missing)}")
+        deadline = time.monotonic() + START_TIMEOUT
+        while not all(w.ready for w in self.workers):
+            if self.abort.is_set():
+                raise _aborted()
+            dead = [w.name for w in self.workers if not w.alive]
+            if dead:
+                raise StorageAppError(ErrorCode.BAD_STATE, f"{', '.join(dead)} stopped")
+            if time.monotonic() >= deadline:
+                waiting = [w.name for w in self.workers if not w.ready]
+                raise StorageAppError(ErrorCode.TIME_OUT, f"RDMA contexts of {', '.join(waiting)} did not reach "
+                                                          f"RUNNING within {START_TIMEOUT:.0f} s")
+            self.abort.wait(0.01)
+        for w in self.workers:
+            w.start_data_path()
+        log.info("data path started on %d worker(s)", len(self.workers))
+        return make_response(msg)
+
+    def _stop(self, msg: ControlMessage) -> ControlMessage:
+        self._stop_workers(DRAIN_TIMEOUT)
+        return make_response(msg)
+
+    def _shutdown(self, msg: ControlMessage) -> ControlMessage:
+        self.close()
+        self.shut_down = True
+        return make_response(msg)
+
+    # ------------------------------------------------------------------ teardown
+    def _stop_workers(self, drain_timeout: float) -> None:
+        for w in self.workers:
+            if not w.alive:
+                continue
+            try:
+                w.stop_data_path(drain_timeout)
+            except StorageAppError as exc:
+                log.error("stopping %s: %s", w.name, exc)
+            if w.error:
+                log.warning("%s stopped after an error: %s", w.name, w.error)
+
+    def close(self) -> None:
+        """Stop (draining briefly when aborted) and destroy every worker; keep their stats."""
+        if not self.workers:
+            return
+        self._stop_workers(ABORT_DRAIN_TIMEOUT if self.abort.is_set() else DRAIN_TIMEOUT)
+        for w in self.workers:
+            w.destroy()
+        self.stats = [w.stats() for w in self.workers]
+        self.workers = []
+
+
+def _accept(listener: TcpListener, abort: threading.Event) -> ControlChannel:
+    while True:
+        if abort.is_set():
+            raise _aborted()
+        channel = listener.accept(_TICK)
+        if channel is not None:
+            return channel
+
+
+def run_target(config: TargetConfig, abort: threading.Event, out: Printer = print) -> int:
+    """Serve one client (§3.7); 0 after ``shutdown_request``, else raise (→ ``EXCEPTION:``)."""
+    content = load_content(config)
+    block_size = content.block_size
+    out(f"Storage: {content.block_count} blocks of {block_size} bytes ({content.storage_size} bytes)"
+        + (f" from {config.binary_content}" if config.binary_content is not None else ""))
+    with open_device(config.device) as dev:
+        storage = allocate_storage(dev, content)
+        del content
+        session: TargetSession | None = None
+        try:
+            with TcpListener(config.listen_port) as listener:
+                out(f"{LISTENING_PREFIX}{listener.port}")
+                channel = _accept(listener, abort)
+            with channel:  # exactly one client: the listener is closed now
+                log.info("control connection from %s", getattr(channel.transport, "peer", "?"))
+                session = TargetSession(config, dev, storage, block_size, abort)
+                try:
+                    session.serve(channel)
+                finally:
+                    session.close()
+                    if session.stats:
+                        out(format_worker_stats(session.stats))
+        finally:
+            storage.mmap.close()
+    return 0

@@ -1,0 +1,1 @@
+"""Tests of python -m apps.storage_target."""

@@ -1,0 +1,118 @@
+"""The target survives misbehaving clients and stops cleanly on Ctrl-C in every phase."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from apps.storage.channel import connect_tcp
+from apps.storage.control import ControlMessage, MessageType
+
+from .client import DEADLINE, ROOT, Requester, TargetProcess
+
+pytestmark = pytest.mark.multiprocess
+M = MessageType
+ABORTED = "EXCEPTION: Aborted: User requested abort"
+
+
+@pytest.fixture
+def cleanup() -> Iterator[list[TargetProcess | Requester | subprocess.Popen[bytes]]]:
+    things: list[TargetProcess | Requester | subprocess.Popen[bytes]] = []
+    yield things
+    for t in reversed(things):
+        if isinstance(t, Requester):
+            t.close()
+        elif isinstance(t, TargetProcess):
+            t.kill()
+        else:
+            if t.poll() is None:
+                t.kill()
+            t.wait(DEADLINE)
+            for f in (t.stdin, t.stdout):
+                if f is not None:
+                    f.close()
+
+
+def _clean_exit(target: TargetProcess, status: int, message: str) -> None:
+    assert target.wait() == status, target.stderr
+    assert "Traceback" not in target.stderr + target.stdout
+    assert target.stderr.strip().splitlines()[-1:] == [message], target.stderr
+
+
+def _read_line(p: subprocess.Popen[bytes]) -> str:
+    assert p.stdout is not None
+    fd, buf = p.stdout.fileno(), b""
+    end = time.monotonic() + DEADLINE
+    while not buf.endswith(b"\n"):
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise AssertionError("the client child did not answer in time")
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            raise AssertionError(f"the client child exited (rc={p.poll()})")
+        buf += chunk
+    return buf.decode().strip()
+
+
+def test_client_killed_mid_run(cleanup: list[TargetProcess | Requester | subprocess.Popen[bytes]]) -> None:
+    target = TargetProcess(cpus=(0, 1))
+    cleanup.append(target)
+    child = subprocess.Popen([sys.executable, "-m", "tests.storage_target.client", str(target.port), "2"], cwd=ROOT,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env=dict(os.environ, DOCA_PY_IMPL="emulated"))
+    cleanup.append(child)
+    assert _read_line(child) == "ready"
+    child.kill()  # its sockets close: TCP control and every RDMA stream
+    _clean_exit(target, 1, "EXCEPTION: The requester closed the control connection while the target was expecting "
+                           "a stop_storage_request")
+    out = target.stdout
+    assert "| Core: 0" in out and "| Core: 1" in out  # workers torn down, stats printed
+    assert out.count("| Operation count: 1") == 2
+
+
+def test_client_disconnects_in_control_phase(cleanup: list[TargetProcess | Requester | subprocess.Popen[bytes]]) \
+        -> None:
+    target = TargetProcess()
+    cleanup.append(target)
+    with connect_tcp("127.0.0.1", target.port, timeout=DEADLINE) as ch:
+        ch.request(ControlMessage(M.QUERY_STORAGE_REQUEST, 0, 0), timeout=DEADLINE)
+    _clean_exit(target, 1, "EXCEPTION: The requester closed the control connection while the target was expecting "
+                           "a init_storage_request")
+
+
+def test_malformed_frame_ends_the_session(cleanup: list[TargetProcess | Requester | subprocess.Popen[bytes]]) \
+        -> None:
+    target = TargetProcess()
+    cleanup.append(target)
+    with connect_tcp("127.0.0.1", target.port, timeout=DEADLINE) as ch:
+        ch.transport.send(bytes.fromhex("0000000C 00000063 00000000 00000000"))
+        _clean_exit(target, 1, "EXCEPTION: unknown control message type 99 (mid=0, cid=0)")
+
+
+@pytest.mark.parametrize("phase", ["listening", "control", "data"])
+def test_sigint_stops_promptly(cleanup: list[TargetProcess | Requester | subprocess.Popen[bytes]],
+                               phase: str) -> None:
+    target = TargetProcess(cpus=(0, 1))
+    cleanup.append(target)
+    if phase == "control":
+        with connect_tcp("127.0.0.1", target.port, timeout=DEADLINE) as ch:
+            ch.request(ControlMessage(M.QUERY_STORAGE_REQUEST, 0, 0), timeout=DEADLINE)
+            target.p.send_signal(signal.SIGINT)
+            _clean_exit(target, 1, ABORTED)
+        return
+    if phase == "data":
+        req = Requester(target.port, cores=2)
+        cleanup.append(req)
+        details = req.setup()
+        assert req.read(1, 0, 0, details.block_size) == 0
+    target.p.send_signal(signal.SIGINT)
+    _clean_exit(target, 1, ABORTED)
+    if phase == "data":
+        assert "| Core: 0" in target.stdout and "| Core: 1" in target.stdout
