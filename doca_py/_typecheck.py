@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from . import abc
-    from .comch import ComchBackend
+    from .comch import (
+        ComchBackend,
+        ComchClientHandle,
+        ComchConnectionHandle,
+        ComchConsumerHandle,
+        ComchProducerHandle,
+        ComchServerHandle,
+    )
     from .compress import CompressBackend, CompressHandle, CompressTaskHandle
     from .dma import DmaBackend, DmaHandle
     from .ec import EcBackend, EcHandle
@@ -23,6 +30,7 @@ if TYPE_CHECKING:
     from .emulated import pe as e_pe
     from .emulated import rdma as e_rdma
     from .native import buf as n_buf
+    from .native import comch as n_comch
     from .native import compress as n_compress
     from .native import ctx as n_ctx
     from .native import dev as n_dev
@@ -51,6 +59,21 @@ if TYPE_CHECKING:
     _n_ec: EcBackend = n_ec
     _n_compress: CompressBackend = n_compress
     _n_rdma: RdmaBackend = n_rdma
+    _n_comch: ComchBackend = n_comch
+
+    def _native_comch_handles(
+        a: n_comch.NativeComchServer, b: n_comch.NativeComchClient, c: n_comch.NativeComchConnection,
+        d: n_comch.NativeComchConsumer, e: n_comch.NativeComchProducer, f: n_comch.NativeComchTaskSend,
+        g: n_comch.NativeComchConsumerTaskPostRecv, h: n_comch.NativeComchProducerTaskSend,
+    ) -> None:
+        _a: ComchServerHandle = a
+        _b: ComchClientHandle = b
+        _c: ComchConnectionHandle = c
+        _d: ComchConsumerHandle = d
+        _e: ComchProducerHandle = e
+        _f: abc.TaskHandle = f
+        _g: abc.TaskHandle = g
+        _h: abc.TaskHandle = h
 
     def _native_rdma_handles(a: n_rdma.NativeRdma, b: n_rdma.NativeRdmaTask) -> None:
         _a: RdmaHandle = a
