@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Project set-up and the two README commands, using only the standard library.
 
-    python3 tasks.py run    # the main job (emulated backend, no DOCA needed)
+    python3 tasks.py run    # the main job: the whole storage topology locally (emulated backend)
     python3 tasks.py test   # mypy --strict, mkdocs build --strict, the test suite
 
 Both create or refresh ``.venv`` next to this file and install the project into it
@@ -44,7 +44,7 @@ def ensure_venv() -> None:
 
 def run(args: list[str]) -> None:
     env = dict(os.environ, DOCA_PY_IMPL=os.environ.get("DOCA_PY_IMPL", "emulated"))
-    _sh(PY, "-m", "doca_py.demo", *args, env=env)
+    _sh(PY, "-m", "apps.topology", *args, env=env)
 
 
 def test(args: list[str]) -> None:

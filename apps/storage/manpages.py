@@ -23,7 +23,7 @@ import doca_py
 
 __all__ = ["APPS", "build_manpage"]
 
-APPS = ("apps.sbc_generator", "apps.storage_target")
+APPS = ("apps.sbc_generator", "apps.storage_target", "apps.gga_offload", "apps.initiator")
 """Modules with a ``build_parser()`` (the other storage apps add themselves here)."""
 
 

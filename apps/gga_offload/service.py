@@ -1,0 +1,469 @@
+"""The gga service's control phase (storage-apps-spec §3.7 "Service (gga)") and its lifetime.
+
+:func:`run_service` opens the device and the host representor, connects to the data_1,
+data_2 and data_p targets (TCP, retrying while they refuse, as the reference), starts the
+comch server and waits for one initiator, then answers the initiator's requests
+**positionally** (query, init, start, stop, shutdown), relaying each to the three targets:
+
+* query → the targets must agree; the initiator is told ``2 × capacity`` and ``2 × block
+  size`` (the "doubling");
+* init → ``N = 2·T`` transactions per worker, a local region of ``cores × N × 2.5·B`` bytes
+  exported for RDMA, the host's PCI export imported; ``init{N, cores, blob}`` relayed; then
+  per core a worker and two ``create_rdma_connection`` rounds (io_data, io_control);
+* start → relayed; then wait for the initiator's consumers and every context to run;
+* stop → relayed; workers drained, their comch objects destroyed;
+* shutdown → wait for the initiator's consumers to expire, relay, destroy the workers.
+
+A request out of order gets ``UNEXPECTED`` (and consumes its position); a failure gets the
+error (a target's error response is passed on with the target's code and text).
+
+Endings: 0 after ``shutdown``; otherwise ``EXCEPTION: ...`` and status 1 — a target that
+closes its control connection or does not answer within ``--control-timeout``, the initiator
+going away, or Ctrl-C (in any phase, including the data path; teardown is bounded).
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import doca_py as d
+from doca_py.comch import ComchConnection, ComchServer
+from doca_py.errors import DocaError, ErrorCode
+from doca_py.types import AccessFlag
+
+from apps.storage.addressing import ChunkLayout, TargetRole, doubled_storage_details, doubled_transaction_count, \
+    merge_target_details
+from apps.storage.channel import ControlChannel, TcpTransport, connect_tcp
+from apps.storage.comch_channel import ComchTransport, listen_comch_server
+from apps.storage.config import GgaOffloadConfig, Ipv4Endpoint
+from apps.storage.control import (
+    ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, PhaseChecker, RdmaConnection,
+    RdmaConnectionRole, StorageDetails, error_response_for_exception, make_response, unexpected_message_text,
+)
+from apps.storage.device import open_device
+from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.storage.stats import WorkerStats, format_worker_stats
+
+from .planning import check_target_geometry
+from .worker import SharedResources, Worker
+
+__all__ = ["GgaService", "run_service", "ABORTED_TEXT", "TargetLink", "DRAIN_TIMEOUT", "ABORT_DRAIN_TIMEOUT"]
+
+log = logging.getLogger("apps.gga_offload")
+
+Printer = Callable[[str], None]
+ABORTED_TEXT = "Aborted: User requested abort"
+DRAIN_TIMEOUT = 5.0
+"""Seconds ``stop_storage_request`` lets in-flight transactions finish."""
+ABORT_DRAIN_TIMEOUT = 0.3
+_TICK = 0.05
+REGION_PERMISSIONS = (AccessFlag.LOCAL_READ_WRITE | AccessFlag.PCI_READ_WRITE | AccessFlag.RDMA_READ
+                      | AccessFlag.RDMA_WRITE)
+M = MessageType
+
+
+def _aborted() -> StorageAppError:
+    return StorageAppError(ErrorCode.CONNECTION_ABORTED, ABORTED_TEXT)
+
+
+@dataclass
+class TargetLink:
+    """The control connection to one target."""
+
+    role: TargetRole
+    endpoint: Ipv4Endpoint
+    channel: ControlChannel
+
+    @property
+    def name(self) -> str:
+        """``data_1 (a.b.c.d:port)``."""
+        return f"{self.role.name.lower()} ({self.endpoint})"
+
+
+class TargetFailure(StorageAppError):
+    """A target closed its control connection or broke the protocol: the service must end."""
+
+
+@dataclass
+class GgaService:
+    """One initiator's session (runs on the control thread)."""
+
+    config: GgaOffloadConfig
+    dev: d.Dev
+    pe: d.Pe
+    targets: list[TargetLink]
+    client: ControlChannel
+    comch: ComchTransport
+    connection: ComchConnection
+    abort: threading.Event
+    write_flow: bool = True
+    phases: PhaseChecker = field(default_factory=PhaseChecker.service)
+    ids: IdAllocator = field(default_factory=IdAllocator)
+    workers: list[Worker] = field(default_factory=list)
+    stats: list[WorkerStats] = field(default_factory=list)
+    target_details: StorageDetails | None = None
+    region: d.Mmap | None = None
+    host: d.Mmap | None = None
+    _reported_worker_errors: set[int] = field(default_factory=set)
+
+    @property
+    def timeout(self) -> float:
+        """``--control-timeout`` in seconds (bounds every wait for the targets)."""
+        return float(self.config.control_timeout)
+
+    # ------------------------------------------------------------------ waiting
+    def _check_abort(self) -> None:
+        if self.abort.is_set():
+            raise _aborted()
+
+    def _watch_targets(self) -> None:
+        """Raise :class:`TargetFailure` if a target closed its connection (or sent garbage);
+        log (and drop) unsolicited target messages."""
+        for link in self.targets:
+            try:
+                msg = link.channel.poll(0.0)
+            except PeerClosedError:
+                raise TargetFailure(ErrorCode.CONNECTION_RESET,
+                                    f"storage target {link.name} closed its control connection") from None
+            except ProtocolError as exc:
+                raise TargetFailure(exc.code, f"storage target {link.name}: {exc}") from None
+            if msg is not None:
+                log.warning("ignoring an unsolicited %s from storage target %s", msg, link.name)
+
+    def _watch_workers(self) -> None:
+        for w in self.workers:
+            if w.error is not None and w.index not in self._reported_worker_errors:
+                self._reported_worker_errors.add(w.index)
+                log.error("%s reported: %s", w.name, w.error)
+
+    def next_client_message(self) -> ControlMessage:
+        """The initiator's next control message, watching the targets and workers meanwhile."""
+        while True:
+            self._check_abort()
+            self._watch_targets()
+            self._watch_workers()
+            try:
+                msg = self.client.poll(_TICK)
+            except PeerClosedError:
+                raise StorageAppError(ErrorCode.CONNECTION_RESET, "the initiator closed the comch connection") \
+                    from None
+            if msg is not None:
+                return msg
+
+    def relay(self, mtype: MessageType, correlation_id: int, payloads: Sequence[object] | None = None,
+              links: Sequence[TargetLink] | None = None) -> list[ControlMessage]:
+        """Send one *mtype* request to each target (own message ids, the client's correlation
+        id) and wait ≤ ``--control-timeout`` for all responses (matched by message id).
+
+        A target's ``error_response`` becomes a :class:`StorageAppError` with its code and
+        text; a wrong type is ``UNEXPECTED``; a closed connection or the timeout ends the
+        service (:class:`TargetFailure`).
+        """
+        links = list(self.targets if links is None else links)
+        requests: dict[int, tuple[TargetLink, ControlMessage]] = {}
+        for i, link in enumerate(links):
+            payload = None if payloads is None else payloads[i]
+            msg = ControlMessage(mtype, self.ids.next(), correlation_id, payload)  # type: ignore[arg-type]
+            try:
+                link.channel.send(msg)
+            except StorageAppError as exc:
+                raise TargetFailure(exc.code, f"storage target {link.name}: {exc}") from None
+            requests[msg.message_id] = (link, msg)
+        responses: dict[int, ControlMessage] = {}
+        deadline = time.monotonic() + self.timeout
+        while len(responses) < len(requests):
+            self._check_abort()
+            progressed = False
+            answered = {responses[m_id].message_id for m_id in responses}
+            for mid, (link, _req) in requests.items():
+                if mid in answered:
+                    continue
+                try:
+                    msg2 = link.channel.poll(0.0)
+                except PeerClosedError:
+                    raise TargetFailure(ErrorCode.CONNECTION_RESET,
+                                        f"storage target {link.name} closed its control connection") from None
+                except ProtocolError as exc:
+                    raise TargetFailure(exc.code, f"storage target {link.name}: {exc}") from None
+                if msg2 is None:
+                    continue
+                progressed = True
+                if msg2.message_id not in requests or requests[msg2.message_id][0] is not link:
+                    log.warning("ignoring %s from storage target %s (not awaited)", msg2, link.name)
+                    continue
+                responses[msg2.message_id] = msg2
+            if progressed:
+                continue
+            if time.monotonic() >= deadline:
+                waiting = [f"{requests[m][0].name} mid {m}" for m in requests if m not in responses]
+                raise TargetFailure(ErrorCode.TIME_OUT, f"Timed out after {self.timeout:g} s waiting for the "
+                                                        f"{mtype.response_type.wire_name} of {', '.join(waiting)}")
+            # Sleep on the sockets (and keep the comch Pe moving) for a tick.
+            self.comch.progress()
+            fds = [link.channel.transport.fileno() for link, _ in requests.values()
+                   if isinstance(link.channel.transport, TcpTransport)]
+            select.select([f for f in fds if f >= 0], [], [], min(_TICK, max(0.0, deadline - time.monotonic())))
+        out = []
+        for mid, (link, req) in requests.items():
+            resp = responses[mid]
+            if resp.type is M.ERROR_RESPONSE:
+                assert isinstance(resp.payload, ErrorPayload)
+                raise StorageAppError(resp.payload.code, resp.payload.message)
+            if resp.type is not req.type.response_type:
+                raise StorageAppError(ErrorCode.UNEXPECTED, f"storage target {link.name}: "
+                                      + unexpected_message_text(resp.type, req.type.response_type))
+            out.append(resp)
+        return out
+
+    # ------------------------------------------------------------------ phase loop
+    def serve(self, out: Printer) -> None:
+        """Answer the initiator until ``shutdown_request`` has been handled."""
+        while not self.phases.done:
+            msg = self.next_client_message()
+            log.debug("received %s", msg)
+            response = self.phases.check(msg)
+            if response is None:
+                response = self.handle(msg)
+            else:
+                log.warning("%s", getattr(response.payload, "message", response))
+            try:
+                self.client.send(response)
+            except StorageAppError as exc:
+                raise StorageAppError(exc.code, f"Failed to answer the initiator: {exc}") from None
+        if self.stats:
+            out(format_worker_stats(self.stats))
+
+    def handle(self, msg: ControlMessage) -> ControlMessage:
+        """The response to an in-order request (an ``error_response`` if it fails)."""
+        handlers: dict[MessageType, Callable[[ControlMessage], ControlMessage]] = {
+            M.QUERY_STORAGE_REQUEST: self._query,
+            M.INIT_STORAGE_REQUEST: self._init,
+            M.START_STORAGE_REQUEST: self._start,
+            M.STOP_STORAGE_REQUEST: self._stop,
+            M.SHUTDOWN_REQUEST: self._shutdown,
+        }
+        try:
+            return handlers[msg.type](msg)
+        except TargetFailure:
+            raise
+        except (StorageAppError, DocaError, ValueError) as exc:
+            if self.abort.is_set():
+                raise _aborted() from None
+            log.error("%s failed: %s", msg.type.wire_name, exc)
+            if isinstance(exc, ValueError):
+                return error_response_for_exception(msg, StorageAppError(ErrorCode.INVALID_VALUE, str(exc)))
+            return error_response_for_exception(msg, exc)
+
+    # ------------------------------------------------------------------ handlers
+    def _query(self, msg: ControlMessage) -> ControlMessage:
+        responses = self.relay(M.QUERY_STORAGE_REQUEST, msg.correlation_id)
+        details = [r.payload for r in responses]
+        assert all(isinstance(p, StorageDetails) for p in details)
+        common = merge_target_details([p for p in details if isinstance(p, StorageDetails)])
+        problem = check_target_geometry(common.total_size, common.block_size)
+        if problem is not None:
+            raise StorageAppError(ErrorCode.BAD_STATE, problem)
+        self.target_details = common
+        doubled = doubled_storage_details(common)
+        log.info("targets: %d bytes in blocks of %d; initiator sees %d bytes in blocks of %d", common.total_size,
+                 common.block_size, doubled.total_size, doubled.block_size)
+        return make_response(msg, doubled)
+
+    def _init(self, msg: ControlMessage) -> ControlMessage:
+        p = msg.payload
+        assert isinstance(p, InitStorage)
+        if self.target_details is None:
+            raise StorageAppError(ErrorCode.BAD_STATE, "init_storage_request before a successful query")
+        cpus = self.config.cpu
+        if not 0 < p.core_count <= len(cpus):
+            raise StorageAppError(ErrorCode.INVALID_VALUE, f"Requested storage to use {p.core_count} cores but "
+                                                           f"only {len(cpus)} are configured")
+        if p.transaction_count == 0:
+            raise StorageAppError(ErrorCode.INVALID_VALUE, "transaction_count must not be 0")
+        n = doubled_transaction_count(p.transaction_count)
+        b = self.target_details.block_size * 2
+        layout = ChunkLayout(block_size=b, transactions_per_worker=n, write_flow=self.write_flow)
+        size = layout.region_size(p.core_count)
+        self._release_memory()
+        self.region = region = d.Mmap()
+        region.allocate(size)
+        region.set_permissions(REGION_PERMISSIONS)
+        region.enable_thread_safety()
+        region.add_dev(self.dev)
+        region.start()
+        try:
+            self.host = host = d.Mmap.create_from_export(p.mmap_export_blob, self.dev)
+        except DocaError as exc:
+            raise StorageAppError(exc.code, f"Failed to import the initiator's memory (export blob of "
+                                            f"{len(p.mmap_export_blob)} bytes): {exc}") from None
+        host_base, host_size = host.get_memrange()
+        blob = region.export_rdma(self.dev)
+        self.relay(M.INIT_STORAGE_REQUEST, msg.correlation_id, [InitStorage(n, p.core_count, blob)] * 3)
+        shared = SharedResources(self.dev, self.connection, region, region.get_memrange()[0], host, host_base,
+                                 host_size, layout, 2 * self.target_details.total_size, self.config.matrix_type,
+                                 self.config.trigger_recovery_read_every_n)
+        for i in range(p.core_count):
+            w = Worker(i, cpus[i], shared, self.abort)
+            self.workers.append(w)
+            w.start()
+            for role in (RdmaConnectionRole.IO_DATA, RdmaConnectionRole.IO_CONTROL):
+                self._connect_rdma(w, role, msg.correlation_id)
+        log.info("initialised %d worker(s), %d transactions each, region of %d bytes; host region of %d bytes",
+                 p.core_count, n, size, host_size)
+        return make_response(msg)
+
+    def live_consumers(self) -> list[int]:
+        """Announced initiator consumers that have not expired, in arrival order."""
+        expired = set(self.comch.expired_consumer_ids)
+        return [c for c in self.comch.remote_consumer_ids if c not in expired]
+
+    def _connect_rdma(self, w: Worker, role: RdmaConnectionRole, correlation_id: int) -> None:
+        blobs = w.export(role)
+        responses = self.relay(M.CREATE_RDMA_CONNECTION_REQUEST, correlation_id,
+                               [RdmaConnection(w.index, role, blob) for blob in blobs])
+        peer: list[bytes] = []
+        for link, resp in zip(self.targets, responses):
+            rp = resp.payload
+            assert isinstance(rp, RdmaConnection)
+            if rp.context_idx != w.index or rp.known_role is not role:
+                raise StorageAppError(ErrorCode.UNEXPECTED, f"storage target {link.name} answered the {role.name} "
+                                                            f"connection of context {w.index} for context "
+                                                            f"{rp.context_idx} role {int(rp.role)}")
+            peer.append(rp.connection_details)
+        w.connect(role, peer)
+
+    def _start(self, msg: ControlMessage) -> ControlMessage:
+        if not self.workers:
+            raise StorageAppError(ErrorCode.BAD_STATE, "start_storage_request before a successful init")
+        self.relay(M.START_STORAGE_REQUEST, msg.correlation_id)
+        deadline = time.monotonic() + self.timeout
+        while len(self.live_consumers()) < len(self.workers) or not all(w.ready for w in self.workers):
+            self._check_abort()
+            self._watch_targets()
+            if self.client.poll(0.0) is not None:
+                raise StorageAppError(ErrorCode.UNEXPECTED, "Received an unexpected control message while waiting "
+                                                            "for the data path to be ready")
+            dead = [w.name for w in self.workers if not w.alive]
+            if dead:
+                raise StorageAppError(ErrorCode.BAD_STATE, f"{', '.join(dead)} stopped")
+            if time.monotonic() >= deadline:
+                waiting = [f"{w.name}: {', '.join(w.not_ready())}" for w in self.workers if not w.ready]
+                have = len(self.live_consumers())
+                raise StorageAppError(ErrorCode.TIME_OUT, f"the data path was not ready within {self.timeout:g} s "
+                                      f"({have} of {len(self.workers)} initiator consumers announced"
+                                      + (f"; not running: {'; '.join(waiting)}" if waiting else "") + ")")
+            self.comch.pump(_TICK / 5)
+        consumers = self.live_consumers()
+        for w, consumer_id in zip(self.workers, consumers):
+            w.start_data_path(consumer_id)
+        log.info("data path started on %d worker(s)", len(self.workers))
+        return make_response(msg)
+
+    def _stop(self, msg: ControlMessage) -> ControlMessage:
+        self.relay(M.STOP_STORAGE_REQUEST, msg.correlation_id)
+        self._stop_workers(DRAIN_TIMEOUT)
+        return make_response(msg)
+
+    def _shutdown(self, msg: ControlMessage) -> ControlMessage:
+        deadline = time.monotonic() + self.timeout
+        while self.live_consumers():
+            self._check_abort()
+            if time.monotonic() >= deadline:
+                log.warning("%d initiator consumer(s) did not expire within %g s; shutting down anyway",
+                            len(self.live_consumers()), self.timeout)
+                break
+            self.comch.pump(_TICK)
+        self.relay(M.SHUTDOWN_REQUEST, msg.correlation_id)
+        self.close_workers()
+        return make_response(msg)
+
+    # ------------------------------------------------------------------ teardown
+    def _stop_workers(self, drain_timeout: float) -> None:
+        for w in self.workers:
+            if not w.alive:
+                continue
+            try:
+                w.stop_data_path(drain_timeout)
+            except StorageAppError as exc:
+                log.error("stopping %s: %s", w.name, exc)
+
+    def close_workers(self, *, failing: bool = False) -> None:
+        """Stop and destroy every worker; keep their statistics. The drain is brief when
+        aborted, at most 1 s when the service is failing, else :data:`DRAIN_TIMEOUT`."""
+        if self.workers:
+            drain = ABORT_DRAIN_TIMEOUT if self.abort.is_set() else \
+                min(1.0, self.timeout) if failing else DRAIN_TIMEOUT
+            self._stop_workers(drain)
+            for w in self.workers:
+                w.destroy()
+            self.stats = [w.stats() for w in self.workers]
+            self.workers = []
+        self._release_memory()
+
+    def _release_memory(self) -> None:
+        for mm in (self.host, self.region):
+            if mm is not None:
+                try:
+                    mm.close()
+                except DocaError as exc:
+                    log.error("closing an mmap: %s", exc)
+        self.host = self.region = None
+
+
+def _connect_targets(config: GgaOffloadConfig, abort: threading.Event) -> list[TargetLink]:
+    links: list[TargetLink] = []
+    try:
+        for role, ep in zip(TargetRole, (config.data_1_storage, config.data_2_storage, config.data_p_storage)):
+            log.info("connecting to storage target %s at %s", role.name.lower(), ep)
+            channel = connect_tcp(ep.host, ep.port, timeout=None, should_abort=abort.is_set)
+            links.append(TargetLink(role, ep, channel))
+    except BaseException:
+        for link in links:
+            link.channel.close()
+        raise
+    return links
+
+
+def run_service(config: GgaOffloadConfig, abort: threading.Event, out: Printer = print) -> int:
+    """Serve one initiator (§3.7); 0 after ``shutdown_request``, else raise (→ ``EXCEPTION:``)."""
+    with open_device(config.device) as dev:
+        try:
+            rep = dev.open_rep_by_pci_addr(config.representor)
+        except DocaError as exc:
+            raise StorageAppError(exc.code, f"no representor with PCI address {config.representor!r} on "
+                                            f"{config.device!r}: {exc}") from None
+        with rep, d.Pe() as pe:
+            targets = _connect_targets(config, abort)
+            service: GgaService | None = None
+            try:
+                out(f"Connected to the storage targets; waiting for an initiator on comch "
+                    f"'{config.command_channel_name}'")
+                client, server, conn = listen_comch_server(dev, rep, config.command_channel_name, pe,
+                                                           timeout=None, should_abort=abort.is_set)
+                transport = client.transport
+                assert isinstance(transport, ComchTransport)
+                try:
+                    service = GgaService(config, dev, pe, targets, client, transport, conn, abort)
+                    try:
+                        service.serve(out)
+                    finally:
+                        if service.workers:
+                            service.close_workers(failing=True)
+                            if service.stats:
+                                out(format_worker_stats(service.stats))
+                        service._release_memory()
+                finally:
+                    client.close()
+                    try:
+                        server.close()
+                    except DocaError as exc:
+                        log.warning("closing the comch server: %s", exc)
+            finally:
+                for link in targets:
+                    link.channel.close()
+    return 0

@@ -1,0 +1,508 @@
+"""One initiator worker: a thread with its own ``Pe``, a comch producer and consumer on the
+client's connection, and the transaction engine of storage-apps-spec §7.2 / §8.1.
+
+Every DOCA object of a worker is created, progressed and destroyed on the worker's
+thread (a ``Pe`` is single-threaded). The control thread drives it through events:
+
+1. :meth:`Worker.launch` — the thread pins itself, builds its objects and progresses until
+   the producer and consumer are RUNNING (:attr:`Worker.ready`, or :attr:`Worker.error`);
+2. :meth:`Worker.go` with the remote consumer id — the data path runs until the run limit,
+   an error, or :meth:`Worker.stop` (Ctrl-C); then :attr:`Worker.finished` is set;
+3. :meth:`Worker.teardown` — the objects are destroyed and the thread exits.
+
+Data path: every transaction owns one 64-byte request message and one producer send
+task; the consumer has ``2·T_w`` receive buffers. An IO submits the producer send and
+completes when both the send completion and the response (matched by ``user_data``)
+have arrived, in either order. A response is checked: ``user_data`` in range, a
+transaction waiting for it, the echoed fields unchanged, and ``result`` — an error
+result is a failed IO and stops the worker (the reference ignores ``result``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import struct
+import threading
+import time
+from typing import Any
+
+import doca_py as d
+from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostRecv, ComchProducer, \
+    ComchProducerTaskSend
+from doca_py.errors import DocaError, ErrorCode
+from doca_py.types import CtxState
+
+from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessageType
+
+from .metrics import IoRecord
+from apps.storage.errors import StorageAppError
+
+from .plan import Action, AddressPool, WorkerPlan, first_difference
+
+__all__ = ["Worker", "WorkerResult", "DRAIN_TIMEOUT", "HEX_WINDOW"]
+
+_log = logging.getLogger("apps.initiator")
+
+DRAIN_TIMEOUT = 0.3
+"""After an error or an abort, how long a worker waits for its IOs in flight to finish."""
+HEX_WINDOW = 32
+"""Bytes shown (as uppercase hex) around the first difference of a failed validation."""
+_IDLE_SLEEP = 0.1
+_MSG = struct.Struct(">I4xQIIQQ24x")
+_RESP = struct.Struct(">I4xQIIQQ")
+_READ = int(IoMessageType.READ)
+_WRITE = int(IoMessageType.WRITE)
+_RESULT = int(IoMessageType.RESULT)
+_AGAIN = ErrorCode.AGAIN
+
+
+class WorkerResult:
+    """What a worker measured (read by the control thread once :attr:`Worker.finished` is set)."""
+
+    __slots__ = ("completed", "end_time", "pe_hits", "pe_misses", "lat_min_us", "lat_max_us", "lat_sum_us",
+                 "io", "failed_ios")
+
+    def __init__(self) -> None:
+        self.completed = 0
+        self.end_time: float | None = None
+        self.pe_hits = 0
+        self.pe_misses = 0
+        self.lat_min_us = 0xFFFFFFFF
+        self.lat_max_us = 0
+        self.lat_sum_us = 0
+        self.io: dict[str, IoRecord] = {"read": IoRecord(), "write": IoRecord()}
+        self.failed_ios = 0
+
+
+class _Txn:
+    __slots__ = ("index", "step", "refs", "start_ns", "io_start_ns", "io_submit_ns", "local", "storage", "kind",
+                 "task", "awaiting", "active")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.step = 0
+        self.refs = 0
+        self.start_ns = 0
+        self.io_start_ns = 0
+        self.io_submit_ns = 0
+        self.local = 0
+        self.storage = 0
+        self.kind = 0
+        self.task: ComchProducerTaskSend | None = None
+        self.awaiting = False  # a response is expected
+        self.active = False
+
+
+class Worker:
+    """One worker thread (see the module documentation)."""
+
+    def __init__(self, plan: WorkerPlan, *, steps: tuple[Action, ...], io_size: int, dev: d.Dev,
+                 connection: ComchConnection, region: memoryview, expected: bytes | None,
+                 pin: bool = True) -> None:
+        self.plan = plan
+        self.index = plan.index
+        self.steps = steps
+        self.io_size = io_size
+        self.dev = dev
+        self.connection = connection
+        self.region = region
+        self.expected = memoryview(expected) if expected is not None else None
+        self.pin = pin
+        self.result = WorkerResult()
+        self.error: str | None = None
+        self.aborted = False
+        self.ready = threading.Event()
+        self.finished = threading.Event()
+        self.exited = threading.Event()
+        self._go = threading.Event()
+        self._teardown = threading.Event()
+        self._stop = threading.Event()
+        self.remote_consumer_id: int | None = None
+        self.consumer_id: int | None = None
+        self._thread = threading.Thread(target=self._main, name=f"initiator-worker-{plan.index}", daemon=True)
+        self._running = False
+        self._txns = [_Txn(i) for i in range(plan.transaction_count)]
+        self._retry: list[ComchProducerTaskSend] = []
+        self._started = 0
+        self._inflight_ios = 0
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+
+    # -- control thread API -----------------------------------------------------------------------
+    @property
+    def completed(self) -> int:
+        """Transactions completed so far (read without locking: an int)."""
+        return self.result.completed
+
+    def launch(self) -> None:
+        """Start the thread (it builds its objects and sets :attr:`ready`)."""
+        self._thread.start()
+
+    def go(self, remote_consumer_id: int) -> None:
+        """Start the data path towards *remote_consumer_id*."""
+        self.remote_consumer_id = remote_consumer_id
+        self._go.set()
+        self._wake()
+
+    def stop(self) -> None:
+        """Abort the data path (Ctrl-C or a fatal control error); idempotent."""
+        self._stop.set()
+        self._wake()
+
+    def teardown(self) -> None:
+        """Destroy the objects and end the thread (also valid before :meth:`go`)."""
+        self._stop.set()
+        self._teardown.set()
+        self._wake()
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to *timeout* for the thread to end; whether it did."""
+        if self._thread.ident:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                return False
+        fd, self._wake_fd = self._wake_fd, -1
+        if fd >= 0:
+            os.close(fd)  # closed here, by the control thread, once nobody can wake the worker
+        return True
+
+    def _wake(self) -> None:
+        fd = self._wake_fd
+        if fd >= 0:
+            try:
+                os.eventfd_write(fd, 1)
+            except OSError:
+                pass
+
+    # -- thread -----------------------------------------------------------------------------------
+    def _fail(self, text: str) -> None:
+        if self.error is None:
+            self.error = f"worker {self.index} (cpu {self.plan.cpu}): {text}"
+            _log.debug("%s", self.error)
+        self._running = False
+
+    def _main(self) -> None:
+        try:
+            self._pin_cpu()
+            with d.Pe() as pe:
+                self._pe = pe
+                self._run(pe)
+        except BaseException as exc:  # noqa: BLE001 - reported by the control thread, no traceback spew
+            self._fail(f"{type(exc).__name__}: {exc}" if not isinstance(exc, (DocaError, StorageAppError))
+                       else str(exc))
+        finally:
+            self.ready.set()
+            self.finished.set()
+            self.exited.set()
+
+    def _pin_cpu(self) -> None:
+        if not self.pin or not hasattr(os, "sched_setaffinity"):
+            return
+        try:
+            os.sched_setaffinity(0, {self.plan.cpu})  # pid 0 = this thread on Linux
+        except OSError as exc:
+            _log.warning("worker %d: cannot pin to cpu %d (%s); running unpinned", self.index, self.plan.cpu,
+                         exc.strerror or exc)
+
+    def _wait(self, pe: d.Pe, timeout: float) -> bool:
+        """Progress; if idle, sleep on the PE and the wake-up fd up to *timeout*."""
+        if pe.progress():
+            return True
+        pe.request_notification()
+        try:
+            ready, _, _ = select.select([pe.fileno(), self._wake_fd], [], [], timeout)
+            if self._wake_fd in ready:
+                try:
+                    os.eventfd_read(self._wake_fd)
+                except BlockingIOError:
+                    pass
+        finally:
+            pe.clear_notification()
+        return pe.progress()
+
+    def _run(self, pe: d.Pe) -> None:
+        t_w = self.plan.transaction_count
+        n_recv = 2 * t_w
+        msg_mmap = d.Mmap()
+        try:
+            mem = msg_mmap.allocate(3 * t_w * IO_MESSAGE_SIZE)
+            msg_mmap.set_permissions(d.AccessFlag.LOCAL_READ_WRITE | d.AccessFlag.PCI_READ_WRITE)
+            msg_mmap.add_dev(self.dev)
+            msg_mmap.start()
+            base = msg_mmap.get_memrange()[0]
+            with d.BufInventory(n_recv + t_w) as inv:
+                consumer = ComchConsumer(self.connection, msg_mmap)
+                producer = ComchProducer(self.connection)
+                try:
+                    self._objects(pe, inv, msg_mmap, mem, base, consumer, producer)
+                finally:
+                    self._running = False
+                    for ctx in (consumer, producer):
+                        self._close_ctx(pe, ctx)
+        finally:
+            msg_mmap.close()
+
+    def _close_ctx(self, pe: d.Pe, ctx: d.Ctx) -> None:
+        try:
+            ctx.close()
+        except DocaError as exc:
+            _log.debug("worker %d: closing %s: %s", self.index, type(ctx).__name__, exc)
+
+    def _objects(self, pe: d.Pe, inv: d.BufInventory, mmap: d.Mmap, mem: memoryview, base: int,
+                 consumer: ComchConsumer, producer: ComchProducer) -> None:
+        t_w = self.plan.transaction_count
+        n_recv = 2 * t_w
+        self._mem = mem
+        pe.connect_ctx(consumer)
+        pe.connect_ctx(producer)
+        consumer.task_post_recv_set_conf(self._on_recv, self._on_recv_error, n_recv)
+        producer.task_send_set_conf(self._on_sent, self._on_send_error, t_w)
+        consumer.start()
+        producer.start()
+        while not self._teardown.is_set():
+            if consumer.get_state() == CtxState.RUNNING and producer.get_state() == CtxState.RUNNING:
+                break
+            if consumer.get_state() == CtxState.IDLE or producer.get_state() == CtxState.IDLE:
+                raise StorageAppError(ErrorCode.CONNECTION_RESET, "the comch connection went away while the "
+                                                                  "producer and consumer were starting")
+            self._wait(pe, _IDLE_SLEEP)
+        else:
+            return
+        self.consumer_id = consumer.id
+        self.ready.set()
+        # Wait for the go (or the teardown); keep progressing meanwhile.
+        while not (self._go.is_set() or self._teardown.is_set() or self._stop.is_set()):
+            self._wait(pe, _IDLE_SLEEP)
+        if self._go.is_set() and not self._stop.is_set():
+            recv_tasks: list[ComchConsumerTaskPostRecv] = []
+            assert self.remote_consumer_id is not None
+            try:
+                for j in range(n_recv):
+                    buf = inv.buf_get_by_addr(mmap, base + j * IO_MESSAGE_SIZE, IO_MESSAGE_SIZE)
+                    recv_tasks.append(consumer.task_post_recv_alloc_init(buf, user_data=j))
+                for txn in self._txns:
+                    off = (n_recv + txn.index) * IO_MESSAGE_SIZE
+                    buf = inv.buf_get_by_data(mmap, base + off, IO_MESSAGE_SIZE)
+                    txn.task = producer.task_send_alloc_init(buf, None, self.remote_consumer_id, user_data=txn)
+            except DocaError as exc:
+                self._fail(f"preparing the data path failed: {exc}")
+            else:
+                self._req_base = n_recv * IO_MESSAGE_SIZE
+                self._data_path(pe, recv_tasks)
+        self.finished.set()
+        while not self._teardown.is_set():
+            self._wait(pe, _IDLE_SLEEP)
+
+    # -- data path --------------------------------------------------------------------------------------
+    def _data_path(self, pe: d.Pe, recv_tasks: list[ComchConsumerTaskPostRecv]) -> None:
+        res = self.result
+        plan = self.plan
+        self._local_pool: AddressPool = plan.local_pool(self.io_size)
+        self._storage_pool: AddressPool = plan.storage_pool(self.io_size)
+        self._running = True
+        try:
+            for t in recv_tasks:
+                t.submit()
+            for txn in self._txns[:plan.initial_transactions]:
+                self._start_txn(txn)
+                if not self._running:
+                    break
+        except (DocaError, StorageAppError) as exc:
+            self._fail(f"starting the data path failed: {exc}")
+        run_limit = plan.run_limit
+        stop = self._stop
+        progress = pe.progress
+        hits = misses = 0
+        fd = pe.fileno()
+        wake = self._wake_fd
+        while self._running and res.completed < run_limit:
+            if progress():
+                hits += 1
+                continue
+            misses += 1
+            if stop.is_set():
+                self.aborted = True
+                self._running = False
+                break
+            if self._retry:
+                self._resubmit()
+                select.select([], [], [], 0.001)  # the peer had no receive posted: back off a little
+                continue
+            pe.request_notification()
+            if wake in select.select([fd, wake], [], [], _IDLE_SLEEP)[0]:
+                try:
+                    os.eventfd_read(wake)
+                except BlockingIOError:
+                    pass
+            pe.clear_notification()
+        res.pe_hits, res.pe_misses = hits, misses
+        if res.end_time is None:
+            res.end_time = time.monotonic()
+        self._running = False
+        # Let the IOs in flight finish (so no response lands in a buffer being torn down).
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        while self._inflight_ios > 0 and time.monotonic() < deadline:
+            self._wait(pe, min(_IDLE_SLEEP, max(0.0, deadline - time.monotonic())))
+
+    def _resubmit(self) -> None:
+        retry, self._retry = self._retry, []
+        for task in retry:
+            try:
+                task.submit()
+            except DocaError as exc:
+                self._fail(f"resubmitting a producer send failed: {exc}")
+                return
+
+    def _start_txn(self, txn: _Txn) -> None:
+        self._started += 1
+        txn.active = True
+        txn.step = 0
+        txn.start_ns = time.perf_counter_ns()
+        txn.local = self._local_pool.take()
+        txn.storage = self._storage_pool.take()
+        self._advance(txn)
+
+    def _advance(self, txn: _Txn) -> None:
+        steps = self.steps
+        e = self.io_size
+        while self._running:
+            a = steps[txn.step]
+            txn.step += 1
+            if a is Action.READ or a is Action.WRITE:
+                self._submit_io(txn, _READ if a is Action.READ else _WRITE)
+                return
+            if a is Action.COPY_EXPECTED:
+                assert self.expected is not None
+                self.region[txn.local:txn.local + e] = self.expected[txn.storage:txn.storage + e]
+            elif a is Action.CLEAR:
+                self.region[txn.local:txn.local + e] = bytes(e)
+            elif a is Action.VALIDATE:
+                if not self._validate(txn):
+                    return
+            else:  # FINISH
+                self._finish(txn)
+                return
+
+    def _submit_io(self, txn: _Txn, kind: int) -> None:
+        task = txn.task
+        assert task is not None
+        txn.kind = kind
+        txn.refs = 2
+        txn.awaiting = True
+        _MSG.pack_into(self._mem, self._req_base + txn.index * IO_MESSAGE_SIZE, kind, txn.index, 0, self.io_size,
+                       txn.local, txn.storage)
+        self._inflight_ios += 1
+        txn.io_start_ns = time.perf_counter_ns()
+        try:
+            task.submit()
+        except DocaError as exc:
+            if exc.code == _AGAIN:
+                self._retry.append(task)
+            else:
+                self._inflight_ios -= 1
+                self._fail(f"submitting the producer send of transaction {txn.index} failed: {exc}")
+                return
+        txn.io_submit_ns = time.perf_counter_ns()
+
+    def _io_done(self, txn: _Txn) -> None:
+        txn.refs -= 1
+        if txn.refs:
+            return
+        self._inflight_ios -= 1
+        now = time.perf_counter_ns()
+        self.result.io["read" if txn.kind == _READ else "write"].add(txn.io_submit_ns - txn.io_start_ns,
+                                                                     now - txn.io_submit_ns)
+        if self._running:
+            self._advance(txn)
+
+    def _io_abandon(self, txn: _Txn) -> None:
+        """The response arrived but the IO failed: stop counting it as in flight once the send
+        completion has arrived too."""
+        txn.refs -= 1
+        if txn.refs == 0:
+            self._inflight_ios -= 1
+
+    def _validate(self, txn: _Txn) -> bool:
+        e = self.io_size
+        assert self.expected is not None
+        got = self.region[txn.local:txn.local + e]
+        want = self.expected[txn.storage:txn.storage + e]
+        if got == want:
+            return True
+        k = first_difference(got, want) or 0
+        lo = max(0, k - HEX_WINDOW // 2)
+        hi = min(e, lo + HEX_WINDOW)
+        self._fail(f"data validation failed: storage offset {txn.storage} (local offset {txn.local}), {e} bytes: "
+                   f"first difference at byte {k}; bytes {lo}-{hi - 1}: expected "
+                   f"{bytes(want[lo:hi]).hex().upper()} got {bytes(got[lo:hi]).hex().upper()}")
+        return False
+
+    def _finish(self, txn: _Txn) -> None:
+        res = self.result
+        us = ((time.perf_counter_ns() - txn.start_ns) // 1000) & 0xFFFFFFFF
+        res.lat_sum_us += us
+        if us < res.lat_min_us:
+            res.lat_min_us = us
+        if us > res.lat_max_us:
+            res.lat_max_us = us
+        self._local_pool.put(txn.local)
+        self._storage_pool.put(txn.storage)
+        txn.active = False
+        res.completed += 1
+        if res.completed >= self.plan.run_limit:
+            res.end_time = time.monotonic()
+            self._running = False
+            return
+        if self._started < self.plan.run_limit:
+            self._start_txn(txn)
+
+    # -- callbacks (inside Pe.progress on this thread) -------------------------------------------------
+    def _on_sent(self, task: ComchProducerTaskSend, txn: _Txn, ctx_user_data: Any) -> None:
+        self._io_done(txn)
+
+    def _on_send_error(self, task: ComchProducerTaskSend, txn: _Txn, ctx_user_data: Any) -> None:
+        status = task.get_status()
+        if status == _AGAIN and self._running:
+            self._retry.append(task)  # no receive posted by the peer yet: resubmit later
+            return
+        self._inflight_ios -= 1
+        txn.awaiting = False
+        if self._running:
+            self._fail(f"producer send of transaction {txn.index} failed: {status.name}")
+
+    def _on_recv(self, task: ComchConsumerTaskPostRecv, slot: int, ctx_user_data: Any) -> None:
+        kind, user_data, result, io_size, req_off, sto_off = _RESP.unpack_from(self._mem, slot * IO_MESSAGE_SIZE)
+        if self._running:
+            task.get_buf().reset_data_len()
+            try:
+                task.submit()
+            except DocaError as exc:
+                self._fail(f"re-posting a consumer receive failed: {exc}")
+        if user_data >= len(self._txns):
+            self._fail(f"response with invalid user_data {user_data} (this worker has {len(self._txns)} "
+                       f"transactions)")
+            return
+        txn = self._txns[user_data]
+        if not txn.awaiting:
+            self._fail(f"unexpected response for transaction {user_data}, which has no IO in flight")
+            return
+        txn.awaiting = False
+        if kind != _RESULT or io_size != self.io_size or req_off != txn.local or sto_off != txn.storage:
+            self._fail(f"response of transaction {user_data} does not echo its request: type {kind}, io_size "
+                       f"{io_size}, requester_offset {req_off}, storage_offset {sto_off} (sent io_size "
+                       f"{self.io_size}, requester_offset {txn.local}, storage_offset {txn.storage})")
+            self._io_abandon(txn)
+            return
+        if result != 0:
+            self.result.failed_ios += 1
+            self._io_abandon(txn)
+            name = ErrorCode(result).name if result in ErrorCode._value2member_map_ else str(result)
+            self._fail(f"{'read' if txn.kind == _READ else 'write'} of storage offset {txn.storage} "
+                       f"(transaction {user_data}) failed: DOCA_ERROR_{name}")
+            return
+        self._io_done(txn)
+
+    def _on_recv_error(self, task: ComchConsumerTaskPostRecv, slot: int, ctx_user_data: Any) -> None:
+        if self._running:
+            self._fail(f"consumer receive failed: {task.get_status().name}")

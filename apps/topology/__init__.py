@@ -1,0 +1,275 @@
+"""The whole DOCA storage topology on one machine: ``python -m apps.topology``.
+
+Five kinds of process, started as the real deployment would run them, on the
+emulated backend:
+
+* ``apps.sbc_generator`` makes the data_1 / data_2 / data_p ``.sbc`` files from a
+  generated sample (or ``--input``);
+* three ``apps.storage_target`` processes serve them over RDMA;
+* ``apps.gga_offload`` (the BlueField bridge) connects to the targets and serves
+  one initiator over comch;
+* ``apps.initiator`` runs a test against the bridge.
+
+Each test gets a fresh set of processes (a target serves one session). The default
+run is a read-only validity test, a read-write validity test with recovery reads,
+and a read throughput test; the exit status is 0 only if every test passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+__all__ = ["build_parser", "main", "Test", "DEFAULT_TESTS", "make_sample"]
+
+HOST_DEV = "0000:3b:00.0"  # the host's view of the BlueField (emulated registry)
+DPU_DEV = "0000:03:00.0"  # the BlueField's own device
+HOST_PF_REP = "0000:3b:00.0"  # the host PF's representor on the DPU
+STARTUP_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Test:
+    """One initiator run and the bridge settings it needs."""
+
+    name: str
+    strategy: str
+    operations: int
+    recovery_every_n: int = 0
+
+
+DEFAULT_TESTS = (
+    Test("read-only validity", "read_only_data_validity_test", 0),
+    Test("read-write validity with recovery reads", "read_write_data_validity_test", 0, recovery_every_n=2),
+    Test("read throughput", "read_throughput_test", 20_000),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m apps.topology``."""
+    p = argparse.ArgumentParser(
+        prog="python -m apps.topology",
+        description="Run the DOCA storage topology (3 targets, the gga offload bridge, the initiator) as "
+                    "separate processes on this machine with the emulated backend, and report each test.",
+    )
+    p.add_argument("--input", type=Path, help="content to store (default: a generated sample)")
+    p.add_argument("--block-size", type=int, default=4096, help="storage block size in bytes (default: 4096)")
+    p.add_argument("--block-count", type=int, default=256, help="blocks of generated sample (default: 256)")
+    p.add_argument("--matrix-type", choices=("vandermonde", "cauchy"), default="vandermonde",
+                   help="erasure-coding matrix (default: vandermonde)")
+    p.add_argument("--recovery-every-n", type=int, default=2,
+                   help="recovery read every N-th block in the read-write test (default: 2)")
+    p.add_argument("--throughput-operations", type=int, default=20_000,
+                   help="operations of the read throughput test (default: 20000)")
+    p.add_argument("--cpu", type=int, action="append", help="CPU for each process's worker (repeatable; default 0)")
+    p.add_argument("--workdir", type=Path, help="keep files and logs here (default: a temporary directory)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds allowed per test (default: 120)")
+    return p
+
+
+def make_sample(size: int) -> bytes:
+    """Deterministic, compressible, non-repeating text (each line numbered)."""
+    out = bytearray()
+    i = 0
+    while len(out) < size:
+        out += b"doca_py storage topology sample line %08d: the quick brown fox jumps over block %06d\n" % (
+            i, i // 48)
+        i += 1
+    return bytes(out[:size])
+
+
+def plain_bytes_blocks(plain: Path, block_size: int) -> range:
+    """The block indices of the plain content file."""
+    return range(plain.stat().st_size // block_size)
+
+
+@dataclass
+class Proc:
+    """A child process whose output goes to a log file (and is watched for a line)."""
+
+    name: str
+    popen: subprocess.Popen[str]
+    log: Path
+    lines: list[str] = field(default_factory=list)
+    _ready: threading.Event = field(default_factory=threading.Event)
+    _pump: threading.Thread | None = None
+
+    def start_pump(self, log_file: IO[str], marker: str | None) -> None:
+        def pump() -> None:
+            assert self.popen.stdout is not None
+            for line in self.popen.stdout:
+                log_file.write(line)
+                log_file.flush()
+                self.lines.append(line.rstrip("\n"))
+                if marker is not None and line.startswith(marker):
+                    self._ready.set()
+            self._ready.set()  # exited: stop waiting
+
+        self._pump = threading.Thread(target=pump, name=f"log-{self.name}", daemon=True)
+        self._pump.start()
+
+    def wait_marker(self, marker: str, timeout: float) -> str:
+        if not self._ready.wait(timeout):
+            raise RuntimeError(f"{self.name} did not report {marker!r} within {timeout:.0f} s")
+        for line in self.lines:
+            if line.startswith(marker):
+                return line
+        raise RuntimeError(f"{self.name} exited (status {self.popen.poll()}) before reporting {marker!r}")
+
+    def tail(self, n: int = 15) -> str:
+        return "\n".join(f"    {self.name}| {line}" for line in self.lines[-n:])
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGINT)
+            try:
+                self.popen.wait(5)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        if self._pump is not None:
+            self._pump.join(5)
+
+
+class Topology:
+    """Starts and tears down the processes of one test."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        self.workdir = workdir
+        self.env = env
+        self.procs: list[Proc] = []
+        self._logs: list[IO[str]] = []
+
+    def spawn(self, name: str, module: str, args: Sequence[str], marker: str | None = None) -> Proc:
+        log = self.workdir / f"{name}.log"
+        f = open(log, "w")  # noqa: SIM115 - closed in close()
+        self._logs.append(f)
+        cmd = [sys.executable, "-m", module, *args]
+        f.write("$ " + " ".join(cmd) + "\n")
+        popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env,
+                                 cwd=self.workdir)
+        proc = Proc(name, popen, log)
+        proc.start_pump(f, marker)
+        self.procs.append(proc)
+        return proc
+
+    def close(self) -> None:
+        for p in reversed(self.procs):
+            p.stop()
+        for f in self._logs:
+            f.close()
+
+
+@contextmanager
+def _topology(workdir: Path, env: dict[str, str]) -> Iterator[Topology]:
+    t = Topology(workdir, env)
+    try:
+        yield t
+    finally:
+        t.close()
+
+
+def _run_test(test: Test, args: argparse.Namespace, files: dict[str, Path], plain: Path, workdir: Path,
+              env: dict[str, str]) -> tuple[bool, str]:
+    cpus = [str(c) for c in (args.cpu or [0])]
+    cpu_args = [a for c in cpus for a in ("--cpu", c)]
+    channel = f"doca_py_topology_{uuid.uuid4().hex[:12]}"
+    with _topology(workdir, env) as topo:
+        ports = {}
+        for role in ("data_1", "data_2", "data_p"):
+            t = topo.spawn(f"target-{role}", "apps.storage_target",
+                           ["-d", DPU_DEV, *cpu_args, "--listen-port", "0", "--binary-content", str(files[role])],
+                           marker="Listening on port")
+            ports[role] = int(t.wait_marker("Listening on port", STARTUP_TIMEOUT).split()[-1])
+        bridge_args = ["-d", DPU_DEV, "-r", HOST_PF_REP, *cpu_args, "--command-channel-name", channel,
+                       "--data-1-storage", f"127.0.0.1:{ports['data_1']}",
+                       "--data-2-storage", f"127.0.0.1:{ports['data_2']}",
+                       "--data-p-storage", f"127.0.0.1:{ports['data_p']}",
+                       "--matrix-type", args.matrix_type, "--control-timeout", "10"]
+        if test.recovery_every_n:
+            bridge_args += ["--trigger-recovery-read-every-n", str(test.recovery_every_n)]
+        bridge = topo.spawn("gga_offload", "apps.gga_offload", bridge_args)
+        init_args = ["-d", HOST_DEV, *cpu_args, "--command-channel-name", channel, "--control-timeout", "10",
+                     "--execution-strategy", test.strategy, "--storage-plain-content", str(plain)]
+        # Validity tests visit every block once per worker segment; throughput tests run longer.
+        ops = test.operations or max(1, len(plain_bytes_blocks(plain, args.block_size)))
+        init_args += ["--run-limit-operation-count", str(ops)]
+        initiator = topo.spawn("initiator", "apps.initiator", init_args)
+        try:
+            rc = initiator.popen.wait(args.timeout)
+        except subprocess.TimeoutExpired:
+            return False, f"timed out after {args.timeout:.0f} s\n{initiator.tail()}\n{bridge.tail()}"
+        if initiator._pump is not None:
+            initiator._pump.join(5)
+        report = "\n".join(f"    {line}" for line in initiator.lines if not line.startswith("$ "))
+        if rc != 0:
+            return False, f"initiator exit status {rc}\n{report}\n{bridge.tail()}"
+        return True, report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the tests; 0 only if all passed."""
+    args = build_parser().parse_args(argv)
+    if args.block_size <= 0 or args.block_size % 128:
+        print(f"--block-size: {args.block_size} is not a positive multiple of 128", file=sys.stderr)
+        return 1
+    env = dict(os.environ, DOCA_PY_IMPL="emulated")
+    root = Path(__file__).resolve().parents[2]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
+    own_tmp = args.workdir is None
+    workdir = Path(tempfile.mkdtemp(prefix="doca_py_topology_")) if own_tmp else args.workdir
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        plain = workdir / "plain.bin"
+        if args.input is not None:
+            data = args.input.read_bytes()
+            data += bytes(-len(data) % args.block_size)
+        else:
+            data = make_sample(args.block_size * args.block_count)
+        plain.write_bytes(data)
+        files = {role: workdir / f"{role}.sbc" for role in ("data_1", "data_2", "data_p")}
+        print(f"doca_py storage topology: {len(data)} bytes in {len(data) // args.block_size} blocks of "
+              f"{args.block_size}, matrix {args.matrix_type}, files and logs in {workdir}", flush=True)
+        gen = subprocess.run([sys.executable, "-m", "apps.sbc_generator", "-d", DPU_DEV,
+                              "--original-input-data", str(plain), "--block-size", str(args.block_size),
+                              "--matrix-type", args.matrix_type, "--data-1", str(files["data_1"]),
+                              "--data-2", str(files["data_2"]), "--data-p", str(files["data_p"])],
+                             env=env, cwd=workdir, capture_output=True, text=True, timeout=args.timeout)
+        if gen.returncode != 0:
+            print(f"sbc generator failed:\n{gen.stdout}{gen.stderr}")
+            return 1
+        tests = [Test(t.name, t.strategy, args.throughput_operations if t.operations else 0,
+                      args.recovery_every_n if t.recovery_every_n else 0) for t in DEFAULT_TESTS]
+        results = []
+        for test in tests:
+            t0 = time.monotonic()
+            print(f"\n=== {test.name} ({test.strategy}"
+                  f"{f', recovery read every {test.recovery_every_n}' if test.recovery_every_n else ''}) ===",
+                  flush=True)
+            ok, report = _run_test(test, args, files, plain, workdir, env)
+            print(report, flush=True)
+            print(f"--- {'PASSED' if ok else 'FAILED'} in {time.monotonic() - t0:.1f} s", flush=True)
+            results.append((test.name, ok))
+        print("\nSummary:")
+        for name, ok in results:
+            print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+        return 0 if all(ok for _, ok in results) else 1
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    finally:
+        if own_tmp:
+            shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,288 @@
+"""End to end: three ``apps.storage_target`` processes loaded from ``apps.sbc_generator`` files,
+``apps.gga_offload`` in front of them, and a test initiator in this process."""
+
+from __future__ import annotations
+
+import signal
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from doca_py.errors import ErrorCode
+
+from apps.storage.io_message import IoMessage, IoMessageType
+
+from .harness import DEADLINE, Deployment, Proc, TestInitiator, interrupt, make_sbc_files, plain_content
+
+pytestmark = pytest.mark.multiprocess
+
+B = 1024
+BLOCKS = 16
+R, W = IoMessageType.READ, IoMessageType.WRITE
+
+
+@pytest.fixture(scope="module")
+def plain() -> bytes:
+    return plain_content(BLOCKS, B)
+
+
+Files = tuple[str, tuple[Path, Path, Path]]
+
+
+@pytest.fixture(scope="module")
+def sbc_files(tmp_path_factory: pytest.TempPathFactory, plain: bytes) -> Callable[[str], Files]:
+    """``matrix type -> (matrix, the three .sbc files)``, generated once per module and type."""
+    cache: dict[str, Files] = {}
+
+    def get(matrix: str) -> Files:
+        if matrix not in cache:
+            cache[matrix] = matrix, make_sbc_files(tmp_path_factory.mktemp(f"sbc-{matrix}"), plain, B, matrix)
+        return cache[matrix]
+
+    return get
+
+
+def _read_all(ini: TestInitiator, first_ud: int = 0) -> list[IoMessage]:
+    ini.region[:] = bytes(len(ini.region))
+    msgs = [IoMessage(R, first_ud + i, 0, B, (BLOCKS - 1 - i) * B, (BLOCKS - 1 - i) * B) for i in range(BLOCKS)]
+    return ini.run(msgs)
+
+
+def _session(sbc: Files, plain: bytes, every_n: int) -> None:
+    matrix, files = sbc
+    dep = Deployment(files, matrix=matrix, every_n=every_n)
+    ini: TestInitiator | None = None
+    try:
+        ini = TestInitiator(dep.name)
+        details = ini.setup(transactions=4)
+        assert (details.block_size, details.total_size) == (B, BLOCKS * B)  # doubled
+
+        # reads: one block per IO (normal and recovery reads mixed), byte exact
+        assert [r.result for r in _read_all(ini)] == [0] * BLOCKS
+        assert bytes(ini.region) == plain
+
+        # a multi-block IO: blocks 5..7 into the start of the region
+        ini.region[:] = bytes(len(ini.region))
+        (r,) = ini.run([IoMessage(R, 100, 0, 3 * B, 0, 5 * B)])
+        assert (r.type, r.result, r.user_data, r.io_size) == (0, 0, 100, 3 * B)
+        assert bytes(ini.region[:3 * B]) == plain[5 * B:8 * B]
+
+        # malformed requests: each answered with an error, the service keeps serving
+        bad = [
+            IoMessage(0, 1, 0, B, 0, 0),                         # type result
+            IoMessage(7, 2, 0, B, 0, 0),                         # unknown type
+            IoMessage(R, 3, 0, B + 1, 0, 0),                     # partial block
+            IoMessage(R, 4, 0, 0, 0, 0),                         # no block
+            IoMessage(R, 5, 0, 256 * B, 0, 0),                   # > 255 blocks
+            IoMessage(R, 6, 0, B, 0, 100),                       # unaligned storage offset
+            IoMessage(R, 7, 0, B, 0, BLOCKS * B),                # past the storage
+            IoMessage(R, 8, 0, B, BLOCKS * B - 10, 0),           # past the initiator's region
+            IoMessage(W, 9, 0, B, 2**64 - B, 0),                 # absurd requester offset
+            IoMessage(R, 10, 0, B, 0, 2**64 - B),                # absurd storage offset
+        ]
+        results = ini.run(bad)
+        assert [x.user_data for x in results] == list(range(1, 11))
+        assert all(x.type == 0 and x.result != 0 for x in results), results
+        assert results[1].result == ErrorCode.NOT_SUPPORTED
+        assert {x.result for x in results[2:]} == {ErrorCode.INVALID_VALUE}
+        short = IoMessage(R, 11, 0, B, 0, 0).pack()[:20]     # a 20-byte message
+        (s,) = ini.run([short])
+        assert s.result == ErrorCode.INVALID_VALUE
+        (ok,) = ini.run([IoMessage(R, 12, 0, B, 0, 3 * B)])
+        assert ok.result == 0 and bytes(ini.region[:B]) == plain[3 * B:4 * B]
+
+        # write 4 blocks (one 2-block IO and two single ones), then read everything back
+        new = plain_content(4, B)[::-1]
+        expect = bytearray(plain)
+        ini.region[:4 * B] = new
+        wr = ini.run([IoMessage(W, 20, 0, 2 * B, 0, 8 * B), IoMessage(W, 21, 0, B, 2 * B, 10 * B),
+                      IoMessage(W, 22, 0, B, 3 * B, 15 * B)])
+        assert [x.result for x in wr] == [0, 0, 0]
+        expect[8 * B:10 * B] = new[:2 * B]
+        expect[10 * B:11 * B] = new[2 * B:3 * B]
+        expect[15 * B:16 * B] = new[3 * B:]
+        assert [x.result for x in _read_all(ini, 30)] == [0] * BLOCKS
+        assert bytes(ini.region) == bytes(expect)
+
+        ini.finish()
+        ini.close()
+        ini = None
+        assert dep.svc.wait() == 0, dep.svc.output
+        out = dep.svc.stdout
+        reads = 2 * BLOCKS + 3 + 1
+        assert f"| Recovery count: {reads // every_n}" in out, out
+        assert "| Operation count: " in out
+        for t in dep.targets:
+            assert t.wait() == 0, t.output
+    finally:
+        if ini is not None:
+            ini.close()
+        dep.kill()
+
+
+@pytest.mark.parametrize(("matrix", "every_n"), [("vandermonde", 2), ("cauchy", 1)])
+def test_reads_recovery_malformed_and_write(sbc_files: Callable[[str], Files], plain: bytes, matrix: str,
+                                            every_n: int) -> None:
+    """Both matrix types; vandermonde recovers every 2nd block, cauchy every block (so
+    recover_a and recover_b both run, with real recover matrices)."""
+    _session(sbc_files(matrix), plain, every_n)
+
+
+def test_target_killed_ends_the_service(sbc_files: Callable[[str], Files]) -> None:
+    dep = Deployment(sbc_files("vandermonde")[1], control_timeout=2)
+    ini: TestInitiator | None = None
+    try:
+        ini = TestInitiator(dep.name)
+        ini.setup(transactions=2)
+        assert [r.result for r in ini.run([IoMessage(R, 0, 0, B, 0, 0)])] == [0]
+        dep.targets[1].kill()
+        assert dep.svc.wait(DEADLINE) == 1, dep.svc.output
+        assert "EXCEPTION: storage target data_2" in dep.svc.stderr, dep.svc.output
+    finally:
+        if ini is not None:
+            ini.close()
+        dep.kill()
+
+
+def test_sigint_in_the_data_path(sbc_files: Callable[[str], Files]) -> None:
+    dep = Deployment(sbc_files("vandermonde")[1])
+    ini: TestInitiator | None = None
+    try:
+        ini = TestInitiator(dep.name)
+        ini.setup(transactions=2)
+        assert [r.result for r in ini.run([IoMessage(R, 0, 0, B, 0, 0)])] == [0]
+        elapsed = interrupt(dep.svc)
+        print(f"SIGINT to exit: {elapsed:.2f} s")
+        assert dep.svc.p.returncode == 1
+        assert "Aborted: User requested abort" in dep.svc.stderr, dep.svc.output
+        assert "| Core: 0" in dep.svc.stdout  # statistics still printed
+    finally:
+        if ini is not None:
+            ini.close()
+        dep.kill()
+
+
+def test_sigint_while_connecting_to_targets() -> None:
+    # Nobody listens on these ports: the service keeps retrying until Ctrl-C.
+    import socket
+    socks = [socket.socket() for _ in range(3)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    svc = Proc("apps.gga_offload", "-d", "03:00.0", "-r", "3b:00.0", "--cpu", "0",
+               "--data-1-storage", f"127.0.0.1:{ports[0]}", "--data-2-storage", f"127.0.0.1:{ports[1]}",
+               "--data-p-storage", f"127.0.0.1:{ports[2]}", "--command-channel-name", f"unused-{uuid.uuid4().hex}")
+    try:
+        svc.wait_for(lambda s: "connecting to storage target data_1" in s, "the connecting line")
+        svc.signal(signal.SIGINT)
+        assert svc.wait(DEADLINE) == 1
+        assert "Aborted: User requested abort" in svc.stderr, svc.output
+    finally:
+        svc.kill()
+
+
+def test_control_phase_errors_are_answered_positionally(sbc_files: Callable[[str], Files]) -> None:
+    """A failed init is answered (and consumes its position); later phases answer in turn and
+    the session still ends cleanly."""
+    from apps.storage.control import ErrorPayload, InitStorage, MessageType as M, StorageDetails
+
+    dep = Deployment(sbc_files("vandermonde")[1])
+    ini: TestInitiator | None = None
+    try:
+        ini = TestInitiator(dep.name)
+        q = ini.exchange(M.QUERY_STORAGE_REQUEST)
+        assert q.payload == StorageDetails(BLOCKS * B, B)
+        e = ini.exchange(M.INIT_STORAGE_REQUEST, InitStorage(4, 2, b"not a blob"))
+        assert e.type is M.ERROR_RESPONSE and isinstance(e.payload, ErrorPayload)
+        assert e.payload.code == ErrorCode.INVALID_VALUE
+        assert "Requested storage to use 2 cores but only 1 are configured" in e.payload.message
+        s = ini.exchange(M.START_STORAGE_REQUEST)
+        assert s.type is M.ERROR_RESPONSE and isinstance(s.payload, ErrorPayload)
+        assert s.payload.code == ErrorCode.BAD_STATE
+        u = ini.exchange(M.QUERY_STORAGE_REQUEST)          # out of order: stop expected
+        assert u.type is M.ERROR_RESPONSE and isinstance(u.payload, ErrorPayload)
+        assert u.payload.code == ErrorCode.UNEXPECTED
+        assert u.payload.message == "Unexpected query_storage_request while expecting a stop_storage_request"
+        # Shutdown is relayed; the targets never got an init (it failed in the service), so
+        # their positional answer (UNEXPECTED) is passed on with their code and text.
+        sd = ini.exchange(M.SHUTDOWN_REQUEST)
+        assert sd.type is M.ERROR_RESPONSE and isinstance(sd.payload, ErrorPayload)
+        assert sd.payload.code == ErrorCode.UNEXPECTED
+        assert "while expecting a init_storage_request" in sd.payload.message
+        ini.close()
+        ini = None
+        assert dep.svc.wait() == 0, dep.svc.output
+    finally:
+        if ini is not None:
+            ini.close()
+        dep.kill()
+
+
+def test_bad_data_is_answered_with_errors(tmp_path: Path, sbc_files: Callable[[str], Files], plain: bytes) -> None:
+    """A corrupt LZ4 stream on data_1 and an incompressible write each fail one IO with an
+    error response; the engines are restarted and the other IOs still succeed."""
+    _, files = sbc_files("vandermonde")
+    d1 = bytearray(files[0].read_bytes())
+    h = B // 2
+    pos = 16 + 2 * h + 8                 # block 2's first LZ4 size word (after the 8-byte header)
+    d1[pos:pos + 4] = (0x7FFFFF00).to_bytes(4, "little")
+    bad_d1 = tmp_path / "d1-corrupt.sbc"
+    bad_d1.write_bytes(bytes(d1))
+    dep = Deployment((bad_d1, files[1], files[2]))
+    ini: TestInitiator | None = None
+    try:
+        ini = TestInitiator(dep.name)
+        ini.setup(transactions=4)
+        res = ini.run([IoMessage(R, i, 0, B, i * B, i * B) for i in range(4)])
+        assert [r.result != 0 for r in res] == [False, False, True, False], res
+        for i in (0, 1, 3):
+            assert bytes(ini.region[i * B:(i + 1) * B]) == plain[i * B:(i + 1) * B]
+        # incompressible data cannot be stored (C + 12 > B): the write fails, nothing else does
+        import os
+        ini.region[:B] = os.urandom(B)
+        (w,) = ini.run([IoMessage(W, 7, 0, B, 0, 5 * B)])
+        assert w.result != 0
+        again = ini.run([IoMessage(R, 8 + i, 0, B, i * B, (4 + i) * B) for i in range(4)])
+        assert [r.result for r in again] == [0, 0, 0, 0]
+        assert bytes(ini.region[:4 * B]) == plain[4 * B:8 * B]
+        ini.finish()
+        ini.close()
+        ini = None
+        assert dep.svc.wait() == 0, dep.svc.output
+    finally:
+        if ini is not None:
+            ini.close()
+        dep.kill()
+
+
+def test_two_workers(sbc_files: Callable[[str], Files], plain: bytes) -> None:
+    """Two cores: two worker threads sharing the local region, each paired with one of the
+    initiator's consumers; reads (with recovery) and a write through both."""
+    dep = Deployment(sbc_files("cauchy")[1], matrix="cauchy", every_n=3, cpus=(0, 1))
+    ini: TestInitiator | None = None
+    try:
+        ini = TestInitiator(dep.name)
+        ini.setup(transactions=3, cores=2)
+        assert [r.result for r in _read_all(ini)] == [0] * BLOCKS
+        assert bytes(ini.region) == plain
+        new = plain_content(2, B)[::-1]
+        ini.region[:2 * B] = new
+        assert [r.result for r in ini.run([IoMessage(W, 50, 0, B, 0, 4 * B), IoMessage(W, 51, 0, B, B, 9 * B)])] \
+            == [0, 0]
+        ini.region[:] = bytes(len(ini.region))
+        back = ini.run([IoMessage(R, 60, 0, B, 0, 4 * B), IoMessage(R, 61, 0, B, B, 9 * B)])
+        assert [r.result for r in back] == [0, 0]
+        assert bytes(ini.region[:2 * B]) == new
+        ini.finish()
+        ini.close()
+        ini = None
+        assert dep.svc.wait() == 0, dep.svc.output
+        assert dep.svc.stdout.count("| Core: ") == 2
+    finally:
+        if ini is not None:
+            ini.close()
+        dep.kill()

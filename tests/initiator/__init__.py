@@ -1,0 +1,1 @@
+"""Tests of the storage initiator (apps/initiator) and the comch control channel."""
