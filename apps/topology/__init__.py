@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-__all__ = ["build_parser", "main", "Test", "DEFAULT_TESTS", "make_sample"]
+__all__ = ["build_parser", "main", "Test", "DEFAULT_TESTS", "STRATEGIES", "make_sample", "environment", "prepare",
+           "start", "Topology", "Proc", "topology"]
 
 HOST_DEV = "0000:3b:00.0"  # the host's view of the BlueField (emulated registry)
 DPU_DEV = "0000:03:00.0"  # the BlueField's own device
@@ -50,6 +51,9 @@ class Test:
     operations: int
     recovery_every_n: int = 0
 
+
+STRATEGIES = ("read_only_data_validity_test", "read_write_data_validity_test", "read_throughput_test",
+              "write_throughput_test")
 
 DEFAULT_TESTS = (
     Test("read-only validity", "read_only_data_validity_test", 0),
@@ -75,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--throughput-operations", type=int, default=20_000,
                    help="operations of the read throughput test (default: 20000)")
     p.add_argument("--cpu", type=int, action="append", help="CPU for each process's worker (repeatable; default 0)")
+    p.add_argument("--strategy", action="append", choices=STRATEGIES,
+                   help="run only this initiator execution strategy (repeatable; default: the three tests above)")
+    p.add_argument("--blocks-per-io", type=int, default=1, help="storage blocks per initiator IO (default: 1)")
     p.add_argument("--workdir", type=Path, help="keep files and logs here (default: a temporary directory)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds allowed per test (default: 120)")
     return p
@@ -114,7 +121,7 @@ class Proc:
                 log_file.write(line)
                 log_file.flush()
                 self.lines.append(line.rstrip("\n"))
-                if marker is not None and line.startswith(marker):
+                if marker is not None and marker in line:
                     self._ready.set()
             self._ready.set()  # exited: stop waiting
 
@@ -125,9 +132,13 @@ class Proc:
         if not self._ready.wait(timeout):
             raise RuntimeError(f"{self.name} did not report {marker!r} within {timeout:.0f} s")
         for line in self.lines:
-            if line.startswith(marker):
+            if marker in line:
                 return line
-        raise RuntimeError(f"{self.name} exited (status {self.popen.poll()}) before reporting {marker!r}")
+        try:
+            rc: int | None = self.popen.wait(5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        raise RuntimeError(f"{self.name} exited (status {rc}) before reporting {marker!r}:\n{self.tail()}")
 
     def tail(self, n: int = 15) -> str:
         return "\n".join(f"    {self.name}| {line}" for line in self.lines[-n:])
@@ -142,6 +153,8 @@ class Proc:
                 self.popen.wait()
         if self._pump is not None:
             self._pump.join(5)
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
 
 
 class Topology:
@@ -174,7 +187,7 @@ class Topology:
 
 
 @contextmanager
-def _topology(workdir: Path, env: dict[str, str]) -> Iterator[Topology]:
+def topology(workdir: Path, env: dict[str, str]) -> Iterator[Topology]:
     t = Topology(workdir, env)
     try:
         yield t
@@ -182,32 +195,45 @@ def _topology(workdir: Path, env: dict[str, str]) -> Iterator[Topology]:
         t.close()
 
 
-def _run_test(test: Test, args: argparse.Namespace, files: dict[str, Path], plain: Path, workdir: Path,
-              env: dict[str, str]) -> tuple[bool, str]:
+def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str, Path], plain: Path,
+          initiator_marker: str | None = None) -> tuple[list[Proc], Proc, Proc]:
+    """Start the three targets, the bridge and the initiator of *test*; returns them.
+
+    *initiator_marker*: a text the initiator's output is watched for (``Proc.wait_marker``).
+    """
     cpus = [str(c) for c in (args.cpu or [0])]
     cpu_args = [a for c in cpus for a in ("--cpu", c)]
     channel = f"doca_py_topology_{uuid.uuid4().hex[:12]}"
-    with _topology(workdir, env) as topo:
-        ports = {}
-        for role in ("data_1", "data_2", "data_p"):
-            t = topo.spawn(f"target-{role}", "apps.storage_target",
-                           ["-d", DPU_DEV, *cpu_args, "--listen-port", "0", "--binary-content", str(files[role])],
-                           marker="Listening on port")
-            ports[role] = int(t.wait_marker("Listening on port", STARTUP_TIMEOUT).split()[-1])
-        bridge_args = ["-d", DPU_DEV, "-r", HOST_PF_REP, *cpu_args, "--command-channel-name", channel,
-                       "--data-1-storage", f"127.0.0.1:{ports['data_1']}",
-                       "--data-2-storage", f"127.0.0.1:{ports['data_2']}",
-                       "--data-p-storage", f"127.0.0.1:{ports['data_p']}",
-                       "--matrix-type", args.matrix_type, "--control-timeout", "10"]
-        if test.recovery_every_n:
-            bridge_args += ["--trigger-recovery-read-every-n", str(test.recovery_every_n)]
-        bridge = topo.spawn("gga_offload", "apps.gga_offload", bridge_args)
-        init_args = ["-d", HOST_DEV, *cpu_args, "--command-channel-name", channel, "--control-timeout", "10",
-                     "--execution-strategy", test.strategy, "--storage-plain-content", str(plain)]
-        # Validity tests visit every block once per worker segment; throughput tests run longer.
-        ops = test.operations or max(1, len(plain_bytes_blocks(plain, args.block_size)))
-        init_args += ["--run-limit-operation-count", str(ops)]
-        initiator = topo.spawn("initiator", "apps.initiator", init_args)
+    targets: list[Proc] = []
+    ports: dict[str, int] = {}
+    for role in ("data_1", "data_2", "data_p"):
+        t = topo.spawn(f"target-{role}", "apps.storage_target",
+                       ["-d", DPU_DEV, *cpu_args, "--listen-port", "0", "--binary-content", str(files[role])],
+                       marker="Listening on port")
+        ports[role] = int(t.wait_marker("Listening on port", STARTUP_TIMEOUT).split()[-1])
+        targets.append(t)
+    bridge_args = ["-d", DPU_DEV, "-r", HOST_PF_REP, *cpu_args, "--command-channel-name", channel,
+                   "--data-1-storage", f"127.0.0.1:{ports['data_1']}",
+                   "--data-2-storage", f"127.0.0.1:{ports['data_2']}",
+                   "--data-p-storage", f"127.0.0.1:{ports['data_p']}",
+                   "--matrix-type", args.matrix_type, "--control-timeout", "10"]
+    if test.recovery_every_n:
+        bridge_args += ["--trigger-recovery-read-every-n", str(test.recovery_every_n)]
+    bridge = topo.spawn("gga_offload", "apps.gga_offload", bridge_args)
+    init_args = ["-d", HOST_DEV, *cpu_args, "--command-channel-name", channel, "--control-timeout", "10",
+                 "--execution-strategy", test.strategy, "--storage-plain-content", str(plain),
+                 "--blocks-per-io", str(getattr(args, "blocks_per_io", 1))]
+    # Validity tests visit every block once per worker segment; throughput tests run longer.
+    ops = test.operations or max(1, len(plain_bytes_blocks(plain, args.block_size)))
+    init_args += ["--run-limit-operation-count", str(ops)]
+    initiator = topo.spawn("initiator", "apps.initiator", init_args, marker=initiator_marker)
+    return targets, bridge, initiator
+
+
+def _run_test(test: Test, args: argparse.Namespace, files: dict[str, Path], plain: Path, workdir: Path,
+              env: dict[str, str]) -> tuple[bool, str]:
+    with topology(workdir, env) as topo:
+        _targets, bridge, initiator = start(topo, test, args, files, plain)
         try:
             rc = initiator.popen.wait(args.timeout)
         except subprocess.TimeoutExpired:
@@ -220,39 +246,59 @@ def _run_test(test: Test, args: argparse.Namespace, files: dict[str, Path], plai
         return True, report
 
 
+def environment() -> dict[str, str]:
+    """The child processes' environment: emulated backend, this checkout importable."""
+    env = dict(os.environ, DOCA_PY_IMPL="emulated")
+    root = Path(__file__).resolve().parents[2]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
+    return env
+
+
+def prepare(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> tuple[Path, dict[str, Path]]:
+    """Write the plain content and generate the three ``.sbc`` files; returns their paths."""
+    plain = workdir / "plain.bin"
+    if args.input is not None:
+        data = args.input.read_bytes()
+        data += bytes(-len(data) % args.block_size)
+    else:
+        data = make_sample(args.block_size * args.block_count)
+    plain.write_bytes(data)
+    files = {role: workdir / f"{role}.sbc" for role in ("data_1", "data_2", "data_p")}
+    print(f"doca_py storage topology: {len(data)} bytes in {len(data) // args.block_size} blocks of "
+          f"{args.block_size}, matrix {args.matrix_type}, files and logs in {workdir}", flush=True)
+    gen = subprocess.run([sys.executable, "-m", "apps.sbc_generator", "-d", DPU_DEV,
+                          "--original-input-data", str(plain), "--block-size", str(args.block_size),
+                          "--matrix-type", args.matrix_type, "--data-1", str(files["data_1"]),
+                          "--data-2", str(files["data_2"]), "--data-p", str(files["data_p"])],
+                         env=env, cwd=workdir, capture_output=True, text=True, timeout=args.timeout)
+    if gen.returncode != 0:
+        raise RuntimeError(f"sbc generator failed:\n{gen.stdout}{gen.stderr}")
+    return plain, files
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the tests; 0 only if all passed."""
     args = build_parser().parse_args(argv)
     if args.block_size <= 0 or args.block_size % 128:
         print(f"--block-size: {args.block_size} is not a positive multiple of 128", file=sys.stderr)
         return 1
-    env = dict(os.environ, DOCA_PY_IMPL="emulated")
-    root = Path(__file__).resolve().parents[2]
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
+    env = environment()
     own_tmp = args.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="doca_py_topology_")) if own_tmp else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        plain = workdir / "plain.bin"
-        if args.input is not None:
-            data = args.input.read_bytes()
-            data += bytes(-len(data) % args.block_size)
-        else:
-            data = make_sample(args.block_size * args.block_count)
-        plain.write_bytes(data)
-        files = {role: workdir / f"{role}.sbc" for role in ("data_1", "data_2", "data_p")}
-        print(f"doca_py storage topology: {len(data)} bytes in {len(data) // args.block_size} blocks of "
-              f"{args.block_size}, matrix {args.matrix_type}, files and logs in {workdir}", flush=True)
-        gen = subprocess.run([sys.executable, "-m", "apps.sbc_generator", "-d", DPU_DEV,
-                              "--original-input-data", str(plain), "--block-size", str(args.block_size),
-                              "--matrix-type", args.matrix_type, "--data-1", str(files["data_1"]),
-                              "--data-2", str(files["data_2"]), "--data-p", str(files["data_p"])],
-                             env=env, cwd=workdir, capture_output=True, text=True, timeout=args.timeout)
-        if gen.returncode != 0:
-            print(f"sbc generator failed:\n{gen.stdout}{gen.stderr}")
+        try:
+            plain, files = prepare(args, workdir, env)
+        except RuntimeError as exc:
+            print(exc)
             return 1
-        tests = [Test(t.name, t.strategy, args.throughput_operations if t.operations else 0,
-                      args.recovery_every_n if t.recovery_every_n else 0) for t in DEFAULT_TESTS]
+        if args.strategy:
+            tests = [Test(st.replace("_", " "), st, args.throughput_operations if "throughput" in st else 0,
+                          args.recovery_every_n if st == "read_write_data_validity_test" else 0)
+                     for st in args.strategy]
+        else:
+            tests = [Test(t.name, t.strategy, args.throughput_operations if t.operations else 0,
+                          args.recovery_every_n if t.recovery_every_n else 0) for t in DEFAULT_TESTS]
         results = []
         for test in tests:
             t0 = time.monotonic()

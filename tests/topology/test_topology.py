@@ -1,31 +1,66 @@
-"""The README's main job, small: every test of the topology passes with all five processes."""
+"""End to end with all five processes (three targets, the bridge, the initiator), emulated backend."""
 
 from __future__ import annotations
 
+import argparse
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from apps.topology import build_parser, make_sample
+from apps.topology import (
+    STRATEGIES,
+    Proc,
+    Test as TopologyTest,
+    build_parser,
+    environment,
+    make_sample,
+    prepare,
+    start,
+    topology,
+)
 
 pytestmark = pytest.mark.multiprocess
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("matrix", ["vandermonde", "cauchy"])
-def test_whole_topology_passes(tmp_path: Path, matrix: str) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "apps.topology", "--block-count", "32", "--throughput-operations", "500",
-         "--matrix-type", matrix, "--recovery-every-n", "1" if matrix == "cauchy" else "2",
-         "--workdir", str(tmp_path), "--timeout", "90"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )
+def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "apps.topology", "--block-count", "32", "--throughput-operations",
+                           "400", "--workdir", str(tmp_path), "--timeout", "90", *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def _passed(out: subprocess.CompletedProcess[str], n: int) -> None:
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert out.stdout.count("--- PASSED") == 3
+    assert out.stdout.count("--- PASSED") == n
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_main_job_runs_the_three_default_tests(tmp_path: Path) -> None:
+    out = _run(tmp_path)
+    _passed(out, 3)
     for role in ("target-data_1", "target-data_2", "target-data_p", "gga_offload", "initiator"):
         assert (tmp_path / f"{role}.log").exists()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_each_execution_strategy(tmp_path: Path, strategy: str) -> None:
+    _passed(_run(tmp_path, "--strategy", strategy), 1)
+
+
+@pytest.mark.parametrize("matrix", ["vandermonde", "cauchy"])
+@pytest.mark.parametrize("every_n", [1, 2, 7])
+def test_recovery_reads_with_both_matrix_types(tmp_path: Path, matrix: str, every_n: int) -> None:
+    _passed(_run(tmp_path, "--strategy", "read_write_data_validity_test", "--matrix-type", matrix,
+                 "--recovery-every-n", str(every_n)), 1)
+
+
+def test_multi_block_ios_on_two_cores(tmp_path: Path) -> None:
+    _passed(_run(tmp_path, "--strategy", "read_only_data_validity_test", "--strategy",
+                 "read_write_data_validity_test", "--blocks-per-io", "2", "--cpu", "0", "--cpu", "1"), 2)
 
 
 def test_a_bad_block_size_is_refused_before_anything_starts(tmp_path: Path) -> None:
@@ -39,3 +74,54 @@ def test_sample_is_deterministic_and_sized() -> None:
     a, b = make_sample(10_000), make_sample(10_000)
     assert a == b and len(a) == 10_000 and a[:100] != a[100:200]
     assert build_parser().parse_args([]).block_size == 4096
+
+
+# -- faults, with the processes driven from the test ------------------------------------------------
+
+READY = "data path ready"
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[tuple[list[Proc], Proc, Proc]]:
+    """The five processes in a long read throughput test, with the data path running."""
+    args = build_parser().parse_args(["--block-count", "32", "--workdir", str(tmp_path)])
+    env = environment()
+    plain, files = prepare(args, tmp_path, env)
+    test = TopologyTest("long read", "read_throughput_test", 10_000_000)
+    with topology(tmp_path, env) as topo:
+        targets, bridge, initiator = start(topo, test, args, files, plain, initiator_marker=READY)
+        initiator.wait_marker(READY, 60)
+        yield targets, bridge, initiator
+
+
+def _exits(proc: Proc, within: float) -> int:
+    rc = proc.popen.wait(within)
+    if proc._pump is not None:
+        proc._pump.join(5)
+    assert not any("Traceback" in line for line in proc.lines), proc.tail(40)
+    return rc
+
+
+def test_a_dying_target_is_reported_and_nobody_hangs(running: tuple[list[Proc], Proc, Proc]) -> None:
+    targets, bridge, initiator = running
+    targets[1].popen.kill()
+    assert _exits(bridge, 15) != 0
+    assert _exits(initiator, 15) != 0
+    assert any("data_2" in line for line in bridge.lines), bridge.tail()
+
+
+def test_a_dying_bridge_is_reported_and_nobody_hangs(running: tuple[list[Proc], Proc, Proc]) -> None:
+    targets, bridge, initiator = running
+    bridge.popen.kill()
+    assert _exits(initiator, 15) != 0
+    for t in targets:
+        _exits(t, 15)
+
+
+def test_ctrl_c_in_the_data_path_stops_every_process_promptly(running: tuple[list[Proc], Proc, Proc]) -> None:
+    targets, bridge, initiator = running
+    everyone = [initiator, bridge, *targets]
+    for p in everyone:
+        p.popen.send_signal(signal.SIGINT)
+    for p in everyone:
+        _exits(p, 10)  # a hang bound, not a timing check: each takes well under 2 s here
