@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO
 
 __all__ = ["build_parser", "main", "Test", "DEFAULT_TESTS", "STRATEGIES", "make_sample", "environment", "prepare",
-           "start", "Topology", "Proc", "topology"]
+           "start", "Topology", "TwoHosts", "Proc", "topology"]
 
 HOST_DEV = "0000:3b:00.0"  # the host's view of the BlueField (emulated registry)
 DPU_DEV = "0000:03:00.0"  # the BlueField's own device
@@ -166,14 +166,16 @@ class Topology:
         self.procs: list[Proc] = []
         self._logs: list[IO[str]] = []
 
-    def spawn(self, name: str, module: str, args: Sequence[str], marker: str | None = None) -> Proc:
+    def spawn(self, name: str, module: str, args: Sequence[str], marker: str | None = None, *,
+              prefix: Sequence[str] = (), env: dict[str, str] | None = None) -> Proc:
+        """Start ``python -m module args`` (after *prefix*, e.g. ``ip netns exec NS``)."""
         log = self.workdir / f"{name}.log"
         f = open(log, "w")  # noqa: SIM115 - closed in close()
         self._logs.append(f)
-        cmd = [sys.executable, "-m", module, *args]
+        cmd = [*prefix, sys.executable, "-m", module, *args]
         f.write("$ " + " ".join(cmd) + "\n")
-        popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env,
-                                 cwd=self.workdir)
+        popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 env=dict(self.env, **(env or {})), cwd=self.workdir)
         proc = Proc(name, popen, log)
         proc.start_pump(f, marker)
         self.procs.append(proc)
@@ -195,31 +197,51 @@ def topology(workdir: Path, env: dict[str, str]) -> Iterator[Topology]:
         t.close()
 
 
+@dataclass(frozen=True)
+class TwoHosts:
+    """Run the targets on another "host": behind *prefix* (``ip netns exec NS``), reachable at
+    *target_addr*, with the bridge's RDMA bound to *bridge_addr*."""
+
+    prefix: tuple[str, ...]
+    target_addr: str
+    bridge_addr: str
+
+
 def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str, Path], plain: Path,
-          initiator_marker: str | None = None) -> tuple[list[Proc], Proc, Proc]:
+          initiator_marker: str | None = None, hosts: TwoHosts | None = None) -> tuple[list[Proc], Proc, Proc]:
     """Start the three targets, the bridge and the initiator of *test*; returns them.
 
     *initiator_marker*: a text the initiator's output is watched for (``Proc.wait_marker``).
+    *hosts*: put the targets on a second host (see :class:`TwoHosts`).
     """
     cpus = [str(c) for c in (args.cpu or [0])]
     cpu_args = [a for c in cpus for a in ("--cpu", c)]
     channel = f"doca_py_topology_{uuid.uuid4().hex[:12]}"
     targets: list[Proc] = []
     ports: dict[str, int] = {}
+    target_host = "127.0.0.1"
+    prefix: tuple[str, ...] = ()
+    target_env: dict[str, str] = {}
+    bridge_env: dict[str, str] = {}
+    if hosts is not None:
+        # A distinct host id makes the emulated RDMA go over TCP, as between two machines.
+        target_host, prefix = hosts.target_addr, hosts.prefix
+        target_env = {"DOCA_PY_RDMA_BIND_ADDR": hosts.target_addr, "DOCA_PY_RDMA_HOST_ID": f"targets-{channel}"}
+        bridge_env = {"DOCA_PY_RDMA_BIND_ADDR": hosts.bridge_addr}
     for role in ("data_1", "data_2", "data_p"):
         t = topo.spawn(f"target-{role}", "apps.storage_target",
                        ["-d", DPU_DEV, *cpu_args, "--listen-port", "0", "--binary-content", str(files[role])],
-                       marker="Listening on port")
+                       marker="Listening on port", prefix=prefix, env=target_env)
         ports[role] = int(t.wait_marker("Listening on port", STARTUP_TIMEOUT).split()[-1])
         targets.append(t)
     bridge_args = ["-d", DPU_DEV, "-r", HOST_PF_REP, *cpu_args, "--command-channel-name", channel,
-                   "--data-1-storage", f"127.0.0.1:{ports['data_1']}",
-                   "--data-2-storage", f"127.0.0.1:{ports['data_2']}",
-                   "--data-p-storage", f"127.0.0.1:{ports['data_p']}",
+                   "--data-1-storage", f"{target_host}:{ports['data_1']}",
+                   "--data-2-storage", f"{target_host}:{ports['data_2']}",
+                   "--data-p-storage", f"{target_host}:{ports['data_p']}",
                    "--matrix-type", args.matrix_type, "--control-timeout", "10"]
     if test.recovery_every_n:
         bridge_args += ["--trigger-recovery-read-every-n", str(test.recovery_every_n)]
-    bridge = topo.spawn("gga_offload", "apps.gga_offload", bridge_args)
+    bridge = topo.spawn("gga_offload", "apps.gga_offload", bridge_args, env=bridge_env)
     init_args = ["-d", HOST_DEV, *cpu_args, "--command-channel-name", channel, "--control-timeout", "10",
                  "--execution-strategy", test.strategy, "--storage-plain-content", str(plain),
                  "--blocks-per-io", str(getattr(args, "blocks_per_io", 1))]
