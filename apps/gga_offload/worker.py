@@ -84,6 +84,20 @@ _RETRY_SLEEP = 0.001
 _MAX_WARNINGS = 8
 _ABORT_DRAIN = 0.3  # longest drain once Ctrl-C was pressed
 _U32 = struct.Struct(">I")
+# The io message (apps.storage.io_message), packed and unpacked here without building IoMessage objects
+# on the data path: type, user_data, result, io_size, requester_offset, storage_offset (padding zeroed).
+_IO_MSG = struct.Struct(">I4xQIIQQ24x")
+_IO_HEAD = struct.Struct(">I4xQI")  # type, user_data, result
+_ZERO_MSG = bytes(IO_MESSAGE_SIZE)
+_RESULT = int(IoMessageType.RESULT)
+_SUCCESS = int(ErrorCode.SUCCESS)
+_READ_TYPE = int(IoMessageType.READ)
+_WRITE_TYPE = int(IoMessageType.WRITE)
+_READ_ROLES = {ReadMode.NORMAL: (int(TargetRole.DATA_1), int(TargetRole.DATA_2)),
+               ReadMode.RECOVER_A: (int(TargetRole.DATA_P), int(TargetRole.DATA_2)),
+               ReadMode.RECOVER_B: (int(TargetRole.DATA_1), int(TargetRole.DATA_P))}
+_WRITE_ROLES = tuple(int(r) for r in TargetRole)
+_ROLE_NAMES = tuple(r.name.lower() for r in TargetRole)
 
 # action bits (§8.2; recover_a/recover_b are one bit plus the transaction's read mode)
 REPLY = 1 << 0
@@ -121,13 +135,16 @@ class Transaction:
 
     __slots__ = ("index", "slot_addr", "slot", "req_slots", "recv_task", "send_task", "rdma_sends", "pending",
                  "actions", "request", "blocks", "block", "mode", "error", "error_text", "send_mask", "resp_mask",
-                 "op_busy", "busy")
+                 "op_busy", "busy", "chunk_base", "half_offsets")
 
-    def __init__(self, index: int, slot_addr: int, slot: memoryview, req_slots: list[memoryview]) -> None:
+    def __init__(self, index: int, slot_addr: int, slot: memoryview, req_slots: list[memoryview],
+                 chunk_base: int = 0, half_offsets: tuple[int, int, int] = (0, 0, 0)) -> None:
         self.index = index
         self.slot_addr = slot_addr
         self.slot = slot
         self.req_slots = req_slots
+        self.chunk_base = chunk_base          # this transaction's chunk in the local region
+        self.half_offsets = half_offsets      # where data_1 / data_2 / data_p halves live in it
         self.recv_task: ComchConsumerTaskPostRecv | None = None
         self.send_task: ComchProducerTaskSend | None = None
         self.rdma_sends: list[RdmaTaskSend] = []
@@ -188,6 +205,7 @@ class Worker:
         self._txns: list[Transaction] = []
         self._resp_slots: list[list[memoryview]] = []
         self._resp_tasks: list[list[RdmaTaskReceive]] = []
+        self._resp_bufs: list[list[tuple[d.Buf, int]]] = []  # each receive's buffer and its fixed address
         self._retry: deque[Transaction] = deque()
         self._blocked: deque[Transaction] = deque()
         self._restart: set[int] = set()  # id() of offload contexts to start again
@@ -488,10 +506,14 @@ class Worker:
         base = io_mm.get_memrange()[0]
         mem = io_mm.buffer
         m = IO_MESSAGE_SIZE
+        layout = self.shared.layout
         for j in range(n):
             off = j * _SLOTS_PER_TXN * m
+            chunk = layout.chunk_base(self.index, j)
+            where = layout.offsets(chunk)
             t = Transaction(j, base + off, mem[off:off + m],
-                            [mem[off + (1 + r) * m:off + (2 + r) * m] for r in range(3)])
+                            [mem[off + (1 + r) * m:off + (2 + r) * m] for r in range(3)],
+                            chunk, (where[TargetRole.DATA_1], where[TargetRole.DATA_2], where[TargetRole.DATA_P]))
             t.recv_task = consumer.task_post_recv_alloc_init(inv.buf_get_by_addr(io_mm, t.slot_addr, m), t)
             t.send_task = producer.task_send_alloc_init(inv.buf_get_by_data(io_mm, t.slot_addr, m), None,
                                                         remote_consumer_id, t)
@@ -503,13 +525,16 @@ class Worker:
             self._txns.append(t)
         resp_base = _SLOTS_PER_TXN * n * m
         for r, ctrl in enumerate(self._ctrl):
-            slots, tasks = [], []
+            slots, tasks, bufs = [], [], []
             for j in range(n):
                 off = resp_base + (j * 3 + r) * m
                 slots.append(mem[off:off + m])
-                tasks.append(ctrl.task_receive_allocate_init(inv.buf_get_by_addr(io_mm, base + off, m), (r, j)))
+                buf = inv.buf_get_by_addr(io_mm, base + off, m)
+                bufs.append((buf, base + off))
+                tasks.append(ctrl.task_receive_allocate_init(buf, (r, j)))
             self._resp_slots.append(slots)
             self._resp_tasks.append(tasks)
+            self._resp_bufs.append(bufs)
         self._running = True
         for r in range(3):
             for j in range(n):
@@ -570,7 +595,7 @@ class Worker:
         task = t.recv_task
         if task is None:
             return
-        t.slot[:] = bytes(IO_MESSAGE_SIZE)
+        t.slot[:] = _ZERO_MSG
         task.get_buf().reuse_by_addr(t.slot_addr, IO_MESSAGE_SIZE)
         try:
             task.submit()
@@ -658,11 +683,11 @@ class Worker:
     # ------------------------------------------------------------------ the state machine
     def _progress(self, t: Transaction) -> None:
         """Run the next steps of *t* until one is asynchronous (§8.2 priority order)."""
-        while not t.outstanding:
+        while not (t.op_busy or t.send_mask or t.resp_mask):  # not t.outstanding
             p = t.pending
             if p == 0:
                 return
-            if t.error != ErrorCode.SUCCESS and p != REPLY:
+            if t.error != _SUCCESS and p != REPLY:
                 t.pending = REPLY
                 continue
             if p & FETCH_FROM_STORAGE:
@@ -689,32 +714,42 @@ class Worker:
         assert t.request is not None
         return BlockPlan(self.shared.layout, self.index, t.index, t.request, t.block)
 
-    def _send_to_targets(self, t: Transaction, requests: dict[TargetRole, IoMessage]) -> None:
-        dead = [r for r in requests if r in self.dead_targets]
-        if dead:
-            t.set_error(ErrorCode.CONNECTION_RESET, f"storage target {dead[0].name.lower()} failed")
-            return
-        for role, msg in requests.items():
-            r = int(role)
-            msg.pack_into(t.req_slots[r])
+    def _send_to_targets(self, t: Transaction, kind: int, roles: tuple[int, ...]) -> None:
+        """Send the half-block requests of block ``t.block`` to *roles* (what
+        :meth:`BlockPlan.read_requests` / :meth:`BlockPlan.write_requests` build, packed in place)."""
+        if self.dead_targets:
+            dead = [r for r in roles if TargetRole(r) in self.dead_targets]
+            if dead:
+                t.set_error(ErrorCode.CONNECTION_RESET, f"storage target {_ROLE_NAMES[dead[0]]} failed")
+                return
+        req = t.request
+        assert req is not None
+        layout = self.shared.layout
+        h = layout.half
+        # target_storage_offset(): (s / B)·H + k·H (s is a multiple of B: checked on arrival)
+        storage = (req.storage_offset // layout.block_size + t.block) * h
+        where = t.half_offsets
+        pack = _IO_MSG.pack_into
+        for r in roles:
+            pack(t.req_slots[r], 0, kind, t.index, 0, h, where[r], storage)
             try:
                 t.rdma_sends[r].submit()
             except DocaError as exc:
-                t.set_error(exc.code, f"sending to {role.name.lower()} failed: {exc}")
+                t.set_error(exc.code, f"sending to {_ROLE_NAMES[r]} failed: {exc}")
                 continue
             t.send_mask |= 1 << r
             t.resp_mask |= 1 << r
 
     def _fetch_from_storage(self, t: Transaction) -> None:
         t.pending &= ~FETCH_FROM_STORAGE
-        t.mode = self.schedule.next_mode()
-        if t.mode is not ReadMode.NORMAL:
+        t.mode = mode = self.schedule.next_mode()
+        if mode is not ReadMode.NORMAL:
             t.pending |= RECOVER
-        self._send_to_targets(t, self._plan(t).read_requests(t.mode))
+        self._send_to_targets(t, _READ_TYPE, _READ_ROLES[mode])
 
     def _commit(self, t: Transaction) -> None:
         t.pending &= ~COMMIT
-        self._send_to_targets(t, self._plan(t).write_requests())
+        self._send_to_targets(t, _WRITE_TYPE, _WRITE_ROLES)
 
     def _engine_ready(self, t: Transaction, ctx: d.Ctx | None) -> bool:
         """Whether *ctx* takes tasks now; otherwise park *t* until it is restarted."""
@@ -771,10 +806,11 @@ class Worker:
         if not self._engine_ready(t, comp):
             return
         assert comp is not None
-        plan = self._plan(t)
         sh = self.shared
         b = sh.layout.block_size
-        base = plan.chunk_base
+        base = t.chunk_base
+        assert t.request is not None
+        host_offset = t.request.requester_offset + t.block * b  # ChunkLayout.host_offset
         (size,) = _U32.unpack_from(sh.region.buffer, base + COMPRESSED_SIZE_OFFSET)
         problem = check_compressed_size(size, b)
         if problem is not None:
@@ -786,7 +822,7 @@ class Worker:
 
         def make() -> d.Task:
             src = self._region_buf(base + COMPRESSED_DATA_OFFSET, size, data=True)
-            dst = inv.buf_get_by_addr(sh.host, sh.host_base + plan.host_offset, b)
+            dst = inv.buf_get_by_addr(sh.host, sh.host_base + host_offset, b)
             return comp.task_decompress_lz4_stream_alloc_init(False, True, src, dst, t)
 
         self._submit_engine(t, DECOMPRESS, "LZ4 decompress", make)
@@ -795,16 +831,17 @@ class Worker:
         dma = self._dma
         if not self._engine_ready(t, dma):
             return
-        assert dma is not None
-        plan = self._plan(t)
+        assert dma is not None and t.request is not None
         sh = self.shared
         b = sh.layout.block_size
+        host_offset = t.request.requester_offset + t.block * b  # ChunkLayout.host_offset
+        base = t.chunk_base
         inv = self._inv
         assert inv is not None
 
         def make() -> d.Task:
-            src = inv.buf_get_by_data(sh.host, sh.host_base + plan.host_offset, b)
-            return dma.task_memcpy_alloc_init(src, self._region_buf(plan.chunk_base, b, data=False), t)
+            src = inv.buf_get_by_data(sh.host, sh.host_base + host_offset, b)
+            return dma.task_memcpy_alloc_init(src, self._region_buf(base, b, data=False), t)
 
         self._submit_engine(t, FETCH_FROM_INITIATOR, "DMA from the initiator", make)
 
@@ -813,7 +850,7 @@ class Worker:
         if not self._engine_ready(t, ec):
             return
         assert ec is not None
-        base = self._plan(t).chunk_base
+        base = t.chunk_base
         layout = self.shared.layout
         coding = self._matrices["coding"]
 
@@ -846,7 +883,7 @@ class Worker:
     def _on_fetched(self, task: DmaTaskMemcpy, t: Transaction, _ud: Any) -> None:
         problem = None
         if not self._closing:
-            base = self._plan(t).chunk_base
+            base = t.chunk_base
             b = self.shared.layout.block_size
             region = self.shared.region.buffer
             try:
@@ -883,10 +920,9 @@ class Worker:
     # ------------------------------------------------------------------ target completions
     def _post_response_receive(self, r: int, j: int) -> None:
         task = self._resp_tasks[r][j]
-        self._resp_slots[r][j][:] = bytes(IO_MESSAGE_SIZE)
-        buf = task.get_dst_buf()
-        assert buf is not None
-        buf.reuse_by_addr(buf.get_head(), IO_MESSAGE_SIZE)
+        self._resp_slots[r][j][:] = _ZERO_MSG
+        buf, addr = self._resp_bufs[r][j]
+        buf.reuse_by_addr(addr, IO_MESSAGE_SIZE)
         try:
             task.submit()
         except DocaError as exc:
@@ -910,23 +946,26 @@ class Worker:
         if self._closing:
             return
         r, j = where
-        role = TargetRole(r)
         n = task.get_result_len()
-        msg = IoMessage.unpack(self._resp_slots[r][j]) if n == IO_MESSAGE_SIZE else None
+        if n == IO_MESSAGE_SIZE:
+            typ, ud, result = _IO_HEAD.unpack_from(self._resp_slots[r][j])
+        else:
+            typ, ud, result = _RESULT, -1, 0
         if self._running or self._in_flight:
             self._post_response_receive(r, j)
-        ud = -1 if msg is None else msg.user_data
-        if msg is None or not 0 <= ud < len(self._txns) or not self._txns[ud].resp_mask & (1 << r):
+        txns = self._txns
+        bit = 1 << r
+        if not 0 <= ud < len(txns) or not txns[ud].resp_mask & bit:
             log.warning("%s: ignoring an unexpected response from %s (%d bytes, user_data %d)", self.name,
-                        role.name.lower(), n, ud)
+                        _ROLE_NAMES[r], n, ud)
             return
-        t = self._txns[ud]
-        t.resp_mask &= ~(1 << r)
-        if msg.type != IoMessageType.RESULT:
-            t.set_error(ErrorCode.UNEXPECTED, f"{role.name.lower()} answered with io message type {msg.type}")
-        elif msg.result != ErrorCode.SUCCESS:
-            t.set_error(msg.result, f"{role.name.lower()} answered with error {msg.result}")
-        if not t.outstanding:
+        t = txns[ud]
+        t.resp_mask &= ~bit
+        if typ != _RESULT:
+            t.set_error(ErrorCode.UNEXPECTED, f"{_ROLE_NAMES[r]} answered with io message type {typ}")
+        elif result != ErrorCode.SUCCESS:
+            t.set_error(result, f"{_ROLE_NAMES[r]} answered with error {result}")
+        if not (t.op_busy or t.send_mask or t.resp_mask):  # not t.outstanding
             self._progress(t)
 
     def _on_storage_receive_error(self, task: RdmaTaskReceive, where: tuple[int, int], _role: Any) -> None:
@@ -975,6 +1014,7 @@ class Worker:
         self._txns.clear()
         self._resp_slots.clear()
         self._resp_tasks.clear()
+        self._resp_bufs.clear()
         for name, obj in (("io-message mmap", self._io_mm), ("progress engine", self._pe)):
             if obj is None:
                 continue

@@ -30,6 +30,7 @@ import logging
 import os
 import queue
 import select
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -65,6 +66,11 @@ _DATA_SLEEP = 0.02   # longest sleep of the data path (woken early by completion
 _IDLE_SLEEP = 0.1
 _MAX_WARNINGS = 8    # refused io messages logged at WARNING per worker, then DEBUG
 _ABORT_DRAIN = 0.5   # longest drain once Ctrl-C was pressed
+_ZERO_MSG = bytes(IO_MESSAGE_SIZE)
+# type, user_data, result, io_size, requester_offset, storage_offset (apps.storage.io_message's layout)
+_IO_FIELDS = struct.Struct(">I4xQIIQQ")
+_READ = int(IoMessageType.READ)
+_WRITE = int(IoMessageType.WRITE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +405,7 @@ class Worker:
 
     def _post_receive(self, s: _Slot) -> None:
         assert s.recv_buf is not None and s.recv_task is not None
-        s.io[:] = bytes(IO_MESSAGE_SIZE)  # no stale bytes if a shorter message arrives
+        s.io[:] = _ZERO_MSG  # no stale bytes if a shorter message arrives
         s.recv_buf.reuse_by_addr(s.addr, IO_MESSAGE_SIZE)
         try:
             s.recv_task.submit()
@@ -421,28 +427,33 @@ class Worker:
         if n != IO_MESSAGE_SIZE:
             self._refuse(s, f"{n} bytes received, an io message is {IO_MESSAGE_SIZE}", None)
             return
-        msg = IoMessage.unpack(s.io)
-        problem = target_transfer_error(msg, self._storage.size, self.remote_size)
-        if problem is None and msg.io_size > self._max_message:
-            problem = f"io_size {msg.io_size} exceeds the largest RDMA message of {self._max_message} bytes"
-        if problem is not None:
-            self._refuse(s, problem, msg)
+        typ, user_data, _result, size, requester_offset, storage_offset = _IO_FIELDS.unpack_from(s.io)
+        st = self._storage
+        # The checks of target_transfer_error() and the message size limit, inline; a refusal takes the
+        # slow path below for its text.
+        if not ((typ == _READ or typ == _WRITE) and 0 < size <= self._max_message
+                and storage_offset + size <= st.size and requester_offset + size <= self.remote_size):
+            msg = IoMessage.unpack(s.io)
+            problem = target_transfer_error(msg, st.size, self.remote_size)
+            if problem is None and msg.io_size > self._max_message:
+                problem = f"io_size {msg.io_size} exceeds the largest RDMA message of {self._max_message} bytes"
+            self._refuse(s, problem or "io message refused", msg)
             return
         assert s.storage_buf is not None and s.remote_buf is not None
-        local, remote = self._storage.base + msg.storage_offset, self._remote_base + msg.requester_offset
+        local, remote = st.base + storage_offset, self._remote_base + requester_offset
         try:
-            if msg.kind is IoMessageType.READ:  # storage -> requester: RDMA write
+            if typ == _READ:  # storage -> requester: RDMA write
                 assert s.write_task is not None
-                s.storage_buf.reuse_by_data(local, msg.io_size)
-                s.remote_buf.reuse_by_addr(remote, msg.io_size)
+                s.storage_buf.reuse_by_data(local, size)
+                s.remote_buf.reuse_by_addr(remote, size)
                 s.write_task.submit()
-            else:                               # requester -> storage: RDMA read
+            else:             # requester -> storage: RDMA read
                 assert s.read_task is not None
-                s.remote_buf.reuse_by_data(remote, msg.io_size)
-                s.storage_buf.reuse_by_addr(local, msg.io_size)
+                s.remote_buf.reuse_by_data(remote, size)
+                s.storage_buf.reuse_by_addr(local, size)
                 s.read_task.submit()
         except DocaError as exc:
-            log.error("%s: failed to submit the transfer of user_data %d: %s", self.name, msg.user_data, exc)
+            log.error("%s: failed to submit the transfer of user_data %d: %s", self.name, user_data, exc)
             self._respond(s, exc.code)
 
     def _on_receive_error(self, task: RdmaTaskReceive, s: _Slot, _role: Any) -> None:

@@ -78,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="recovery read every N-th block in the read-write test (default: 2)")
     p.add_argument("--throughput-operations", type=int, default=20_000,
                    help="operations of the read throughput test (default: 20000)")
-    p.add_argument("--cpu", type=int, action="append", help="CPU for each process's worker (repeatable; default 0)")
+    p.add_argument("--cpu", type=int, action="append",
+                   help="CPU for each process's worker (repeatable; default: 0, and 1 for the bridge when the "
+                        "machine has two)")
     p.add_argument("--strategy", action="append", choices=STRATEGIES,
                    help="run only this initiator execution strategy (repeatable; default: the three tests above)")
     p.add_argument("--blocks-per-io", type=int, default=1, help="storage blocks per initiator IO (default: 1)")
@@ -216,6 +218,9 @@ def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str,
     """
     cpus = [str(c) for c in (args.cpu or [0])]
     cpu_args = [a for c in cpus for a in ("--cpu", c)]
+    # The bridge does most of the work per IO: give it its own core unless told otherwise.
+    bridge_cpus = cpus if args.cpu else [str(1 if (os.cpu_count() or 1) > 1 else 0)]
+    bridge_cpu_args = [a for c in bridge_cpus for a in ("--cpu", c)]
     channel = f"doca_py_topology_{uuid.uuid4().hex[:12]}"
     targets: list[Proc] = []
     ports: dict[str, int] = {}
@@ -234,7 +239,7 @@ def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str,
                        marker="Listening on port", prefix=prefix, env=target_env)
         ports[role] = int(t.wait_marker("Listening on port", STARTUP_TIMEOUT).split()[-1])
         targets.append(t)
-    bridge_args = ["-d", DPU_DEV, "-r", HOST_PF_REP, *cpu_args, "--command-channel-name", channel,
+    bridge_args = ["-d", DPU_DEV, "-r", HOST_PF_REP, *bridge_cpu_args, "--command-channel-name", channel,
                    "--data-1-storage", f"{target_host}:{ports['data_1']}",
                    "--data-2-storage", f"{target_host}:{ports['data_2']}",
                    "--data-p-storage", f"{target_host}:{ports['data_p']}",

@@ -1,0 +1,80 @@
+"""Run ``python -m MODULE ARGS...`` under cProfile, every Python thread included.
+
+    python -m benchmarks.e2e.profiled OUT.prof MODULE [ARGS...]
+
+cProfile only sees the thread that enabled it, so ``threading.Thread.run`` is wrapped to give
+each thread its own profiler; at exit all of them are merged into ``OUT.prof`` (readable with
+``pstats``). Threads that are still running at exit (daemon I/O threads) are included as they are.
+
+Times are each thread's CPU time (``time.thread_time``), so waiting in ``select`` or being
+preempted costs nothing; ``DOCA_PY_E2E_PROFILE_CLOCK=wall`` profiles wall time instead.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import runpy
+import sys
+import threading
+import time
+from typing import Any
+
+_profilers: list[cProfile.Profile] = []
+_TIMER = time.perf_counter if os.environ.get("DOCA_PY_E2E_PROFILE_CLOCK") == "wall" else time.thread_time
+_lock = threading.Lock()
+
+
+def _wrap_thread_run() -> None:
+    original = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        prof = cProfile.Profile(_TIMER)
+        with _lock:
+            _profilers.append(prof)
+        prof.enable()
+        try:
+            original(self)
+        finally:
+            prof.disable()
+
+    threading.Thread.run = run  # type: ignore[method-assign]
+
+
+def _dump(out: str) -> None:
+    stats: pstats.Stats | None = None
+    with _lock:
+        profs = list(_profilers)
+    for prof in profs:
+        try:
+            prof.create_stats()
+        except Exception:  # noqa: BLE001 - a profiler still live in another thread
+            continue
+        if not getattr(prof, "stats", None):
+            continue
+        if stats is None:
+            stats = pstats.Stats(prof)
+        else:
+            stats.add(prof)
+    if stats is not None:
+        stats.dump_stats(out)
+
+
+def main() -> Any:
+    out, module, *args = sys.argv[1:]
+    sys.argv = [module, *args]
+    _wrap_thread_run()
+    main_prof = cProfile.Profile(_TIMER)
+    with _lock:
+        _profilers.append(main_prof)
+    main_prof.enable()
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    finally:
+        main_prof.disable()
+        _dump(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,338 @@
+"""End-to-end throughput of the storage topology, with the CPU each process spends.
+
+    .venv/bin/python benchmarks/e2e/run.py                      # every scenario
+    .venv/bin/python benchmarks/e2e/run.py --scenario read-4k --operations 40000
+    .venv/bin/python benchmarks/e2e/run.py --scenario read-4k --profile bridge --profile data_1
+
+Each scenario starts the five processes as ``python -m apps.topology`` does (its own functions:
+three ``apps.storage_target``, ``apps.gga_offload``, ``apps.initiator``; emulated backend), runs
+one initiator test and reads the initiator's §7.3 stats block. The CPU time (utime + stime, all
+threads, from ``/proc/<pid>/stat``) of every process is sampled when the initiator logs "data
+path ready" and again when it prints its stats, so start-up and teardown are left out.
+
+``--profile NAME`` runs that process (``data_1``, ``data_2``, ``data_p``, ``bridge``,
+``initiator``) under cProfile (every thread, see ``profiled.py``) and prints its top functions;
+throughput figures of a profiled run are not representative.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pstats
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from apps.topology import Proc, Test, Topology, environment, prepare, start  # noqa: E402
+
+PROCS = ("data_1", "data_2", "data_p", "bridge", "initiator")
+_SPAWN_NAMES = {"target-data_1": "data_1", "target-data_2": "data_2", "target-data_p": "data_p",
+                "gga_offload": "bridge", "initiator": "initiator"}
+_TICK = os.sysconf("SC_CLK_TCK")
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One initiator test and its goal."""
+
+    key: str
+    title: str
+    block_size: int
+    strategy: str
+    recovery_every_n: int = 0
+    goal_iops: float | None = None
+    goal_gibs: float | None = None
+    baseline: str | None = None       # cost relative to this scenario's IO time
+    goal_cost_ratio: float | None = None
+
+
+SCENARIOS = {s.key: s for s in (
+    Scenario("read-4k", "read 4 KiB", 4096, "read_throughput_test", goal_iops=50_000),
+    Scenario("read-4k-recovery", "read 4 KiB, recovery every 2nd", 4096, "read_throughput_test", 2,
+             baseline="read-4k", goal_cost_ratio=1.3),
+    Scenario("read-64k", "read 64 KiB", 65536, "read_throughput_test", goal_gibs=1.5),
+    Scenario("read-64k-recovery", "read 64 KiB, recovery every 2nd", 65536, "read_throughput_test", 2,
+             baseline="read-64k", goal_cost_ratio=1.3),
+    Scenario("write-64k", "write 64 KiB", 65536, "write_throughput_test", goal_gibs=0.5),
+)}
+
+
+@dataclass
+class Result:
+    """What one scenario measured."""
+
+    scenario: Scenario
+    duration_s: float
+    operations: int
+    window_s: float
+    cpu_s: dict[str, float]      # user + system
+    sys_s: dict[str, float]      # system
+    machine_busy: float          # fraction of all CPUs busy during the window
+    latency_mean_us: int
+    pe_hit_rate: str
+    profiles: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def iops(self) -> float:
+        return self.operations / self.duration_s
+
+    @property
+    def gibs(self) -> float:
+        return self.iops * self.scenario.block_size / GIB
+
+
+def proc_cpu_seconds(pid: int) -> tuple[float, float]:
+    """(utime, stime) of every thread of *pid*, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[11]) / _TICK, int(fields[12]) / _TICK
+
+
+def machine_cpu() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine."""
+    with open("/proc/stat") as f:
+        vals = [int(v) for v in f.readline().split()[1:]]
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+    return sum(vals) - idle, sum(vals)
+
+
+class BenchTopology(Topology):
+    """``apps.topology``'s process set with per-process CPU pins and optional profiling."""
+
+    def __init__(self, workdir: Path, env: dict[str, str], pins: dict[str, int], profile: set[str],
+                 profile_dir: Path, switch_interval: float | None = None) -> None:
+        super().__init__(workdir, env)
+        self.switch_interval = switch_interval
+        self.pins = pins
+        self.profile = profile
+        self.profile_dir = profile_dir
+        self.profiles: dict[str, Path] = {}
+        self.by_name: dict[str, Proc] = {}
+
+    def spawn(self, name: str, module: str, args: Sequence[str], marker: str | None = None,
+              **kwargs: Any) -> Proc:
+        short = _SPAWN_NAMES.get(name, name)
+        args = list(args)
+        if short in self.pins:
+            i = args.index("--cpu")
+            args[i + 1] = str(self.pins[short])
+        if self.switch_interval is not None and short in PROCS:
+            args = [str(self.switch_interval), module, *args]
+            module = "benchmarks.e2e.switch"
+        if short in self.profile:
+            out = self.profile_dir / f"{short}.prof"
+            out.unlink(missing_ok=True)
+            self.profiles[short] = out
+            args = [str(out), module, *args]
+            module = "benchmarks.e2e.profiled"
+        proc = super().spawn(name, module, args, marker, **kwargs)
+        self.by_name[short] = proc
+        return proc
+
+
+def _wait_line(proc: Proc, pred: re.Pattern[str], deadline: float, start: int = 0) -> int | None:
+    """Index of the first line of *proc* from *start* matching *pred* (None if it exited or timed out)."""
+    i = start
+    while time.monotonic() < deadline:
+        lines = proc.lines
+        while i < len(lines):
+            if pred.search(lines[i]):
+                return i
+            i += 1
+        if proc.popen.poll() is not None and i >= len(proc.lines):
+            if proc._pump is not None:
+                proc._pump.join(1)
+            if i >= len(proc.lines):
+                return None
+            continue
+        time.sleep(0.005)
+    return None
+
+
+_READY = re.compile(r"data path ready")
+_STATS = re.compile(r"^\| Stats")
+
+
+def _stat(lines: list[str], label: str) -> str:
+    for line in lines:
+        if line.startswith(f"| {label}"):
+            return line.split(":", 1)[1].strip()
+    raise RuntimeError(f"no '{label}' in the initiator's report")
+
+
+def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, workdir: Path, env: dict[str, str],
+                 pins: dict[str, int], profile: set[str], timeout: float,
+                 switch_interval: float | None = None) -> Result:
+    test = Test(sc.key, sc.strategy, ops, sc.recovery_every_n)
+    targs = argparse.Namespace(cpu=[0], matrix_type="vandermonde", block_size=sc.block_size, blocks_per_io=1)
+    topo = BenchTopology(workdir, env, pins, profile, workdir, switch_interval)
+    try:
+        _targets, bridge, initiator = start(topo, test, targs, files, plain)
+        procs = topo.by_name
+        deadline = time.monotonic() + timeout
+        ready = _wait_line(initiator, _READY, deadline)
+        if ready is None:
+            raise RuntimeError(f"the initiator did not start its data path\n{initiator.tail()}\n{bridge.tail()}")
+        cpu0 = {k: proc_cpu_seconds(p.popen.pid) for k, p in procs.items()}
+        m0, t0 = machine_cpu(), time.monotonic()
+        done = _wait_line(initiator, _STATS, deadline, ready)
+        if done is None:
+            raise RuntimeError(f"the initiator did not report\n{initiator.tail()}\n{bridge.tail()}")
+        cpu1 = {k: proc_cpu_seconds(p.popen.pid) for k, p in procs.items()}
+        m1, t1 = machine_cpu(), time.monotonic()
+        rc = initiator.popen.wait(max(1.0, deadline - time.monotonic()))
+        if initiator._pump is not None:
+            initiator._pump.join(5)
+        if rc != 0:
+            raise RuntimeError(f"initiator exit status {rc}\n{initiator.tail(30)}\n{bridge.tail()}")
+        lines = initiator.lines
+        duration = float(_stat(lines, "Duration (seconds)"))
+        count = int(_stat(lines, "Operation count"))
+        mean = int(_stat(lines, "\tMean").rstrip("us")) if any(x.startswith("| \tMean") for x in lines) else 0
+        hit = _stat(lines, "PE hit rate")
+    finally:
+        topo.close()
+    busy = (m1[0] - m0[0]) / max(1, m1[1] - m0[1])
+    return Result(sc, duration, count, t1 - t0, {k: sum(cpu1[k]) - sum(cpu0[k]) for k in PROCS},
+                  {k: cpu1[k][1] - cpu0[k][1] for k in PROCS}, busy, mean, hit, dict(topo.profiles))
+
+
+def _fmt_int(x: float) -> str:
+    return f"{x:,.0f}".replace(",", " ")
+
+
+def goal_text(r: Result, results: dict[str, Result]) -> tuple[str, str]:
+    """(goal, measured / goal) of *r*."""
+    sc = r.scenario
+    if sc.goal_iops is not None:
+        return f"≥ {_fmt_int(sc.goal_iops)} IO/s", f"{r.iops / sc.goal_iops:.2f}"
+    if sc.goal_gibs is not None:
+        return f"≥ {sc.goal_gibs} GiB/s", f"{r.gibs / sc.goal_gibs:.2f}"
+    if sc.baseline is not None and sc.goal_cost_ratio is not None:
+        base = results.get(sc.baseline)
+        if base is None:
+            return f"cost ≤ {sc.goal_cost_ratio}× {sc.baseline}", "–"
+        cost = base.iops / r.iops
+        return f"cost ≤ {sc.goal_cost_ratio}× plain", f"cost {cost:.2f}×"
+    return "–", "–"
+
+
+def tables(results: dict[str, Result]) -> str:
+    out = ["| scenario | IO/s | GiB/s | mean latency µs | goal | measured vs goal |",
+           "|---|---:|---:|---:|---|---:|"]
+    for r in results.values():
+        goal, ratio = goal_text(r, results)
+        out.append(f"| {r.scenario.title} | {_fmt_int(r.iops)} | {r.gibs:.3f} | {_fmt_int(r.latency_mean_us)} | "
+                   f"{goal} | {ratio} |")
+    out += ["", "CPU during the measured run (all threads; the machine has "
+                f"{os.cpu_count()} CPUs):", "",
+            "| scenario | run s | machine busy | CPU s: " + " | ".join(PROCS) + " | µs CPU per IO: "
+            + " | ".join(PROCS) + " | µs CPU per IO, all | of it in the kernel |",
+            "|---|---:|---:|" + "---:|" * (2 * len(PROCS) + 2)]
+    for r in results.values():
+        per_io = [r.cpu_s[k] / r.operations * 1e6 for k in PROCS]
+        out.append(f"| {r.scenario.title} | {r.window_s:.2f} | {r.machine_busy:.0%} | "
+                   + " | ".join(f"{r.cpu_s[k]:.2f}" for k in PROCS) + " | "
+                   + " | ".join(f"{x:.0f}" for x in per_io) + f" | {sum(per_io):.0f} | "
+                   f"{sum(r.sys_s.values()) / max(1e-9, sum(r.cpu_s.values())):.0%} |")
+    return "\n".join(out)
+
+
+def profile_summary(name: str, path: Path, top: int) -> str:
+    if not path.exists():
+        return f"{name}: no profile written ({path})"
+    import io
+    buf = io.StringIO()
+    st = pstats.Stats(str(path), stream=buf)
+    st.sort_stats("tottime").print_stats(top)
+    return f"--- {name}: top {top} by own time ({path})\n" + buf.getvalue()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="benchmarks/e2e/run.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--scenario", action="append", choices=tuple(SCENARIOS),
+                   help="run only this scenario (repeatable; default: all)")
+    p.add_argument("--operations", type=int, default=20_000, help="initiator transactions per run (default: 20000)")
+    p.add_argument("--block-count", type=int, default=64, help="storage blocks of the sample (default: 64)")
+    p.add_argument("--pin", action="append", default=[], metavar="PROC=CPU",
+                   help="pin PROC's worker (data_1, data_2, data_p, targets, bridge, initiator) to CPU instead of "
+                        "apps.topology's cpu 0 (repeatable)")
+    p.add_argument("--switch-interval", type=float, metavar="SECONDS",
+                   help="run every process with this GIL switch interval (sys.setswitchinterval; default 5 ms)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per scenario; the fastest is reported (default: 1)")
+    p.add_argument("--profile", action="append", default=[], choices=PROCS,
+                   help="run this process under cProfile and print its top functions (repeatable)")
+    p.add_argument("--top", type=int, default=30, help="functions shown per profile (default: 30)")
+    p.add_argument("--workdir", type=Path, help="keep files, logs and profiles here (default: a temporary directory)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per run (default: 300)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    pins: dict[str, int] = {}
+    for spec in args.pin:
+        name, _, cpu = spec.partition("=")
+        for n in (("data_1", "data_2", "data_p") if name == "targets" else (name,)):
+            if n not in PROCS:
+                print(f"--pin: unknown process {n!r}", file=sys.stderr)
+                return 2
+            pins[n] = int(cpu)
+    env = environment()
+    own_tmp = args.workdir is None
+    workdir = Path(tempfile.mkdtemp(prefix="doca_py_e2e_")) if own_tmp else args.workdir
+    workdir.mkdir(parents=True, exist_ok=True)
+    keys = args.scenario or list(SCENARIOS)
+    results: dict[str, Result] = {}
+    try:
+        prepared: dict[int, tuple[Path, dict[str, Path]]] = {}
+        for key in keys:
+            sc = SCENARIOS[key]
+            if sc.block_size not in prepared:
+                d = workdir / f"bs{sc.block_size}"
+                d.mkdir(exist_ok=True)
+                ns = argparse.Namespace(input=None, block_size=sc.block_size, block_count=args.block_count,
+                                        matrix_type="vandermonde", timeout=args.timeout)
+                prepared[sc.block_size] = prepare(ns, d, env)
+            plain, files = prepared[sc.block_size]
+            best: Result | None = None
+            for i in range(args.repeat):
+                r = run_scenario(sc, args.operations, files, plain, plain.parent, env, pins, set(args.profile),
+                                 args.timeout, args.switch_interval)
+                print(f"{sc.title} (run {i + 1}): {_fmt_int(r.iops)} IO/s, {r.gibs:.3f} GiB/s, CPU s "
+                      + ", ".join(f"{k} {v:.2f}" for k, v in r.cpu_s.items()), flush=True)
+                if best is None or r.iops > best.iops:
+                    best = r
+            assert best is not None
+            results[key] = best
+        print()
+        print(f"{args.operations} transactions per run, 64 in flight, "
+              f"pins: {', '.join(f'{k}={v}' for k, v in pins.items()) or 'all cpu 0 (as apps.topology)'}"
+              + (f", GIL switch interval {args.switch_interval * 1e3:g} ms" if args.switch_interval else ""))
+        print()
+        print(tables(results))
+        for r in results.values():
+            for name, path in r.profiles.items():
+                print()
+                print(profile_summary(f"{r.scenario.key} {name}", path, args.top))
+        return 0
+    finally:
+        if own_tmp:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
