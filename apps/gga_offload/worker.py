@@ -33,17 +33,13 @@ structure holds; a process per core would only be needed for more CPU-side throu
 from __future__ import annotations
 
 import logging
-import os
-import queue
-import select
 import struct
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import doca_py as d
 from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostRecv, ComchProducer, \
@@ -61,6 +57,7 @@ from apps.storage.addressing import COMPRESSED_DATA_OFFSET, COMPRESSED_SIZE_OFFS
     TargetRole
 from apps.storage.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
+from apps.storage.worker_thread import COMMAND_TIMEOUT, WorkerThread
 from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
 from apps.storage.offload import matrix_type_from_name
 from apps.storage.stats import WorkerStats
@@ -71,12 +68,8 @@ __all__ = ["SharedResources", "Worker", "COMMAND_TIMEOUT", "RDMA_PERMISSIONS", "
 
 log = logging.getLogger("apps.gga_offload")
 
-T = TypeVar("T")
-
-COMMAND_TIMEOUT = 3.0
 """Seconds the control thread waits for a worker command (as the reference's mailbox)."""
 RDMA_PERMISSIONS = AccessFlag.LOCAL_READ_WRITE | AccessFlag.RDMA_READ | AccessFlag.RDMA_WRITE
-_TICK = 0.1
 _SPIN = 32
 _DATA_SLEEP = 0.02
 _IDLE_SLEEP = 0.1
@@ -177,18 +170,14 @@ class Transaction:
             self.error_text = text
 
 
-class Worker:
+class Worker(WorkerThread):
     """A worker thread; the public methods run on the control thread."""
 
     def __init__(self, index: int, cpu: int, shared: SharedResources, abort: threading.Event) -> None:
         self.index, self.cpu = index, cpu
         self.shared = shared
         self.n = shared.layout.transactions_per_worker
-        self._abort = abort
-        self._commands: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
-        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self._thread = threading.Thread(target=self._main, name=f"gga-worker-{index}", daemon=True)
-        self._exit = False
+        super().__init__(cpu, abort, f"gga-worker-{index}")
         self._pe: d.Pe | None = None
         self._inv: d.BufInventory | None = None
         self._io_mm: d.Mmap | None = None
@@ -228,11 +217,6 @@ class Worker:
         return f"worker {self.index} (cpu {self.cpu})"
 
     @property
-    def alive(self) -> bool:
-        """Whether the worker thread is running."""
-        return self._thread.is_alive()
-
-    @property
     def ready(self) -> bool:
         """Whether the comch producer/consumer and the six RDMA contexts are RUNNING."""
         return len(self._states) == 8 and all(s == CtxState.RUNNING for s in self._states.values())
@@ -270,96 +254,7 @@ class Worker:
         self._call(lambda: self._stop_data_path(drain_timeout), drain_timeout + COMMAND_TIMEOUT,
                    "stop its data path", abortable=False)
 
-    def destroy(self, timeout: float = COMMAND_TIMEOUT + 12.0) -> None:
-        """Destroy every object in the worker thread and join it (bounded; never raises)."""
-        if self._thread.is_alive():
-            self._exit = True
-            self._wake()
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                log.error("%s did not stop within %.0f s; abandoning it", self.name, timeout)
-                return
-        if self._wake_fd >= 0:
-            os.close(self._wake_fd)
-            self._wake_fd = -1
-
-    def _wake(self) -> None:
-        if self._wake_fd >= 0:
-            os.eventfd_write(self._wake_fd, 1)
-
-    def _call(self, fn: Callable[[], T], timeout: float, what: str, *, abortable: bool = True) -> T:
-        if not self._thread.is_alive():
-            raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} is not running"
-                                  + (f" ({self.error})" if self.error else ""))
-        fut: Future[T] = Future()
-        self._commands.put((fn, fut))
-        self._wake()
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return fut.result(timeout=max(0.0, min(_TICK, deadline - time.monotonic())))
-            except TimeoutError:
-                pass
-            if abortable and self._abort.is_set():
-                raise StorageAppError(ErrorCode.CONNECTION_ABORTED, "Aborted: User requested abort")
-            if not self._thread.is_alive() and not fut.done():
-                raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} ended while asked to {what}")
-            if time.monotonic() >= deadline and not fut.done():
-                raise StorageAppError(ErrorCode.TIME_OUT, f"{self.name} did not {what} within {timeout:.0f} s")
-
     # ------------------------------------------------------------------ thread main loop
-    def _main(self) -> None:
-        try:
-            os.sched_setaffinity(0, {self.cpu})
-        except (OSError, ValueError) as exc:
-            log.warning("%s: could not pin the thread to cpu %d (%s); running unpinned", self.name, self.cpu, exc)
-        try:
-            while not self._exit:
-                self._run_commands()
-                if self._exit:
-                    break
-                self._step()
-        except Exception as exc:  # noqa: BLE001 - a worker must never take the process down
-            log.exception("%s failed", self.name)
-            self.error = self.error or f"{type(exc).__name__}: {exc}"
-        finally:
-            self._running = False
-            self._teardown()
-            while True:
-                try:
-                    _, fut = self._commands.get_nowait()
-                except queue.Empty:
-                    break
-                fut.set_exception(StorageAppError(ErrorCode.BAD_STATE, f"{self.name} has stopped"))
-
-    def _run_commands(self) -> None:
-        while True:
-            try:
-                fn, fut = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            if not fut.set_running_or_notify_cancel():
-                continue
-            try:
-                fut.set_result(fn())
-            except BaseException as exc:  # noqa: BLE001 - handed to the control thread
-                fut.set_exception(exc)
-
-    def _sleep(self, timeout: float) -> None:
-        fds = [self._wake_fd]
-        pe = self._pe
-        if pe is not None:
-            pe.request_notification()
-            fds.append(pe.fileno())
-        ready, _, _ = select.select(fds, [], [], timeout)
-        if pe is not None:
-            pe.clear_notification()
-        if self._wake_fd in ready:
-            try:
-                os.eventfd_read(self._wake_fd)
-            except BlockingIOError:
-                pass
-
     def _step(self) -> None:
         pe = self._pe
         if pe is None:

@@ -27,16 +27,11 @@ GIL-heavy paths, and one process keeps storage memory shared without extra plumb
 from __future__ import annotations
 
 import logging
-import os
-import queue
-import select
 import struct
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import doca_py as d
 from doca_py.errors import DocaError, ErrorCode
@@ -46,6 +41,7 @@ from doca_py.types import AccessFlag, CtxState
 from apps.storage.addressing import target_transfer_error
 from apps.storage.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
+from apps.storage.worker_thread import COMMAND_TIMEOUT, WorkerThread
 from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
 from apps.storage.stats import WorkerStats
 
@@ -53,14 +49,10 @@ __all__ = ["StorageRegion", "Worker", "COMMAND_TIMEOUT", "MAX_TRANSACTIONS", "RD
 
 log = logging.getLogger("apps.storage_target")
 
-T = TypeVar("T")
-
-COMMAND_TIMEOUT = 3.0
 """Seconds the control thread waits for a worker command (as the reference's mailbox)."""
 MAX_TRANSACTIONS = 0xFFFF
 """Largest ``transaction_count`` accepted (the services send ``2·T``, a u16)."""
 RDMA_PERMISSIONS = AccessFlag.LOCAL_READ_WRITE | AccessFlag.RDMA_READ | AccessFlag.RDMA_WRITE
-_TICK = 0.1          # how often blocking waits look at the abort flag
 _SPIN = 32           # consecutive empty progress() calls before the data path sleeps
 _DATA_SLEEP = 0.02   # longest sleep of the data path (woken early by completions)
 _IDLE_SLEEP = 0.1
@@ -100,7 +92,7 @@ class _Slot:
         self.read_task: RdmaTaskRead | None = None
 
 
-class Worker:
+class Worker(WorkerThread):
     """A worker thread and its DOCA objects; the public methods run on the control thread.
 
     *abort* (set by Ctrl-C) makes waits of abortable calls raise ``CONNECTION_ABORTED``.
@@ -111,11 +103,7 @@ class Worker:
         self.index, self.cpu = index, cpu
         self._dev, self._storage, self._remote_blob = dev, storage, bytes(remote_blob)
         self.transaction_count = transaction_count
-        self._abort = abort
-        self._commands: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
-        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self._thread = threading.Thread(target=self._main, name=f"storage-target-worker-{index}", daemon=True)
-        self._exit = False
+        super().__init__(cpu, abort, f"storage-target-worker-{index}")
         # -- worker-thread state (read by the control thread only as plain values) --
         self._pe: d.Pe | None = None
         self._inv: d.BufInventory | None = None
@@ -144,11 +132,6 @@ class Worker:
     def name(self) -> str:
         """``worker <index> (cpu <id>)``."""
         return f"worker {self.index} (cpu {self.cpu})"
-
-    @property
-    def alive(self) -> bool:
-        """Whether the worker thread is running."""
-        return self._thread.is_alive()
 
     @property
     def ready(self) -> bool:
@@ -180,98 +163,7 @@ class Worker:
         self._call(lambda: self._stop_data_path(drain_timeout), drain_timeout + COMMAND_TIMEOUT,
                    "stop its data path", abortable=False)
 
-    def destroy(self, timeout: float = COMMAND_TIMEOUT + 12.0) -> None:
-        """Destroy every object in the worker thread and join it (bounded; never raises)."""
-        if self._thread.is_alive():
-            self._exit = True
-            self._wake()
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                log.error("%s did not stop within %.0f s; abandoning it", self.name, timeout)
-                return
-        if self._wake_fd >= 0:
-            os.close(self._wake_fd)
-            self._wake_fd = -1
-
-    def _wake(self) -> None:
-        if self._wake_fd >= 0:
-            os.eventfd_write(self._wake_fd, 1)
-
-    def _call(self, fn: Callable[[], T], timeout: float, what: str, *, abortable: bool = True) -> T:
-        """Run *fn* in the worker thread; its result or exception, bounded by *timeout*."""
-        if not self._thread.is_alive():
-            raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} is not running"
-                                  + (f" ({self.error})" if self.error else ""))
-        fut: Future[T] = Future()
-        self._commands.put((fn, fut))
-        self._wake()
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return fut.result(timeout=max(0.0, min(_TICK, deadline - time.monotonic())))
-            except TimeoutError:
-                pass
-            if abortable and self._abort.is_set():
-                raise StorageAppError(ErrorCode.CONNECTION_ABORTED, "Aborted: User requested abort")
-            if not self._thread.is_alive() and not fut.done():
-                raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} ended while asked to {what}")
-            if time.monotonic() >= deadline and not fut.done():
-                raise StorageAppError(ErrorCode.TIME_OUT, f"{self.name} did not {what} within {timeout:.0f} s")
-
     # ------------------------------------------------------------------ worker thread
-    def _main(self) -> None:
-        try:
-            os.sched_setaffinity(0, {self.cpu})
-        except (OSError, ValueError) as exc:  # e.g. fewer CPUs in the test machine / container
-            log.warning("%s: could not pin the thread to cpu %d (%s); running unpinned", self.name, self.cpu, exc)
-        try:
-            while not self._exit:
-                self._run_commands()
-                if self._exit:
-                    break
-                self._step()
-        except Exception as exc:  # noqa: BLE001 - a worker must never take the process down
-            log.exception("%s failed", self.name)
-            self.error = self.error or f"{type(exc).__name__}: {exc}"
-        finally:
-            self._running = False
-            self._teardown()
-            while True:  # nobody will run these any more
-                try:
-                    _, fut = self._commands.get_nowait()
-                except queue.Empty:
-                    break
-                fut.set_exception(StorageAppError(ErrorCode.BAD_STATE, f"{self.name} has stopped"))
-
-    def _run_commands(self) -> None:
-        while True:
-            try:
-                fn, fut = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            if not fut.set_running_or_notify_cancel():
-                continue
-            try:
-                fut.set_result(fn())
-            except BaseException as exc:  # noqa: BLE001 - handed to the control thread
-                fut.set_exception(exc)
-
-    def _sleep(self, timeout: float) -> None:
-        """Wait for a completion or a command (at most *timeout* s)."""
-        fds = [self._wake_fd]
-        pe = self._pe
-        if pe is not None:
-            pe.request_notification()
-            fds.append(pe.fileno())
-        ready, _, _ = select.select(fds, [], [], timeout)
-        if pe is not None:
-            pe.clear_notification()
-        if self._wake_fd in ready:
-            try:
-                os.eventfd_read(self._wake_fd)
-            except BlockingIOError:
-                pass
-
     def _step(self) -> None:
         pe = self._pe
         if pe is None:

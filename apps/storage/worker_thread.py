@@ -1,0 +1,159 @@
+"""A worker thread pinned to one CPU that owns its DOCA objects, driven through a mailbox.
+
+DOCA objects of a worker (its ``Pe`` and everything connected to it) are created,
+progressed and destroyed in the worker's own thread; the control thread asks for
+work with :meth:`WorkerThread._call`, which is bounded by a timeout and by the
+abort flag (Ctrl-C). Subclasses implement :meth:`_step` (one round of the data
+path) and :meth:`_teardown` (destroy everything, in the worker thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import select
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+import doca_py as d
+from doca_py.errors import ErrorCode
+
+from .errors import StorageAppError
+
+__all__ = ["WorkerThread", "COMMAND_TIMEOUT"]
+
+T = TypeVar("T")
+log = logging.getLogger("apps.storage")
+
+#: How long a control-thread request to a worker may take by default.
+COMMAND_TIMEOUT = 3.0
+_TICK = 0.1  # how often blocking waits look at the abort flag
+
+
+class WorkerThread:
+    """Base of the storage apps' per-core workers."""
+
+    def __init__(self, cpu: int, abort: threading.Event, thread_name: str) -> None:
+        self.cpu = cpu
+        self._abort = abort
+        self._commands: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._thread = threading.Thread(target=self._main, name=thread_name, daemon=True)
+        self._exit = False
+        self._running = False  # the data path accepts work
+        self._pe: d.Pe | None = None
+        self.error: str | None = None
+
+    @property
+    def name(self) -> str:
+        """How the worker is named in messages."""
+        return self._thread.name
+
+    @property
+    def alive(self) -> bool:
+        """Whether the worker thread is running."""
+        return self._thread.is_alive()
+
+    def destroy(self, timeout: float = COMMAND_TIMEOUT + 12.0) -> None:
+        """Destroy every object in the worker thread and join it (bounded; never raises)."""
+        if self._thread.is_alive():
+            self._exit = True
+            self._wake()
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.error("%s did not stop within %.0f s; abandoning it", self.name, timeout)
+                return
+        if self._wake_fd >= 0:
+            os.close(self._wake_fd)
+            self._wake_fd = -1
+
+    def _wake(self) -> None:
+        if self._wake_fd >= 0:
+            os.eventfd_write(self._wake_fd, 1)
+
+    def _call(self, fn: Callable[[], T], timeout: float, what: str, *, abortable: bool = True) -> T:
+        """Run *fn* in the worker thread; its result or exception, bounded by *timeout*."""
+        if not self._thread.is_alive():
+            raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} is not running"
+                                  + (f" ({self.error})" if self.error else ""))
+        fut: Future[T] = Future()
+        self._commands.put((fn, fut))
+        self._wake()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return fut.result(timeout=max(0.0, min(_TICK, deadline - time.monotonic())))
+            except TimeoutError:
+                pass
+            if abortable and self._abort.is_set():
+                raise StorageAppError(ErrorCode.CONNECTION_ABORTED, "Aborted: User requested abort")
+            if not self._thread.is_alive() and not fut.done():
+                raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} ended while asked to {what}")
+            if time.monotonic() >= deadline and not fut.done():
+                raise StorageAppError(ErrorCode.TIME_OUT, f"{self.name} did not {what} within {timeout:.0f} s")
+
+    # -- worker thread ------------------------------------------------------------------------
+    def _main(self) -> None:
+        try:
+            os.sched_setaffinity(0, {self.cpu})
+        except (OSError, ValueError) as exc:  # e.g. fewer CPUs in the test machine / container
+            log.warning("%s: could not pin the thread to cpu %d (%s); running unpinned", self.name, self.cpu, exc)
+        try:
+            while not self._exit:
+                self._run_commands()
+                if self._exit:
+                    break
+                self._step()
+        except Exception as exc:  # noqa: BLE001 - a worker must never take the process down
+            log.exception("%s failed", self.name)
+            self.error = self.error or f"{type(exc).__name__}: {exc}"
+        finally:
+            self._running = False
+            self._teardown()
+            while True:  # nobody will run these any more
+                try:
+                    _, fut = self._commands.get_nowait()
+                except queue.Empty:
+                    break
+                fut.set_exception(StorageAppError(ErrorCode.BAD_STATE, f"{self.name} has stopped"))
+
+    def _run_commands(self) -> None:
+        while True:
+            try:
+                fn, fut = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the control thread
+                fut.set_exception(exc)
+
+    def _sleep(self, timeout: float) -> None:
+        """Wait for a completion or a command (at most *timeout* s)."""
+        fds = [self._wake_fd]
+        pe = self._pe
+        if pe is not None:
+            pe.request_notification()
+            fds.append(pe.fileno())
+        ready, _, _ = select.select(fds, [], [], timeout)
+        if pe is not None:
+            pe.clear_notification()
+        if self._wake_fd in ready:
+            try:
+                os.eventfd_read(self._wake_fd)
+            except BlockingIOError:
+                pass
+
+    def _step(self) -> None:
+        """One round of the data path (progress, maybe sleep)."""
+        raise NotImplementedError
+
+    def _teardown(self) -> None:
+        """Destroy the worker's DOCA objects (in the worker thread)."""
+        raise NotImplementedError
