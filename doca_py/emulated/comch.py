@@ -265,7 +265,7 @@ class EmuComchConnection:
             n = 0
         except OSError as exc:
             reason = f"send failed: {exc.strerror}"
-            self.r.call(lambda: self.die(_RESET, reason))
+            self.r.call_soon(lambda: self.die(_RESET, reason))
             return
         self.sent += n
         self.opos += n
@@ -274,10 +274,10 @@ class EmuComchConnection:
             self.opos = 0
             if self.want_write:
                 self.want_write = False
-                self.r.call(self._update_mask)
+                self.r.call_soon(self._update_mask)
         elif not self.want_write:
             self.want_write = True
-            self.r.call(self._update_mask)
+            self.r.call_soon(self._update_mask)
 
     def _written_locked(self) -> list[EmuComchTaskSend] | None:
         wq = self.wq
@@ -340,7 +340,7 @@ class EmuComchConnection:
             self.closed = True
         if done:
             _post_done(done)
-        self.r.call(lambda: self.die(_ABORTED, None))
+        self.r.call_soon(lambda: self.die(_ABORTED, None))
 
     def die(self, code: int, reason: str | None) -> None:
         """Release the socket, fail what is in flight and post the events, once (I/O thread)."""
@@ -591,7 +591,7 @@ class EmuComchConnection:
         """The Pe consumed *n* bytes of posted messages (Pe thread)."""
         self.delivered += n
         if self.paused and self.posted - self.delivered <= self.high // 2:
-            self.r.call(self.resume)
+            self.r.call_soon(self.resume)
 
     def __repr__(self) -> str:
         return f"<EmuComchConnection {self.peer}>"
@@ -929,7 +929,7 @@ class EmuComchServer(_Endpoint):
             lock.release(path)
             raise DocaOperatingSystem(f"cannot listen on {path}: {exc.strerror}") from None
         self.path, self.name_lock, self.lsock = path, lock, s
-        self.r.call(lambda: self._listen(s))
+        self.r.call_soon(lambda: self._listen(s))
 
     def _listen(self, s: socket.socket) -> None:
         if self.lsock is s:
@@ -999,7 +999,7 @@ class EmuComchServer(_Endpoint):
             self.name_lock.release(self.path)
             self.name_lock = None
         if s is not None:
-            self.r.call(lambda: self._unlisten(s))
+            self.r.call_soon(lambda: self._unlisten(s))
         for c in list(self.conns):
             c.close_local()
 
@@ -1044,7 +1044,7 @@ class EmuComchClient(_Endpoint):
         self.backoff = 0.002
         self.refusal_logged = False
         self._set_state(_STARTING)
-        self.r.call(self._dial)
+        self.r.call_soon(self._dial)
         return self.state
 
     def _dial(self) -> None:
@@ -1091,7 +1091,7 @@ class EmuComchClient(_Endpoint):
         self._maybe_idle()
 
     def _on_stop(self) -> None:
-        self.r.call(self._close_conn)
+        self.r.call_soon(self._close_conn)
 
     def _close_conn(self) -> None:
         c = self.conn

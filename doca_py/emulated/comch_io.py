@@ -5,7 +5,7 @@ named from the host PCI function it serves and a hash of its name; a client with
 same PCI address and name connects to it. The byte stream carries length-prefixed
 frames (:data:`HDR`), many per system call.
 
-The :class:`Reactor` thread owns one selector for every comch socket of the process:
+The shared I/O thread (:mod:`.reactor`) owns one selector for every socket of the process:
 it accepts, reads and parses frames, writes what a socket refused earlier, and posts
 completions and events to the progress engine that owns them. It never runs user code.
 """
@@ -15,19 +15,15 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
-import heapq
-import itertools
 import os
 import selectors
 import stat
 import struct
-import threading
-import time
-from collections import deque
 from collections.abc import Callable
 
 from ..errors import DocaAlreadyExist, DocaInvalidValue, DocaNotPermitted, DocaOperatingSystem
 from ..log import logger
+from .reactor import Reactor, reactor
 
 __all__ = [
     "HDR", "HDR_SIZE", "MAGIC", "VERSION", "T_HELLO", "T_WELCOME", "T_MSG", "T_CONSUMER_NEW",
@@ -131,98 +127,6 @@ class NameLock:
         self.fd = -1
 
 
-# -- the I/O thread --------------------------------------------------------------------------------
-class Reactor:
-    """The per-process comch I/O thread: one selector, a command queue and timers."""
-
-    def __init__(self) -> None:
-        self.sel = selectors.DefaultSelector()
-        self.efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self.sel.register(self.efd, _EVR, None)
-        self.cmds: deque[Callable[[], object]] = deque()
-        self.timers: list[tuple[float, int, Callable[[], object]]] = []
-        self._seq = itertools.count()
-        self.pid = os.getpid()
-        self.thread = threading.Thread(target=self._run, name="doca_py-comch-io", daemon=True)
-        self.thread.start()
-
-    def call(self, fn: Callable[[], object]) -> None:
-        """Run ``fn()`` on the I/O thread soon (any thread)."""
-        self.cmds.append(fn)
-        if threading.get_ident() != self.thread.ident:
-            os.eventfd_write(self.efd, 1)
-
-    def call_later(self, delay: float, fn: Callable[[], object]) -> None:
-        """Run ``fn()`` on the I/O thread after *delay* seconds (I/O thread only)."""
-        heapq.heappush(self.timers, (time.monotonic() + delay, next(self._seq), fn))
-
-    def set_mask(self, fileobj: object, old: int, new: int, cb: Callable[[int], None]) -> int:
-        """Change what the selector watches for *fileobj* (I/O thread only); returns *new*."""
-        if old == new:
-            return new
-        if not old:
-            self.sel.register(fileobj, new, cb)  # type: ignore[arg-type]
-        elif not new:
-            self.sel.unregister(fileobj)  # type: ignore[arg-type]
-        else:
-            self.sel.modify(fileobj, new, cb)  # type: ignore[arg-type]
-        return new
-
-    def _run(self) -> None:
-        sel, cmds, timers = self.sel, self.cmds, self.timers
-        while True:
-            timeout: float | None = None
-            if timers:
-                timeout = max(0.0, timers[0][0] - time.monotonic())
-            if cmds:
-                timeout = 0.0
-            try:
-                events = sel.select(timeout)
-            except Exception:  # noqa: BLE001 - the thread must survive anything
-                logger.exception("comch I/O thread: select failed")
-                continue
-            for key, mask in events:
-                cb = key.data
-                if cb is None:
-                    try:
-                        os.eventfd_read(self.efd)
-                    except BlockingIOError:
-                        pass
-                    continue
-                try:
-                    cb(mask)
-                except Exception:  # noqa: BLE001
-                    logger.exception("comch I/O thread: event handler failed")
-            while cmds:
-                fn = cmds.popleft()
-                try:
-                    fn()
-                except Exception:  # noqa: BLE001
-                    logger.exception("comch I/O thread: command failed")
-            if timers:
-                now = time.monotonic()
-                while timers and timers[0][0] <= now:
-                    fn = heapq.heappop(timers)[2]
-                    try:
-                        fn()
-                    except Exception:  # noqa: BLE001
-                        logger.exception("comch I/O thread: timer failed")
-
-
-_reactor: Reactor | None = None
-_reactor_lock = threading.Lock()
-
-
-def reactor() -> Reactor:
-    """This process's comch I/O thread (started on first use, again after a fork)."""
-    global _reactor
-    r = _reactor
-    if r is not None and r.pid == os.getpid():
-        return r
-    with _reactor_lock:
-        if _reactor is None or _reactor.pid != os.getpid():
-            _reactor = Reactor()
-        return _reactor
 
 
 def is_refused(exc: OSError) -> bool:

@@ -1,4 +1,4 @@
-"""The emulated RDMA transport: one background I/O thread per process and its TCP streams.
+"""The emulated RDMA transport: its TCP streams on the process's shared I/O thread (:mod:`.reactor`).
 
 Every emulated ``doca_rdma`` connection is carried by two TCP streams, one dialed by
 each side. A stream carries *requests* from the side that dialed it (send, write,
@@ -15,19 +15,16 @@ of the owning context. It never runs user code. Other threads talk to it with
 
 from __future__ import annotations
 
-import heapq
-import itertools
-import os
 import selectors
 import socket
 import struct
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from ..log import logger
+from .reactor import Reactor, reactor
 
 __all__ = ["Reactor", "Stream", "Listener", "reactor", "HDR", "HDR_SIZE", "RX_SIZE"]
 
@@ -42,92 +39,6 @@ _ZERO_HDR = bytes(HDR_SIZE)
 _EVR, _EVW = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 
-class Reactor:
-    """The per-process I/O thread."""
-
-    def __init__(self) -> None:
-        self.sel = selectors.DefaultSelector()
-        self.efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self.sel.register(self.efd, _EVR, None)
-        self.cmds: deque[Callable[[], object]] = deque()
-        self.timers: list[tuple[float, int, Callable[[], object]]] = []
-        self._seq = itertools.count()
-        self.pid = os.getpid()
-        self.thread = threading.Thread(target=self._run, name="doca_py-rdma-io", daemon=True)
-        self.thread.start()
-
-    # -- other threads ----------------------------------------------------------------------
-    def call(self, fn: Callable[[], object]) -> None:
-        """Run ``fn()`` on the I/O thread soon (thread-safe)."""
-        if threading.get_ident() == self.thread.ident:
-            fn()
-            return
-        self.cmds.append(fn)
-        os.eventfd_write(self.efd, 1)
-
-    def on_thread(self) -> bool:
-        return threading.get_ident() == self.thread.ident
-
-    # -- I/O thread -------------------------------------------------------------------------
-    def call_later(self, delay: float, fn: Callable[[], object]) -> None:
-        """Run ``fn()`` on the I/O thread after *delay* seconds (I/O thread only)."""
-        heapq.heappush(self.timers, (time.monotonic() + delay, next(self._seq), fn))
-
-    def _run(self) -> None:
-        sel, cmds, timers = self.sel, self.cmds, self.timers
-        while True:
-            timeout: float | None = None
-            if timers:
-                timeout = max(0.0, timers[0][0] - time.monotonic())
-            if cmds:
-                timeout = 0.0
-            try:
-                events = sel.select(timeout)
-            except Exception:  # noqa: BLE001 - never let the thread die
-                logger.exception("rdma I/O thread: select failed")
-                continue
-            for key, mask in events:
-                cb = key.data
-                if cb is None:
-                    try:
-                        os.eventfd_read(self.efd)
-                    except BlockingIOError:
-                        pass
-                    continue
-                try:
-                    cb(mask)
-                except Exception:  # noqa: BLE001
-                    logger.exception("rdma I/O thread: event handler failed")
-            while cmds:
-                fn = cmds.popleft()
-                try:
-                    fn()
-                except Exception:  # noqa: BLE001
-                    logger.exception("rdma I/O thread: command failed")
-            if timers:
-                now = time.monotonic()
-                while timers and timers[0][0] <= now:
-                    _, _, fn = heapq.heappop(timers)
-                    try:
-                        fn()
-                    except Exception:  # noqa: BLE001
-                        logger.exception("rdma I/O thread: timer failed")
-
-
-_reactor: Reactor | None = None
-_reactor_lock = threading.Lock()
-
-
-def reactor() -> Reactor:
-    """This process's I/O thread (started on first use, again after a fork)."""
-    global _reactor
-    r = _reactor
-    if r is not None and r.pid == os.getpid():
-        return r
-    with _reactor_lock:
-        if _reactor is None or _reactor.pid != os.getpid():
-            _reactor = Reactor()
-        return _reactor
 
 
 class Listener:
