@@ -1085,7 +1085,13 @@ class EmuComchClient(_Endpoint):
 
     def _lost(self, conn: EmuComchConnection) -> None:
         """The server went away: RUNNING → STOPPING, then IDLE once every task is freed."""
-        if self.conn is not conn or self.state != _RUNNING:
+        if self.conn is not conn:
+            return
+        if self.state == _STARTING:
+            # Dropped before this client saw RUNNING: keep trying, like a client whose server is not up yet.
+            self.r.call_soon(self._retry)
+            return
+        if self.state != _RUNNING:
             return
         self._set_state(_STOPPING)
         self._maybe_idle()
