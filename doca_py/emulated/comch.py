@@ -1084,14 +1084,9 @@ class EmuComchClient(_Endpoint):
         _post(self.pe, self._lost, conn)
 
     def _lost(self, conn: EmuComchConnection) -> None:
-        """The server went away: RUNNING → STOPPING, then IDLE once every task is freed."""
-        if self.conn is not conn:
-            return
-        if self.state == _STARTING:
-            # Dropped before this client saw RUNNING: keep trying, like a client whose server is not up yet.
-            self.r.call_soon(self._retry)
-            return
-        if self.state != _RUNNING:
+        """The server went away: STOPPING, then IDLE once every task is freed."""
+        # Also while STARTING: the drop may overtake the event that would have made it RUNNING.
+        if self.conn is not conn or self.state not in (_RUNNING, _STARTING):
             return
         self._set_state(_STOPPING)
         self._maybe_idle()
