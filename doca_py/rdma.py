@@ -267,77 +267,64 @@ class RdmaTaskSend(_ConnTask):
         self._src = src
 
 
-class RdmaTaskSendImm(RdmaTaskSend):
+class _ImmediateData:
+    """The 32-bit immediate data of send_imm and write_imm tasks."""
+
+    __slots__ = ()
+    _h: Any
+
+    def get_immediate_data(self) -> int:
+        return int(self._h.imm)
+
+    def set_immediate_data(self, imm: int) -> None:
+        if not 0 <= imm <= 0xFFFFFFFF:
+            raise DocaInvalidValue("immediate data is 32 bits")
+        self._h.imm = imm
+
+
+class RdmaTaskSendImm(_ImmediateData, RdmaTaskSend):
     """``doca_rdma_task_send_imm``: a send carrying 32 bits of immediate data."""
 
     __slots__ = ()
 
-    def get_immediate_data(self) -> int:
-        return int(self._h.imm)  # type: ignore[attr-defined]
 
-    def set_immediate_data(self, imm: int) -> None:
-        if not 0 <= imm <= 0xFFFFFFFF:
-            raise DocaInvalidValue("immediate data is 32 bits")
-        self._h.imm = imm  # type: ignore[attr-defined]
+class _OneSidedTask(_ConnTask):
+    __slots__ = ("_src", "_dst")
+    _src: Buf
+    _dst: Buf
+
+    def get_src_buf(self) -> Buf:
+        return self._src
+
+    def set_src_buf(self, src: Buf) -> None:
+        self._h.set_src_buf(src._h)  # type: ignore[attr-defined]
+        self._src = src
+
+    def get_dst_buf(self) -> Buf:
+        return self._dst
+
+    def set_dst_buf(self, dst: Buf) -> None:
+        self._h.set_dst_buf(dst._h)  # type: ignore[attr-defined]
+        self._dst = dst
 
 
-class RdmaTaskRead(_ConnTask):
+class RdmaTaskRead(_OneSidedTask):
     """``doca_rdma_task_read``: the remote source's data into the local destination."""
 
-    __slots__ = ("_src", "_dst")
-    _src: Buf
-    _dst: Buf
-
-    def get_src_buf(self) -> Buf:
-        return self._src
-
-    def set_src_buf(self, src: Buf) -> None:
-        self._h.set_src_buf(src._h)  # type: ignore[attr-defined]
-        self._src = src
-
-    def get_dst_buf(self) -> Buf:
-        return self._dst
-
-    def set_dst_buf(self, dst: Buf) -> None:
-        self._h.set_dst_buf(dst._h)  # type: ignore[attr-defined]
-        self._dst = dst
+    __slots__ = ()
 
 
-class RdmaTaskWrite(_ConnTask):
+class RdmaTaskWrite(_OneSidedTask):
     """``doca_rdma_task_write``: the local source's data after the remote destination's data."""
 
-    __slots__ = ("_src", "_dst")
-    _src: Buf
-    _dst: Buf
-
-    def get_src_buf(self) -> Buf:
-        return self._src
-
-    def set_src_buf(self, src: Buf) -> None:
-        self._h.set_src_buf(src._h)  # type: ignore[attr-defined]
-        self._src = src
-
-    def get_dst_buf(self) -> Buf:
-        return self._dst
-
-    def set_dst_buf(self, dst: Buf) -> None:
-        self._h.set_dst_buf(dst._h)  # type: ignore[attr-defined]
-        self._dst = dst
+    __slots__ = ()
 
 
-class RdmaTaskWriteImm(RdmaTaskWrite):
+class RdmaTaskWriteImm(_ImmediateData, RdmaTaskWrite):
     """``doca_rdma_task_write_imm``: a write that also completes a receive on the peer
     (opcode ``RECV_WRITE_WITH_IMM``)."""
 
     __slots__ = ()
-
-    def get_immediate_data(self) -> int:
-        return int(self._h.imm)  # type: ignore[attr-defined]
-
-    def set_immediate_data(self, imm: int) -> None:
-        if not 0 <= imm <= 0xFFFFFFFF:
-            raise DocaInvalidValue("immediate data is 32 bits")
-        self._h.imm = imm  # type: ignore[attr-defined]
 
 
 class _AtomicTask(_ConnTask):
