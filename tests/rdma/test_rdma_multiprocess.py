@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import netns
 import doca_py as d
 from doca_py import errors as e
 from doca_py.rdma import RdmaOpcode
@@ -237,38 +237,13 @@ def test_peer_killed_mid_transfer_fails_tasks_and_reports_disconnection(backend:
             peer.kill()
 
 
-def _netns_available() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to create network namespaces"
-    if shutil.which("ip") is None:
-        return "needs the ip(8) tool"
-    probe = f"dpy{os.getpid() % 100000}p"
-    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    if r.returncode:
-        return f"cannot create a network namespace: {r.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
-    return None
-
-
 def test_two_hosts_in_network_namespaces(backend: str) -> None:
-    why = _netns_available()
+    why = netns.unavailable()
     if why is not None:
         pytest.skip(why)
     from doca_py.emulated import rdma as emu
 
-    tag = f"{os.getpid() % 100000}"
-    ns, va, vb = f"dpy{tag}", f"dpa{tag}", f"dpb{tag}"
-    net = f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}"
-    cmds = [["ip", "netns", "add", ns], ["ip", "link", "add", va, "type", "veth", "peer", "name", vb],
-            ["ip", "link", "set", vb, "netns", ns], ["ip", "addr", "add", f"{net}.1/30", "dev", va],
-            ["ip", "link", "set", va, "up"],
-            ["ip", "netns", "exec", ns, "ip", "addr", "add", f"{net}.2/30", "dev", vb],
-            ["ip", "netns", "exec", ns, "ip", "link", "set", vb, "up"],
-            ["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"]]
-    peer: Peer | None = None
-    try:
-        for c in cmds:
-            subprocess.run(c, check=True, capture_output=True)
+    with netns.veth_namespace("r") as (ns, net):
         peer = Peer({"DOCA_PY_RDMA_BIND_ADDR": f"{net}.2", "DOCA_PY_RDMA_HOST_ID": f"ns-{uuid.uuid4()}"},
                     prefix=["ip", "netns", "exec", ns])
         emu.configure(bind_addr=f"{net}.1")
@@ -290,8 +265,4 @@ def test_two_hosts_in_network_namespaces(backend: str) -> None:
                 par.close()
         finally:
             emu.configure(bind_addr="127.0.0.1")
-    finally:
-        if peer is not None:
             peer.kill()
-        subprocess.run(["ip", "link", "del", va], capture_output=True)
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import netns
 from apps.topology import (
     STRATEGIES,
     Proc,
@@ -129,35 +128,11 @@ def test_ctrl_c_in_the_data_path_stops_every_process_promptly(running: tuple[lis
         _exits(p, 10)  # a hang bound, not a timing check: each takes well under 2 s here
 
 
-def _netns() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to create network namespaces"
-    if shutil.which("ip") is None:
-        return "needs the ip(8) tool"
-    probe = f"dpt{os.getpid() % 100000}p"
-    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    if r.returncode:
-        return f"cannot create a network namespace: {r.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
-    return None
-
-
 def test_targets_on_another_host_in_a_network_namespace(tmp_path: Path) -> None:
-    why = _netns()
+    why = netns.unavailable()
     if why is not None:
         pytest.skip(why)
-    tag = f"{os.getpid() % 100000}"
-    ns, va, vb = f"dpt{tag}", f"dta{tag}", f"dtb{tag}"
-    net = f"10.{150 + os.getpid() % 50}.{os.getpid() % 250}"
-    setup = [["ip", "netns", "add", ns], ["ip", "link", "add", va, "type", "veth", "peer", "name", vb],
-             ["ip", "link", "set", vb, "netns", ns], ["ip", "addr", "add", f"{net}.1/30", "dev", va],
-             ["ip", "link", "set", va, "up"],
-             ["ip", "netns", "exec", ns, "ip", "addr", "add", f"{net}.2/30", "dev", vb],
-             ["ip", "netns", "exec", ns, "ip", "link", "set", vb, "up"],
-             ["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"]]
-    try:
-        for c in setup:
-            subprocess.run(c, check=True, capture_output=True)
+    with netns.veth_namespace("t") as (ns, net):
         args = build_parser().parse_args(["--block-count", "16", "--workdir", str(tmp_path)])
         env = environment()
         plain, files = prepare(args, tmp_path, env)
@@ -166,6 +141,3 @@ def test_targets_on_another_host_in_a_network_namespace(tmp_path: Path) -> None:
             test = TopologyTest("rw", "read_write_data_validity_test", 0, recovery_every_n=2)
             targets, bridge, initiator = start(topo, test, args, files, plain, hosts=hosts)
             assert _exits(initiator, 120) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
-    finally:
-        subprocess.run(["ip", "link", "del", va], capture_output=True)
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
