@@ -12,6 +12,7 @@ real DOCA makes in other libraries: a ctx, tasks, and the task callback that a
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
@@ -354,6 +355,41 @@ def find_compiler() -> str | None:
     return None
 
 
+def compile_library(source: str, dest: Path, filename: str, *, soname: str | None = None) -> Path:
+    """Compile C *source* into ``dest/filename`` (a shared library; the ``.c`` file is kept
+    beside it for debugging). Raises :class:`FakeBuildError` without a compiler or on a
+    compile error."""
+    cc = find_compiler()
+    if cc is None:
+        raise FakeBuildError("no C compiler found (tried $CC, gcc, cc)")
+    dest.mkdir(parents=True, exist_ok=True)
+    src = dest / f"{filename.split('.so')[0]}.c"
+    src.write_text(source)
+    lib = dest / filename
+    cmd = [
+        cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror",
+        "-fvisibility=hidden",
+        *([f"-Wl,-soname,{soname}"] if soname else []),
+        # Bind calls inside the library to itself: several fakes are loaded
+        # RTLD_GLOBAL into one test process and must not resolve into each other.
+        "-Wl,-Bsymbolic",
+        "-o", str(lib), str(src),
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise FakeBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+    return lib
+
+
+def attach_common(lib: ctypes.CDLL, entry: str, common: ctypes.CDLL, names: tuple[str, ...]) -> None:
+    """Call the fake *lib*'s ``entry(...)`` with the addresses of *names* in the fake *common*:
+    the fake engines and transports create their ctxs and tasks through the fake common."""
+    fn = lib[entry]
+    fn.restype = None
+    fn.argtypes = [ctypes.c_void_p] * len(names)
+    fn(*[ctypes.cast(common[name], ctypes.c_void_p).value for name in names])
+
+
 def build_fake_common(
     dest: Path, version: str = "3.0.0058", *, reuse_args: bool = False, reuse_data: bool = False
 ) -> Path:
@@ -363,26 +399,9 @@ def build_fake_common(
     and returns the real file. Raises :class:`FakeBuildError` without a compiler or on
     a compile error.
     """
-    cc = find_compiler()
-    if cc is None:
-        raise FakeBuildError("no C compiler found (tried $CC, gcc, cc)")
-    dest.mkdir(parents=True, exist_ok=True)
     major = version.split(".")[0]
-    src = dest / "fake_doca_common.c"
-    src.write_text(c_source(version, reuse_args=reuse_args, reuse_data=reuse_data))
-    real = dest / f"libdoca_common.so.{version}"
-    cmd = [
-        cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror",
-        "-fvisibility=hidden",
-        f"-Wl,-soname,libdoca_common.so.{major}",
-        # Bind calls inside the library to itself: several fakes are loaded
-        # RTLD_GLOBAL into one test process and must not resolve into each other.
-        "-Wl,-Bsymbolic",
-        "-o", str(real), str(src),
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise FakeBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+    real = compile_library(c_source(version, reuse_args=reuse_args, reuse_data=reuse_data), dest,
+                           f"libdoca_common.so.{version}", soname=f"libdoca_common.so.{major}")
     for link in (dest / f"libdoca_common.so.{major}", dest / "libdoca_common.so"):
         if link.is_symlink() or link.exists():
             link.unlink()

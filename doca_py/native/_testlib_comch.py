@@ -32,11 +32,10 @@ Like the other fakes it is not linked against a fake common: call :func:`attach`
 from __future__ import annotations
 
 import ctypes
-import subprocess
 from ctypes import POINTER, c_char, c_char_p, c_int, c_uint8, c_uint32, c_void_p
 from pathlib import Path
 
-from ._testlib import FakeBuildError, find_compiler
+from ._testlib import attach_common, compile_library
 from .capi._decl import Decl
 
 __all__ = ["FAKE_COMCH_DECLS", "attach", "build_fake_comch", "comch_source", "RECV_DATA", "RECV_IMM",
@@ -666,28 +665,13 @@ def build_fake_comch(dest: Path, *, imm_api: bool = True, cc: bool = False) -> P
     Raises :class:`~doca_py.native._testlib.FakeBuildError` without a compiler or on a
     compile error.
     """
-    compiler = find_compiler()
-    if compiler is None:
-        raise FakeBuildError("no C compiler found (tried $CC, gcc, cc)")
-    dest.mkdir(parents=True, exist_ok=True)
     name = "cc" if cc else "comch"
-    src = dest / f"fake_doca_{name}.c"
-    src.write_text(comch_source(imm_api=imm_api, cc=cc))
-    lib = dest / f"libdoca_{name}.so"
-    cmd = [compiler, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden",
-           "-Wl,-Bsymbolic", "-o", str(lib), str(src)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise FakeBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
-    return lib
+    return compile_library(comch_source(imm_api=imm_api, cc=cc), dest, f"libdoca_{name}.so")
 
 
 def attach(comch: ctypes.CDLL, common: ctypes.CDLL) -> None:
     """Give the fake comch the fake libdoca_common it creates ctxs and tasks with."""
-    fn = comch["fake_comch_attach"]
-    fn.restype = None
-    fn.argtypes = [ctypes.c_void_p] * 7
-    names = ("fake_ctx_create", "fake_ctx_destroy", "fake_ctx_set_task_cb", "fake_task_alloc_init",
-             "doca_task_submit", "doca_task_free", "doca_ctx_get_state")
-    fn(*[ctypes.cast(common[name], ctypes.c_void_p).value for name in names])
+    attach_common(comch, "fake_comch_attach", common,
+                  ("fake_ctx_create", "fake_ctx_destroy", "fake_ctx_set_task_cb", "fake_task_alloc_init",
+                   "doca_task_submit", "doca_task_free", "doca_ctx_get_state"))
 

@@ -25,10 +25,9 @@ the 3.x one (``…lz4_stream…``/``…lz4_block…``).
 from __future__ import annotations
 
 import ctypes
-import subprocess
 from pathlib import Path
 
-from ._testlib import FakeBuildError, find_compiler
+from ._testlib import attach_common, compile_library
 
 __all__ = ["ENGINES", "attach", "build_fake_engines", "engine_source"]
 
@@ -372,29 +371,10 @@ def build_fake_engines(dest: Path, *, lz4: str = "split", engines: tuple[str, ..
     Raises :class:`~doca_py.native._testlib.FakeBuildError` without a compiler or on a
     compile error.
     """
-    cc = find_compiler()
-    if cc is None:
-        raise FakeBuildError("no C compiler found (tried $CC, gcc, cc)")
-    dest.mkdir(parents=True, exist_ok=True)
-    out = []
-    for engine in engines:
-        src = dest / f"fake_doca_{engine}.c"
-        src.write_text(engine_source(engine, lz4=lz4))
-        lib = dest / f"libdoca_{engine}.so"
-        cmd = [cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden",
-               "-Wl,-Bsymbolic", "-o", str(lib), str(src)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise FakeBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
-        out.append(lib)
-    return out
+    return [compile_library(engine_source(engine, lz4=lz4), dest, f"libdoca_{engine}.so") for engine in engines]
 
 
 def attach(engine: ctypes.CDLL, common: ctypes.CDLL) -> None:
     """Give a fake engine the fake libdoca_common it creates ctxs and tasks with."""
-    fn = engine["fake_engine_attach"]
-    fn.restype = None
-    fn.argtypes = [ctypes.c_void_p] * 4
-    addr = [ctypes.cast(common[name], ctypes.c_void_p).value
-            for name in ("fake_ctx_create", "fake_ctx_destroy", "fake_ctx_set_task_cb", "fake_task_alloc_init")]
-    fn(*addr)
+    attach_common(engine, "fake_engine_attach", common,
+                  ("fake_ctx_create", "fake_ctx_destroy", "fake_ctx_set_task_cb", "fake_task_alloc_init"))

@@ -27,11 +27,10 @@ with the rdma and the common ``CDLL`` before use.
 from __future__ import annotations
 
 import ctypes
-import subprocess
 from ctypes import POINTER, c_char, c_int, c_size_t, c_void_p
 from pathlib import Path
 
-from ._testlib import FakeBuildError, find_compiler
+from ._testlib import attach_common, compile_library
 from .capi._decl import Decl
 
 __all__ = ["FAKE_RDMA_DECLS", "attach", "build_fake_rdma", "rdma_source", "RECV_DATA", "RECV_IMM",
@@ -608,26 +607,10 @@ def build_fake_rdma(dest: Path, *, conn_api: bool = True) -> Path:
     Raises :class:`~doca_py.native._testlib.FakeBuildError` without a compiler or on a
     compile error.
     """
-    cc = find_compiler()
-    if cc is None:
-        raise FakeBuildError("no C compiler found (tried $CC, gcc, cc)")
-    dest.mkdir(parents=True, exist_ok=True)
-    src = dest / "fake_doca_rdma.c"
-    src.write_text(rdma_source(conn_api=conn_api))
-    lib = dest / "libdoca_rdma.so"
-    cmd = [cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden",
-           "-Wl,-Bsymbolic", "-o", str(lib), str(src)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise FakeBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
-    return lib
+    return compile_library(rdma_source(conn_api=conn_api), dest, "libdoca_rdma.so")
 
 
 def attach(rdma: ctypes.CDLL, common: ctypes.CDLL) -> None:
     """Give the fake rdma the fake libdoca_common it creates ctxs and tasks with."""
-    fn = rdma["fake_rdma_attach"]
-    fn.restype = None
-    fn.argtypes = [ctypes.c_void_p] * 6
-    names = ("fake_ctx_create", "fake_ctx_destroy", "fake_ctx_set_task_cb", "fake_task_alloc_init",
-             "doca_task_submit", "doca_task_free")
-    fn(*[ctypes.cast(common[name], ctypes.c_void_p).value for name in names])
+    attach_common(rdma, "fake_rdma_attach", common, ("fake_ctx_create", "fake_ctx_destroy", "fake_ctx_set_task_cb",
+                                                     "fake_task_alloc_init", "doca_task_submit", "doca_task_free"))
