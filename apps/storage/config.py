@@ -16,7 +16,7 @@ import ipaddress
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, \
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, \
     model_validator
 
 from doca_py.log import LogLevel, parse_level
@@ -142,6 +142,18 @@ def _cpus(value: list[int]) -> list[int]:
     return value
 
 
+def _control_timeout(value: int) -> int:
+    if value <= 0:
+        raise ValueError(f"{value}: the control timeout must be a positive number of seconds")
+    return value
+
+
+#: ``--cpu``, repeated: at least one, none negative, none twice.
+Cpus = Annotated[list[int], AfterValidator(_cpus)]
+#: ``--control-timeout`` in seconds: positive.
+ControlTimeout = Annotated[int, AfterValidator(_control_timeout)]
+
+
 class SbcGeneratorConfig(CommonConfig):
     """``doca_storage_gga_offload_sbc_generator`` (§2.5, §6.5)."""
 
@@ -201,18 +213,13 @@ class TargetConfig(CommonConfig):
 
     device: str = flag(short="-d", metavar="DEVICE",
                        help="RDMA device: PCI address, IB device name or network interface name")
-    cpu: list[int] = flag(kind="int", multi=True, help="CPU id for a worker; repeat for more workers")
+    cpu: Cpus = flag(kind="int", multi=True, help="CPU id for a worker; repeat for more workers")
     listen_port: int = flag(kind="int", help="TCP port for the control connection (0 = any free port)")
     binary_content: Path | None = flag(None, metavar="FILE",
                                        help="initial content: an .sbc file (detected by magic) or a raw file of "
                                             "exactly block-size x block-count bytes")
     block_count: int = flag(128, kind="int", help="number of blocks (ignored with an .sbc file)")
     block_size: int = flag(4096, kind="int", help="block size in bytes (ignored with an .sbc file)")
-
-    @field_validator("cpu")
-    @classmethod
-    def _cpu(cls, v: list[int]) -> list[int]:
-        return _cpus(v)
 
     @field_validator("listen_port")
     @classmethod
@@ -238,21 +245,9 @@ class _ServiceConfig(CommonConfig):
     device: str = flag(short="-d", metavar="DEVICE",
                        help="BlueField device: PCI address, IB device name or network interface name")
     representor: str = flag(short="-r", metavar="PCI_ADDR", help="PCI address of the host-side representor")
-    cpu: list[int] = flag(kind="int", multi=True, help="CPU id for a worker; repeat for more workers")
+    cpu: Cpus = flag(kind="int", multi=True, help="CPU id for a worker; repeat for more workers")
     command_channel_name: str = flag("doca_storage_comch", help="comch server name")
-    control_timeout: int = flag(5, kind="int", help="control timeout in seconds (must not be 0)")
-
-    @field_validator("cpu")
-    @classmethod
-    def _cpu(cls, v: list[int]) -> list[int]:
-        return _cpus(v)
-
-    @field_validator("control_timeout")
-    @classmethod
-    def _timeout(cls, v: int) -> int:
-        if v <= 0:
-            raise ValueError(f"{v}: the control timeout must be a positive number of seconds")
-        return v
+    control_timeout: ControlTimeout = flag(5, kind="int", help="control timeout in seconds (must not be 0)")
 
     @field_validator("command_channel_name")
     @classmethod
@@ -292,7 +287,7 @@ class InitiatorConfig(CommonConfig):
 
     device: str = flag(short="-d", metavar="DEVICE",
                        help="DOCA device: PCI address, IB device name or network interface name")
-    cpu: list[int] = flag(kind="int", multi=True, help="CPU id for a worker; repeat for more workers")
+    cpu: Cpus = flag(kind="int", multi=True, help="CPU id for a worker; repeat for more workers")
     storage_plain_content: Path | None = flag(None, metavar="FILE",
                                               help="file with the expected plain storage content")
     execution_strategy: ExecutionStrategy = flag(metavar="STRATEGY",
@@ -301,14 +296,9 @@ class InitiatorConfig(CommonConfig):
     run_limit_operation_count: int = flag(1_000_000, kind="int", help="transactions per worker")
     transaction_count: int = flag(64, kind="int", help="concurrent transactions per worker")
     command_channel_name: str = flag("doca_storage_comch", help="comch server name to connect to")
-    control_timeout: int = flag(5, kind="int", help="seconds to connect and to wait for the data path")
+    control_timeout: ControlTimeout = flag(5, kind="int", help="seconds to connect and to wait for the data path")
     local_io_region_size: int = flag(0, kind="int", help="local IO region size in bytes (0 = storage capacity)")
     blocks_per_io: int = flag(1, kind="int", help="storage blocks per IO")
-
-    @field_validator("cpu")
-    @classmethod
-    def _cpu(cls, v: list[int]) -> list[int]:
-        return _cpus(v)
 
     @field_validator("run_limit_operation_count")
     @classmethod
@@ -323,13 +313,6 @@ class InitiatorConfig(CommonConfig):
     def _transactions(cls, v: int) -> int:
         if not 0 < v <= 0x7FFF:
             raise ValueError(f"{v} must be from 1 to 32767 (the service doubles it into a u16)")
-        return v
-
-    @field_validator("control_timeout")
-    @classmethod
-    def _timeout(cls, v: int) -> int:
-        if v <= 0:
-            raise ValueError(f"{v}: the control timeout must be a positive number of seconds")
         return v
 
     @field_validator("local_io_region_size")
