@@ -246,11 +246,8 @@ class ComchTaskSend(Task):
         return self._conn
 
 
-class ComchConsumerTaskPostRecv(Task):
-    """``doca_comch_consumer_task_post_recv``: a buffer offered to the peer's producers.
-
-    On success the producer's data follows the buffer's previous data (its data length
-    grew by the bytes received)."""
+class _BufTask(Task):
+    """A comch task over one buffer."""
 
     __slots__ = ("_buf",)
     _buf: Buf
@@ -259,9 +256,18 @@ class ComchConsumerTaskPostRecv(Task):
         return self._buf
 
     def set_buf(self, buf: Buf) -> None:
-        """Replace the receive buffer (not while in flight)."""
+        """Replace the buffer (not while in flight)."""
         self._h.set_buf(buf._h)  # type: ignore[attr-defined]
         self._buf = buf
+
+
+class ComchConsumerTaskPostRecv(_BufTask):
+    """``doca_comch_consumer_task_post_recv``: a buffer offered to the peer's producers.
+
+    On success the producer's data follows the buffer's previous data (its data length
+    grew by the bytes received)."""
+
+    __slots__ = ()
 
     def get_producer_id(self) -> int:
         """The producer that filled the buffer (0 if none)."""
@@ -275,23 +281,14 @@ class ComchConsumerTaskPostRecv(Task):
         return len(self._h.imm)  # type: ignore[attr-defined]
 
 
-class ComchProducerTaskSend(Task):
+class ComchProducerTaskSend(_BufTask):
     """``doca_comch_producer_task_send``: a buffer's data (plus immediate data) into the next
     posted buffer of a remote consumer.
 
     Fails with ``DOCA_ERROR_AGAIN`` — without stopping the producer — when that consumer
     has no buffer posted; resubmit it later."""
 
-    __slots__ = ("_buf",)
-    _buf: Buf
-
-    def get_buf(self) -> Buf:
-        return self._buf
-
-    def set_buf(self, buf: Buf) -> None:
-        """Replace the source buffer (not while in flight)."""
-        self._h.set_buf(buf._h)  # type: ignore[attr-defined]
-        self._buf = buf
+    __slots__ = ()
 
     def get_consumer_id(self) -> int:
         return int(self._h.consumer_id)  # type: ignore[attr-defined]
