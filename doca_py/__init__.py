@@ -51,9 +51,10 @@ from .rdma import (
     RdmaTransportType,
 )
 from .types import AccessFlag, CtxState, DevinfoRepFilter, PciFuncType, PeEventMode, TaskSubmitFlag
+from .version import version_info_runtime, version_runtime
 
 __all__ = [
-    "impl", "__version__",
+    "impl", "__version__", "version_runtime", "version_info_runtime",
     "Dev", "DevInfo", "DevInfoRep", "DevRep", "devinfo_create_list",
     "Mmap", "BufInventory", "Buf", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy",
     "Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",

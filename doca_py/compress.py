@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Protocol, cast
 
 from . import _impl
-from .abc import BufHandle, CtxHandle, DevInfoHandle, TaskHandle
+from .abc import BufHandle, CtxHandle, DevHandle, DevInfoHandle, TaskHandle
 from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo
@@ -63,7 +63,7 @@ class CompressHandle(CtxHandle, Protocol):
 class CompressBackend(Protocol):
     """Module ``doca_py.<impl>.compress``."""
 
-    def compress_create(self, dev: object) -> CompressHandle: ...
+    def compress_create(self, dev: DevHandle) -> CompressHandle: ...
     def cap_task_is_supported(self, devinfo: DevInfoHandle, task: str) -> bool: ...
     def cap_task_get_max_buf_size(self, devinfo: DevInfoHandle, task: str) -> int: ...
     def cap_task_get_max_buf_list_len(self, devinfo: DevInfoHandle, task: str) -> int: ...

@@ -155,10 +155,18 @@ class Task:
     def status(self) -> ErrorCode:
         return ErrorCode(self._h.get_status())
 
+    @property
+    def reason(self) -> str:
+        """Why the task failed, when the backend knows more than its status (else ``""``)."""
+        return self._h.reason
+
     def exception(self) -> DocaError | None:
-        """The status as an exception instance, ``None`` on success."""
+        """The status as an exception instance (with :attr:`reason`), ``None`` on success."""
         code = self._h.get_status()
-        return None if code == 0 else lookup(code)(f"{type(self).__name__} failed")
+        if code == 0:
+            return None
+        why = self._h.reason
+        return lookup(code)(f"{type(self).__name__} failed: {why}" if why else f"{type(self).__name__} failed")
 
     def get_ctx(self) -> Ctx:
         return self._ctx

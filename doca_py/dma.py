@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol, cast
 
 from . import _impl
-from .abc import BufHandle, CtxHandle, DevInfoHandle, TaskHandle
+from .abc import BufHandle, CtxHandle, DevHandle, DevInfoHandle, TaskHandle
 from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo
@@ -30,7 +30,7 @@ class DmaHandle(CtxHandle, Protocol):
 class DmaBackend(Protocol):
     """Module ``doca_py.<impl>.dma``."""
 
-    def dma_create(self, dev: object) -> DmaHandle: ...
+    def dma_create(self, dev: DevHandle) -> DmaHandle: ...
     def cap_task_memcpy_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
     def cap_task_memcpy_get_max_buf_size(self, devinfo: DevInfoHandle) -> int: ...
     def cap_task_memcpy_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int: ...

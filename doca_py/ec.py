@@ -20,7 +20,7 @@ from typing import Any, Protocol, cast
 
 from . import _impl
 from ._lifetime import DocaObject
-from .abc import BufHandle, CtxHandle, DevInfoHandle, TaskHandle
+from .abc import BufHandle, CtxHandle, DevHandle, DevInfoHandle, TaskHandle
 from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo
@@ -61,7 +61,7 @@ class EcHandle(CtxHandle, Protocol):
 class EcBackend(Protocol):
     """Module ``doca_py.<impl>.ec``."""
 
-    def ec_create(self, dev: object) -> EcHandle: ...
+    def ec_create(self, dev: DevHandle) -> EcHandle: ...
     def cap_task_create_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
     def cap_task_recover_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
     def cap_task_update_is_supported(self, devinfo: DevInfoHandle) -> bool: ...

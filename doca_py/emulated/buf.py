@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..abc import BufHandle, MmapHandle
 from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNoMemory, DocaNotPermitted, DocaTooBig
+from . import strict
 from .mmap import EmuMmap
 
 __all__ = ["EmuBuf", "EmuBufInventory", "buf_inventory_create", "data_views", "room", "tail_view"]
@@ -18,7 +19,7 @@ _REFCOUNT_MAX = 0xFFFF
 class EmuBuf:
     """Emulated ``doca_buf``: a window and a data region inside an mmap range."""
 
-    __slots__ = ("inv", "mmap", "head", "len", "data", "data_len", "refcount", "next", "prev", "owner")
+    __slots__ = ("inv", "mmap", "head", "len", "data", "data_len", "refcount", "next", "prev", "owner", "pins")
 
     def __init__(self, inv: EmuBufInventory) -> None:
         self.inv = inv
@@ -28,6 +29,15 @@ class EmuBuf:
         self.next: EmuBuf | None = None
         self.prev: EmuBuf | None = None  # set on every non-head element
         self.owner: object = None  # the public Buf wrapping this descriptor, reused with it
+        self.pins = 0  # strict mode: tasks in flight that use this buffer
+
+    def __repr__(self) -> str:
+        return (f"<doca_buf head={self.head:#x} len={self.len} data={self.data:#x} data_len={self.data_len} "
+                f"refcount={self.refcount}>")
+
+    def _busy(self, what: str) -> None:
+        raise strict.violation(self, f"{what} while {self.pins} task(s) using this buffer are in flight; "
+                                     f"DOCA reads and writes it until their completions")
 
     def get_head(self) -> int:
         return self.head
@@ -45,12 +55,16 @@ class EmuBuf:
         if data < self.head or data_len < 0 or data + data_len > self.head + self.len:
             raise DocaInvalidValue(f"data region [{data:#x}, +{data_len}) leaves the buffer window "
                                    f"[{self.head:#x}, +{self.len})")
+        if self.pins:
+            self._busy("set_data")
         self.data, self.data_len = data, data_len
 
     def set_data_len(self, data_len: int) -> None:
         self.set_data(self.data, data_len)
 
     def reset_data_len(self) -> None:
+        if self.pins:
+            self._busy("reset_data_len")
         self.data_len = 0
 
     def _head_only(self, what: str) -> None:
@@ -70,6 +84,12 @@ class EmuBuf:
         before = self.refcount
         if before == 0:
             raise DocaBadState("doca_buf was already returned to its inventory")
+        if before == 1 and strict.STRICT:
+            b0: EmuBuf | None = self
+            while b0 is not None:
+                if b0.pins:
+                    b0._busy("dec_refcount to 0 (the buffer returns to its inventory)")
+                b0 = b0.next
         self.refcount = before - 1
         if before == 1:
             b: EmuBuf | None = self
@@ -92,6 +112,8 @@ class EmuBuf:
         return b
 
     def get_list_len(self) -> int:
+        if self.prev is not None:
+            raise DocaNotPermitted("get_list_len: the buffer is not the head of a list")
         n, b = 1, self.next
         while b is not None:
             n, b = n + 1, b.next
@@ -114,6 +136,8 @@ class EmuBuf:
             raise DocaNotPermitted("chain_list: the appended list must have reference count 1")
         if other is self or other.get_last_in_list() is self.get_last_in_list():
             raise DocaInvalidValue("chain_list: a list cannot be appended to itself")
+        if self.pins or other.pins:
+            (self if self.pins else other)._busy("chain_list")
         tail = self.get_last_in_list()
         tail.next, other.prev = other, tail
 
@@ -125,6 +149,8 @@ class EmuBuf:
         if b is None or self.prev is not None:
             raise DocaInvalidValue("unchain_list: the buffer is not an element of this list")
         assert other.prev is not None
+        if self.pins:
+            self._busy("unchain_list")
         other.prev.next, other.prev = None, None
         other.refcount = 1
 
@@ -132,6 +158,8 @@ class EmuBuf:
         if self.refcount == 0 or self.mmap is None:
             raise DocaBadState("doca_buf is not allocated")
         _check_geometry(self.mmap, addr, length, data, data_len)
+        if self.pins:
+            self._busy("reuse_by_args (re-aimed)")
         self.head, self.len, self.data, self.data_len = addr, length, data, data_len
 
 
@@ -175,6 +203,7 @@ class EmuBufInventory:
         self.total = num_elements
         self.free: list[EmuBuf] = [EmuBuf(self) for _ in range(num_elements)]
         self.started = False
+        self.pins = 0  # strict mode: bufs of this inventory used by tasks in flight
 
     def start(self) -> None:
         if self.started:
@@ -184,9 +213,13 @@ class EmuBufInventory:
     def stop(self) -> None:
         if not self.started:
             raise DocaBadState("buffer inventory is not started")
+        if self.pins:
+            raise strict.violation(self, f"stop while {self.pins} of its buffers are used by tasks in flight")
         self.started = False
 
     def expand(self, n: int) -> None:
+        if not self.started:
+            raise DocaBadState("expand grows a started buffer inventory: start it first")
         if n <= 0:
             raise DocaInvalidValue("expand needs a positive number of elements")
         self.free.extend(EmuBuf(self) for _ in range(n))

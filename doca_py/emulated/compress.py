@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..abc import BufHandle, DevInfoHandle
+from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode
 from .buf import EmuBuf, data_views, room, tail_view
-from .ctx import EmuCtx, EmuTask, TaskPool
+from .ctx import EmuCtx, EmuTask, TaskPool, unreachable_ok
+from .mmap import dev_key
 from .engines import checksums, deflate, lz4_stream
 
 __all__ = ["EmuCompress", "EmuCompressTask", "compress_create", "MAX_BUF_SIZE", "MAX_BUF_LIST_LEN",
@@ -21,6 +22,7 @@ MAX_BUF_SIZE = 1 << 27
 MAX_BUF_LIST_LEN = 1
 MAX_NUM_TASKS = 1 << 16
 _INVALID = int(ErrorCode.INVALID_VALUE)
+_NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
 
 Kernel = Callable[[memoryview, memoryview, "EmuCompressTask"], int]
 
@@ -93,13 +95,22 @@ class EmuCompressTask(EmuTask):
         if not 0 < src.data_len <= MAX_BUF_SIZE:
             raise DocaInvalidValue(f"source must hold 1..{MAX_BUF_SIZE} bytes, holds {src.data_len}")
 
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return self.src, self.dst
+
     def _execute(self) -> int:
+        self._plain = None  # a resubmitted task reports the checksums of this run
+        if self._sums:
+            self._sums.clear()
         try:
             self._validate()
-        except DocaInvalidValue:
+        except DocaInvalidValue as exc:
+            self.reason = str(exc)
             return _INVALID
         src, dst = self.src, self.dst
         assert src is not None and dst is not None
+        if not unreachable_ok(self, src, dst):
+            return _NOT_PERMITTED
         kernel: Kernel = self.pool.kernel  # type: ignore[attr-defined]
         s = data_views(src)[0]
         out = tail_view(dst, room(dst))
@@ -110,8 +121,8 @@ class EmuCompressTask(EmuTask):
 
 
 class _Pool(TaskPool[EmuTask]):
-    def __init__(self, ctx: EmuCtx, kernel: Kernel) -> None:
-        super().__init__(ctx, EmuCompressTask)
+    def __init__(self, ctx: EmuCtx, kernel: Kernel, kind: str) -> None:
+        super().__init__(ctx, EmuCompressTask, kind)
         self.kernel = kernel
 
 
@@ -120,10 +131,10 @@ class EmuCompress(EmuCtx):
 
     def __init__(self) -> None:
         super().__init__()
-        self.compress_deflate = _Pool(self, _deflate)
-        self.decompress_deflate = _Pool(self, _inflate)
-        self.decompress_lz4_stream = _Pool(self, _lz4_stream)
-        self.decompress_lz4_block = _Pool(self, _lz4_block)
+        self.compress_deflate = _Pool(self, _deflate, "compress_deflate")
+        self.decompress_deflate = _Pool(self, _inflate, "decompress_deflate")
+        self.decompress_lz4_stream = _Pool(self, _lz4_stream, "decompress_lz4_stream")
+        self.decompress_lz4_block = _Pool(self, _lz4_block, "decompress_lz4_block")
 
     def _alloc(self, pool: _Pool, src: BufHandle, dst: BufHandle) -> EmuCompressTask:
         t = pool.alloc()
@@ -152,9 +163,11 @@ class EmuCompress(EmuCtx):
         return MAX_NUM_TASKS
 
 
-def compress_create(dev: object) -> EmuCompress:
+def compress_create(dev: DevHandle) -> EmuCompress:
     """``doca_compress_create``."""
-    return EmuCompress()
+    c = EmuCompress()
+    c.dev_key = dev_key(dev)
+    return c
 
 
 def cap_task_is_supported(devinfo: DevInfoHandle, task: str) -> bool:

@@ -1,12 +1,15 @@
 """Emulated ``doca_ctx`` and ``doca_task``: the state machine and task pools.
 
 Library contexts (``EmuDma`` …) subclass :class:`EmuCtx` and their tasks subclass
-:class:`EmuTask`, implementing :meth:`EmuTask._execute`. Work runs at submit; its
-completion is posted to the PE and delivered by ``progress()``, which also
-applies DOCA's stop rules: a completion that arrives while the ctx is stopping is
-flushed (error callback, status ``DOCA_ERROR_IO_FAILED``), a failed task moves a
-running ctx to STOPPING, and the ctx goes IDLE on a later progress once nothing is
-in flight and every task has been freed.
+:class:`EmuTask`, implementing :meth:`EmuTask._execute` (or :meth:`EmuTask._begin`
+for work that completes later, like a transfer). ``submit`` only checks the state
+and queues the task on the Pe; the work runs in ``progress()`` (or on an engine
+thread for large work) and becomes visible with its completion, as on hardware.
+``progress()`` also applies DOCA's stop rules: a task that is launched or completes
+while the ctx is stopping is flushed (error callback, status
+``DOCA_ERROR_IO_FAILED``), a failed task moves a running ctx to STOPPING, and the ctx
+goes IDLE on a later progress once nothing is in flight and every task has been
+freed. Strict mode (:mod:`.strict`) pins a task's buffers while it is in flight.
 """
 
 from __future__ import annotations
@@ -14,14 +17,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..abc import Completion
 from ..errors import DocaBadState, DocaError, DocaInvalidValue, DocaNoMemory, DocaNotConnected, ErrorCode
+from ..log import logger
 from ..types import CtxState
-from .pe import EmuPe
+from . import strict
+from .pe import SHUFFLED, EmuPe
 
-__all__ = ["EmuCtx", "EmuTask", "TaskPool", "FLUSHED"]
+if TYPE_CHECKING:
+    from .buf import EmuBuf
+
+__all__ = ["EmuCtx", "EmuTask", "TaskPool", "FLUSHED", "complete_task", "pin_bufs", "unpin_bufs", "unreachable_ok"]
 
 _IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
 #: Status of a task flushed by ``stop`` (hardware leaves the code unspecified).
@@ -57,6 +65,7 @@ class EmuCtx:
         self.pools: list[TaskPool[EmuTask]] = []
         self.destroyed = False
         self._idle_posted = False
+        self.dev_key = ""  # PCI address of the ctx's device: which maps it can reach
 
     def _configurable(self, what: str) -> None:
         if self.state != _IDLE:
@@ -87,6 +96,8 @@ class EmuCtx:
         """Library hook: validate configuration before the pools are built."""
 
     def stop(self) -> int:
+        if self.state == _IDLE:
+            return _IDLE  # DOCA: stopping an idle ctx succeeds and does nothing
         if self.pe is None:
             raise DocaNotConnected("ctx is not connected to a Pe")
         if self.state not in (_RUNNING, _STARTING):
@@ -103,13 +114,11 @@ class EmuCtx:
         """Library hook: drop connections, stop worker threads."""
 
     def _maybe_idle(self) -> None:
+        # Never inside free() or a callback: DOCA moves STOPPING -> IDLE on a later progress.
         if self.state == _STOPPING and not self.inflight and not self.allocated and not self._idle_posted:
             assert self.pe is not None
             self._idle_posted = True
-            if self.pe.running:
-                self.pe.post(self._to_idle, None)
-            else:
-                self._to_idle(None)
+            self.pe.post(self._to_idle, None)
 
     def _to_idle(self, _: object) -> None:
         self._idle_posted = False
@@ -127,7 +136,7 @@ class EmuCtx:
         self.state_cb = cb
 
     def flush_tasks(self) -> None:
-        """Tasks run at submit here, so there is nothing batched to push."""
+        """Submissions are queued on the Pe at once here, so there is nothing batched to push."""
 
     def destroy(self) -> None:
         if self.state != _IDLE:
@@ -143,9 +152,10 @@ T = TypeVar("T", bound="EmuTask")
 class TaskPool(Generic[T]):
     """A per-task-type pool sized by ``*_set_conf(num_tasks)``, built at start."""
 
-    def __init__(self, ctx: EmuCtx, factory: Callable[[TaskPool[T]], T]) -> None:
+    def __init__(self, ctx: EmuCtx, factory: Callable[[TaskPool[T]], T], kind: str = "") -> None:
         self.ctx = ctx
         self.factory = factory
+        self.kind = kind  # fault injection's task kind, for task classes shared by several pools
         self.success: Completion | None = None
         self.error: Completion | None = None
         self.size = 0
@@ -182,10 +192,13 @@ class TaskPool(Generic[T]):
         return t
 
 
-def _complete(task: EmuTask) -> None:
+def complete_task(task: EmuTask) -> None:
+    """Deliver one completion (runs inside ``progress()``)."""
     ctx = task.ctx
     task.inflight = False
     ctx.inflight -= 1
+    if task.pinned:
+        unpin_bufs(task)
     if ctx.state == _RUNNING and task.status == _SUCCESS:
         task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
         return
@@ -194,6 +207,8 @@ def _complete(task: EmuTask) -> None:
     elif task.status != _SUCCESS and ctx.state == _RUNNING:
         ctx._set_state(_STOPPING)  # a failed task stops its ctx, as on hardware
         ctx._on_stop()
+    if task.reason and task.status != FLUSHED:
+        logger.warning("%r failed with %s: %s", task, ErrorCode(task.status).name, task.reason)
     cb = task.pool.success if task.status == _SUCCESS else task.pool.error
     assert cb is not None
     try:
@@ -203,11 +218,77 @@ def _complete(task: EmuTask) -> None:
             ctx._maybe_idle()
 
 
+_complete = complete_task
+
+
+def _launch(task: EmuTask) -> None:
+    """Start a submitted task's work (inside ``progress()``)."""
+    if task.ctx.state != _RUNNING:
+        task.status = FLUSHED  # stopped before the engine took it
+        complete_task(task)
+        return
+    if strict.FAULTS:
+        code = strict.draw(task.kind or task.pool.kind)
+        if code:
+            task.status = code
+            task.reason = f"fault injected by DOCA_PY_EMU_FAULTS (seed {strict.SEED})"
+            complete_task(task)
+            return
+    task._begin()
+
+
+SHUFFLED.update((complete_task, _launch))
+
+
+def unreachable_ok(task: EmuTask, *bufs: EmuBuf) -> bool:
+    """Whether the ctx's device can reach every buffer's map; else records why on the task."""
+    key = task.ctx.dev_key
+    if not key:
+        return True
+    for b in bufs:
+        m = b.mmap
+        if m is not None and key not in m.reach:
+            task.reason = (f"{m!r} has no device {key} added (Mmap.add_dev): the hardware of this ctx "
+                           f"cannot reach it")
+            return False
+    return True
+
+
+def _buf_chain(bufs: tuple[EmuBuf | None, ...]) -> list[EmuBuf]:
+    out = []
+    for b in bufs:
+        while b is not None:
+            out.append(b)
+            b = b.next
+    return out
+
+
+def pin_bufs(task: EmuTask) -> None:
+    """Strict mode: mark the task's buffers (and their maps and inventories) busy."""
+    for b in _buf_chain(task._bufs()):
+        b.pins += 1
+        b.inv.pins += 1
+        if b.mmap is not None:
+            b.mmap.pins += 1
+    task.pinned = True
+
+
+def unpin_bufs(task: EmuTask) -> None:
+    for b in _buf_chain(task._bufs()):
+        b.pins -= 1
+        b.inv.pins -= 1
+        if b.mmap is not None:
+            b.mmap.pins -= 1
+    task.pinned = False
+
+
 class EmuTask:
     """Base of emulated tasks: submission, status, ownership."""
 
-    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated")
+    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason")
     offload_bytes = OFFLOAD_BYTES
+    #: The task kind of fault injection (:data:`strict.KINDS`); empty: never injected.
+    kind = ""
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         self.pool = pool
@@ -216,18 +297,40 @@ class EmuTask:
         self.status = _SUCCESS
         self.inflight = False
         self.allocated = False
+        self.pinned = False
+        #: Why the task failed, when the backend knows more than the status code.
+        self.reason = ""
 
     def _execute(self) -> int:
         """Do the work; return the completion status (a ``doca_error_t``)."""
         raise NotImplementedError
 
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        """The buffers the task reads or writes (pinned in strict mode while in flight)."""
+        return ()
+
+    def _check_submit(self) -> None:
+        """Library hook: refuse a submission the way ``doca_task_submit`` does (the caller keeps the task)."""
+
     def submit(self) -> None:
         ctx = self.ctx
+        if self.inflight and strict.STRICT and ctx.state == _RUNNING:
+            raise strict.violation(self, "a task was resubmitted while in flight; DOCA owns it until its "
+                                         "completion callback starts")
         if ctx.state != _RUNNING or self.inflight or not self.allocated:
             raise DocaBadState(f"submit needs an allocated task that is not in flight, on a running ctx "
                                f"(ctx state {CtxState(ctx.state).name})")
+        self._check_submit()
         self.inflight = True
         ctx.inflight += 1
+        self.status = _SUCCESS
+        self.reason = ""
+        if strict.STRICT:
+            pin_bufs(self)
+        ctx.pe.post(_launch, self)  # type: ignore[union-attr]  # running implies connected
+
+    def _begin(self) -> None:
+        """Run the work now (inside ``progress()``) or hand it to an engine thread, then complete."""
         if self._work_bytes() >= self.offload_bytes:
             _engine_pool().submit(self._run_offloaded)
             return
@@ -235,7 +338,8 @@ class EmuTask:
             self.status = self._execute()
         except DocaError as exc:
             self.status = exc.code
-        ctx.pe.post(_complete, self)  # type: ignore[union-attr]  # running implies connected
+            self.reason = str(exc)
+        complete_task(self)
 
     def _work_bytes(self) -> int:
         """How many bytes the task moves (decides whether it runs on an engine thread)."""
@@ -246,12 +350,11 @@ class EmuTask:
             self.status = self._execute()
         except DocaError as exc:
             self.status = exc.code
+            self.reason = str(exc)
         except Exception:  # noqa: BLE001 - a bug must fail the task, not kill the thread silently
-            from ..log import logger
-
             logger.exception("emulated engine failed")
             self.status = _UNEXPECTED
-        self.ctx.pe.post(_complete, self)  # type: ignore[union-attr]
+        self.ctx.pe.post(complete_task, self)  # type: ignore[union-attr]
 
     def try_submit(self) -> None:
         self._validate()
@@ -265,6 +368,9 @@ class EmuTask:
 
     def free(self) -> None:
         if self.inflight:
+            if strict.STRICT:
+                raise strict.violation(self, "a task was freed while in flight; free it in or after its "
+                                             "completion callback")
             raise DocaBadState("a task in flight cannot be freed")
         if not self.allocated:
             raise DocaBadState("task was already freed")
@@ -278,3 +384,6 @@ class EmuTask:
 
     def get_status(self) -> int:
         return self.status
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {type(self.ctx).__name__} inflight={self.inflight}>"

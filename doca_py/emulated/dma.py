@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import ctypes
 
-from ..abc import BufHandle, DevInfoHandle
+from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode
 from .buf import EmuBuf
-from .ctx import EmuCtx, EmuTask, TaskPool
+from .ctx import EmuCtx, EmuTask, TaskPool, unreachable_ok
+from .mmap import dev_key
 
 __all__ = ["EmuDma", "EmuDmaTaskMemcpy", "dma_create", "cap_task_memcpy_is_supported",
            "cap_task_memcpy_get_max_buf_size", "cap_task_memcpy_get_max_buf_list_len",
@@ -23,6 +24,7 @@ MAX_BUF_LIST_LEN = 1
 MAX_NUM_TASKS = 1 << 16
 _memmove = ctypes.memmove
 _INVALID = int(ErrorCode.INVALID_VALUE)
+_NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
 _SMALL = 1 << 16
 
 
@@ -31,6 +33,7 @@ class EmuDmaTaskMemcpy(EmuTask):
 
     __slots__ = ("src", "dst")
     offload_bytes = 16 << 20  # copies run at tens of GB/s: a thread hop costs more below this
+    kind = "dma_memcpy"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -51,16 +54,25 @@ class EmuDmaTaskMemcpy(EmuTask):
             raise DocaInvalidValue(f"memcpy destination has {dst.head + dst.len - dst.data - dst.data_len} "
                                    f"bytes free after its data, source holds {src.data_len}")
 
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return self.src, self.dst
+
     def _execute(self) -> int:
         src, dst = self.src, self.dst
         if src is None or dst is None or src.next is not None or dst.next is not None:
+            self.reason = "memcpy needs one source and one destination buffer (no lists)"
             return _INVALID
         n = src.data_len
         s = src.data
         d = dst.data + dst.data_len
         sm, dm = src.mmap, dst.mmap
         if not 0 < n <= MAX_BUF_SIZE or d + n > dst.head + dst.len or sm is None or dm is None:
+            self.reason = (f"memcpy of {n} bytes: the source must hold 1..{MAX_BUF_SIZE} bytes and the "
+                           f"destination has {dst.head + dst.len - d} bytes free after its data")
             return _INVALID
+        key = self.ctx.dev_key
+        if key and (key not in sm.reach or key not in dm.reach) and not unreachable_ok(self, src, dst):
+            return _NOT_PERMITTED
         # Fast path: two started local maps (bounds and write permission precomputed).
         if sm.fast and dm.fast and dm.writable and sm.addr <= s and s + n <= sm.hi and dm.addr <= d and d + n <= dm.hi:
             if n <= _SMALL:
@@ -99,9 +111,11 @@ class EmuDma(EmuCtx):
         return t
 
 
-def dma_create(dev: object) -> EmuDma:
+def dma_create(dev: DevHandle) -> EmuDma:
     """``doca_dma_create``."""
-    return EmuDma()
+    dma = EmuDma()
+    dma.dev_key = dev_key(dev)
+    return dma
 
 
 def cap_task_memcpy_is_supported(devinfo: DevInfoHandle) -> bool:

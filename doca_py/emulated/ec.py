@@ -10,12 +10,13 @@ boundaries); the output blocks are appended after the destination's data.
 
 from __future__ import annotations
 
-from ..abc import BufHandle, DevInfoHandle
+from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotPermitted, ErrorCode
 from .buf import EmuBuf, data_views, room, tail_view
-from .ctx import EmuCtx, EmuTask, TaskPool
+from .ctx import EmuCtx, EmuTask, TaskPool, unreachable_ok
 from .engines import ec as kernels
 from .engines import gf256
+from .mmap import dev_key
 
 __all__ = ["EmuEc", "EmuEcMatrix", "EmuEcTask", "ec_create", "MAX_BLOCK_SIZE", "MAX_BUF_LIST_LEN",
            "cap_task_create_is_supported", "cap_task_recover_is_supported", "cap_task_update_is_supported",
@@ -26,6 +27,7 @@ MAX_BLOCK_SIZE = 1 << 24
 MAX_BUF_LIST_LEN = 16  # the storage recover task chains 2 source buffers
 BLOCK_ALIGN = 64
 _INVALID = int(ErrorCode.INVALID_VALUE)
+_NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
 
 
 class EmuEcMatrix:
@@ -39,7 +41,9 @@ class EmuEcMatrix:
         self.destroyed = False
 
     def destroy(self) -> None:
-        self.destroyed = True
+        if not self.destroyed:
+            self.destroyed = True
+            self.ec.matrices.discard(self)  # released, or every recover matrix made would pile up
 
 
 def _check_km(k: int, m: int) -> None:
@@ -58,6 +62,9 @@ class EmuEcTask(EmuTask):
         self.matrix: EmuEcMatrix | None = None
         self.src: EmuBuf | None = None
         self.dst: EmuBuf | None = None
+
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return self.src, self.dst
 
     def _work_bytes(self) -> int:
         n, b = 0, self.src
@@ -87,8 +94,11 @@ class EmuEcTask(EmuTask):
     def _execute(self) -> int:
         try:
             m, src, dst, block = self._plan()
-        except DocaInvalidValue:
+        except DocaInvalidValue as exc:
+            self.reason = str(exc)
             return _INVALID
+        if not unreachable_ok(self, src, dst):
+            return _NOT_PERMITTED
         if self._execute_addresses(m, src, dst, block):
             return 0
         blocks: list[memoryview | bytes] = []
@@ -141,11 +151,11 @@ class EmuEc(EmuCtx):
 
     def __init__(self) -> None:
         super().__init__()
-        self.create = TaskPool(self, EmuEcTask)
-        self.recover = TaskPool(self, EmuEcTask)
-        self.update = TaskPool(self, EmuEcTask)
-        self.galois_mul = TaskPool(self, EmuEcTask)
-        self.matrices: list[EmuEcMatrix] = []
+        self.create = TaskPool(self, EmuEcTask, "ec_create")
+        self.recover = TaskPool(self, EmuEcTask, "ec_recover")
+        self.update = TaskPool(self, EmuEcTask, "ec_update")
+        self.galois_mul = TaskPool(self, EmuEcTask, "ec_galois_mul")
+        self.matrices: set[EmuEcMatrix] = set()  # live ones; destroy releases them
 
     def _mine(self, m: object) -> EmuEcMatrix:
         if not isinstance(m, EmuEcMatrix) or m.ec is not self or m.destroyed:
@@ -161,7 +171,7 @@ class EmuEc(EmuCtx):
         else:
             raise DocaInvalidValue(f"unknown EC matrix type {matrix_type} (CAUCHY=1, VANDERMONDE=2)")
         mat = EmuEcMatrix(self, enc[k * k:], k, m, k, m, enc)
-        self.matrices.append(mat)
+        self.matrices.add(mat)
         return mat
 
     def matrix_create_from_raw(self, data: bytes, k: int, m: int) -> EmuEcMatrix:
@@ -172,7 +182,7 @@ class EmuEc(EmuCtx):
         rows = bytes(data[i * m + j] for j in range(m) for i in range(k))
         ident = bytes(1 if i == j else 0 for i in range(k) for j in range(k))
         mat = EmuEcMatrix(self, rows, k, m, k, m, ident + rows)
-        self.matrices.append(mat)
+        self.matrices.add(mat)
         return mat
 
     def matrix_create_recover(self, coding: object, missing: list[int]) -> EmuEcMatrix:
@@ -187,7 +197,7 @@ class EmuEc(EmuCtx):
         survivors = gf256.default_survivors(c.k, c.m, idx)
         rows = kernels.recover_rows(c.encode, c.k, survivors, idx)
         mat = EmuEcMatrix(self, rows, c.k, len(idx), c.k, c.m, None)
-        self.matrices.append(mat)
+        self.matrices.add(mat)
         return mat
 
     def matrix_create_update(self, coding: object, updated: list[int]) -> EmuEcMatrix:
@@ -206,7 +216,7 @@ class EmuEc(EmuCtx):
                 rows += bytes((coef[i], coef[i]))
             rows += bytes(1 if t == j else 0 for t in range(c.m))
         mat = EmuEcMatrix(self, bytes(rows), k_in, c.m, c.k, c.m, None)
-        self.matrices.append(mat)
+        self.matrices.add(mat)
         return mat
 
     def _alloc(self, pool: TaskPool[EmuTask], matrix: object, src: BufHandle, dst: BufHandle) -> EmuEcTask:
@@ -229,9 +239,11 @@ class EmuEc(EmuCtx):
         return self._alloc(self.galois_mul, matrix, src, dst)
 
 
-def ec_create(dev: object) -> EmuEc:
+def ec_create(dev: DevHandle) -> EmuEc:
     """``doca_ec_create``."""
-    return EmuEc()
+    ec = EmuEc()
+    ec.dev_key = dev_key(dev)
+    return ec
 
 
 def cap_task_create_is_supported(devinfo: DevInfoHandle) -> bool:

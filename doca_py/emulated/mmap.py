@@ -19,9 +19,12 @@ import numpy as np
 
 from ..abc import DevHandle, DevInfoHandle
 from ..errors import (
+    DocaAlreadyExist,
     DocaBadState,
+    DocaError,
     DocaInUse,
     DocaInvalidValue,
+    DocaNoMemory,
     DocaNotFound,
     DocaNotPermitted,
     DocaNotSupported,
@@ -29,8 +32,9 @@ from ..errors import (
 from ..memory import HEADER_SIZE, PAGE_SIZE, find_shared
 from ..types import AccessFlag as A
 from . import export as ex
+from . import strict
 
-__all__ = ["EmuMmap", "mmap_create", "mmap_create_from_export", "Access",
+__all__ = ["EmuMmap", "mmap_create", "mmap_create_from_export", "Access", "dev_key", "reachable",
            "cap_is_export_pci_supported", "cap_is_create_from_export_pci_supported"]
 
 DEFAULT_MAX_NUM_DEVICES = 16
@@ -115,41 +119,57 @@ class EmuMmap:
         self._exports: dict[ex.ExportKind, bytes] = {}
         self._slots: list[tuple[ex.ExportTable, int]] = []
         self._keys: list[bytes] = []
+        self._key_kinds: dict[bytes, ex.ExportKind] = {}  # what each export granted, by key
         # Hot-path summary for local maps, valid while started: [lo, hi) and writability.
         self.fast = False
         self.hi = 0
         self.writable = False
         self.mv: memoryview | None = None  # byte view of a started local range
+        self.reach: frozenset[str] = frozenset()  # PCI addresses of the devices added
+        self.pins = 0  # strict mode: bufs of this map used by tasks in flight
+        self.range_set = False
+
+    def __repr__(self) -> str:
+        kind = "imported" if self.from_export else "local"
+        return f"<doca_mmap {kind} [{self.addr:#x}, +{self.length}) started={self.started}>"
 
     # -- configuration (IDLE only) ---------------------------------------------------------
-    def _configurable(self, what: str) -> None:
+    def _configurable(self, what: str, started_code: type[DocaError] = DocaNotPermitted) -> None:
+        # DOCA 3.0: memrange/permissions on a started map are BAD_STATE, the device and
+        # thread-safety settings NOT_PERMITTED.
         if self.from_export:
             raise DocaNotPermitted(f"{what}: an imported mmap cannot be configured")
         if self.started:
-            raise DocaBadState(f"{what}: mmap is started; configure it before start")
+            raise started_code(f"{what}: mmap is started; configure it before start")
 
     def set_memrange(self, addr: int, length: int) -> None:
-        self._configurable("set_memrange")
+        self._configurable("set_memrange", DocaBadState)
+        if self.range_set:
+            raise DocaNotPermitted("set_memrange can be done only once per mmap")
         if addr <= 0 or length <= 0:
             raise DocaInvalidValue("memory range must have a non-NULL address and a positive length")
         self.addr, self.length = addr, length
+        self.range_set = True
 
     def get_memrange(self) -> tuple[int, int]:
+        if not self.length:
+            raise DocaBadState("get_memrange: no memory range was set")
         return self.addr, self.length
 
     def set_permissions(self, flags: int) -> None:
-        self._configurable("set_permissions")
+        self._configurable("set_permissions", DocaBadState)
         if flags & ~int(sum(A)) or flags < 0:
             raise DocaInvalidValue(f"unknown access flag bits in {flags:#x}")
         self.perms = int(flags)
 
     def add_dev(self, dev: DevHandle) -> None:
         self._configurable("add_dev")
-        if dev in self.devs:
-            raise DocaInvalidValue("device already added to this mmap")
+        if dev in self.devs or dev_key(dev) in self.reach:
+            raise DocaAlreadyExist("device already added to this mmap")
         if len(self.devs) >= self.max_devs:
-            raise DocaInvalidValue(f"mmap already has max_num_devices={self.max_devs} devices")
+            raise DocaNoMemory(f"mmap already has max_num_devices={self.max_devs} devices")
         self.devs.append(dev)
+        self.reach = self.reach | {dev_key(dev)}
 
     def rm_dev(self, dev: DevHandle) -> None:
         self._configurable("rm_dev")
@@ -157,6 +177,7 @@ class EmuMmap:
             self.devs.remove(dev)
         except ValueError:
             raise DocaNotFound("device was not added to this mmap") from None
+        self.reach = frozenset(dev_key(d) for d in self.devs)
 
     def set_max_num_devices(self, n: int) -> None:
         self._configurable("set_max_num_devices")
@@ -191,6 +212,8 @@ class EmuMmap:
             raise DocaBadState("mmap is not started")
         if self.num_bufs and not self.thread_safe:
             raise DocaNotPermitted(f"{self.num_bufs} doca_buf(s) still reference this mmap")
+        if self.pins:
+            raise strict.violation(self, f"stop while {self.pins} of its buffers are used by tasks in flight")
         self._revoke()
         self.started = self.fast = False
         self.mv = None
@@ -203,11 +226,14 @@ class EmuMmap:
             for key in self._keys:
                 _local_exports.pop(key, None)
         self._keys.clear()
+        self._key_kinds.clear()
         self._exports.clear()
         self.exported = False
 
     # -- export -----------------------------------------------------------------------------
     def _export(self, kind: ex.ExportKind, dev: DevHandle) -> bytes:
+        if not self.started and not self.from_export:
+            raise DocaNotPermitted(f"export_{kind.name.lower()}: mmap is not started")
         if dev not in self.devs:
             raise DocaNotFound(f"export_{kind.name.lower()}: device was not added to this mmap")
         need = A.PCI_READ_ONLY | A.PCI_READ_WRITE if kind is ex.ExportKind.PCI else A.RDMA_READ | A.RDMA_WRITE | A.RDMA_ATOMIC
@@ -215,8 +241,6 @@ class EmuMmap:
             raise DocaNotPermitted(f"export_{kind.name.lower()} needs a {kind.name}_* access flag")
         if self.from_export:
             return self._reexport(kind)
-        if not self.started:
-            raise DocaBadState(f"export_{kind.name.lower()}: mmap is not started")
         cached = self._exports.get(kind)
         if cached is not None:
             return cached
@@ -232,6 +256,7 @@ class EmuMmap:
         with _local_lock:
             _local_exports[key] = self
         self._keys.append(key)
+        self._key_kinds[key] = kind
         blob = ex.encode(ex.Blob(kind, ex.boot_id(), os.getpid(), fd, slot, self.addr, self.length,
                                  offset, self.perms, key))
         self._exports[kind] = blob
@@ -265,6 +290,9 @@ class EmuMmap:
     def destroy(self) -> None:
         if self.num_bufs and not self.thread_safe:
             raise DocaNotPermitted(f"{self.num_bufs} doca_buf(s) still reference this mmap")
+        if self.num_bufs and strict.STRICT:
+            raise strict.violation(self, f"destroy while {self.num_bufs} doca_buf(s) still reference it "
+                                         f"(thread safety lets DOCA skip the check; the bufs would dangle)")
         if self.started:
             self._revoke()
             self.started = self.fast = False
@@ -314,6 +342,16 @@ class EmuMmap:
                 raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
 
 
+def dev_key(dev: DevHandle | None) -> str:
+    """The identity of a device for reachability checks (its PCI address)."""
+    return "" if dev is None else dev.devinfo.pci_addr_str()
+
+
+def reachable(mmap: EmuMmap, key: str) -> bool:
+    """Whether a ctx on the device *key* can reach *mmap* (the device was added, or imported with)."""
+    return not key or key in mmap.reach
+
+
 def mmap_create() -> EmuMmap:
     """``doca_mmap_create``."""
     return EmuMmap()
@@ -327,6 +365,7 @@ def mmap_create_from_export(blob: bytes, dev: DevHandle) -> EmuMmap:
     m.blob = b
     m.addr, m.length, m.perms = b.addr, b.length, b.perms
     m.devs.append(dev)
+    m.reach = frozenset((dev_key(dev),))
     m.kind = Access.PCI if b.kind is ex.ExportKind.PCI else Access.RDMA
     if b.pid == os.getpid() and b.boot_id == ex.boot_id():
         with _local_lock:
@@ -335,6 +374,16 @@ def mmap_create_from_export(blob: bytes, dev: DevHandle) -> EmuMmap:
             raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
         if (peer.addr, peer.length) != (b.addr, b.length):
             raise DocaInvalidValue("export blob range does not match the exporter's mmap")
+        # The exporter's own record decides what the import may do, never the blob.
+        # A PCI export re-exported over RDMA keeps its key (D.20); RDMA access still
+        # needs the exporter's RDMA_* bits, so that is the only kind change allowed.
+        kind = peer._key_kinds.get(b.key)
+        rdma_bits = int(A.RDMA_READ | A.RDMA_WRITE | A.RDMA_ATOMIC)
+        if kind is None or b.perms != peer.perms or not (kind is b.kind or (
+                kind is ex.ExportKind.PCI and b.kind is ex.ExportKind.RDMA and peer.perms & rdma_bits)):
+            raise DocaNotPermitted("export blob does not match what the exporter exported (modified blob)")
+        m.perms = peer.perms
+        m.kind = Access.PCI if b.kind is ex.ExportKind.PCI else Access.RDMA
         m._peer = peer
         return m
     if b.boot_id != ex.boot_id():

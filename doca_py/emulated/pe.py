@@ -1,9 +1,13 @@
-"""Emulated ``doca_pe``: the one place user callbacks run.
+"""Emulated ``doca_pe``: the one place work and user callbacks run.
 
-Engines and transport threads post ``(function, argument)`` pairs to the ready
-queue; :meth:`EmuPe.progress` runs the pairs present when it was called, on the
-caller's thread. The notification handle is an ``eventfd`` written when a post
-lands on an armed PE, so callers can sleep in ``select``/``epoll``/asyncio.
+``submit`` queues a task here; engines and transport threads post ``(function,
+argument)`` pairs to the same ready queue. :meth:`EmuPe.progress` runs the pairs
+present when it was called, on the caller's thread: a submitted task's work is done
+and its completion delivered only then, as on hardware. With
+``DOCA_PY_EMU_SHUFFLE=1`` the task items of one batch (launches and completions,
+marked by :data:`SHUFFLED`) run in a seeded random order; events keep theirs. The
+notification handle is an ``eventfd`` written when a post lands on an armed PE, so
+callers can sleep in ``select``/``epoll``/asyncio.
 """
 
 from __future__ import annotations
@@ -17,8 +21,12 @@ from typing import Any
 from ..abc import CtxHandle
 from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaUsageError
 from ..types import PeEventMode
+from . import strict
 
-__all__ = ["EmuPe", "pe_create"]
+__all__ = ["EmuPe", "pe_create", "SHUFFLED"]
+
+#: Functions whose queue items may be reordered by completion-order shuffling.
+SHUFFLED: set[Callable[[Any], object]] = set()
 
 
 class EmuPe:
@@ -66,13 +74,32 @@ class EmuPe:
             return False
         self.running = True
         try:
-            pop = q.popleft
-            for _ in range(n):
-                fn, arg = pop()
-                fn(arg)
+            if strict.SHUFFLE and n > 1:
+                self._run_shuffled(n)
+            else:
+                pop = q.popleft
+                for _ in range(n):
+                    fn, arg = pop()
+                    fn(arg)
         finally:
             self.running = False
         return True
+
+    def _run_shuffled(self, n: int) -> None:
+        pop = self.ready.popleft
+        batch = [pop() for _ in range(n)]
+        slots = [i for i, (fn, _) in enumerate(batch) if fn in SHUFFLED]
+        order = slots[:]
+        strict.shuffler().shuffle(order)
+        items = list(batch)
+        for i, j in zip(slots, order):
+            items[i] = batch[j]
+        for k, (fn, arg) in enumerate(items):
+            try:
+                fn(arg)
+            except BaseException:
+                self.ready.extendleft(reversed(items[k + 1:]))  # the rest runs on the next progress
+                raise
 
     def get_notification_handle(self) -> int:
         return self.efd

@@ -153,6 +153,8 @@ class NativeTask:
     """A ``doca_task *`` of some library task type."""
 
     __slots__ = ("ptr", "task_ptr", "pool", "owner", "inflight", "key")
+    #: DOCA reports only the status; the emulated backend also says why.
+    reason = ""
 
     def __init__(self, ptr: int, pool: NativeTaskPool) -> None:
         self.ptr = ptr

@@ -54,3 +54,18 @@ def local_mmap(dev: d.Dev, size: int = 1 << 16, perms: d.AccessFlag = d.AccessFl
     mm.add_dev(dev)
     mm.start()
     return mm
+
+
+def strict_emulator() -> bool:
+    """Whether the emulated backend runs in strict mode (the suite's default)."""
+    if d.impl != "emulated":
+        return False
+    from doca_py.emulated import strict
+
+    return strict.STRICT
+
+
+def in_flight_misuse_error() -> type[Exception]:
+    """What freeing or resubmitting a task in flight raises: strict mode names the rule,
+    otherwise the backend refuses with BAD_STATE."""
+    return d.DocaUsageError if strict_emulator() else d.errors.DocaBadState

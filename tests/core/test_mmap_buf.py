@@ -42,14 +42,40 @@ def test_read_only_and_empty_buffers_are_refused(dev: d.Dev) -> None:
 
 
 def test_configuration_only_before_start(dev: d.Dev) -> None:
+    # DOCA 3.0 doca_mmap.h: memrange/permissions on a started map are BAD_STATE, the
+    # device and thread-safety settings NOT_PERMITTED.
     with local_mmap(dev) as mm:
-        for call in (lambda: mm.set_permissions(A.LOCAL_READ_WRITE), lambda: mm.add_dev(dev),
-                     lambda: mm.allocate(4096), mm.enable_thread_safety, mm.start):
+        for call in (lambda: mm.set_permissions(A.LOCAL_READ_WRITE), mm.start):
             with pytest.raises(e.DocaBadState):
+                call()
+        for call in (lambda: mm.add_dev(dev), lambda: mm.rm_dev(dev), mm.enable_thread_safety,
+                     lambda: mm.set_max_num_devices(4)):
+            with pytest.raises(e.DocaNotPermitted):
                 call()
     with d.Mmap() as mm:
         with pytest.raises(e.DocaBadState):
             mm.start()  # no range yet
+        with pytest.raises(e.DocaBadState):
+            mm.get_memrange()  # no range yet
+
+
+def test_mmap_setup_error_codes_follow_doca(dev: d.Dev) -> None:
+    with d.Mmap() as mm:
+        mm.allocate(4096)
+        with pytest.raises(e.DocaNotPermitted, match="only once"):
+            mm.allocate(4096)  # a second set_memrange
+        mm.set_permissions(A.LOCAL_READ_WRITE | A.PCI_READ_WRITE)
+        mm.set_max_num_devices(1)
+        mm.add_dev(dev)
+        with pytest.raises(e.DocaAlreadyExist):
+            mm.add_dev(dev)
+        with d.Dev.open_by_pci_addr("3b:00.0") as other:
+            with pytest.raises(e.DocaNoMemory):
+                mm.add_dev(other)  # beyond max_num_devices
+        with pytest.raises(e.DocaNotPermitted):
+            mm.export_pci(dev)  # not started
+        mm.start()
+        assert mm.export_pci(dev)
 
 
 def test_export_needs_permission_device_and_start(dev: d.Dev) -> None:
@@ -174,3 +200,24 @@ def test_bad_blobs_are_invalid_values(dev: d.Dev, mutate: str) -> None:
         expected = e.DocaUnsupportedVersion if mutate == "version" else e.DocaInvalidValue
         with pytest.raises(expected):
             d.Mmap.create_from_export(bad, dev)
+
+
+@pytest.mark.skipif(d.impl != "emulated", reason="forges an emulated export blob")
+@pytest.mark.parametrize("forge", ["perms", "kind"])
+def test_same_process_import_trusts_the_exporter_not_the_blob(dev: d.Dev, forge: str) -> None:
+    # Regression: a same-process import took permissions and kind from the blob, so a
+    # re-encoded blob granted writes on memory exported read-only.
+    import dataclasses
+
+    from doca_py.emulated import export as ex
+
+    with local_mmap(dev, perms=A.LOCAL_READ_WRITE | A.PCI_READ_ONLY) as mm:
+        blob = ex.decode(mm.export_pci(dev))
+        if forge == "perms":
+            forged = dataclasses.replace(blob, perms=int(A.LOCAL_READ_WRITE | A.PCI_READ_WRITE | A.RDMA_WRITE))
+        else:
+            forged = dataclasses.replace(blob, kind=ex.ExportKind.RDMA)
+        with pytest.raises(e.DocaNotPermitted, match="modified blob"):
+            d.Mmap.create_from_export(ex.encode(forged), dev)
+        imp = d.Mmap.create_from_export(ex.encode(blob), dev)  # the genuine blob still works
+        imp.close()

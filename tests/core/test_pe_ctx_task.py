@@ -12,7 +12,7 @@ import doca_py as d
 from doca_py import errors as e
 from doca_py.types import CtxState as S
 
-from .helpers import local_mmap, rig
+from .helpers import in_flight_misuse_error, local_mmap, rig
 
 
 def _pair(r, size: int = 64) -> tuple[d.Mmap, d.Buf, d.Buf]:  # type: ignore[no-untyped-def]
@@ -101,8 +101,10 @@ def test_pool_exhaustion_and_task_misuse(backend: str) -> None:
         with pytest.raises(e.DocaNoMemory):
             r.dma.task_memcpy_alloc_init(src, dst)
         a.submit()
-        with pytest.raises(e.DocaBadState):
+        with pytest.raises(in_flight_misuse_error()):
             a.free()  # in flight
+        with pytest.raises(in_flight_misuse_error()):
+            a.submit()  # again, in flight
         r.drain(1)
         a.free()
         c = r.dma.task_memcpy_alloc_init(src, dst)
@@ -188,8 +190,10 @@ def test_callback_exception_propagates_and_keeps_the_rest(backend: str) -> None:
             dma.task_memcpy_alloc_init(src, dst, user_data=i).submit()
         with pytest.raises(RuntimeError):
             pe.progress()
-        assert calls == [0]
-        assert pe.progress() and calls == [0, 1]
+        assert calls[-1] == 0  # the progress call stopped at the failing callback
+        while sorted(calls) != [0, 1]:
+            assert pe.progress()  # the rest of the batch runs on the next progress
+        assert sorted(calls) == [0, 1]
 
         def reenter(t: d.DmaTaskMemcpy, ud: object, _c: object) -> None:
             pe.progress()

@@ -149,3 +149,18 @@ def test_matrix_arguments_are_checked(bench: Bench) -> None:
     assert d.Ec.cap_get_max_buf_list_len(bench.dev.devinfo) >= 2
     ec.close()
     assert coding.closed  # matrices close with their context
+
+
+def test_closed_matrices_are_released(bench: Bench) -> None:
+    # Regression: every recover matrix made stayed referenced by its Ec until the Ec closed.
+    if d.impl != "emulated":
+        pytest.skip("inspects the emulated Ec's live matrices")
+    ec = _ec(bench)
+    coding = ec.matrix_create(d.EcMatrixType.CAUCHY, 4, 2)
+    live = ec._h.matrices  # type: ignore[attr-defined]
+    assert len(live) == 1
+    for missing in ([0], [1], [2, 5], [0, 3]) * 25:
+        ec.matrix_create_recover(coding, missing).close()
+    assert len(live) == 1
+    coding.close()
+    assert len(live) == 0

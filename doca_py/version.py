@@ -1,0 +1,32 @@
+"""``doca_version``: which DOCA release the backend in use presents.
+
+:func:`version_runtime` mirrors ``doca_version_runtime()``: on the native backend
+the loaded libdoca_common's version, on the emulated backend the release whose rules
+it follows (``DOCA_PY_EMU_VERSION``, default 3.2).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol, cast
+
+from . import _impl
+
+__all__ = ["version_runtime", "version_info_runtime"]
+
+
+class _VersionBackend(Protocol):
+    def version_runtime(self) -> str: ...
+
+
+def version_runtime() -> str:
+    """``doca_version_runtime()``: the runtime version string, e.g. ``"3.0.0058"``."""
+    return cast(_VersionBackend, _impl.backend_module("version")).version_runtime()
+
+
+def version_info_runtime() -> tuple[int, int, int]:
+    """:func:`version_runtime` as ``(major, minor, patch)``."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version_runtime())
+    if m is None:
+        raise ValueError(f"unrecognised DOCA version string {version_runtime()!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)

@@ -1,0 +1,264 @@
+"""DOCA 3.x rules of the core objects, one test per rule (doca-c-api §7.2 A–D, §4.4).
+
+Conformance tests take the ``backend`` fixture; the strict-mode and knob tests are
+about the emulator itself and skip elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+import doca_py as d
+from doca_py import errors as e
+from doca_py.types import CtxState as S
+
+from .helpers import DPU_PCI, HOST_PCI, local_mmap, rig, strict_emulator
+
+emulated_only = pytest.mark.skipif(d.impl != "emulated", reason="a rule of the emulated backend's strict mode")
+
+
+def _bufs(r, size: int = 64):  # type: ignore[no-untyped-def]
+    mm = local_mmap(r.dev, 1 << 16)
+    base, _ = mm.get_memrange()
+    mm.buffer[:size] = os.urandom(size)
+    return mm, r.inv.buf_get_by_data(mm, base, size), r.inv.buf_get_by_addr(mm, base + 4096, 4096)
+
+
+@pytest.fixture
+def knobs() -> Iterator[object]:
+    """The emulator's strict module, restored from the environment afterwards."""
+    from doca_py.emulated import strict
+
+    yield strict
+    strict.configure()
+
+
+# -- B. deferred execution ----------------------------------------------------------------------
+def test_work_happens_in_progress_not_in_submit(backend: str) -> None:
+    with rig() as r:
+        mm, src, dst = _bufs(r)
+        r.dma.task_memcpy_alloc_init(src, dst).submit()
+        assert dst.get_data_len() == 0 and bytes(mm.buffer[4096:4160]) == bytes(64)  # nothing copied yet
+        r.drain(1)
+        assert bytes(dst.data_view()) == bytes(mm.buffer[:64])
+
+
+def test_source_rewritten_after_submit_yields_the_new_bytes(backend: str) -> None:
+    # Hardware reads the source when it executes the task, not at submit.
+    with rig() as r:
+        mm, src, dst = _bufs(r, 16)
+        r.dma.task_memcpy_alloc_init(src, dst).submit()
+        mm.buffer[:16] = b"written-after-ok"
+        r.drain(1)
+        assert bytes(dst.data_view()) == b"written-after-ok"
+
+
+# -- A. ctx state machine ------------------------------------------------------------------------
+def test_stop_of_an_idle_ctx_succeeds(backend: str) -> None:
+    with rig(start=False) as r:
+        assert r.dma.stop() == S.IDLE  # the dma_local_copy sample stops twice
+        r.dma.start()
+        assert r.dma.stop() == S.IDLE
+        assert r.dma.stop() == S.IDLE
+
+
+def test_stopping_becomes_idle_on_the_next_progress_not_inside_free(backend: str) -> None:
+    changes: list[tuple[S, S]] = []
+    with rig(start=False) as r:
+        r.dma.set_state_changed_cb(lambda ud, ctx, prev, nxt: changes.append((prev, nxt)))
+        r.dma.start()
+        mm, src, dst = _bufs(r)
+        task = r.dma.task_memcpy_alloc_init(src, dst)
+        assert r.dma.stop() == S.STOPPING  # an allocated task keeps it stopping
+        task.free()
+        assert r.dma.get_state() == S.STOPPING  # not inside free()
+        while r.dma.get_state() != S.IDLE:
+            assert r.pe.progress()
+        while r.pe.progress():
+            pass  # deliver the state callbacks
+        assert changes[-1] == (S.STOPPING, S.IDLE)
+
+
+# -- C. buffers -----------------------------------------------------------------------------------
+def test_get_list_len_needs_the_head(backend: str) -> None:
+    with rig() as r:
+        mm, a, b = _bufs(r)
+        a.chain_list(b)
+        assert a.get_list_len() == 2
+        with pytest.raises(e.DocaNotPermitted):
+            b.get_list_len()
+        a.dec_refcount()
+
+
+def test_inventory_expand_needs_start(backend: str) -> None:
+    inv = d.BufInventory(2, start=False)
+    try:
+        with pytest.raises(e.DocaBadState):
+            inv.expand(2)
+        inv.start()
+        inv.expand(2)
+        assert inv.get_num_elements() == 4
+    finally:
+        inv.close()
+
+
+# -- D. reachability ------------------------------------------------------------------------------
+def test_dma_cannot_reach_a_map_without_its_device(backend: str) -> None:
+    with rig() as r, d.Dev.open_by_pci_addr(HOST_PCI) as other:
+        ours = local_mmap(r.dev, 1 << 16)
+        theirs = local_mmap(other, 1 << 16)  # registered for another device only
+        src = r.inv.buf_get_by_data(theirs, theirs.get_memrange()[0], 64)
+        dst = r.inv.buf_get_by_addr(ours, ours.get_memrange()[0], 4096)
+        task = r.dma.task_memcpy_alloc_init(src, dst)
+        task.submit()
+        r.drain(1)
+        assert r.done[0][0] == "err" and task.get_status() == d.ErrorCode.NOT_PERMITTED
+        assert dst.get_data_len() == 0
+        assert r.dma.get_state() == S.STOPPING  # a failed task stops its ctx
+        task.free()
+        for b in (src, dst):
+            b.dec_refcount()
+        ours.close()
+        theirs.close()
+
+
+# -- strict mode ----------------------------------------------------------------------------------
+@emulated_only
+@pytest.mark.parametrize("misuse", ["reuse_by_addr", "set_data", "reset_data_len", "dec_refcount", "chain"])
+def test_strict_refuses_touching_a_buffer_in_flight(misuse: str, knobs: object) -> None:
+    assert strict_emulator()
+    with rig() as r:
+        mm, src, dst = _bufs(r)
+        base = mm.get_memrange()[0]
+        extra = r.inv.buf_get_by_addr(mm, base + 8192, 64)
+        r.dma.task_memcpy_alloc_init(src, dst).submit()
+        calls = {
+            "reuse_by_addr": lambda: dst.reuse_by_addr(base + 4096, 512),
+            "set_data": lambda: src.set_data(base, 8),
+            "reset_data_len": dst.reset_data_len,
+            "dec_refcount": src.dec_refcount,
+            "chain": lambda: dst.chain_list(extra),
+        }
+        with pytest.raises(d.DocaUsageError, match="in flight") as info:
+            calls[misuse]()
+        assert "doca_buf" in str(info.value)
+        r.drain(1)
+        assert r.done[0][0] == "ok"
+        calls[misuse]()  # fine once the completion was delivered
+        for b in (src, dst, extra):
+            if b.get_refcount():
+                b.dec_refcount()
+
+
+@emulated_only
+def test_strict_refuses_stopping_the_map_or_inventory_of_a_buffer_in_flight(knobs: object) -> None:
+    with rig() as r:
+        mm, src, dst = _bufs(r)
+        r.dma.task_memcpy_alloc_init(src, dst).submit()
+        with pytest.raises(d.DocaUsageError, match="in flight"):
+            r.inv.stop()
+        r.drain(1)
+        src.dec_refcount()
+        dst.dec_refcount()
+
+
+@emulated_only
+def test_strict_refuses_destroying_a_thread_safe_map_with_bufs(knobs: object) -> None:
+    with d.Dev.open_by_pci_addr(DPU_PCI) as dev, d.BufInventory(2) as inv:
+        mm = d.Mmap()
+        mm.allocate(4096)
+        mm.add_dev(dev)
+        mm.enable_thread_safety()
+        mm.start()
+        buf = inv.buf_get_by_addr(mm, mm.get_memrange()[0], 64)
+        from doca_py.emulated.mmap import EmuMmap
+
+        h = mm._h
+        assert isinstance(h, EmuMmap)
+        with pytest.raises(d.DocaUsageError, match="dangle"):
+            h.destroy()
+        buf.dec_refcount()
+        mm.close()
+
+
+# -- knobs: shuffling and fault injection -------------------------------------------------------
+def _completion_order(seed: int, n: int = 16) -> list[int]:
+    from doca_py.emulated import strict
+
+    strict.configure(shuffle=True, seed=seed)
+    with rig(num_tasks=n) as r:
+        mm, src, dst = _bufs(r, 8)
+        dst.reuse_by_addr(mm.get_memrange()[0] + 4096, 8 * n)
+        for i in range(n):
+            r.dma.task_memcpy_alloc_init(src, dst, user_data=i).submit()
+        r.drain(n)
+        order = [u for _, _, u, _ in r.done]
+        for _, t, _, _ in r.done:
+            t.free()
+        src.dec_refcount()
+        dst.dec_refcount()
+        mm.close()
+    return order
+
+
+@emulated_only
+def test_shuffled_completion_order_is_seeded(knobs: object) -> None:
+    orders = {tuple(_completion_order(seed)) for seed in range(4)}
+    assert all(sorted(o) == list(range(16)) for o in orders)
+    assert any(list(o) != list(range(16)) for o in orders)  # not FIFO
+    assert len(orders) > 1
+    assert _completion_order(7) == _completion_order(7)  # replayable
+
+
+@emulated_only
+def test_injected_fault_fails_the_task_with_the_hardware_status(knobs: object) -> None:
+    from doca_py.emulated import strict
+
+    strict.configure(faults="dma_memcpy=1.0", seed=3)
+    with rig() as r:
+        mm, src, dst = _bufs(r)
+        task = r.dma.task_memcpy_alloc_init(src, dst)
+        task.submit()
+        r.drain(1)
+        assert r.done[0][0] == "err" and task.get_status() == d.ErrorCode.IO_FAILED
+        assert dst.get_data_len() == 0
+        task.free()
+        src.dec_refcount()
+        dst.dec_refcount()
+
+
+@emulated_only
+def test_fault_spec_is_validated() -> None:
+    from doca_py.emulated import strict
+
+    assert strict.parse_faults("dma_memcpy=0.5,rdma_send=0.1:TIME_OUT") == {
+        "dma_memcpy": (0.5, int(d.ErrorCode.IO_FAILED)), "rdma_send": (0.1, int(d.ErrorCode.TIME_OUT))}
+    assert set(strict.parse_faults("*=0.01")) == set(strict.KINDS)
+    for bad in ("dma_memcpy", "nope=0.1", "dma_memcpy=2", "dma_memcpy=0.1:NOPE"):
+        with pytest.raises((ValueError, KeyError)):
+            strict.parse_faults(bad)
+
+
+# -- version -----------------------------------------------------------------------------------
+@emulated_only
+@pytest.mark.parametrize("env, expected", [(None, "3.2.0000"), ("2.6", "2.6.0000"), ("3.0", "3.0.0000")])
+def test_emulated_version_is_reported_like_native(env: str | None, expected: str) -> None:
+    environ = {k: v for k, v in os.environ.items() if k != "DOCA_PY_EMU_VERSION"}
+    if env is not None:
+        environ["DOCA_PY_EMU_VERSION"] = env
+    out = subprocess.run([sys.executable, "-c", "import doca_py; print(doca_py.version_runtime())"],
+                         env=environ, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == expected
+
+
+@emulated_only
+def test_unknown_emulated_version_is_refused() -> None:
+    environ = dict(os.environ, DOCA_PY_EMU_VERSION="9.9")
+    out = subprocess.run([sys.executable, "-c", "import doca_py; doca_py.version_runtime()"],
+                         env=environ, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "DOCA_PY_EMU_VERSION" in out.stderr
