@@ -221,23 +221,47 @@ def complete_task(task: EmuTask) -> None:
 _complete = complete_task
 
 
-def _launch(task: EmuTask) -> None:
-    """Start a submitted task's work (inside ``progress()``)."""
+def _flush_or_fault(task: EmuTask) -> bool:
+    """Complete a launched task that must not run: its ctx stopped, or a fault is injected."""
     if task.ctx.state != _RUNNING:
         task.status = FLUSHED  # stopped before the engine took it
         complete_task(task)
-        return
+        return True
     if strict.FAULTS:
         code = strict.draw(task.kind or task.pool.kind)
         if code:
             task.status = code
             task.reason = f"fault injected by DOCA_PY_EMU_FAULTS (seed {strict.SEED})"
             complete_task(task)
+            return True
+    return False
+
+
+def _launch(task: EmuTask) -> None:
+    """Start a submitted task's work inside ``progress()`` (tasks with their own ``_begin``)."""
+    if task.ctx.state != _RUNNING or strict.FAULTS:
+        if _flush_or_fault(task):
             return
     task._begin()
 
 
-SHUFFLED.update((complete_task, _launch))
+def _launch_local(task: EmuTask) -> None:
+    """:func:`_launch` for engine tasks, with the default ``_begin`` inlined (the hot path)."""
+    if task.ctx.state != _RUNNING or strict.FAULTS:
+        if _flush_or_fault(task):
+            return
+    if task._work_bytes() >= task.offload_bytes:
+        _engine_pool().submit(task._run_offloaded)
+        return
+    try:
+        task.status = task._execute()
+    except DocaError as exc:
+        task.status = exc.code
+        task.reason = str(exc)
+    complete_task(task)
+
+
+SHUFFLED.update((complete_task, _launch, _launch_local))
 
 
 def unreachable_ok(task: EmuTask, *bufs: EmuBuf) -> bool:
@@ -287,8 +311,10 @@ class EmuTask:
 
     __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason")
     offload_bytes = OFFLOAD_BYTES
-    #: The task kind of fault injection (:data:`strict.KINDS`); empty: never injected.
+    #: The task kind of fault injection (:data:`strict.KINDS`); empty: the pool's kind.
     kind = ""
+    _launcher: Callable[[EmuTask], None]
+    _checks_submit = False
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         self.pool = pool
@@ -312,34 +338,41 @@ class EmuTask:
     def _check_submit(self) -> None:
         """Library hook: refuse a submission the way ``doca_task_submit`` does (the caller keeps the task)."""
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        # Pick the launcher once per class: engine tasks skip a frame per task.
+        cls._launcher = staticmethod(_launch if cls._begin is not EmuTask._begin else _launch_local)
+        cls._checks_submit = cls._check_submit is not EmuTask._check_submit
+
     def submit(self) -> None:
+        ctx = self.ctx
+        if ctx.state != _RUNNING or self.inflight or not self.allocated:
+            self._refuse_submit()
+        if self._checks_submit:
+            self._check_submit()
+        self.inflight = True
+        ctx.inflight += 1
+        self.status = _SUCCESS
+        if self.reason:
+            self.reason = ""
+        if strict.STRICT:
+            pin_bufs(self)
+        ctx.pe.post(self._launcher, self)  # type: ignore[union-attr]  # running implies connected
+
+    def _refuse_submit(self) -> None:
         ctx = self.ctx
         if self.inflight and strict.STRICT and ctx.state == _RUNNING:
             raise strict.violation(self, "a task was resubmitted while in flight; DOCA owns it until its "
                                          "completion callback starts")
-        if ctx.state != _RUNNING or self.inflight or not self.allocated:
-            raise DocaBadState(f"submit needs an allocated task that is not in flight, on a running ctx "
-                               f"(ctx state {CtxState(ctx.state).name})")
-        self._check_submit()
-        self.inflight = True
-        ctx.inflight += 1
-        self.status = _SUCCESS
-        self.reason = ""
-        if strict.STRICT:
-            pin_bufs(self)
-        ctx.pe.post(_launch, self)  # type: ignore[union-attr]  # running implies connected
+        raise DocaBadState(f"submit needs an allocated task that is not in flight, on a running ctx "
+                           f"(ctx state {CtxState(ctx.state).name})")
 
     def _begin(self) -> None:
-        """Run the work now (inside ``progress()``) or hand it to an engine thread, then complete."""
-        if self._work_bytes() >= self.offload_bytes:
-            _engine_pool().submit(self._run_offloaded)
-            return
-        try:
-            self.status = self._execute()
-        except DocaError as exc:
-            self.status = exc.code
-            self.reason = str(exc)
-        complete_task(self)
+        """Run the work now (inside ``progress()``) or hand it to an engine thread, then complete.
+
+        Transfers override this to start work that completes later, from another thread. (Engine
+        tasks never get here: their launcher runs this inline.)"""
+        _launch_local(self)
 
     def _work_bytes(self) -> int:
         """How many bytes the task moves (decides whether it runs on an engine thread)."""
@@ -387,3 +420,6 @@ class EmuTask:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {type(self.ctx).__name__} inflight={self.inflight}>"
+
+
+EmuTask._launcher = staticmethod(_launch_local)

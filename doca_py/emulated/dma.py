@@ -13,7 +13,7 @@ from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode
 from .buf import EmuBuf
 from .ctx import EmuCtx, EmuTask, TaskPool, unreachable_ok
-from .mmap import dev_key
+from .mmap import EmuMmap, dev_key
 
 __all__ = ["EmuDma", "EmuDmaTaskMemcpy", "dma_create", "cap_task_memcpy_is_supported",
            "cap_task_memcpy_get_max_buf_size", "cap_task_memcpy_get_max_buf_list_len",
@@ -31,7 +31,7 @@ _SMALL = 1 << 16
 class EmuDmaTaskMemcpy(EmuTask):
     """``doca_dma_task_memcpy``."""
 
-    __slots__ = ("src", "dst")
+    __slots__ = ("src", "dst", "reached_src", "reached_dst")
     offload_bytes = 16 << 20  # copies run at tens of GB/s: a thread hop costs more below this
     kind = "dma_memcpy"
 
@@ -39,6 +39,8 @@ class EmuDmaTaskMemcpy(EmuTask):
         super().__init__(pool)
         self.src: EmuBuf | None = None
         self.dst: EmuBuf | None = None
+        self.reached_src: EmuMmap | None = None  # maps last found reachable by the ctx's device
+        self.reached_dst: EmuMmap | None = None
 
     def _validate(self) -> None:
         src, dst = self.src, self.dst
@@ -70,9 +72,10 @@ class EmuDmaTaskMemcpy(EmuTask):
             self.reason = (f"memcpy of {n} bytes: the source must hold 1..{MAX_BUF_SIZE} bytes and the "
                            f"destination has {dst.head + dst.len - d} bytes free after its data")
             return _INVALID
-        key = self.ctx.dev_key
-        if key and (key not in sm.reach or key not in dm.reach) and not unreachable_ok(self, src, dst):
-            return _NOT_PERMITTED
+        if (sm is not self.reached_src or dm is not self.reached_dst):  # checked once per pair of maps
+            if not unreachable_ok(self, src, dst):
+                return _NOT_PERMITTED
+            self.reached_src, self.reached_dst = sm, dm
         # Fast path: two started local maps (bounds and write permission precomputed).
         if sm.fast and dm.fast and dm.writable and sm.addr <= s and s + n <= sm.hi and dm.addr <= d and d + n <= dm.hi:
             if n <= _SMALL:
