@@ -13,6 +13,10 @@ emulated backend:
 Each test gets a fresh set of processes (a target serves one session). The default
 run is a read-only validity test, a read-write validity test with recovery reads,
 and a read throughput test; the exit status is 0 only if every test passed.
+
+Every process runs the emulator in strict mode (``DOCA_PY_STRICT=1`` unless the
+environment says otherwise); ``--shuffle``, ``--inject-faults`` and ``--seed`` turn on
+the emulator's seeded completion-order shuffling and fault injection in all of them.
 """
 
 from __future__ import annotations
@@ -86,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--blocks-per-io", type=int, default=1, help="storage blocks per initiator IO (default: 1)")
     p.add_argument("--workdir", type=Path, help="keep files and logs here (default: a temporary directory)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds allowed per test (default: 120)")
+    p.add_argument("--shuffle", action="store_true",
+                   help="deliver task completions in a seeded random order in every process (DOCA_PY_EMU_SHUFFLE)")
+    p.add_argument("--inject-faults", metavar="KIND=RATE[:CODE],...",
+                   help="fail tasks with the errors hardware reports, at seeded rates (DOCA_PY_EMU_FAULTS; "
+                        "e.g. comch_producer_send=0.05)")
+    p.add_argument("--seed", type=int, help="seed of --shuffle and --inject-faults (default: random, printed)")
     return p
 
 
@@ -273,12 +283,25 @@ def _run_test(test: Test, args: argparse.Namespace, files: dict[str, Path], plai
         return True, report
 
 
-def environment() -> dict[str, str]:
-    """The child processes' environment: emulated backend, this checkout importable."""
+def environment(shuffle: bool = False, faults: str | None = None, seed: int | None = None) -> dict[str, str]:
+    """The child processes' environment: emulated backend in strict mode (unless
+    ``DOCA_PY_STRICT`` says otherwise), the knobs asked for, this checkout importable."""
     env = dict(os.environ, DOCA_PY_IMPL="emulated")
+    env.setdefault("DOCA_PY_STRICT", "1")
+    if shuffle:
+        env["DOCA_PY_EMU_SHUFFLE"] = "1"
+    if faults:
+        env["DOCA_PY_EMU_FAULTS"] = faults
+    if shuffle or faults or seed is not None:
+        env["DOCA_PY_EMU_SEED"] = str(seed if seed is not None else int.from_bytes(os.urandom(4), "little") >> 1)
     root = Path(__file__).resolve().parents[2]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
     return env
+
+
+def _knobs(env: dict[str, str]) -> str:
+    names = ("DOCA_PY_STRICT", "DOCA_PY_EMU_SHUFFLE", "DOCA_PY_EMU_FAULTS", "DOCA_PY_EMU_SEED")
+    return " ".join(f"{n}={env[n]}" for n in names if env.get(n))
 
 
 def prepare(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> tuple[Path, dict[str, Path]]:
@@ -309,7 +332,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.block_size <= 0 or args.block_size % 128:
         print(f"--block-size: {args.block_size} is not a positive multiple of 128", file=sys.stderr)
         return 1
-    env = environment()
+    if args.inject_faults:
+        from doca_py.emulated.strict import parse_faults
+
+        try:
+            parse_faults(args.inject_faults)
+        except ValueError as exc:
+            print(f"--inject-faults: {exc}", file=sys.stderr)
+            return 1
+    env = environment(args.shuffle, args.inject_faults, args.seed)
     own_tmp = args.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="doca_py_topology_")) if own_tmp else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
@@ -319,6 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except RuntimeError as exc:
             print(exc)
             return 1
+        print(f"emulator: {_knobs(env)}", flush=True)
         if args.strategy:
             tests = [Test(st.replace("_", " "), st, args.throughput_operations if "throughput" in st else 0,
                           args.recovery_every_n if st == "read_write_data_validity_test" else 0)

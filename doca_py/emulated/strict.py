@@ -62,7 +62,7 @@ def _flag(name: str) -> bool:
 def parse_faults(spec: str) -> dict[str, tuple[float, int]]:
     """``"dma_memcpy=0.01,*=0.001:IO_FAILED"`` → ``{kind: (rate, code)}``; ``ValueError`` if malformed."""
     out: dict[str, tuple[float, int]] = {}
-    for item in filter(None, (s.strip() for s in spec.split(","))):
+    for item in filter(None, (part.strip() for part in spec.split(","))):
         kind, sep, rest = item.partition("=")
         if not sep:
             raise ValueError(f"DOCA_PY_EMU_FAULTS: {item!r} is not KIND=RATE[:CODE]")
@@ -74,7 +74,10 @@ def parse_faults(spec: str) -> dict[str, tuple[float, int]]:
         for k in kinds:
             if k not in KINDS:
                 raise ValueError(f"DOCA_PY_EMU_FAULTS: unknown task kind {k!r} (one of {', '.join(KINDS)}, *)")
-            code = int(ErrorCode[code_text.strip().upper()]) if code_text else KINDS[k]
+            try:
+                code = int(ErrorCode[code_text.strip().upper()]) if code_text else KINDS[k]
+            except KeyError:
+                raise ValueError(f"DOCA_PY_EMU_FAULTS: {code_text!r} is not an ErrorCode name") from None
             out[k] = (rate, code)
     return out
 
