@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..abc import CtxHandle
-from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaUsageError
+from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNotPermitted, DocaUsageError
 from ..types import PeEventMode
 from . import strict
 
@@ -53,7 +53,7 @@ class EmuPe:
 
         assert isinstance(ctx, EmuCtx)
         if ctx.pe is not None:
-            raise DocaBadState("ctx is already connected to a progress engine")
+            raise DocaNotPermitted("ctx is already connected to a progress engine (only destroy unbinds it)")
         if ctx.state:
             raise DocaBadState("connect_ctx needs an idle ctx")
         ctx.pe = self

@@ -262,3 +262,13 @@ def test_unknown_emulated_version_is_refused() -> None:
     out = subprocess.run([sys.executable, "-c", "import doca_py; doca_py.version_runtime()"],
                          env=environ, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "DOCA_PY_EMU_VERSION" in out.stderr
+
+
+def test_a_second_connect_ctx_is_not_permitted(backend: str) -> None:
+    with rig(start=False) as r, d.Pe() as other:
+        with pytest.raises(e.DocaNotPermitted):
+            r.pe.connect_ctx(r.dma)  # doca_pe.h: already connected -> NOT_PERMITTED
+        with pytest.raises(e.DocaNotPermitted):
+            other.connect_ctx(r.dma)
+        r.dma.start()
+        assert r.dma.stop() == S.IDLE
