@@ -128,7 +128,7 @@ class SharedMemory:
 
     @property
     def fd(self) -> int:
-        """The memfd; importers open it through ``/proc/<pid>/fd/<fd>``."""
+        """The memfd; handed to importers by the owner for a valid export blob (``SCM_RIGHTS``)."""
         return self._fd
 
     @property

@@ -9,14 +9,17 @@ A blob is self-describing and versioned::
 shareable; such a blob can be imported only inside the exporting process.
 
 The owner of shareable memory (:class:`doca_py.memory.SharedMemory`) keeps, in the
-memfd's first page, a table of live exports: ``state u32 | perms u32 | key 16B |
-offset u64 | length u64``. An importer maps the same memfd and re-reads its slot on
-every access, so ``Mmap.stop`` in the owner revokes access everywhere at once.
+memfd's first page, a table of live exports: ``state u32 | perms u32 | digest 16B |
+offset u64 | length u64``, where the digest is a hash of the key (the key itself is
+never stored in the memory it protects). An importer gets the memfd from the owner
+(:mod:`.memshare`), maps it and re-reads its slot on every access, so ``Mmap.stop``
+in the owner revokes access everywhere at once.
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
 import secrets
 import struct
 import zlib
@@ -27,7 +30,8 @@ from functools import lru_cache
 from ..errors import DocaFull, DocaInvalidValue, DocaUnsupportedVersion
 from ..memory import HEADER_SIZE, SharedMemory
 
-__all__ = ["ExportKind", "Blob", "encode", "decode", "boot_id", "ExportTable", "NO_FD", "NO_SLOT"]
+__all__ = ["ExportKind", "Blob", "encode", "decode", "boot_id", "ExportTable", "NO_FD", "NO_SLOT", "key_digest",
+           "slot_matches"]
 
 MAGIC = b"DOCAPYMX"
 VERSION = 1
@@ -126,7 +130,7 @@ class ExportTable:
                 pos = _SLOT_BASE + slot * _SLOT_SIZE
                 if _SLOT.unpack_from(self.header, pos)[0] != _LIVE:
                     # Fields first, state last: a reader never sees a live slot half-written.
-                    _SLOT.pack_into(self.header, pos, 0, perms, key, offset, length)
+                    _SLOT.pack_into(self.header, pos, 0, perms, key_digest(key), offset, length)
                     struct.pack_into("<I", self.header, pos, _LIVE)
                     return slot, key
         raise DocaFull(f"more than {NUM_SLOTS} live exports of one shared allocation")
@@ -137,10 +141,15 @@ class ExportTable:
             _SLOT.pack_into(self.header, pos, 0, 0, bytes(16), 0, 0)
 
 
-def slot_matches(header: bytes | memoryview | mmap.mmap, blob: Blob) -> bool:
-    """Whether *blob*'s slot is still live in an (importer's view of the) header."""
+def key_digest(key: bytes) -> bytes:
+    """What the export table stores for a key: a hash, useless to whoever reads the page."""
+    return hashlib.blake2b(key, digest_size=16, person=b"doca_py-export").digest()
+
+
+def slot_matches(header: bytes | memoryview | mmap.mmap, blob: Blob, digest: bytes) -> bool:
+    """Whether *blob*'s slot (its key hashed to *digest*) is still live in a view of the header."""
     if blob.slot >= NUM_SLOTS:
         return False
-    state, perms, key, offset, length = _SLOT.unpack_from(header, _SLOT_BASE + blob.slot * _SLOT_SIZE)
-    return bool(state == _LIVE and key == blob.key and perms == blob.perms
+    state, perms, stored, offset, length = _SLOT.unpack_from(header, _SLOT_BASE + blob.slot * _SLOT_SIZE)
+    return bool(state == _LIVE and stored == digest and perms == blob.perms
             and offset == blob.offset and length == blob.length)

@@ -32,7 +32,7 @@ from ..errors import (
 from ..memory import HEADER_SIZE, PAGE_SIZE, find_shared
 from ..types import AccessFlag as A
 from . import export as ex
-from . import strict
+from . import memshare, strict
 
 __all__ = ["EmuMmap", "mmap_create", "mmap_create_from_export", "Access", "dev_key", "reachable",
            "cap_is_export_pci_supported", "cap_is_create_from_export_pci_supported"]
@@ -60,17 +60,13 @@ _WRITE_BITS: dict[int, int | None] = {Access.LOCAL: int(A.LOCAL_READ_WRITE), Acc
 
 
 class _Import:
-    """The importer's mapping of an exporter's memfd (other process)."""
+    """The importer's mapping of an exporter's memfd (other process), handed over by the
+    exporter for a valid blob (:mod:`.memshare`)."""
 
-    def __init__(self, blob: ex.Blob, writable: bool) -> None:
-        path = f"/proc/{blob.pid}/fd/{blob.fd}"
+    def __init__(self, blob: ex.Blob, raw: bytes, writable: bool) -> None:
+        fd = memshare.request_fd(blob.pid, raw)
         try:
-            fd = os.open(path, os.O_RDWR if writable else os.O_RDONLY)
-        except FileNotFoundError:
-            raise DocaNotFound(f"exporting process {blob.pid} or its memory is gone") from None
-        except OSError as exc:
-            raise DocaNotPermitted(f"cannot open the exporter's memory ({path}): {exc.strerror}") from None
-        try:
+            writable = writable and _fd_writable(fd)
             access = _mmap.ACCESS_WRITE if writable else _mmap.ACCESS_READ
             self.header = _mmap.mmap(fd, HEADER_SIZE, access=_mmap.ACCESS_READ)
             start = blob.offset - blob.offset % PAGE_SIZE
@@ -86,13 +82,55 @@ class _Import:
         # numpy reads the address of read-only mappings too (ctypes needs writable ones).
         base = int(np.frombuffer(self.data, dtype=np.uint8).ctypes.data)
         self.base = base + self.skew
-        if not ex.slot_matches(self.header, blob):
+        self.blob = blob
+        self.digest = ex.key_digest(blob.key)
+        if not ex.slot_matches(self.header, blob, self.digest):
             self.close()
             raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
 
     def close(self) -> None:
         self.data.close()
         self.header.close()
+
+
+def _fd_writable(fd: int) -> bool:
+    import fcntl
+
+    return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR
+
+
+def _exporter_of(b: ex.Blob) -> EmuMmap:
+    """This process's map that exported *b*, after checking *b* against the export record.
+
+    The exporter's own record decides what an import may do, never the blob. A PCI
+    export re-exported over RDMA keeps its key (D.20); RDMA access still needs the
+    exporter's RDMA_* bits, so that is the only kind change allowed."""
+    with _local_lock:
+        peer = _local_exports.get(b.key)
+    if peer is None or not peer.started:
+        raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
+    if (peer.addr, peer.length) != (b.addr, b.length):
+        raise DocaInvalidValue("export blob range does not match the exporter's mmap")
+    kind = peer._key_kinds.get(b.key)
+    rdma_bits = int(A.RDMA_READ | A.RDMA_WRITE | A.RDMA_ATOMIC)
+    if kind is None or b.perms != peer.perms or not (kind is b.kind or (
+            kind is ex.ExportKind.PCI and b.kind is ex.ExportKind.RDMA and peer.perms & rdma_bits)):
+        raise DocaNotPermitted("export blob does not match what the exporter exported (modified blob)")
+    return peer
+
+
+def _grant(raw: bytes) -> memshare.Grant:
+    """The exporter's side of an import from another process: check *raw* against our
+    own export records, then name the memfd to hand over and whether it may be written."""
+    b = ex.decode(raw)
+    if b.pid != os.getpid():
+        raise DocaNotPermitted("export blob names another process")
+    peer = _exporter_of(b)
+    shm = find_shared(peer.addr, peer.length)
+    if shm is None:
+        raise DocaNotSupported("the exported memory is not shareable across processes")
+    write_bit = A.PCI_READ_WRITE if b.kind is ex.ExportKind.PCI else A.RDMA_WRITE
+    return shm.fd, bool(peer.perms & write_bit)
 
 
 class EmuMmap:
@@ -251,6 +289,7 @@ class EmuMmap:
             slot, key = table.add(self.perms, offset, self.length)
             self._slots.append((table, slot))
             fd = shm.fd
+            memshare.serve(_grant)
         else:
             slot, key, offset, fd = ex.NO_SLOT, secrets.token_bytes(16), 0, ex.NO_FD
         with _local_lock:
@@ -338,7 +377,9 @@ class EmuMmap:
             if not peer.started or peer.destroyed or self.blob is None or self.blob.key not in peer._keys:
                 raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
         elif self._import is not None and self.blob is not None:
-            if not ex.slot_matches(self._import.header, self.blob):
+            imp = self._import
+            digest = imp.digest if self.blob is imp.blob else ex.key_digest(self.blob.key)
+            if not ex.slot_matches(imp.header, self.blob, digest):
                 raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
 
 
@@ -368,20 +409,7 @@ def mmap_create_from_export(blob: bytes, dev: DevHandle) -> EmuMmap:
     m.reach = frozenset((dev_key(dev),))
     m.kind = Access.PCI if b.kind is ex.ExportKind.PCI else Access.RDMA
     if b.pid == os.getpid() and b.boot_id == ex.boot_id():
-        with _local_lock:
-            peer = _local_exports.get(b.key)
-        if peer is None or not peer.started:
-            raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
-        if (peer.addr, peer.length) != (b.addr, b.length):
-            raise DocaInvalidValue("export blob range does not match the exporter's mmap")
-        # The exporter's own record decides what the import may do, never the blob.
-        # A PCI export re-exported over RDMA keeps its key (D.20); RDMA access still
-        # needs the exporter's RDMA_* bits, so that is the only kind change allowed.
-        kind = peer._key_kinds.get(b.key)
-        rdma_bits = int(A.RDMA_READ | A.RDMA_WRITE | A.RDMA_ATOMIC)
-        if kind is None or b.perms != peer.perms or not (kind is b.kind or (
-                kind is ex.ExportKind.PCI and b.kind is ex.ExportKind.RDMA and peer.perms & rdma_bits)):
-            raise DocaNotPermitted("export blob does not match what the exporter exported (modified blob)")
+        peer = _exporter_of(b)
         m.perms = peer.perms
         m.kind = Access.PCI if b.kind is ex.ExportKind.PCI else Access.RDMA
         m._peer = peer
@@ -395,7 +423,7 @@ def mmap_create_from_export(blob: bytes, dev: DevHandle) -> EmuMmap:
         raise DocaNotSupported("the exporter's memory is not shareable across processes: "
                                "register memory from Mmap.allocate() to export it")
     writable = bool(b.perms & (A.PCI_READ_WRITE if b.kind is ex.ExportKind.PCI else A.RDMA_WRITE))
-    m._import = _Import(b, writable)
+    m._import = _Import(b, bytes(blob), writable)
     m._delta = m._import.base - b.addr
     return m
 

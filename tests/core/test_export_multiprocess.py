@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,4 +115,63 @@ def test_non_shareable_memory_cannot_cross_processes(host: d.Dev, backend: str) 
     mm.add_dev(host)
     mm.start()
     assert Child("write", mm.export_pci(host)).result() == "DocaNotSupported"
+    mm.close()
+
+
+def _neighbour_opens(dumpable: bool) -> str:
+    """An exporter and a neighbour of the same (unprivileged) user; what the neighbour gets."""
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    if dumpable:
+        env["DOCA_PY_EMU_DUMPABLE"] = "1"
+    exporter = subprocess.Popen([sys.executable, "-m", "tests.core.mp_isolation", "export"], cwd=ROOT, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert exporter.stdout is not None
+        pid, fd, _blob = exporter.stdout.readline().split()
+        out = subprocess.run([sys.executable, "-m", "tests.core.mp_isolation", "neighbour", pid, fd], cwd=ROOT,
+                             env=env, capture_output=True, text=True, timeout=60)
+        return out.stdout.strip() or out.stderr
+    finally:
+        exporter.communicate("done\n", timeout=60)
+
+
+def test_a_same_user_neighbour_cannot_open_exported_memory_without_the_blob(backend: str) -> None:
+    if backend != "emulated":
+        pytest.skip("isolation of the emulated memory hand-over")
+    assert _neighbour_opens(dumpable=False) == "refused"  # /proc/<pid>/fd is closed to the neighbour
+    assert _neighbour_opens(dumpable=True) == "opened"  # the control: what the isolation prevents
+
+
+def _shared_of(mm: d.Mmap):  # type: ignore[no-untyped-def]
+    from doca_py.memory import find_shared
+
+    shm = find_shared(*mm.get_memrange())
+    assert shm is not None
+    return shm
+
+
+def test_the_shared_header_holds_no_usable_key(host: d.Dev, backend: str) -> None:
+    if backend != "emulated":
+        pytest.skip("layout of the emulated export table")
+    from doca_py.emulated import export as ex
+
+    mm, mem, blob = _exported(host, A.PCI_READ_WRITE)
+    key = ex.decode(blob).key
+    header = bytes(_shared_of(mm).header)
+    assert key not in header and ex.key_digest(key) in header
+    del mem
+    mm.close()
+
+
+def test_the_owner_refuses_a_blob_with_widened_permissions(host: d.Dev, backend: str) -> None:
+    if backend != "emulated":
+        pytest.skip("forging needs the emulated blob format")
+    from doca_py.emulated import export as ex
+
+    mm, mem, blob = _exported(host, A.PCI_READ_ONLY)
+    widened = ex.encode(dataclasses.replace(ex.decode(blob), perms=int(A.PCI_READ_WRITE)))
+    assert Child("write", widened).result() == "DocaNotPermitted"
+    assert Child("write", blob).go() == "NOT_PERMITTED"  # read-only export: the write task fails
+    assert bytes(mem[100:106]) == bytes(6)
+    del mem
     mm.close()
