@@ -9,12 +9,12 @@ every task has been freed. Callbacks run inside ``Pe.progress()`` only.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._lifetime import DocaObject
 from .abc import CtxHandle, TaskHandle
-from .errors import DocaError, DocaTimeout, DocaUsageError, ErrorCode, lookup
+from .errors import DocaBadState, DocaError, DocaTimeout, DocaUsageError, ErrorCode, lookup
 from .types import CtxState, TaskSubmitFlag
 
 if TYPE_CHECKING:
@@ -45,14 +45,57 @@ class Ctx(DocaObject):
         self._tasks: list[Task] = []  # every wrapper ever made; descriptors are pooled
         self._arm_finalizer(handle.destroy)
 
-    def start(self) -> CtxState:
-        """Start; returns RUNNING (synchronous libraries) or STARTING."""
-        self._check_open()
-        return _STATES[self._ctx_h.start()]
+    def start(self, *, wait: float | None = None) -> CtxState:
+        """Start (``doca_ctx_start``); returns RUNNING (synchronous libraries) or STARTING.
 
-    def stop(self) -> CtxState:
-        """Begin stopping; returns IDLE, or STOPPING while tasks are flushed."""
-        return _STATES[self._ctx_h.stop()]
+        With *wait* (seconds), progress the ctx's Pe until it is RUNNING instead of
+        returning STARTING: :class:`~doca_py.errors.DocaTimeout` when it does not get
+        there in time, :class:`~doca_py.errors.DocaBadState` if it stops instead.
+        In asyncio code, ``await ctx.started()`` instead."""
+        self._check_open()
+        state = _STATES[self._ctx_h.start()]
+        if wait is not None and state is not CtxState.RUNNING:
+            state = self._progress_until(CtxState.RUNNING, wait)
+        return state
+
+    def stop(self, *, wait: float | None = None) -> CtxState:
+        """Begin stopping (``doca_ctx_stop``); returns IDLE, or STOPPING while tasks are flushed.
+
+        With *wait* (seconds), progress the Pe until IDLE (flushed tasks still need
+        freeing, in their callbacks: an allocated task keeps the ctx STOPPING)."""
+        state = _STATES[self._ctx_h.stop()]
+        if wait is not None and state is not CtxState.IDLE:
+            state = self._progress_until(CtxState.IDLE, wait)
+        return state
+
+    def _progress_until(self, target: CtxState, timeout: float) -> CtxState:
+        pe = self._pe
+        if pe is None:
+            raise DocaUsageError("connect the ctx to a Pe before waiting for a state")
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.get_state()
+            if state is target:
+                return state
+            if target is CtxState.RUNNING and state in (CtxState.IDLE, CtxState.STOPPING):
+                raise DocaBadState(f"{type(self).__name__} did not reach RUNNING (it is {state.name})")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DocaTimeout(f"{type(self).__name__} did not reach {target.name} within {timeout} s "
+                                  f"(it is {state.name})")
+            pe.wait(min(left, 0.1))
+
+    async def started(self, timeout: float | None = None) -> None:
+        """asyncio: return once RUNNING (the Pe must be attached with :func:`doca_py.aio.attach`)."""
+        from .aio import wait_state
+
+        await wait_state(self, CtxState.RUNNING, timeout)
+
+    async def stopped(self, timeout: float | None = None) -> None:
+        """asyncio: return once IDLE again (after :meth:`stop`)."""
+        from .aio import wait_state
+
+        await wait_state(self, CtxState.IDLE, timeout)
 
     def get_state(self) -> CtxState:
         return _STATES[self._ctx_h.get_state()]
@@ -115,6 +158,12 @@ class Ctx(DocaObject):
                     raise DocaTimeout(f"ctx did not reach IDLE within {CLOSE_TIMEOUT} s while closing")
                 pe.wait(0.05)  # completions may come from I/O threads: sleep, don't spin
 
+    def _repr_facts(self) -> list[str]:
+        facts = [f"state={self.get_state().name}", f"inflight={self._ctx_h.get_num_inflight_tasks()}"]
+        if self._pe is None:
+            facts.append("no pe")
+        return facts + super()._repr_facts()
+
     def __enter__(self) -> Ctx:
         return self
 
@@ -123,13 +172,21 @@ class Task:
     """Base of every task. Tasks come from a ctx pool (``*_alloc_init``) and go back
     with :meth:`free`; the Python objects are recycled with the descriptors."""
 
-    __slots__ = ("_h", "_ctx", "user_data", "_allocated", "__weakref__")
+    __slots__ = ("_h", "_ctx", "user_data", "_allocated", "_future", "__weakref__")
 
     def __init__(self, handle: TaskHandle, ctx: Ctx) -> None:
         self._h = handle
         self._ctx = ctx
         self.user_data: Any = None
         self._allocated = True
+        self._future: Any = None  # an asyncio future of ``await task``, resolved after the callback
+
+    def __await__(self) -> Generator[Any, None, Task]:
+        """asyncio: ``await task`` after :meth:`submit` gives the task once its completion
+        callback ran, or raises its :class:`~doca_py.errors.DocaError`."""
+        from .aio import wait_task
+
+        return (yield from wait_task(self))
 
     def submit(self) -> None:
         """Hand the task to its ctx; on success DOCA owns it until its callback runs."""
@@ -171,11 +228,31 @@ class Task:
     def get_ctx(self) -> Ctx:
         return self._ctx
 
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        if not self._allocated:
+            return f"<{name} freed>"
+        if self._ctx.closed:
+            return f"<{name} of a closed {type(self._ctx).__name__}>"
+        try:
+            if self._h.inflight:
+                return f"<{name} in flight user_data={self.user_data!r:.40}>"
+            return f"<{name} status={ErrorCode(self._h.get_status()).name} user_data={self.user_data!r:.40}>"
+        except Exception as exc:  # noqa: BLE001 - repr() must not raise
+            return f"<{name} ({type(exc).__name__} while describing)>"
+
 
 def completion(ctx: Ctx, cb: Callable[[Any, Any, Any], None]) -> Callable[[object], None]:
     """The function a backend calls for a completed task: ``cb(task, task.user_data, ctx.user_data)``."""
 
     def done(task: Any) -> None:
-        cb(task, task.user_data, ctx.user_data)
+        try:
+            cb(task, task.user_data, ctx.user_data)
+        finally:
+            fut = task._future
+            if fut is not None:  # ``await task``: wake the awaiting coroutine after the callback
+                task._future = None
+                if not fut.done():
+                    fut.set_result(None)
 
     return done

@@ -1,0 +1,103 @@
+"""asyncio: a Pe driven by an event loop, ``await task``, ``await ctx.started()``; blocking waits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+import doca_py as d
+from doca_py import aio
+from doca_py import errors as e
+from doca_py.types import CtxState as S
+
+from .helpers import local_mmap, rig
+
+
+def _bufs(r, size: int = 64):  # type: ignore[no-untyped-def]
+    mm = local_mmap(r.dev, 1 << 16)
+    base, _ = mm.get_memrange()
+    mm.buffer[:size] = os.urandom(size)
+    return mm, r.inv.buf_get_by_data(mm, base, size), r.inv.buf_get_by_addr(mm, base + 4096, 4096)
+
+
+def test_await_task_and_states_on_an_attached_pe(backend: str) -> None:
+    async def main() -> None:
+        with rig(start=False) as r:
+            async with aio.attach(r.pe):
+                r.dma.start()
+                await r.dma.started(timeout=5)
+                mm, src, dst = _bufs(r)
+                tasks = [r.dma.task_memcpy_alloc_init(src, dst, user_data=i) for i in range(4)]
+                for t in tasks:
+                    t.submit()
+                done = await asyncio.wait_for(asyncio.gather(*tasks), 10)
+                assert done == tasks and len(r.done) == 4  # the set_conf callbacks ran first
+                assert bytes(dst.data_view()) == bytes(mm.buffer[:64]) * 4
+                for t in tasks:
+                    t.free()
+                r.dma.stop()
+                await r.dma.stopped(timeout=5)
+                assert r.dma.get_state() == S.IDLE
+                for b in (src, dst):
+                    b.dec_refcount()
+                mm.close()
+
+    asyncio.run(main())
+
+
+def test_a_failed_task_raises_its_error_with_the_reason(backend: str) -> None:
+    async def main() -> None:
+        with rig() as r:
+            async with aio.attach(r.pe):
+                mm, src, _ = _bufs(r, 256)
+                small = r.inv.buf_get_by_addr(mm, mm.get_memrange()[0] + 8192, 16)
+                task = r.dma.task_memcpy_alloc_init(src, small)
+                task.submit()
+                with pytest.raises(e.DocaInvalidValue) as info:
+                    await task
+                if d.impl == "emulated":
+                    assert "destination" in str(info.value)
+                task.free()
+                for b in (src, small):
+                    b.dec_refcount()
+                mm.close()
+
+    asyncio.run(main())
+
+
+def test_until_times_out_and_awaiting_needs_an_attached_pe(backend: str) -> None:
+    async def main() -> None:
+        with rig() as r:
+            mm, src, dst = _bufs(r)
+            task = r.dma.task_memcpy_alloc_init(src, dst)
+            task.submit()
+            with pytest.raises(d.DocaUsageError, match="aio.attach"):
+                await task
+            async with aio.attach(r.pe) as runner:
+                assert await task is task
+                with pytest.raises(TimeoutError):
+                    await runner.until(lambda: False, timeout=0.05)
+            task.free()
+            for b in (src, dst):
+                b.dec_refcount()
+            mm.close()
+
+    asyncio.run(main())
+
+
+def test_blocking_start_and_stop_wait_for_the_state(backend: str) -> None:
+    with rig(start=False) as r:
+        assert r.dma.start(wait=5) == S.RUNNING
+        mm, src, dst = _bufs(r)
+        task = r.dma.task_memcpy_alloc_init(src, dst)
+        task.submit()
+        with pytest.raises(e.DocaTimeout):
+            r.dma.stop(wait=0.2)  # the flushed task is still allocated: stays STOPPING
+        task.free()
+        while r.dma.get_state() != S.IDLE:  # IDLE on a later progress, once freed
+            r.pe.wait(0.1)
+        for b in (src, dst):
+            b.dec_refcount()
+        mm.close()
