@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _timing import rates  # noqa: E402
-from doca_py.emulated.engines import deflate, lz4_stream  # noqa: E402
+from doca_py.engines import deflate, lz4_stream  # noqa: E402
 
 SIZES = [4 << 10, 64 << 10, 1 << 20]
 

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _timing import rates  # noqa: E402
-from doca_py.emulated.engines import ec, gf256  # noqa: E402
+from doca_py.engines import ec, gf256  # noqa: E402
 
 SHAPES = [(2, 1), (4, 2), (8, 3)]
 SIZES = [4 << 10, 64 << 10, 1 << 20]

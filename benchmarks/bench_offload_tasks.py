@@ -25,8 +25,8 @@ os.environ.setdefault("DOCA_PY_IMPL", "emulated")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import doca_py as d  # noqa: E402
-from doca_py.emulated.engines import ec as ec_kernels  # noqa: E402
-from doca_py.emulated.engines import gf256, lz4_stream  # noqa: E402
+from doca_py.engines import ec as ec_kernels  # noqa: E402
+from doca_py.engines import gf256, lz4_stream  # noqa: E402
 
 INFLIGHT = 8
 

@@ -25,6 +25,7 @@ from .compress import (
     CompressTaskDecompressDeflate,
     CompressTaskDecompressLz4Block,
     CompressTaskDecompressLz4Stream,
+    CompressTaskType,
 )
 from .ctx import Ctx, Task
 from .dev import Dev, DevInfo, DevInfoRep, DevRep, devinfo_create_list
@@ -59,7 +60,7 @@ __all__ = [
     "Mmap", "BufInventory", "Buf", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy",
     "Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
     "Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate", "CompressTaskDecompressLz4Stream",
-    "CompressTaskDecompressLz4Block",
+    "CompressTaskDecompressLz4Block", "CompressTaskType",
     "ComchServer", "ComchClient", "ComchConnection", "ComchConsumer", "ComchProducer", "ComchTaskSend",
     "ComchConsumerTaskPostRecv", "ComchProducerTaskSend", "ComchCounter",
     "Rdma", "RdmaAddr", "RdmaAddrType", "RdmaConnection", "RdmaOpcode", "RdmaTransportType", "RdmaTaskReceive",

@@ -12,6 +12,7 @@ Output that does not fit after the destination's data fails the task.
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Protocol, cast
 
 from . import _impl
@@ -20,12 +21,21 @@ from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo
 
-__all__ = ["Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate",
+__all__ = ["Compress", "CompressTaskType", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate",
            "CompressTaskDecompressLz4Stream", "CompressTaskDecompressLz4Block", "CompressHandle", "CompressBackend",
            "TASK_TYPES"]
 
+class CompressTaskType(enum.StrEnum):
+    """The compress task types, named as in DOCA's function names (``doca_compress_cap_task_<name>_…``)."""
+
+    COMPRESS_DEFLATE = "compress_deflate"
+    DECOMPRESS_DEFLATE = "decompress_deflate"
+    DECOMPRESS_LZ4_STREAM = "decompress_lz4_stream"
+    DECOMPRESS_LZ4_BLOCK = "decompress_lz4_block"
+
+
 #: Task type names as they appear in DOCA's function names.
-TASK_TYPES = ("compress_deflate", "decompress_deflate", "decompress_lz4_stream", "decompress_lz4_block")
+TASK_TYPES = tuple(t.value for t in CompressTaskType)
 
 
 class CompressTaskHandle(TaskHandle, Protocol):
@@ -39,6 +49,8 @@ class CompressTaskHandle(TaskHandle, Protocol):
     def xxh_cs(self) -> int: ...
     has_block_checksum: bool
     are_blocks_independent: bool
+    def set_src(self, buf: BufHandle) -> None: ...
+    def set_dst(self, buf: BufHandle) -> None: ...
 
 
 class CompressHandle(CtxHandle, Protocol):
@@ -84,6 +96,16 @@ class _CompressTask(Task):
 
     def get_dst(self) -> Buf:
         return self._dst
+
+    def set_src(self, buf: Buf) -> None:
+        """``doca_compress_task_*_set_src``: re-aim the source between runs (not in flight)."""
+        self._h.set_src(buf._h)
+        self._src = buf
+
+    def set_dst(self, buf: Buf) -> None:
+        """``doca_compress_task_*_set_dst``: output is appended after the destination's data."""
+        self._h.set_dst(buf._h)
+        self._dst = buf
 
     def get_crc_cs(self) -> int:
         """CRC-32 of the uncompressed data (valid after success)."""
@@ -200,25 +222,28 @@ class Compress(Ctx):
         return self._h.cap_get_max_num_tasks()
 
     @staticmethod
-    def cap_task_is_supported(devinfo: DevInfo, task: str) -> bool:
-        """``doca_compress_cap_task_<task>_is_supported``; *task* is one of :data:`TASK_TYPES`."""
+    def cap_task_is_supported(devinfo: DevInfo, task: CompressTaskType) -> bool:
+        """``doca_compress_cap_task_<task>_is_supported``."""
         return _backend().cap_task_is_supported(devinfo._h, _task(task))
 
     @staticmethod
-    def cap_task_get_max_buf_size(devinfo: DevInfo, task: str) -> int:
+    def cap_task_get_max_buf_size(devinfo: DevInfo, task: CompressTaskType) -> int:
+        """``doca_compress_cap_task_<task>_get_max_buf_size``."""
         return _backend().cap_task_get_max_buf_size(devinfo._h, _task(task))
 
     @staticmethod
-    def cap_task_get_max_buf_list_len(devinfo: DevInfo, task: str) -> int:
+    def cap_task_get_max_buf_list_len(devinfo: DevInfo, task: CompressTaskType) -> int:
+        """``doca_compress_cap_task_<task>_get_max_buf_list_len``."""
         return _backend().cap_task_get_max_buf_list_len(devinfo._h, _task(task))
 
     def __enter__(self) -> Compress:
         return self
 
 
-def _task(name: str) -> str:
-    if name not in TASK_TYPES:
+def _task(name: CompressTaskType | str) -> str:
+    try:
+        return CompressTaskType(name).value
+    except ValueError:
         from .errors import DocaInvalidValue
 
-        raise DocaInvalidValue(f"unknown compress task type {name!r}; one of {', '.join(TASK_TYPES)}")
-    return name
+        raise DocaInvalidValue(f"unknown compress task type {name!r}; one of {', '.join(TASK_TYPES)}") from None

@@ -37,6 +37,14 @@ class EcMatrixType(enum.IntEnum):
     VANDERMONDE = 2
 
 
+class EcTaskHandle(TaskHandle, Protocol):
+    """An EC task handle: the matrix and buffers can be re-aimed between runs."""
+
+    def set_matrix(self, matrix: Any) -> None: ...
+    def set_src(self, buf: BufHandle) -> None: ...
+    def set_dst(self, buf: BufHandle) -> None: ...
+
+
 class EcHandle(CtxHandle, Protocol):
     """``doca_ec`` as a backend implements it (matrices are opaque objects)."""
 
@@ -52,10 +60,10 @@ class EcHandle(CtxHandle, Protocol):
     def matrix_create_from_raw(self, data: bytes, k: int, m: int) -> Any: ...
     def matrix_create_recover(self, coding: Any, missing: list[int]) -> Any: ...
     def matrix_create_update(self, coding: Any, updated: list[int]) -> Any: ...
-    def task_create_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
-    def task_recover_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
-    def task_update_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
-    def task_galois_mul_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
+    def task_create_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle: ...
+    def task_recover_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle: ...
+    def task_update_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle: ...
+    def task_galois_mul_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle: ...
 
 
 class EcBackend(Protocol):
@@ -89,12 +97,26 @@ class EcMatrix(DocaObject):
 
 class _EcTask(Task):
     __slots__ = ("_matrix", "_src", "_dst")
+    _h: EcTaskHandle
     _matrix: EcMatrix
     _src: Buf
     _dst: Buf
 
     def _get_matrix(self) -> EcMatrix:
         return self._matrix
+
+    # Re-aiming a task between runs (not while in flight), as DOCA's task setters do.
+    def _set_matrix(self, matrix: EcMatrix) -> None:
+        self._h.set_matrix(matrix._h)
+        self._matrix = matrix
+
+    def _set_src(self, buf: Buf) -> None:
+        self._h.set_src(buf._h)
+        self._src = buf
+
+    def _set_dst(self, buf: Buf) -> None:
+        self._h.set_dst(buf._h)
+        self._dst = buf
 
 
 class EcTaskCreate(_EcTask):
@@ -111,6 +133,18 @@ class EcTaskCreate(_EcTask):
     def get_rdnc_blocks(self) -> Buf:
         return self._dst
 
+    def set_coding_matrix(self, matrix: EcMatrix) -> None:
+        """``doca_ec_task_create_set_coding_matrix``."""
+        self._set_matrix(matrix)
+
+    def set_original_data_blocks(self, buf: Buf) -> None:
+        """``doca_ec_task_create_set_original_data_blocks``: the k data blocks, back to back."""
+        self._set_src(buf)
+
+    def set_rdnc_blocks(self, buf: Buf) -> None:
+        """``doca_ec_task_create_set_rdnc_blocks``: where the m redundancy blocks are appended."""
+        self._set_dst(buf)
+
 
 class EcTaskRecover(_EcTask):
     """``doca_ec_task_recover``: missing blocks from k surviving ones."""
@@ -125,6 +159,18 @@ class EcTaskRecover(_EcTask):
 
     def get_recovered_data(self) -> Buf:
         return self._dst
+
+    def set_recover_matrix(self, matrix: EcMatrix) -> None:
+        """``doca_ec_task_recover_set_recover_matrix``."""
+        self._set_matrix(matrix)
+
+    def set_available_blocks(self, buf: Buf) -> None:
+        """``doca_ec_task_recover_set_available_blocks``: the k surviving blocks (a list may chain them)."""
+        self._set_src(buf)
+
+    def set_recovered_data(self, buf: Buf) -> None:
+        """``doca_ec_task_recover_set_recovered_data``: where the missing blocks are appended."""
+        self._set_dst(buf)
 
 
 class EcTaskUpdate(_EcTask):
@@ -141,6 +187,18 @@ class EcTaskUpdate(_EcTask):
     def get_updated_rdnc_blocks(self) -> Buf:
         return self._dst
 
+    def set_update_matrix(self, matrix: EcMatrix) -> None:
+        """``doca_ec_task_update_set_update_matrix``."""
+        self._set_matrix(matrix)
+
+    def set_original_updated_and_rdnc_blocks(self, buf: Buf) -> None:
+        """``doca_ec_task_update_set_original_updated_and_rdnc_blocks``."""
+        self._set_src(buf)
+
+    def set_updated_rdnc_blocks(self, buf: Buf) -> None:
+        """``doca_ec_task_update_set_updated_rdnc_blocks``."""
+        self._set_dst(buf)
+
 
 class EcTaskGaloisMul(_EcTask):
     """``doca_ec_task_galois_mul``: a raw GF(2^8) matrix product of blocks."""
@@ -155,6 +213,18 @@ class EcTaskGaloisMul(_EcTask):
 
     def get_dst_buf(self) -> Buf:
         return self._dst
+
+    def set_coding_matrix(self, matrix: EcMatrix) -> None:
+        """``doca_ec_task_galois_mul_set_coding_matrix``."""
+        self._set_matrix(matrix)
+
+    def set_src_buf(self, buf: Buf) -> None:
+        """``doca_ec_task_galois_mul_set_src_buf``."""
+        self._set_src(buf)
+
+    def set_dst_buf(self, buf: Buf) -> None:
+        """``doca_ec_task_galois_mul_set_dst_buf``."""
+        self._set_dst(buf)
 
 
 class Ec(Ctx):

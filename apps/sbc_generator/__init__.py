@@ -210,7 +210,7 @@ def verify(config: SbcGeneratorConfig, *, out: Printer = print) -> VerifyReport:
     report = VerifyReport(n)
     with open_device(config.device) as dev:
         _check_device(dev, config.device, recover=True)
-        hw_decompress = d.Compress.cap_task_is_supported(dev.devinfo, "decompress_lz4_stream")
+        hw_decompress = d.Compress.cap_task_is_supported(dev.devinfo, d.CompressTaskType.DECOMPRESS_LZ4_STREAM)
         if not hw_decompress:
             out(f"note: {config.device} has no LZ4 stream decompress task; decompressing in software")
         w_max = min(WINDOW_BLOCKS, n)

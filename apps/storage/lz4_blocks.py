@@ -10,7 +10,7 @@ decompression is ``doca_py.Compress``'s ``decompress_lz4_stream`` task, and
 
 from __future__ import annotations
 
-from doca_py.emulated.engines import lz4_stream
+from doca_py.engines import lz4_stream
 from doca_py.errors import DocaError
 
 from .errors import ProtocolError

@@ -13,7 +13,7 @@ from ..errors import DocaInvalidValue, ErrorCode
 from .buf import EmuBuf, data_views, room, tail_view
 from .ctx import EmuCtx, EmuTask, TaskPool, unreachable_ok
 from .mmap import dev_key
-from .engines import checksums, deflate, lz4_stream
+from ..engines import checksums, deflate, lz4_stream
 
 __all__ = ["EmuCompress", "EmuCompressTask", "compress_create", "MAX_BUF_SIZE", "MAX_BUF_LIST_LEN",
            "cap_task_is_supported", "cap_task_get_max_buf_size", "cap_task_get_max_buf_list_len"]
@@ -97,6 +97,16 @@ class EmuCompressTask(EmuTask):
 
     def _bufs(self) -> tuple[EmuBuf | None, ...]:
         return self.src, self.dst
+
+    def set_src(self, buf: BufHandle) -> None:
+        self._settable("set_src")
+        assert isinstance(buf, EmuBuf)
+        self.src = buf
+
+    def set_dst(self, buf: BufHandle) -> None:
+        self._settable("set_dst")
+        assert isinstance(buf, EmuBuf)
+        self.dst = buf
 
     def _execute(self) -> int:
         self._plain = None  # a resubmitted task reports the checksums of this run

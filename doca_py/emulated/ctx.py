@@ -335,6 +335,13 @@ class EmuTask:
         """The buffers the task reads or writes (pinned in strict mode while in flight)."""
         return ()
 
+    def _settable(self, what: str) -> None:
+        """Task setters: only while the task is not in flight (DOCA §7.2 B.13)."""
+        if self.inflight:
+            if strict.STRICT:
+                raise strict.violation(self, f"{what} while the task is in flight; change a task between runs")
+            raise DocaBadState(f"{what}: the task is in flight")
+
     def _check_submit(self) -> None:
         """Library hook: refuse a submission the way ``doca_task_submit`` does (the caller keeps the task)."""
 

@@ -92,10 +92,12 @@ class EmuDmaTaskMemcpy(EmuTask):
         return self.src.data_len if self.src is not None else 0
 
     def set_src(self, buf: BufHandle) -> None:
+        self._settable("set_src")
         assert isinstance(buf, EmuBuf)
         self.src = buf
 
     def set_dst(self, buf: BufHandle) -> None:
+        self._settable("set_dst")
         assert isinstance(buf, EmuBuf)
         self.dst = buf
 

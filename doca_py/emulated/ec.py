@@ -14,8 +14,8 @@ from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotPermitted, ErrorCode
 from .buf import EmuBuf, data_views, room, tail_view
 from .ctx import EmuCtx, EmuTask, TaskPool, unreachable_ok
-from .engines import ec as kernels
-from .engines import gf256
+from ..engines import ec as kernels
+from ..engines import gf256
 from .mmap import dev_key
 
 __all__ = ["EmuEc", "EmuEcMatrix", "EmuEcTask", "ec_create", "MAX_BLOCK_SIZE", "MAX_BUF_LIST_LEN",
@@ -65,6 +65,22 @@ class EmuEcTask(EmuTask):
 
     def _bufs(self) -> tuple[EmuBuf | None, ...]:
         return self.src, self.dst
+
+    def set_matrix(self, matrix: object) -> None:
+        self._settable("set_matrix")
+        ec = self.ctx
+        assert isinstance(ec, EmuEc)
+        self.matrix = ec._mine(matrix)
+
+    def set_src(self, buf: BufHandle) -> None:
+        self._settable("set_src")
+        assert isinstance(buf, EmuBuf)
+        self.src = buf
+
+    def set_dst(self, buf: BufHandle) -> None:
+        self._settable("set_dst")
+        assert isinstance(buf, EmuBuf)
+        self.dst = buf
 
     def _work_bytes(self) -> int:
         n, b = 0, self.src

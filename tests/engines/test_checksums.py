@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from doca_py.emulated.engines import checksums
+from doca_py.engines import checksums
 
 XXH32_VECTORS = [
     (b"", 0, 0x02CC5D05),

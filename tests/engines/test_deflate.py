@@ -7,8 +7,8 @@ import zlib
 
 import pytest
 
-from doca_py.emulated.engines import checksums
-from doca_py.emulated.engines.deflate import Wrapper, compress_deflate, decompress_deflate_into
+from doca_py.engines import checksums
+from doca_py.engines.deflate import Wrapper, compress_deflate, decompress_deflate_into
 from doca_py.errors import DocaInvalidValue, DocaTooBig
 
 SENTINEL = b"\x5a" * 16

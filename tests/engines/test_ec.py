@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from doca_py.emulated.engines import ec, gf256
+from doca_py.engines import ec, gf256
 from doca_py.errors import DocaInvalidValue, DocaNotSupported
 
 KERNELS = [

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from doca_py.emulated.engines import ec, gf256
+from doca_py.engines import ec, gf256
 from doca_py.errors import DocaInvalidValue
 
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import lz4.block
 import pytest
 
-from doca_py.emulated.engines import lz4_stream as L
-from doca_py.emulated.engines.checksums import xxh32
+from doca_py.engines import lz4_stream as L
+from doca_py.engines.checksums import xxh32
 from doca_py.errors import DocaInvalidValue, DocaTooBig
 
 SENTINEL = b"\xa5" * 32

@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 import doca_py as d
-from doca_py.emulated.engines import checksums, lz4_stream
+from doca_py.engines import checksums, lz4_stream
 
 from .conftest import Bench
 
@@ -130,3 +130,28 @@ def test_resubmitted_task_reports_the_checksums_of_its_latest_run(bench: Bench) 
     out.reset_data_len()
     assert bench.run(t) == "ok"
     assert t.get_crc_cs() == zlib.crc32(second) and t.get_adler_cs() == zlib.adler32(second)
+
+
+def test_setters_re_aim_a_task_between_runs(bench: Bench) -> None:
+    c = _comp(bench)
+    first, second = b"alpha " * 700, b"beta, another block " * 300
+    src = bench.src(0, lz4_stream.compress_stream(first))
+    dst = bench.dst(1 << 20, 8192)
+    t = c.task_decompress_lz4_stream_alloc_init(False, True, src, dst)
+    assert bench.run(t) == "ok" and bytes(dst.data_view()) == first
+    src2 = bench.src(256 << 10, lz4_stream.compress_stream(second))
+    dst2 = bench.dst(2 << 20, 8192)
+    t.set_src(src2)
+    t.set_dst(dst2)
+    assert t.get_src() is src2 and t.get_dst() is dst2
+    assert bench.run(t) == "ok" and bytes(dst2.data_view()) == second
+    assert bytes(dst.data_view()) == first  # the first destination was left alone
+    assert t.get_xxh_cs() == checksums.xxh32(second)
+
+
+def test_capabilities_take_a_typed_task_name(bench: Bench) -> None:
+    info = bench.dev.devinfo
+    assert set(d.CompressTaskType) == {d.CompressTaskType(n) for n in ("compress_deflate", "decompress_deflate",
+                                                                      "decompress_lz4_stream", "decompress_lz4_block")}
+    for task in d.CompressTaskType:
+        assert d.Compress.cap_task_is_supported(info, task)

@@ -9,8 +9,8 @@ import pytest
 
 import doca_py as d
 from doca_py import errors as e
-from doca_py.emulated.engines import gf256
-from doca_py.emulated.engines import ec as kernels
+from doca_py.engines import gf256
+from doca_py.engines import ec as kernels
 
 from .conftest import Bench
 
@@ -164,3 +164,28 @@ def test_closed_matrices_are_released(bench: Bench) -> None:
     assert len(live) == 1
     coding.close()
     assert len(live) == 0
+
+
+def test_setters_re_aim_create_and_recover_tasks(bench: Bench) -> None:
+    ec = _ec(bench)
+    k, m, block = 2, 1, 4096
+    vander = ec.matrix_create(d.EcMatrixType.VANDERMONDE, k, m)
+    cauchy = ec.matrix_create(d.EcMatrixType.CAUCHY, k, m)
+    data = os.urandom(k * block)
+    src = bench.src(0, data)
+    out1 = bench.dst(1 << 20, block)
+    t = ec.task_create_allocate_init(vander, src, out1)
+    assert bench.run(t) == "ok"
+    out2 = bench.dst(2 << 20, block)
+    t.set_coding_matrix(cauchy)
+    t.set_rdnc_blocks(out2)
+    assert t.get_coding_matrix() is cauchy and t.get_rdnc_blocks() is out2
+    assert bench.run(t) == "ok"
+    assert bytes(out2.data_view()) == _encode(bench, ec, cauchy, data, k, m, block)
+    # Recover block 0 from (block 1, parity) with a task re-aimed at another source.
+    survivors = bench.src(3 << 20, data[block:] + bytes(out2.data_view()))
+    lost = bench.dst((3 << 20) + (512 << 10), block)
+    r = ec.task_recover_allocate_init(ec.matrix_create_recover(cauchy, [0]), src, lost)
+    r.set_available_blocks(survivors)
+    assert r.get_available_blocks() is survivors
+    assert bench.run(r) == "ok" and bytes(lost.data_view()) == data[:block]

@@ -1,4 +1,9 @@
-"""Pure compute kernels behind the emulated ``doca_ec``, ``doca_compress`` and ``doca_dma``.
+"""Software kernels for what DOCA's engines compute, usable on any backend.
+
+The emulated ``doca_ec`` and ``doca_compress`` run on them; applications use them
+where a DOCA application runs the same computation on the CPU (the storage apps'
+sbc generator compresses with :func:`.lz4_stream.compress_stream`, for instance) —
+no application imports a backend.
 
 Submodules (import them directly; this package only holds shared buffer helpers):
 
