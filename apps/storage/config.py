@@ -215,6 +215,14 @@ class TargetConfig(CommonConfig):
                        help="RDMA device: PCI address, IB device name or network interface name")
     cpu: Cpus = flag(kind="int", multi=True, help="CPU id for a worker; repeat for more workers")
     listen_port: int = flag(kind="int", help="TCP port for the control connection (0 = any free port)")
+    listen_address: str = flag("0.0.0.0", metavar="ADDR",
+                               help="IPv4 address the control port listens on (0.0.0.0 = every interface, as the "
+                                    "reference; 127.0.0.1 = this machine only)")
+    first_message_timeout: int = flag(0, kind="int",
+                                      help="seconds a client may take, once connected, to send its first control "
+                                           "message (which must be a query_storage_request) before it is dropped; "
+                                           "0 = no limit (the default: a service connects at start and sends its "
+                                           "first request only when its initiator does)")
     binary_content: Path | None = flag(None, metavar="FILE",
                                        help="initial content: an .sbc file (detected by magic) or a raw file of "
                                             "exactly block-size x block-count bytes")
@@ -226,6 +234,21 @@ class TargetConfig(CommonConfig):
     def _port(cls, v: int) -> int:
         if not 0 <= v <= 65535:
             raise ValueError(f"{v} does not fit in u16 (0-65535)")
+        return v
+
+    @field_validator("listen_address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        try:
+            return str(ipaddress.IPv4Address(v))
+        except ValueError:
+            raise ValueError(f"{v!r} is not an IPv4 address (a.b.c.d)") from None
+
+    @field_validator("first_message_timeout")
+    @classmethod
+    def _first_message_timeout(cls, v: int) -> int:
+        if not 0 <= v <= 86400:
+            raise ValueError(f"{v} must be from 0 (no limit) to 86400 seconds")
         return v
 
     @field_validator("binary_content")

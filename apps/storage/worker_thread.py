@@ -5,6 +5,12 @@ progressed and destroyed in the worker's own thread; the control thread asks for
 work with :meth:`WorkerThread._call`, which is bounded by a timeout and by the
 abort flag (Ctrl-C). Subclasses implement :meth:`_step` (one round of the data
 path) and :meth:`_teardown` (destroy everything, in the worker thread).
+
+Budgets scale with the work: a worker built with ``work_units=N`` (its transaction
+count) gets :data:`WORK_UNIT_BUDGET` seconds per unit on top of every call's timeout
+(:meth:`WorkerThread.budget`), so preparing 65,535 transactions is not cut off by the
+reference's fixed 3 s while a stuck worker with few transactions is still reported
+within seconds.
 """
 
 from __future__ import annotations
@@ -24,21 +30,42 @@ from doca_py.errors import ErrorCode
 
 from .errors import StorageAppError
 
-__all__ = ["WorkerThread", "COMMAND_TIMEOUT"]
+__all__ = ["WorkerThread", "COMMAND_TIMEOUT", "WORK_UNIT_BUDGET", "work_budget"]
 
 T = TypeVar("T")
 log = logging.getLogger("apps.storage")
 
-#: How long a control-thread request to a worker may take by default.
+#: How long a control-thread request to a worker may take by default (plus the work budget).
 COMMAND_TIMEOUT = 3.0
+#: Seconds added to every call's budget per unit of work (transaction) the worker holds.
+#: Measured on the emulated backend: preparing a target transaction (4 buffers, 4 tasks, one
+#: posted receive) takes 0.12 ms, 0.3 ms in strict mode; 2 ms leaves room for slower cores
+#: and a loaded machine (65,535 transactions: 3 s + 131 s).
+WORK_UNIT_BUDGET = 2e-3
 _TICK = 0.1  # how often blocking waits look at the abort flag
 
 
-class WorkerThread:
-    """Base of the storage apps' per-core workers."""
+def work_budget(timeout: float, work_units: int) -> float:
+    """*timeout* plus :data:`WORK_UNIT_BUDGET` per unit of work.
 
-    def __init__(self, cpu: int, abort: threading.Event, thread_name: str) -> None:
+    >>> work_budget(3.0, 65535)
+    134.07
+    """
+    return round(timeout + max(0, work_units) * WORK_UNIT_BUDGET, 6)
+
+
+class WorkerThread:
+    """Base of the storage apps' per-core workers.
+
+    *work_units* (usually the transaction count) scales every call's budget, see
+    :meth:`budget`.
+    """
+
+    def __init__(self, cpu: int, abort: threading.Event, thread_name: str, *, work_units: int = 0) -> None:
+        if work_units < 0:
+            raise ValueError(f"work_units must be >= 0, got {work_units}")
         self.cpu = cpu
+        self.work_units = work_units
         self._abort = abort
         self._commands: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
@@ -58,11 +85,18 @@ class WorkerThread:
         """Whether the worker thread is running."""
         return self._thread.is_alive()
 
+    def budget(self, timeout: float) -> float:
+        """What a call with *timeout* may take: *timeout* plus the work budget
+        (:func:`work_budget` of :attr:`work_units`)."""
+        return work_budget(timeout, self.work_units)
+
     def destroy(self, timeout: float = COMMAND_TIMEOUT + 12.0) -> None:
-        """Destroy every object in the worker thread and join it (bounded; never raises)."""
+        """Destroy every object in the worker thread and join it (bounded by
+        :meth:`budget` of *timeout*; never raises)."""
         if self._thread.is_alive():
             self._exit = True
             self._wake()
+            timeout = self.budget(timeout)
             self._thread.join(timeout)
             if self._thread.is_alive():
                 log.error("%s did not stop within %.0f s; abandoning it", self.name, timeout)
@@ -76,7 +110,9 @@ class WorkerThread:
             os.eventfd_write(self._wake_fd, 1)
 
     def _call(self, fn: Callable[[], T], timeout: float, what: str, *, abortable: bool = True) -> T:
-        """Run *fn* in the worker thread; its result or exception, bounded by *timeout*."""
+        """Run *fn* in the worker thread; its result or exception, bounded by
+        :meth:`budget` of *timeout* (``TIME_OUT`` after that)."""
+        timeout = self.budget(timeout)
         if not self._thread.is_alive():
             raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} is not running"
                                   + (f" ({self.error})" if self.error else ""))
@@ -94,7 +130,9 @@ class WorkerThread:
             if not self._thread.is_alive() and not fut.done():
                 raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} ended while asked to {what}")
             if time.monotonic() >= deadline and not fut.done():
-                raise StorageAppError(ErrorCode.TIME_OUT, f"{self.name} did not {what} within {timeout:.0f} s")
+                raise StorageAppError(ErrorCode.TIME_OUT, f"{self.name} did not {what} within {timeout:g} s"
+                                      + (f" (budget for {self.work_units} transactions)" if self.work_units
+                                         else ""))
 
     # -- worker thread ------------------------------------------------------------------------
     def _main(self) -> None:

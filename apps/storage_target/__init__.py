@@ -8,10 +8,14 @@ its io messages with one-sided RDMA: a ``read`` is an RDMA write from the storag
 requester's exported memory, a ``write`` an RDMA read from it.
 
 The port it listens on is printed on stdout as ``Listening on port <n>`` (handy with
-``--listen-port 0``). Differences from the reference (see ``docs/storage-target.md``):
+``--listen-port 0``); ``--listen-address`` picks the interface (default ``0.0.0.0``, as the
+reference). Differences from the reference (see ``docs/storage-target.md``): a session
+starts only with a ``query_storage_request`` as the first message, so stray clients are
+dropped and the target keeps listening (``--first-message-timeout`` bounds a silent one);
 every io message is bounds-checked and refused with ``INVALID_VALUE`` when out of range,
 ``context_idx`` is checked exactly, a client that disconnects ends the run (exit status 1)
-instead of hanging, and Ctrl-C stops the target promptly in every phase.
+instead of hanging, and Ctrl-C stops the target promptly in every phase. The control
+protocol has no authentication, as in the reference.
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ def build_parser() -> DocaArgumentParser:
         TargetConfig, prog="python -m apps.storage_target",
         description="DOCA storage target: serve block storage to one requester over RDMA (read and write "
                     "half blocks with one-sided RDMA, io messages over RDMA send/receive).",
-        epilog=f"The TCP port is reported on stdout as '{LISTENING_PREFIX}<n>'. Ctrl-C stops the target in any "
-               "phase (exit status 1).")
+        epilog=f"The TCP port is reported on stdout as '{LISTENING_PREFIX}<n>'. The control protocol has no "
+               "authentication: restrict who reaches the port (--listen-address, a firewall, a network namespace). "
+               "Ctrl-C stops the target in any phase (exit status 1).")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> TargetConfig:
@@ -80,7 +85,9 @@ def _print_config(config: TargetConfig) -> None:
     _print("Configuration: {")
     _print(f"\tdevice : \"{config.device}\",")
     _print(f"\tcpu : [{', '.join(str(c) for c in config.cpu)}],")
+    _print(f"\tlisten-address : \"{config.listen_address}\",")
     _print(f"\tlisten-port : {config.listen_port},")
+    _print(f"\tfirst-message-timeout : {config.first_message_timeout},")
     _print(f"\tbinary-content : \"{config.binary_content or ''}\",")
     _print(f"\tblock-count : {config.block_count},")
     _print(f"\tblock-size : {config.block_size}")

@@ -7,6 +7,15 @@ the requests positionally (:class:`~apps.storage.control.PhaseChecker`): query, 
 gets ``UNEXPECTED`` and still consumes its position; a failed one gets the error of the
 failure; the target never retries a phase.
 
+Before the session, :func:`accept_requester` guards the control port: several clients may be
+connected at once (the listen backlog is :data:`LISTEN_BACKLOG`, not the reference's 1), and
+the first one whose first message is a well-formed ``query_storage_request`` gets the session.
+A client that closes, sends bytes that are not a 16-byte ``query_storage_request`` frame, or
+sends nothing complete within ``--first-message-timeout`` seconds is dropped with a WARNING
+naming its address, and the target keeps listening. The control protocol has no
+authentication (as in the reference): restrict who can reach the port with
+``--listen-address``, a firewall or a network namespace.
+
 Endings:
 
 * ``shutdown_request`` answered → statistics, exit status 0 (as the reference);
@@ -21,6 +30,8 @@ Endings:
 from __future__ import annotations
 
 import logging
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -29,21 +40,23 @@ import doca_py as d
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import AccessFlag
 
-from apps.storage.channel import ControlChannel, TcpListener
+from apps.storage.channel import ControlChannel, TcpTransport
 from apps.storage.config import TargetConfig
 from apps.storage.control import (
-    ControlMessage, InitStorage, MessageType, PhaseChecker, RdmaConnection, RdmaConnectionRole, StorageDetails,
-    error_response_for_exception, make_response,
+    HEADER_SIZE, PREFIX_SIZE, ControlMessage, InitStorage, MessageType, PhaseChecker, RdmaConnection,
+    RdmaConnectionRole, StorageDetails, decode_body, encode_frame, error_response_for_exception,
+    make_error_response, make_response, unexpected_message_text,
 )
 from apps.storage.device import open_device
-from apps.storage.errors import PeerClosedError, StorageAppError
+from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.storage.sbc import SbcFile, load_storage_content
 from apps.storage.stats import WorkerStats, format_worker_stats
 
 from .worker import MAX_TRANSACTIONS, StorageRegion, Worker
 
-__all__ = ["TargetSession", "run_target", "load_content", "allocate_storage", "ABORTED_TEXT", "LISTENING_PREFIX",
-           "START_TIMEOUT", "DRAIN_TIMEOUT"]
+__all__ = ["TargetSession", "run_target", "load_content", "allocate_storage", "listen", "accept_requester",
+           "ABORTED_TEXT", "LISTENING_PREFIX", "DROPPED_PREFIX", "START_TIMEOUT", "DRAIN_TIMEOUT", "LISTEN_BACKLOG",
+           "MAX_PENDING_CLIENTS"]
 
 log = logging.getLogger("apps.storage_target")
 
@@ -56,6 +69,15 @@ START_TIMEOUT = 10.0
 DRAIN_TIMEOUT = 5.0
 """Seconds ``stop_storage_request`` lets in-flight io messages complete."""
 ABORT_DRAIN_TIMEOUT = 0.5
+LISTEN_BACKLOG = 8
+"""Connections the kernel queues for the control port (the reference uses 1, so one stray
+client in the queue made the real requester's connection fail)."""
+MAX_PENDING_CLIENTS = 8
+"""Connected clients that may be waiting at once for their first message; more stay queued in
+the backlog until one of them is dropped."""
+DROPPED_PREFIX = "dropping control client "
+"""Start of the WARNING logged when a client is refused before a session starts."""
+_FIRST_FRAME_SIZE = HEADER_SIZE + PREFIX_SIZE  # a query_storage_request frame: no payload
 _TICK = 0.1
 
 
@@ -101,8 +123,9 @@ class TargetSession:
         self.shut_down = False
 
     # ------------------------------------------------------------------ phase loop
-    def serve(self, channel: ControlChannel) -> None:
-        """Answer requests until ``shutdown_request`` has been handled.
+    def serve(self, channel: ControlChannel, first: ControlMessage | None = None) -> None:
+        """Answer requests until ``shutdown_request`` has been handled; *first* is a request
+        already read from *channel* (the one :func:`accept_requester` checked).
 
         Raise :class:`PeerClosedError` when the client goes away first, ``CONNECTION_ABORTED``
         on Ctrl-C, :class:`~apps.storage.errors.ProtocolError` for a malformed frame.
@@ -111,7 +134,10 @@ class TargetSession:
             expected = self.phases.expected
             assert expected is not None
             try:
-                msg = channel.receive(None, should_abort=self.abort.is_set, tick=_TICK)
+                if first is not None:
+                    msg, first = first, None
+                else:
+                    msg = channel.receive(None, should_abort=self.abort.is_set, tick=_TICK)
             except PeerClosedError:
                 raise PeerClosedError(f"The requester closed the control connection while the target was "
                                       f"expecting a {expected.wire_name}") from None
@@ -251,13 +277,135 @@ class TargetSession:
         self.workers = []
 
 
-def _accept(listener: TcpListener, abort: threading.Event) -> ControlChannel:
-    while True:
-        if abort.is_set():
-            raise _aborted()
-        channel = listener.accept(_TICK)
-        if channel is not None:
-            return channel
+def listen(address: str, port: int, backlog: int = LISTEN_BACKLOG) -> socket.socket:
+    """A non-blocking IPv4 listening socket on *address*:*port* (``SO_REUSEADDR``, as §3.1)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address, port))
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise StorageAppError(ErrorCode.OPERATING_SYSTEM,
+                              f"Failed to listen on {address}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+class _Pending:
+    """A connected client that has not yet sent a whole first frame."""
+
+    __slots__ = ("sock", "peer", "deadline", "buf")
+
+    def __init__(self, sock: socket.socket, peer: str, deadline: float | None) -> None:
+        self.sock, self.peer, self.deadline = sock, peer, deadline
+        self.buf = bytearray()
+
+    def drop(self, reason: str) -> None:
+        log.warning("%s%s: %s", DROPPED_PREFIX, self.peer, reason)
+        self.sock.close()
+
+    def read(self) -> ControlMessage | str | None:
+        """Take what arrived: the first message once whole, a reason to drop the client, or
+        ``None`` (more bytes needed). Never reads past the first frame."""
+        try:
+            data = self.sock.recv(_FIRST_FRAME_SIZE - len(self.buf))
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError as exc:
+            return f"connection failed before a request: {exc.strerror or exc}"
+        if not data:
+            return "closed the connection before sending a request" + \
+                (f" ({len(self.buf)} bytes of a frame received)" if self.buf else "")
+        self.buf += data
+        if len(self.buf) >= HEADER_SIZE:
+            size = int.from_bytes(self.buf[:HEADER_SIZE], "big")
+            if size != PREFIX_SIZE:
+                return (f"its first frame announces a {size}-byte body; a session starts with a "
+                        f"query_storage_request, whose body is {PREFIX_SIZE} bytes")
+        if len(self.buf) < _FIRST_FRAME_SIZE:
+            return None
+        try:
+            msg = decode_body(bytes(self.buf[HEADER_SIZE:]))
+        except ProtocolError as exc:
+            return f"sent a malformed first frame: {exc}"
+        if msg.type is not MessageType.QUERY_STORAGE_REQUEST:
+            self._refuse(msg)
+            return f"sent a {msg.type.wire_name} first; a session starts with a query_storage_request"
+        return msg
+
+    def _refuse(self, msg: ControlMessage) -> None:
+        """Best effort: tell a confused requester why it is dropped."""
+        text = unexpected_message_text(msg.type, MessageType.QUERY_STORAGE_REQUEST)
+        try:
+            self.sock.send(encode_frame(make_error_response(msg, ErrorCode.UNEXPECTED, text)))
+        except OSError:
+            pass
+
+
+def _peer_name(sock: socket.socket) -> str:
+    try:
+        return "%s:%d" % sock.getpeername()[:2]
+    except OSError:
+        return "?"
+
+
+def accept_requester(listener: socket.socket, abort: threading.Event, first_message_timeout: float | None,
+                     max_pending: int = MAX_PENDING_CLIENTS) -> tuple[ControlChannel, ControlMessage]:
+    """Wait for the client that starts a session, and its ``query_storage_request``.
+
+    Several clients may be connected at once (at most *max_pending*); the first whose first
+    frame is a well-formed ``query_storage_request`` wins. Any other client is dropped (a
+    WARNING with its address): one that closes, sends a frame that is not a 16-byte
+    ``query_storage_request`` (garbage, oversized, malformed, another request — answered with
+    ``UNEXPECTED`` first), or has not sent a whole frame *first_message_timeout* seconds
+    after connecting (``None``: no limit). Clients still pending when the session starts are
+    dropped too. ``CONNECTION_ABORTED`` on Ctrl-C.
+    """
+    pending: list[_Pending] = []
+    try:
+        while True:
+            if abort.is_set():
+                raise _aborted()
+            now = time.monotonic()
+            for p in [p for p in pending if p.deadline is not None and now >= p.deadline]:
+                pending.remove(p)
+                partial = f" ({len(p.buf)} bytes of a frame received)" if p.buf else ""
+                p.drop(f"no complete first message within {first_message_timeout:g} s{partial}; still listening")
+            deadlines = [p.deadline for p in pending if p.deadline is not None]
+            wait = _TICK if not deadlines else max(0.0, min(_TICK, min(deadlines) - now))
+            watched: list[socket.socket] = [p.sock for p in pending]
+            if len(pending) < max_pending:
+                watched.append(listener)
+            ready, _, _ = select.select(watched, [], [], wait)
+            if listener in ready:
+                try:
+                    sock, _addr = listener.accept()
+                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                    sock = None
+                if sock is not None:
+                    sock.setblocking(False)
+                    peer = _peer_name(sock)
+                    log.info("control connection from %s", peer)
+                    limit = None if first_message_timeout is None else time.monotonic() + first_message_timeout
+                    pending.append(_Pending(sock, peer, limit))
+            for p in [p for p in pending if p.sock in ready]:
+                got = p.read()
+                if got is None:
+                    continue
+                pending.remove(p)
+                if isinstance(got, str):
+                    p.drop(got + "; still listening")
+                    continue
+                for other in pending:
+                    other.drop(f"the session with {p.peer} has started")
+                pending.clear()
+                log.info("session with %s: %s received", p.peer, got)
+                return ControlChannel(TcpTransport(p.sock), name="tcp"), got
+    except BaseException:
+        for p in pending:
+            p.sock.close()
+        raise
 
 
 def run_target(config: TargetConfig, abort: threading.Event, out: Printer = print) -> int:
@@ -271,14 +419,20 @@ def run_target(config: TargetConfig, abort: threading.Event, out: Printer = prin
         del content
         session: TargetSession | None = None
         try:
-            with TcpListener(config.listen_port) as listener:
-                out(f"{LISTENING_PREFIX}{listener.port}")
-                channel = _accept(listener, abort)
+            listener = listen(config.listen_address, config.listen_port)
+            try:
+                address, port = listener.getsockname()[:2]
+                log.info("control port listening on %s:%d (backlog %d, first message within %s)", address, port,
+                         LISTEN_BACKLOG, f"{config.first_message_timeout} s" if config.first_message_timeout
+                         else "no limit")
+                out(f"{LISTENING_PREFIX}{port}")
+                channel, first = accept_requester(listener, abort, config.first_message_timeout or None)
+            finally:
+                listener.close()
             with channel:  # exactly one client: the listener is closed now
-                log.info("control connection from %s", getattr(channel.transport, "peer", "?"))
                 session = TargetSession(config, dev, storage, block_size, abort)
                 try:
-                    session.serve(channel)
+                    session.serve(channel, first)
                 finally:
                     session.close()
                     if session.stats:

@@ -103,7 +103,7 @@ class Worker(WorkerThread):
         self.index, self.cpu = index, cpu
         self._dev, self._storage, self._remote_blob = dev, storage, bytes(remote_blob)
         self.transaction_count = transaction_count
-        super().__init__(cpu, abort, f"storage-target-worker-{index}")
+        super().__init__(cpu, abort, f"storage-target-worker-{index}", work_units=transaction_count)
         # -- worker-thread state (read by the control thread only as plain values) --
         self._pe: d.Pe | None = None
         self._inv: d.BufInventory | None = None

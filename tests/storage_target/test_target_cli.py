@@ -30,10 +30,10 @@ def test_help_lists_the_reference_flags(capsys: pytest.CaptureFixture[str]) -> N
         build_parser().parse_args(["--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for flag in ("-d DEVICE", "--cpu N", "--listen-port N", "--binary-content FILE", "--block-count N",
-                 "--block-size N", "--json FILE"):
+    for flag in ("-d DEVICE", "--cpu N", "--listen-port N", "--listen-address ADDR", "--first-message-timeout N",
+                 "--binary-content FILE", "--block-count N", "--block-size N", "--json FILE"):
         assert flag in out
-    assert "Listening on port" in out
+    assert "Listening on port" in out and "authentication" in out
 
 
 def test_registered_for_man_pages() -> None:
@@ -46,6 +46,24 @@ def test_parse_args() -> None:
     cfg = parse_args(["-d", "03:00.0", "--cpu", "1", "--cpu", "0", "--listen-port", "0"])
     assert (cfg.cpu, cfg.listen_port, cfg.block_size, cfg.block_count, cfg.binary_content) == \
         ([1, 0], 0, 4096, 128, None)
+    # every interface by default, as the reference; no first-message limit (a service sends its
+    # first request only when its initiator does)
+    assert (cfg.listen_address, cfg.first_message_timeout) == ("0.0.0.0", 0)
+    cfg = parse_args(["-d", "03:00.0", "--cpu", "0", "--listen-port", "0", "--listen-address", "127.0.0.1",
+                      "--first-message-timeout", "30"])
+    assert (cfg.listen_address, cfg.first_message_timeout) == ("127.0.0.1", 30)
+
+
+@pytest.mark.parametrize("bad, problem", [
+    (["--listen-address", "localhost"], "--listen-address: 'localhost' is not an IPv4 address (a.b.c.d)"),
+    (["--listen-address", "::1"], "--listen-address: '::1' is not an IPv4 address (a.b.c.d)"),
+    (["--first-message-timeout", "-1"], "--first-message-timeout: -1 must be from 0 (no limit) to 86400 seconds"),
+])
+def test_bad_control_port_flags(bad: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        parse_args(["-d", "03:00.0", "--cpu", "0", "--listen-port", "0", *bad])
+    assert info.value.code == 1
+    assert problem in capsys.readouterr().err
 
 
 def test_raw_file_of_the_wrong_size(tmp_path: Path, capsys: pytest.CaptureFixture[str], keep_logging: None) -> None:

@@ -89,9 +89,12 @@ def test_client_disconnects_in_control_phase(cleanup: list[TargetProcess | Reque
 
 def test_malformed_frame_ends_the_session(cleanup: list[TargetProcess | Requester | subprocess.Popen[bytes]]) \
         -> None:
+    """Once a session has started (a query_storage_request came first), a malformed frame ends
+    it; before that it only drops the client (test_target_control_port)."""
     target = TargetProcess()
     cleanup.append(target)
     with connect_tcp("127.0.0.1", target.port, timeout=DEADLINE) as ch:
+        ch.request(ControlMessage(M.QUERY_STORAGE_REQUEST, 0, 0), timeout=DEADLINE)
         ch.transport.send(bytes.fromhex("0000000C 00000063 00000000 00000000"))
         _clean_exit(target, 1, "EXCEPTION: unknown control message type 99 (mid=0, cid=0)")
 

@@ -1,0 +1,163 @@
+"""Worker command budgets scale with the work asked (in process, emulated backend).
+
+The reference gives every control-thread → worker command a fixed 3 s. Preparing the largest
+transaction count the target accepts (65,535) takes far longer than that in Python, so a
+worker's budget is ``COMMAND_TIMEOUT`` plus ``WORK_UNIT_BUDGET`` per transaction; counts past
+the limit are refused at once with a clear message.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import doca_py as d
+from doca_py.errors import ErrorCode
+from doca_py.rdma import Rdma
+from doca_py.types import AccessFlag as A
+from doca_py.types import CtxState
+
+from apps.storage.config import InitiatorConfig, TargetConfig
+from apps.storage.control import ControlMessage, ErrorPayload, InitStorage, MessageType, RdmaConnectionRole
+from apps.storage.errors import StorageAppError
+from apps.storage.worker_thread import COMMAND_TIMEOUT, WORK_UNIT_BUDGET, WorkerThread, work_budget
+from apps.storage_target.server import TargetSession, allocate_storage, load_content
+from apps.storage_target.worker import MAX_TRANSACTIONS, StorageRegion, Worker
+
+from .client import DEADLINE, DEVICE
+
+PERMS = A.LOCAL_READ_WRITE | A.RDMA_READ | A.RDMA_WRITE
+BRIDGE_MAX = 2 * 0x7FFF  # the bridge doubles the initiator's largest count (32,767) per worker
+
+
+class _Idle(WorkerThread):
+    """A worker with no DOCA objects: only the mailbox."""
+
+    def _step(self) -> None:
+        self._sleep(0.1)
+
+    def _teardown(self) -> None:
+        pass
+
+
+@pytest.fixture
+def abort() -> threading.Event:
+    return threading.Event()
+
+
+def test_budget_grows_with_the_transaction_count() -> None:
+    assert work_budget(COMMAND_TIMEOUT, 0) == COMMAND_TIMEOUT
+    assert work_budget(COMMAND_TIMEOUT, 64) == pytest.approx(COMMAND_TIMEOUT + 64 * WORK_UNIT_BUDGET)
+    for count in (MAX_TRANSACTIONS, BRIDGE_MAX):
+        # at least 1 ms per transaction on top of the reference's 3 s (preparing one takes ~0.1-0.3 ms)
+        assert work_budget(COMMAND_TIMEOUT, count) >= COMMAND_TIMEOUT + count * 1e-3
+    # the largest counts the apps accept: the target's (checked at init), the initiator's (its flag)
+    assert MAX_TRANSACTIONS == 0xFFFF
+    InitiatorConfig.model_validate({"device": "x", "cpu": [0], "execution_strategy": "read_throughput_test",
+                                    "transaction_count": 0x7FFF})
+    with pytest.raises(ValueError, match="must be from 1 to 32767"):
+        InitiatorConfig.model_validate({"device": "x", "cpu": [0], "execution_strategy": "read_throughput_test",
+                                        "transaction_count": 0x8000})
+    with pytest.raises(ValueError, match="work_units must be >= 0"):
+        _Idle(0, threading.Event(), "bad", work_units=-1)
+
+
+def test_a_call_gets_the_scaled_budget(abort: threading.Event) -> None:
+    """The same slow command (0.3 s of simulated work, base timeout 0.1 s) times out without
+    work units and completes with them."""
+    release = threading.Event()
+    fixed = _Idle(0, abort, "fixed budget")
+    fixed._thread.start()
+    try:
+        with pytest.raises(StorageAppError, match=r"^fixed budget did not prepare within 0.1 s$") as info:
+            fixed._call(lambda: release.wait(DEADLINE), 0.1, "prepare")
+        assert info.value.code == ErrorCode.TIME_OUT
+    finally:
+        release.set()
+        fixed.destroy()
+    scaled = _Idle(0, abort, "scaled budget", work_units=1000)  # 0.1 s + 1000 units
+    assert scaled.budget(0.1) == pytest.approx(0.1 + 1000 * WORK_UNIT_BUDGET)
+    scaled._thread.start()
+    try:
+        assert scaled._call(lambda: time.sleep(0.3) or 42, 0.1, "prepare") == 42
+    finally:
+        scaled.destroy()
+
+
+@pytest.fixture
+def dev() -> Iterator[d.Dev]:
+    dev = d.Dev.open_by_pci_addr(DEVICE)
+    yield dev
+    dev.close()
+
+
+def _mmap(dev: d.Dev, size: int) -> d.Mmap:
+    mm = d.Mmap()
+    mm.allocate(size)
+    mm.set_permissions(PERMS)
+    mm.enable_thread_safety()
+    mm.add_dev(dev)
+    mm.start()
+    return mm
+
+
+def test_target_worker_prepares_the_largest_transaction_count(dev: d.Dev, abort: threading.Event) -> None:
+    """65,535 transactions: create, connect, start the data path (every task allocated, every
+    receive posted), stop and destroy, each within its scaled budget."""
+    storage_mm, remote_mm = _mmap(dev, 1 << 16), _mmap(dev, 1 << 16)
+    storage = StorageRegion(storage_mm, storage_mm.get_memrange()[0], 1 << 16)
+    pe = d.Pe()
+    peers: dict[RdmaConnectionRole, Rdma] = {}
+    worker = Worker(0, 0, dev, storage, remote_mm.export_rdma(dev), MAX_TRANSACTIONS, abort)
+    assert worker.work_units == MAX_TRANSACTIONS
+    try:
+        for role in RdmaConnectionRole:
+            ctx = Rdma(dev)
+            pe.connect_ctx(ctx)
+            ctx.set_permissions(PERMS)
+            if role is RdmaConnectionRole.IO_CONTROL:
+                ctx.task_send_set_conf(lambda *a: None, lambda *a: None, 4)
+                ctx.task_receive_set_conf(lambda *a: None, lambda *a: None, 4)
+            ctx.start()
+            peers[role] = ctx
+        worker.start()
+        for role, ctx in peers.items():
+            blob, conn = ctx.export()
+            ctx.connect(worker.connect(role, blob), conn)
+        end = time.monotonic() + DEADLINE
+        while not (worker.ready and all(c.state == CtxState.RUNNING for c in peers.values())):
+            assert time.monotonic() < end, "the RDMA contexts did not reach RUNNING"
+            pe.wait(0.1)
+        worker.start_data_path()
+        assert len(worker._slots) == MAX_TRANSACTIONS and worker.error is None
+        worker.stop_data_path(1.0)
+    finally:
+        worker.destroy()
+        for ctx in peers.values():
+            ctx.close()
+        pe.close()
+        remote_mm.close()
+        storage_mm.close()
+    assert not worker.alive
+
+
+@pytest.mark.parametrize("count", [0, MAX_TRANSACTIONS + 1, 0xFFFFFFFF])
+def test_target_refuses_counts_it_cannot_serve_at_once(dev: d.Dev, abort: threading.Event, count: int) -> None:
+    config = TargetConfig.model_validate({"device": DEVICE, "cpu": [0], "listen_port": 0, "block_count": 4})
+    content = load_content(config)
+    storage = allocate_storage(dev, content)
+    try:
+        session = TargetSession(config, dev, storage, content.block_size, abort)
+        t0 = time.monotonic()
+        resp = session.handle(ControlMessage(MessageType.INIT_STORAGE_REQUEST, 3, 4, InitStorage(count, 1, b"x")))
+        assert time.monotonic() - t0 < COMMAND_TIMEOUT
+        assert (resp.type, resp.message_id, resp.correlation_id) == (MessageType.ERROR_RESPONSE, 3, 4)
+        assert isinstance(resp.payload, ErrorPayload)
+        assert (resp.payload.code, resp.payload.message) == (
+            ErrorCode.INVALID_VALUE, f"transaction_count {count} must be from 1 to {MAX_TRANSACTIONS}")
+        assert session.workers == []
+    finally:
+        storage.mmap.close()
