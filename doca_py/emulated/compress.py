@@ -27,6 +27,10 @@ _NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
 Kernel = Callable[[memoryview, memoryview, "EmuCompressTask"], int]
 
 
+def _xxh32_as_doca(data: memoryview) -> int:
+    return int.from_bytes(checksums.xxh32(data).to_bytes(4, "little"), "big")
+
+
 def _deflate(src: memoryview, dst: memoryview, t: EmuCompressTask) -> int:
     return deflate.compress_deflate(src, dst)
 
@@ -81,7 +85,9 @@ class EmuCompressTask(EmuTask):
 
     @property
     def xxh_cs(self) -> int:
-        return self._checksum("xxh", checksums.xxh32)
+        # DOCA reports xxHash-32 byte-swapped: NVIDIA's decompress_lz4_stream sample compares it
+        # with htobe32() of the frame's little-endian content checksum.
+        return self._checksum("xxh", _xxh32_as_doca)
 
     def _work_bytes(self) -> int:
         return self.src.data_len if self.src is not None else 0

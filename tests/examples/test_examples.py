@@ -1,0 +1,301 @@
+"""The DOCA sample ports in ``examples/`` run as their users run them: as processes.
+
+Every example runs on the emulated backend in strict mode with shuffled completions
+(``DOCA_PY_EMU_SEED`` is the suite's seed). Two-sided samples start the responder or
+server first and wait for its readiness line on stdout before starting the other side;
+every wait is bounded, and every child is killed if the test fails. The assertions check
+what arrived: the text the peer prints, the decompressed bytes, the recovered block.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import lz4.frame
+import pytest
+
+pytestmark = pytest.mark.multiprocess
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+TIMEOUT = 30.0  # seconds, for any one wait
+
+
+class Sample:
+    """One example process; its stdout (with stderr) is read by a thread, line by line."""
+
+    def __init__(self, script: str, args: list[str], env: dict[str, str], stdin: bool = False) -> None:
+        self.name = script
+        self.proc = subprocess.Popen(
+            [sys.executable, str(EXAMPLES / script), *args], cwd=ROOT, env=env, text=True,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.lines: list[str] = []
+        self._new: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._new.put(line.rstrip("\n"))
+        self._new.put(None)
+
+    def _drain(self, timeout: float) -> bool:
+        """Move one line (waiting up to *timeout*) to :attr:`lines`; False at end of output."""
+        line = self._new.get(timeout=timeout)
+        if line is None:
+            self._new.put(None)
+            return False
+        self.lines.append(line)
+        return True
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_for_line(self, text: str, timeout: float = TIMEOUT) -> None:
+        """Wait until a line containing *text* was printed (the readiness signal)."""
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.lines):
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0 or not self._drain(left):
+                    raise AssertionError(f"{self.name} never printed {text!r}:\n{self.output}")
+            except queue.Empty:
+                raise AssertionError(f"{self.name} did not print {text!r} within {timeout} s:\n{self.output}")
+
+    def send_enter(self) -> None:
+        """The "press enter" of the C samples."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("\n")
+        self.proc.stdin.close()
+
+    def finish(self, timeout: float = TIMEOUT) -> str:
+        """Wait for the exit; assert status 0 and a clean teardown; return the output."""
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{self.name} did not exit within {timeout} s:\n{self.output}") from None
+        self._reader.join(timeout)
+        while self._drain(0.1):
+            pass
+        out = self.output
+        assert rc == 0, f"{self.name} exited with {rc}:\n{out}"
+        assert "Sample finished successfully" in out, out
+        assert "Traceback" not in out and "ResourceWarning" not in out, out
+        return out
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(TIMEOUT)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+        self._reader.join(TIMEOUT)
+
+
+@pytest.fixture
+def env() -> Iterator[dict[str, str]]:
+    # A comch rendezvous directory of our own (short: it holds Unix socket paths), so that the
+    # fixed server names of the samples meet no other test's server.
+    with tempfile.TemporaryDirectory(prefix="doca-ex-") as comch_dir:
+        e = dict(os.environ)
+        e.update(DOCA_PY_IMPL="emulated", DOCA_PY_STRICT="1", DOCA_PY_EMU_SHUFFLE="1",
+                 DOCA_PY_EMU_SEED=os.environ.get("DOCA_PY_EMU_SEED", "1"), DOCA_PY_COMCH_DIR=comch_dir,
+                 PYTHONWARNINGS="error::ResourceWarning")
+        yield e
+
+
+@contextmanager
+def samples() -> Iterator[list[Sample]]:
+    """Start examples with ``run(...)``; every one still running at the end is killed."""
+    started: list[Sample] = []
+    try:
+        yield started
+    finally:
+        for s in started:
+            s.kill()
+
+
+def run(started: list[Sample], env: dict[str, str], script: str, *args: str, stdin: bool = False) -> Sample:
+    s = Sample(script, list(args), env, stdin)
+    started.append(s)
+    return s
+
+
+def run_one(env: dict[str, str], script: str, *args: str) -> str:
+    with samples() as started:
+        return run(started, env, script, *args).finish()
+
+
+# -- DMA ------------------------------------------------------------------------------------------
+def test_dma_local_copy(env: dict[str, str]) -> None:
+    out = run_one(env, "dma_local_copy.py", "-p", "03:00.0", "-t", "copied by a DMA memcpy task")
+    assert 'Destination buffer holds: "copied by a DMA memcpy task"' in out
+
+
+# -- RDMA -----------------------------------------------------------------------------------------
+def _rdma_paths(tmp_path: Path, with_mmap: bool) -> tuple[list[str], list[str]]:
+    """(responder args, requester args): each side's local descriptor is the other's remote one."""
+    resp, req, mm = (str(tmp_path / n) for n in ("responder.desc", "requester.desc", "mmap.desc"))
+    extra = ["-m", mm] if with_mmap else []
+    return ["-ld", resp, "-re", req, *extra], ["-ld", req, "-re", resp, *extra]
+
+
+def test_rdma_write(env: dict[str, str], tmp_path: Path) -> None:
+    resp_args, req_args = _rdma_paths(tmp_path, with_mmap=True)
+    with samples() as started:
+        responder = run(started, env, "rdma_write_responder.py", *resp_args, stdin=True)
+        responder.wait_for_line("You can now copy")
+        requester = run(started, env, "rdma_write_requester.py", *req_args, "-w", "written by RDMA write")
+        assert 'Written to responder "written by RDMA write"' in requester.finish()
+        responder.send_enter()  # the requester has finished writing
+        assert 'Requester has written: "written by RDMA write"' in responder.finish()
+    assert not list(tmp_path.glob("*.desc"))  # both sides delete the descriptor files
+
+
+def test_rdma_read(env: dict[str, str], tmp_path: Path) -> None:
+    resp_args, req_args = _rdma_paths(tmp_path, with_mmap=True)
+    with samples() as started:
+        responder = run(started, env, "rdma_read_responder.py", *resp_args, "-r", "read by RDMA read", stdin=True)
+        responder.wait_for_line("You can now copy")
+        requester = run(started, env, "rdma_read_requester.py", *req_args)
+        assert 'Read from responder: "read by RDMA read"' in requester.finish()
+        responder.send_enter()  # the requester has finished reading
+        responder.finish()
+
+
+def test_rdma_send_receive(env: dict[str, str], tmp_path: Path) -> None:
+    recv_args, send_args = _rdma_paths(tmp_path, with_mmap=False)
+    with samples() as started:
+        receiver = run(started, env, "rdma_receive.py", *recv_args)
+        receiver.wait_for_line("You can now copy")
+        sender = run(started, env, "rdma_send.py", *send_args, "-s", "sent by RDMA send")
+        assert "RDMA send task was done successfully" in sender.finish()
+        assert 'Got from sender: "sent by RDMA send"' in receiver.finish()
+
+
+def test_rdma_send_immediate_receive(env: dict[str, str], tmp_path: Path) -> None:
+    recv_args, send_args = _rdma_paths(tmp_path, with_mmap=False)
+    with samples() as started:
+        receiver = run(started, env, "rdma_receive_immediate.py", *recv_args)
+        receiver.wait_for_line("You can now copy")
+        sender = run(started, env, "rdma_send_immediate.py", *send_args, "-s", "sent with immediate")
+        sender.finish()
+        assert 'Got from sender: "sent with immediate" with immediate: 43981' in receiver.finish()  # 0xABCD
+
+
+# -- Comch ----------------------------------------------------------------------------------------
+def test_comch_ctrl_path(env: dict[str, str]) -> None:
+    with samples() as started:
+        server = run(started, env, "comch_ctrl_path_server.py", "-p", "03:00.0", "-r", "3b:00.0",
+                     "-t", "answer from the server")
+        server.wait_for_line("CC server context is running")
+        client = run(started, env, "comch_ctrl_path_client.py", "-p", "3b:00.0", "-t", "hello from the client")
+        assert "Message received: 'answer from the server'" in client.finish()
+        assert "Message received: 'hello from the client'" in server.finish()
+
+
+def test_comch_data_path_high_speed(env: dict[str, str]) -> None:
+    with samples() as started:
+        server = run(started, env, "comch_data_path_high_speed_server.py", "-p", "03:00.0", "-r", "3b:00.0",
+                     "-t", "server data through a producer")
+        server.wait_for_line("CC server context is running")
+        client = run(started, env, "comch_data_path_high_speed_client.py", "-p", "3b:00.0",
+                     "-t", "client data through a producer")
+        client_out = client.finish()
+        server_out = server.finish()
+    # The consumer of each side prints what the other side's producer wrote into its buffer.
+    assert re.search(r"COMCH_COMMON\] INFO: Message received: 'server data through a producer'", client_out), client_out
+    assert re.search(r"COMCH_COMMON\] INFO: Message received: 'client data through a producer'", server_out), server_out
+
+
+# -- Erasure coding -------------------------------------------------------------------------------
+def test_erasure_coding_recover_both(env: dict[str, str], tmp_path: Path) -> None:
+    original = os.urandom(10_000)
+    src = tmp_path / "input.bin"
+    src.write_bytes(original)
+    blocks = tmp_path / "blocks"
+    blocks.mkdir()
+    run_one(env, "erasure_coding_recover.py", "-p", "03:00.0", "-i", str(src), "-o", str(blocks), "-b",
+            "-x", "cauchy", "-t", "4", "-r", "2", "-d", "1,2")
+    block_size = 2560  # ceil(10000 / 4), rounded up to a multiple of 64
+    padded = original.ljust(4 * block_size, b"\0")
+    for i in (1, 2):  # the deleted blocks are back, byte for byte
+        assert (blocks / f"data_block_{i}").read_bytes() == padded[i * block_size:(i + 1) * block_size]
+    assert Path(f"{src}_recovered").read_bytes() == original
+
+
+def test_erasure_coding_encode_then_decode(env: dict[str, str], tmp_path: Path) -> None:
+    original = b"erasure coding, step by step " * 100
+    src = tmp_path / "input.txt"
+    src.write_bytes(original)
+    blocks = tmp_path / "blocks"
+    blocks.mkdir()
+    run_one(env, "erasure_coding_recover.py", "-i", str(src), "-o", str(blocks), "-x", "vandermonde")
+    (blocks / "data_block_0").unlink()  # lose a data block
+    out = tmp_path / "decoded.txt"
+    run_one(env, "erasure_coding_recover.py", "-i", str(blocks), "-o", str(out), "-x", "vandermonde")
+    assert out.read_bytes() == original
+
+
+# -- Compress -------------------------------------------------------------------------------------
+TEXT = b"".join(b"DOCA compress sample line %05d: the quick brown fox\n" % i for i in range(3000))
+
+
+def test_compress_deflate_then_decompress(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "in.txt").write_bytes(TEXT)
+    run_one(env, "compress_deflate.py", "-f", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.deflate"), "-c")
+    compressed = (tmp_path / "out.deflate").read_bytes()
+    assert len(compressed) < len(TEXT) and zlib.decompress(compressed, -15) == TEXT  # raw DEFLATE
+    run_one(env, "decompress_deflate.py", "-f", str(tmp_path / "out.deflate"), "-o", str(tmp_path / "back.txt"))
+    assert (tmp_path / "back.txt").read_bytes() == TEXT
+
+
+def test_compress_deflate_with_zlib_frame(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "in.txt").write_bytes(TEXT)
+    run_one(env, "compress_deflate.py", "-f", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.zlib"), "-wf")
+    assert zlib.decompress((tmp_path / "out.zlib").read_bytes()) == TEXT  # header and Adler-32 trailer
+    (tmp_path / "python.zlib").write_bytes(zlib.compress(TEXT))
+    run_one(env, "decompress_deflate.py", "-f", str(tmp_path / "python.zlib"), "-o", str(tmp_path / "back.txt"),
+            "-wf")
+    assert (tmp_path / "back.txt").read_bytes() == TEXT
+
+
+def test_decompress_lz4_frame(env: dict[str, str], tmp_path: Path) -> None:
+    frame = lz4.frame.compress(TEXT, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                               block_checksum=True, content_checksum=False, store_size=False)
+    (tmp_path / "in.lz4").write_bytes(frame)
+    run_one(env, "decompress_lz4_stream.py", "-f", str(tmp_path / "in.lz4"), "-o", str(tmp_path / "out.txt"),
+            "-wf", "-c")
+    assert (tmp_path / "out.txt").read_bytes() == TEXT
+
+
+def test_decompress_lz4_stream_without_frame(env: dict[str, str], tmp_path: Path) -> None:
+    frame = lz4.frame.compress(TEXT, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=True,
+                               block_checksum=False, content_checksum=False, store_size=False)
+    (tmp_path / "blocks.bin").write_bytes(frame[7:-4])  # the data blocks: no header (7 bytes), no end mark
+    run_one(env, "decompress_lz4_stream.py", "-f", str(tmp_path / "blocks.bin"), "-o", str(tmp_path / "out.txt"))
+    assert (tmp_path / "out.txt").read_bytes() == TEXT
+
+
+def test_decompress_lz4_frame_with_content_checksum(env: dict[str, str], tmp_path: Path) -> None:
+    # The sample compares the task's xxHash with htobe32() of the frame's content checksum.
+    frame = lz4.frame.compress(TEXT, block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=True,
+                               store_size=False)
+    (tmp_path / "in.lz4").write_bytes(frame)
+    run_one(env, "decompress_lz4_stream.py", "-f", str(tmp_path / "in.lz4"), "-o", str(tmp_path / "out.txt"),
+            "-wf")
+    assert (tmp_path / "out.txt").read_bytes() == TEXT
