@@ -20,11 +20,21 @@ Fast path (either side, on an established connection)::
     consumer.task_post_recv_alloc_init(buf).submit()       # the peer learns consumer.id (new_consumer)
     producer = ComchProducer(conn); pe.connect_ctx(producer)
     producer.task_send_set_conf(on_sent, on_error, 64); producer.start()
-    producer.task_send_alloc_init(src, b"imm", remote_consumer_id).submit()
+    task = producer.task_send_alloc_init(src, b"imm", remote_consumer_id)
+    try:
+        task.submit()
+    except DocaAgain:                                      # no receive posted by that consumer yet:
+        retry.append(task)                                 # keep the task, submit it after a later progress
 
 A received message is a ``memoryview`` valid only during the callback (it is released
 afterwards); copy it with ``bytes(msg)`` to keep it. Producer data is written after the
 consumer buffer's data, whose data length grows (DOCA's destination rule).
+
+As in DOCA 3.x, ``submit`` only hands a task over: its work (the message or the source
+buffer's bytes put on the link, the receive buffer posted) happens in ``Pe.progress()``.
+A producer send whose remote consumer has no receive posted is refused by ``submit``
+itself with :class:`~doca_py.errors.DocaAgain` (``DOCA_ERROR_AGAIN``); the caller keeps
+the task. The producer's error callback reports fatal errors only.
 """
 
 from __future__ import annotations
@@ -285,8 +295,13 @@ class ComchProducerTaskSend(_BufTask):
     """``doca_comch_producer_task_send``: a buffer's data (plus immediate data) into the next
     posted buffer of a remote consumer.
 
-    Fails with ``DOCA_ERROR_AGAIN`` — without stopping the producer — when that consumer
-    has no buffer posted; resubmit it later."""
+    :meth:`submit` raises :class:`~doca_py.errors.DocaAgain` while that consumer has no
+    buffer posted (``doca_task_submit`` returns ``DOCA_ERROR_AGAIN`` in DOCA 3.x): the task
+    is not in flight and stays the caller's; submit it again after a later
+    ``Pe.progress()``, as DOCA's samples loop ``do { submit } while (AGAIN)``. The buffer's
+    bytes are read when the task runs (in ``progress``), not at submit. The error callback
+    reports fatal errors only (``NOT_FOUND`` for an unknown or expired consumer, ``TOO_BIG``,
+    a lost connection), and a failed task stops the producer."""
 
     __slots__ = ()
 
@@ -459,8 +474,10 @@ class ComchClient(_Endpoint):
 class ComchConsumer(Ctx):
     """``doca_comch_consumer``: receives producer data into buffers of *mmap*.
 
-    ``start`` returns STARTING; the ctx is RUNNING after the next ``Pe.progress``, and the
-    peer gets ``new_consumer(connection, id)``. Stopping it fires ``expired_consumer``."""
+    ``start`` returns STARTING (DOCA: ``IN_PROGRESS``); the ctx is RUNNING after the next
+    ``Pe.progress``, and the peer gets ``new_consumer(connection, id)``. A submitted receive
+    is posted when ``Pe.progress`` runs it; until then the peer's producer sends to this
+    consumer are refused with ``DocaAgain``. Stopping it fires ``expired_consumer``."""
 
     def __init__(self, connection: ComchConnection, mmap: Mmap, user_data: Any = None) -> None:
         owner = connection._ctx
@@ -563,7 +580,8 @@ class ComchProducer(Ctx):
 
     def task_send_alloc_init(self, buf: Buf, imm_data: bytes | None, consumer_id: int,
                              user_data: Any = None) -> ComchProducerTaskSend:
-        """A send of *buf*'s data (and *imm_data*, copied) to the remote consumer *consumer_id*."""
+        """A send of *buf*'s data (and *imm_data*, copied) to the remote consumer *consumer_id*
+        (its ``submit`` raises ``DocaAgain`` while that consumer has no receive posted)."""
         h = self._h.task_send_alloc_init(buf._h, bytes(imm_data or b""), consumer_id)
         t = self._wrap_task(h, ComchProducerTaskSend, user_data)
         t._buf = buf

@@ -84,6 +84,7 @@ _IO_HEAD = struct.Struct(">I4xQI")  # type, user_data, result
 _ZERO_MSG = bytes(IO_MESSAGE_SIZE)
 _RESULT = int(IoMessageType.RESULT)
 _SUCCESS = int(ErrorCode.SUCCESS)
+_AGAIN = int(ErrorCode.AGAIN)
 _READ_TYPE = int(IoMessageType.READ)
 _WRITE_TYPE = int(IoMessageType.WRITE)
 _READ_ROLES = {ReadMode.NORMAL: (int(TargetRole.DATA_1), int(TargetRole.DATA_2)),
@@ -296,9 +297,9 @@ class Worker(WorkerThread):
             for t in blocked:
                 t.op_busy = False
                 self._progress(t)
-        while self._retry:
-            t = self._retry.popleft()
-            self._submit_reply(t)
+        retry = self._retry
+        for _ in range(len(retry)):  # only those queued before: a refused one waits for the next round
+            self._submit_reply(retry.popleft())
 
     # ------------------------------------------------------------------ creation
     def _state_cb(self, name: str) -> Callable[[Any, d.Ctx, CtxState, CtxState], None]:
@@ -552,6 +553,11 @@ class Worker(WorkerThread):
         try:
             task.submit()
         except DocaError as exc:
+            if exc.code == _AGAIN:
+                # DOCA 3.x: the initiator's consumer has no receive posted yet. The task stays
+                # ours; submit it again on a later round (the reference loops on AGAIN).
+                self._retry.append(t)
+                return
             self._reply_lost(t, f"submitting the reply failed: {exc}")
             self._fail(f"the comch producer cannot send: {exc}")
 
@@ -568,10 +574,8 @@ class Worker(WorkerThread):
             self._post_request_receive(t)
 
     def _on_reply_error(self, task: ComchProducerTaskSend, t: Transaction, _ud: Any) -> None:
+        # Fatal: AGAIN (no receive posted) is returned by submit itself, never reported here.
         status = task.get_status()
-        if status == ErrorCode.AGAIN and not self._closing:
-            self._retry.append(t)  # the initiator has no receive posted yet: send again later
-            return
         self._reply_lost(t, status.name)
         self._fail(f"a comch producer send failed: {status.name}")
 

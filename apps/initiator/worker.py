@@ -26,6 +26,7 @@ import select
 import struct
 import threading
 import time
+from collections import deque
 from typing import Any
 
 import doca_py as d
@@ -124,7 +125,9 @@ class Worker:
         self._thread = threading.Thread(target=self._main, name=f"initiator-worker-{plan.index}", daemon=True)
         self._running = False
         self._txns = [_Txn(i) for i in range(plan.transaction_count)]
-        self._retry: list[ComchProducerTaskSend] = []
+        # Producer sends refused by submit with AGAIN (the service's consumer has no receive
+        # posted yet, DOCA 3.x), submitted again after a later progress; built once.
+        self._retry: deque[ComchProducerTaskSend] = deque()
         self._started = 0
         self._inflight_ios = 0
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
@@ -316,18 +319,22 @@ class Worker:
         hits = misses = 0
         fd = pe.fileno()
         wake = self._wake_fd
+        retry = self._retry
         while self._running and res.completed < run_limit:
             if progress():
                 hits += 1
+                if retry:
+                    self._resubmit()
                 continue
             misses += 1
             if stop.is_set():
                 self.aborted = True
                 self._running = False
                 break
-            if self._retry:
+            if retry:
                 self._resubmit()
-                select.select([], [], [], 0.001)  # the peer had no receive posted: back off a little
+                if retry:
+                    select.select([], [], [], 0.001)  # the peer has no receive posted: back off a little
                 continue
             pe.request_notification()
             if wake in select.select([fd, wake], [], [], _IDLE_SLEEP)[0]:
@@ -340,19 +347,30 @@ class Worker:
         if res.end_time is None:
             res.end_time = time.monotonic()
         self._running = False
+        while retry:  # never submitted: not in flight
+            txn = retry.popleft().user_data
+            txn.awaiting = False
+            self._inflight_ios -= 1
         # Let the IOs in flight finish (so no response lands in a buffer being torn down).
         deadline = time.monotonic() + DRAIN_TIMEOUT
         while self._inflight_ios > 0 and time.monotonic() < deadline:
             self._wait(pe, min(_IDLE_SLEEP, max(0.0, deadline - time.monotonic())))
 
     def _resubmit(self) -> None:
-        retry, self._retry = self._retry, []
-        for task in retry:
+        """Submit again the sends refused with AGAIN (each at most once per call)."""
+        retry = self._retry
+        for _ in range(len(retry)):
+            task = retry.popleft()
             try:
                 task.submit()
             except DocaError as exc:
+                if exc.code == _AGAIN:
+                    retry.append(task)  # still no receive posted: next round
+                    continue
+                retry.appendleft(task)  # accounted for when the data path ends
                 self._fail(f"resubmitting a producer send failed: {exc}")
                 return
+            task.user_data.io_submit_ns = time.perf_counter_ns()
 
     def _start_txn(self, txn: _Txn) -> None:
         self._started += 1
@@ -397,7 +415,7 @@ class Worker:
         try:
             task.submit()
         except DocaError as exc:
-            if exc.code == _AGAIN:
+            if exc.code == _AGAIN:  # DOCA 3.x: no receive posted by the peer yet; the task stays ours
                 self._retry.append(task)
             else:
                 self._inflight_ios -= 1
@@ -462,10 +480,8 @@ class Worker:
         self._io_done(txn)
 
     def _on_send_error(self, task: ComchProducerTaskSend, txn: _Txn, ctx_user_data: Any) -> None:
+        # Fatal, as in the reference: AGAIN is returned by submit itself, never reported here.
         status = task.get_status()
-        if status == _AGAIN and self._running:
-            self._retry.append(task)  # no receive posted by the peer yet: resubmit later
-            return
         self._inflight_ios -= 1
         txn.awaiting = False
         if self._running:

@@ -3,14 +3,26 @@
 A server listens on a Unix-domain socket (see :mod:`.comch_io` for paths and the
 wire format); a client connects to it and becomes RUNNING once the handshake is
 done. Both ends of a connection carry, on one byte stream, control messages,
-consumer announcements, producer data and the acknowledgements of that data.
+consumer announcements, receive credits, producer data and the acknowledgements of
+that data.
 
-Sending: ``submit`` appends the frame to the connection's output buffer (under its
-lock) and posts one flush per progress engine and batch, so many frames leave in one
-``send`` when ``Pe.progress`` runs; the I/O thread finishes what the socket refuses.
-A control-message task completes once its bytes are in the socket; a producer task
-completes when the peer's I/O thread acknowledges the data landing in a posted
-receive buffer (or refuses it: ``AGAIN`` when no buffer is posted).
+Tasks follow DOCA 3.x: ``submit`` only checks and queues the task on the ``Pe``; its
+work runs in ``Pe.progress()`` (:meth:`EmuTask._begin`): a message or producer task then
+appends its frame to the connection's output buffer (reading the producer's source
+buffer at that moment) and posts one flush per progress engine and batch, so many
+frames leave in one ``send``; the I/O thread finishes what the socket refuses. A
+message task completes once its bytes are in the socket; a producer task completes
+when the peer's I/O thread acknowledges the data landing in a posted receive buffer.
+
+Credits: a consumer's posted receives are announced to the other side with CREDIT
+frames (once the receive is queued, in ``progress``), and the connection counts them per
+remote consumer. A producer send spends one credit at ``submit``; with none left
+``submit`` raises ``DocaAgain`` and the caller keeps the task, as ``doca_task_submit``
+returns ``DOCA_ERROR_AGAIN`` when the consumer has no receive posted. Should a credit
+turn out to be stale (the consumer restarted, or was not running yet), the receiving
+side answers ``AGAIN`` and the task waits, still in flight, for the next credit of that
+consumer: ``AGAIN`` never reaches a completion callback. Waiting tasks fail only for a
+real reason (the consumer expired, the connection died, the producer stopped).
 
 Receiving: the I/O thread parses and validates frames, copies producer data straight
 into the consumer's posted buffer (through :meth:`EmuMmap.view`, which checks range and
@@ -31,17 +43,22 @@ from typing import Any
 
 from ..abc import BufHandle, DevInfoHandle, MmapHandle
 from ..errors import (
+    DocaAgain,
     DocaBadState,
     DocaError,
     DocaInUse,
     DocaInvalidValue,
     DocaNotConnected,
+    DocaNotPermitted,
     DocaNotSupported,
     DocaOperatingSystem,
     ErrorCode,
     error_name,
+    lookup,
 )
 from ..log import logger
+from ..types import AccessFlag
+from . import strict
 from .buf import EmuBuf
 from .comch_io import (
     HDR,
@@ -50,6 +67,7 @@ from .comch_io import (
     T_ACK,
     T_CONSUMER_GONE,
     T_CONSUMER_NEW,
+    T_CREDIT,
     T_DATA,
     T_HELLO,
     T_MSG,
@@ -60,9 +78,9 @@ from .comch_io import (
     reactor,
     socket_path,
 )
-from .ctx import EmuCtx, EmuTask, TaskPool, _complete
+from .ctx import FLUSHED, EmuCtx, EmuTask, TaskPool, complete_task, unpin_bufs
 from .dev import EmuDevInfo
-from .mmap import EmuMmap
+from .mmap import EmuMmap, dev_key, reachable
 from .pe import EmuPe
 
 __all__ = [
@@ -121,6 +139,11 @@ _ABORTED = int(ErrorCode.CONNECTION_ABORTED)
 _NOT_CONNECTED = int(ErrorCode.NOT_CONNECTED)
 _FULL = int(ErrorCode.FULL)
 _BAD_STATE = int(ErrorCode.BAD_STATE)
+_INVALID = int(ErrorCode.INVALID_VALUE)
+_NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
+_PCI_READ = int(AccessFlag.PCI_READ_ONLY | AccessFlag.PCI_READ_WRITE)
+_PCI_WRITE = int(AccessFlag.PCI_READ_WRITE)
+_complete = complete_task
 
 _MSG_HDRS: dict[int, bytes] = {}  # message headers by length (at most max_msg_size + 1 entries)
 _ids = itertools.count(1)  # consumer and producer ids: unique in the process, never 0
@@ -138,12 +161,14 @@ def _post(pe: EmuPe | None, fn: Callable[[Any], object], arg: Any) -> None:
 
 
 def _complete_soft(task: EmuTask) -> None:
-    """Deliver a task error that does not stop its ctx (``AGAIN``, a lost connection of a
+    """Deliver a task error that does not stop its ctx (the lost connection of a
     multi-client server): the error callback runs and the ctx stays RUNNING."""
     ctx = task.ctx
     if ctx.state == _RUNNING and task.status:
         task.inflight = False
         ctx.inflight -= 1
+        if task.pinned:
+            unpin_bufs(task)
         cb = task.pool.error
         assert cb is not None
         cb(task.owner)
@@ -159,6 +184,36 @@ def _flush_ctx(ctx: _Sender) -> None:
         conn.flush()
 
 
+def _flush_credits(c: EmuComchConsumer) -> None:
+    """Posted once per batch by post-recv tasks: announce the receives just posted."""
+    c.credit_posted = False
+    n, c.unsent = c.unsent, 0
+    if not n or c.state != _RUNNING:
+        return  # a stopped consumer's receives were flushed (and its expiry announced)
+    conn = c.conn
+    with conn.lock:
+        if conn.closed:
+            return
+        conn.out += HDR.pack(T_CREDIT, 0, 0, 0, c.id, n)
+        conn.enq += HDR_SIZE
+    conn.flush()
+
+
+def _device_view(mm: EmuMmap, addr: int, n: int, write: bool) -> memoryview:
+    """``[addr, addr+n)`` of a producer or consumer buffer, as the comch device reaches it: over
+    PCIe, so the map needs ``PCI_READ_WRITE`` (a consumer's) or a ``PCI_*`` flag (a producer's),
+    which is how DOCA's comch samples register these maps; local access rights are irrelevant."""
+    mv = mm.mv
+    if mm.fast and mv is not None and mm.addr <= addr and addr + n <= mm.hi and n >= 0:
+        if not mm.perms & (_PCI_WRITE if write else _PCI_READ):
+            raise DocaNotPermitted(f"mmap permissions {AccessFlag(mm.perms)!r} do not let the comch device "
+                                   f"{'write' if write else 'read'} it (it needs "
+                                   f"{'PCI_READ_WRITE' if write else 'PCI_READ_ONLY or PCI_READ_WRITE'})")
+        off = addr - mm.addr
+        return mv[off:off + n]
+    return mm.view(addr, n, write)  # not a started local map: the map's own checks
+
+
 def _check_name(name: str) -> bytes:
     raw = name.encode()
     if not raw or len(raw) >= MAX_NAME_LEN or b"\0" in raw:
@@ -167,6 +222,17 @@ def _check_name(name: str) -> bytes:
 
 
 # -- connections ----------------------------------------------------------------------------------
+class _Remote:
+    """A consumer of the peer, as this side's producers see it: receive credits, and the
+    producer tasks (in flight) waiting for one because their data found no receive posted."""
+
+    __slots__ = ("credits", "waiting")
+
+    def __init__(self) -> None:
+        self.credits = 0
+        self.waiting: deque[EmuComchProducerTaskSend] = deque()
+
+
 class EmuComchConnection:
     """Emulated ``doca_comch_connection``: one end of a socket between a client and a server."""
 
@@ -204,7 +270,9 @@ class EmuComchConnection:
         self.paused = False
         # Local consumers (looked up by id for incoming data) and producers on this connection.
         self.consumers: dict[int, EmuComchConsumer] = {}
-        self.producers: set[EmuComchProducer] = set()
+        self.producers: set[EmuComchProducer] = set()  # started ones (changed under lock)
+        # The peer's consumers, by id: credits and waiting producer tasks (guarded by lock).
+        self.remote: dict[int, _Remote] = {}
         self.users: set[EmuCtx] = set()  # consumers and producers created and not destroyed
         self.nmsgs = 0  # messages queued (SENT_MESSAGES) ...
         self.nframe_bytes = 0  # ... and their frame bytes
@@ -313,6 +381,83 @@ class EmuComchConnection:
             _post_done(done)
         return True
 
+    def _kick_locked(self) -> list[EmuComchTaskSend] | None:
+        """Push queued output now (lock held); the message tasks written, to be posted."""
+        if not self.want_write:
+            self._send_locked()
+        return self._written_locked()
+
+    # -- producer data and credits (lock held unless said otherwise) ----------------------------
+    def _queue_data_locked(self, t: EmuComchProducerTaskSend) -> int:
+        """Append *t*'s DATA frame, read from its source buffer now; 0, or the status if the
+        buffer cannot be read."""
+        buf = t.buf
+        assert buf is not None and buf.mmap is not None
+        n = buf.data_len
+        try:
+            src = _device_view(buf.mmap, buf.data, n, False)
+        except DocaError as exc:
+            t.reason = f"the source buffer cannot be read: {exc}"
+            return exc.code
+        imm = t.imm
+        out = self.out
+        out += HDR.pack(T_DATA, len(imm), 0, len(imm) + n, t.consumer_id, t.ctx.id)  # type: ignore[attr-defined]
+        if imm:
+            out += imm
+        out += src
+        self.enq += HDR_SIZE + len(imm) + n
+        self.pq.append(t)
+        return _SUCCESS
+
+    def _grant_locked(self, r: _Remote, n: int) -> bool:
+        """Add *n* credits to *r*; waiting tasks take them first. Whether a frame was queued."""
+        r.credits += n
+        queued = False
+        w = r.waiting
+        while w and r.credits > 0:
+            t = w.popleft()
+            st = self._queue_data_locked(t)
+            if st:
+                t.status = st
+                _post(t.ctx.pe, _complete, t)
+                continue
+            r.credits -= 1
+            queued = True
+        return queued
+
+    def refund(self, r: _Remote) -> None:
+        """Give back a credit a submitted producer task did not use (Pe thread)."""
+        with self.lock:
+            if self.closed or not self._grant_locked(r, 1):
+                return
+            done = self._kick_locked()
+        if done:
+            _post_done(done)
+
+    def _requeue(self, t: EmuComchProducerTaskSend) -> None:
+        """The peer had no receive posted for *t* (a stale credit): wait for the next credit
+        of that consumer, in flight (I/O thread)."""
+        done = None
+        with self.lock:
+            if self.closed:
+                t.status = _NOT_CONNECTED
+                _post(t.ctx.pe, _complete_soft, t)
+            elif t.ctx not in self.producers:
+                t.status = FLUSHED  # its producer is stopping
+                _post(t.ctx.pe, _complete, t)
+            else:
+                r = self.remote.get(t.consumer_id)
+                if r is None:
+                    t.status = _NOT_FOUND
+                    t.reason = f"remote consumer {t.consumer_id} expired"
+                    _post(t.ctx.pe, _complete, t)
+                else:
+                    r.waiting.append(t)
+                    if r.credits > 0 and self._grant_locked(r, 0):
+                        done = self._kick_locked()
+        if done:
+            _post_done(done)
+
     def _write_ready(self) -> None:
         with self.lock:
             if self.closed:
@@ -353,6 +498,10 @@ class EmuComchConnection:
             self.torn_down = True
             wq, self.wq = self.wq, deque()
             pq, self.pq = self.pq, deque()
+            for r in self.remote.values():
+                pq.extend(r.waiting)
+                r.waiting.clear()
+            self.remote.clear()
             del self.out[:]
             self.opos = 0
         sock, self.sock = self.sock, None
@@ -436,7 +585,7 @@ class EmuComchConnection:
             elif typ == T_HELLO:
                 if ln >= MAX_NAME_LEN:
                     return self._bad(f"hello with a {ln}-byte name")
-            elif typ in (T_WELCOME, T_ACK, T_CONSUMER_NEW, T_CONSUMER_GONE):
+            elif typ in (T_WELCOME, T_ACK, T_CONSUMER_NEW, T_CONSUMER_GONE, T_CREDIT):
                 if ln:
                     return self._bad(f"type {typ} frame with a {ln}-byte body")
             else:
@@ -503,15 +652,51 @@ class EmuComchConnection:
                 self._bad(f"acknowledgement of {a} producer sends ({len(self.pq)} in flight)")
                 return False
             pq = self.pq
+            if small == _AGAIN:  # stale credits: the data waits for the next one, in flight
+                for _ in range(a):
+                    self._requeue(pq.popleft())
+                return True
             for _ in range(a):
                 t = pq.popleft()
                 t.status = small
-                _post(t.ctx.pe, _complete_soft if small == _AGAIN else _complete, t)
+                _post(t.ctx.pe, _complete, t)
+            return True
+        if typ == T_CREDIT:
+            if not self.alive or not b:
+                self._bad(f"credit of {b} receives" if self.alive else "credit before the handshake")
+                return False
+            done = None
+            with self.lock:
+                r = self.remote.get(a)
+                # Unknown: the consumer expired after posting (its credits died with it).
+                if r is not None and not self.closed and self._grant_locked(r, b):
+                    done = self._kick_locked()
+            if done:
+                _post_done(done)
             return True
         if typ in (T_CONSUMER_NEW, T_CONSUMER_GONE):
             if not self.alive:
                 self._bad("consumer event before the handshake")
                 return False
+            if typ == T_CONSUMER_NEW:
+                with self.lock:
+                    known = a in self.remote
+                    room = len(self.remote) < MAX_CONSUMERS
+                    if not known and room:
+                        self.remote[a] = _Remote()
+                if not (known or room):
+                    self._bad(f"more than {MAX_CONSUMERS} consumers announced")
+                    return False
+            else:
+                with self.lock:
+                    gone = self.remote.pop(a, None)
+                    waiting = list(gone.waiting) if gone is not None else []
+                    if gone is not None:
+                        gone.waiting.clear()
+                for t in waiting:
+                    t.status = _NOT_FOUND
+                    t.reason = f"remote consumer {a} expired while the data waited for a receive"
+                    _post(t.ctx.pe, _complete, t)
             _post(ctx.pe, ctx._deliver_consumer, (self, a, typ == T_CONSUMER_NEW))
             return True
         if typ == T_HELLO:
@@ -546,9 +731,13 @@ class EmuComchConnection:
     def _data(self, cid: int, pid: int, imm_len: int, ln: int, body: int) -> int:
         """Land producer data in the consumer's next posted buffer; returns the ACK status."""
         c = self.consumers.get(cid)
-        if c is None or c.state != _RUNNING:
+        if c is None:
             return _NOT_FOUND
+        if c.state != _RUNNING:
+            return _AGAIN  # starting: no receive posted yet (the producer waits for a credit)
         if imm_len > c.imm_data_len:
+            if c.posted:  # the receive stays posted: give the producer side its credit back
+                self.send_now(HDR.pack(T_CREDIT, 0, 0, 0, cid, 1))
             return _TOO_BIG
         try:
             t = c.posted.popleft()
@@ -564,7 +753,7 @@ class EmuComchConnection:
             try:
                 mm = buf.mmap
                 assert mm is not None
-                dst = mm.view(buf.data + buf.data_len, n, True)
+                dst = _device_view(mm, buf.data + buf.data_len, n, True)
                 dst[:] = self.mv[body + imm_len: body + ln]
             except DocaError as exc:
                 status = exc.code
@@ -612,6 +801,8 @@ def _complete_batch(tasks: list[EmuComchTaskSend]) -> None:
             if ctx.state == _RUNNING and not t.status:
                 t.inflight = False
                 ctx.inflight -= 1
+                if t.pinned:
+                    unpin_bufs(t)
                 t.pool.success(t.owner)  # type: ignore[misc]  # configured before start
             else:
                 _complete(t)
@@ -620,11 +811,87 @@ def _complete_batch(tasks: list[EmuComchTaskSend]) -> None:
             _post(tasks[0].ctx.pe, _complete_batch, tasks[i:])
 
 
+# -- ordered execution -------------------------------------------------------------------------------
+# Comch queues are FIFOs: a ctx's tasks do their work (put bytes on the wire, post a receive) in
+# submission order, even when the Pe launches them in another order (DOCA_PY_EMU_SHUFFLE). Each
+# submission is queued on its ctx; a launched task is marked ready, and the ready tasks at the
+# head of the queue run. An entry whose task was failed or flushed at launch is skipped.
+_Q_IDLE, _Q_WAIT, _Q_READY = 0, 1, 2
+
+
+def _drain(ctx: _OrderedCtx) -> None:
+    """Run the ready tasks at the head of *ctx*'s queue (inside ``progress()``)."""
+    fifo = ctx.fifo
+    while fifo:
+        if ctx.state != _RUNNING:  # stopped meanwhile: ready tasks are flushed, not run
+            while fifo:
+                h = fifo.popleft()
+                if h.q == _Q_READY:
+                    h.q = _Q_IDLE
+                    complete_task(h)
+            return
+        h = fifo[0]
+        q = h.q
+        if q == _Q_READY:
+            fifo.popleft()
+            h.q = _Q_IDLE
+            h._run()
+        elif q == _Q_WAIT and h.inflight:  # its launch is still queued on the Pe
+            if not ctx.drain_posted:
+                ctx.drain_posted = True
+                ctx.pe.post(_drain_later, ctx)  # type: ignore[union-attr]
+            return
+        else:
+            fifo.popleft()  # failed or flushed at launch, or an older entry of a task that ran
+
+
+def _drain_later(ctx: _OrderedCtx) -> None:
+    ctx.drain_posted = False
+    _drain(ctx)
+
+
+class _OrderedTask(EmuTask):
+    """A comch task whose work (:meth:`_run`) happens in its ctx's submission order."""
+
+    __slots__ = ("q",)
+
+    def __init__(self, pool: TaskPool[EmuTask]) -> None:
+        super().__init__(pool)
+        self.q = _Q_IDLE
+
+    def _queue(self) -> None:
+        """End of ``_check_submit``: the submission is accepted, take a place in the queue."""
+        self.q = _Q_WAIT
+        ctx: _OrderedCtx = self.ctx  # type: ignore[assignment]
+        ctx.fifo.append(self)
+
+    def _begin(self) -> None:
+        ctx: _OrderedCtx = self.ctx  # type: ignore[assignment]
+        fifo = ctx.fifo
+        if fifo and fifo[0] is self:  # in order (always, without shuffling): run now
+            fifo.popleft()
+            self.q = _Q_IDLE
+            self._run()
+            if fifo:
+                h = fifo[0]
+                if h.q != _Q_WAIT or not h.inflight:  # else its own launch comes next
+                    _drain(ctx)
+        else:
+            self.q = _Q_READY
+            _drain(ctx)
+
+    def _run(self) -> None:
+        """Do the work; complete now (on failure) or later."""
+        raise NotImplementedError
+
+
 # -- tasks ----------------------------------------------------------------------------------------
-class EmuComchTaskSend(EmuTask):
-    """``doca_comch_task_send``: one control message, copied at allocation."""
+class EmuComchTaskSend(_OrderedTask):
+    """``doca_comch_task_send``: one control message, copied at allocation, queued on its
+    connection when the task runs (in ``progress``)."""
 
     __slots__ = ("conn", "frame", "end")
+    kind = "comch_send"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -632,14 +899,15 @@ class EmuComchTaskSend(EmuTask):
         self.frame = b""
         self.end = 0
 
-    def submit(self) -> None:
-        ctx = self.ctx
+    def _check_submit(self) -> None:
+        if self.conn is None:
+            raise DocaBadState("the send task has no connection")
+        self.q = _Q_WAIT  # _queue(), inlined: this is the per-message path
+        self.ctx.fifo.append(self)  # type: ignore[attr-defined]
+
+    def _run(self) -> None:
         conn = self.conn
-        if ctx.state != _RUNNING or self.inflight or not self.allocated or conn is None:
-            raise DocaBadState("submit needs an allocated task that is not in flight, on a running ctx "
-                               f"(ctx state {ctx.state})")
-        self.inflight = True
-        ctx.inflight += 1
+        assert conn is not None
         frame = self.frame
         with conn.lock:
             ok = not conn.closed
@@ -650,14 +918,15 @@ class EmuComchTaskSend(EmuTask):
                 conn.nmsgs += 1
                 conn.nframe_bytes += len(frame)
         if ok:
-            sender: _Sender = ctx  # type: ignore[assignment]
+            sender: _Sender = self.ctx  # type: ignore[assignment]
             sender.dirty.add(conn)
             if not sender.flush_posted:
                 sender.flush_posted = True
-                ctx.pe.post(_flush_ctx, ctx)  # type: ignore[union-attr]
+                sender.pe.post(_flush_ctx, sender)  # type: ignore[union-attr]
         else:
             self.status = _NOT_CONNECTED
-            ctx.pe.post(_complete_soft, self)  # type: ignore[union-attr]
+            self.reason = "the connection is closed"
+            _complete_soft(self)
 
     def get_connection(self) -> EmuComchConnection | None:
         return self.conn
@@ -666,10 +935,14 @@ class EmuComchTaskSend(EmuTask):
         return self.frame[HDR_SIZE:]
 
 
-class EmuComchConsumerTaskPostRecv(EmuTask):
-    """``doca_comch_consumer_task_post_recv``: a buffer offered to the peer's producers."""
+class EmuComchConsumerTaskPostRecv(_OrderedTask):
+    """``doca_comch_consumer_task_post_recv``: a buffer offered to the peer's producers.
+
+    Queued on the consumer when the task runs (in ``progress``), which also announces it
+    to the peer (a credit)."""
 
     __slots__ = ("buf", "imm", "producer_id")
+    kind = "comch_consumer_post_recv"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -677,78 +950,114 @@ class EmuComchConsumerTaskPostRecv(EmuTask):
         self.imm = b""
         self.producer_id = 0
 
-    def submit(self) -> None:
-        ctx = self.ctx
-        if ctx.state != _RUNNING or self.inflight or not self.allocated:
-            raise DocaBadState("submit needs an allocated task that is not in flight, on a running ctx "
-                               f"(ctx state {ctx.state})")
-        assert isinstance(ctx, EmuComchConsumer)
+    def _check_submit(self) -> None:
         buf = self.buf
-        if buf is None or not buf.refcount or buf.mmap is not ctx.mmap:
+        if buf is None or not buf.refcount or buf.mmap is not self.ctx.mmap:  # type: ignore[attr-defined]
             raise DocaInvalidValue("post-recv buffer must be a live buffer of the consumer's mmap")
+        self._queue()
+
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return (self.buf,)
+
+    def _run(self) -> None:
+        ctx: EmuComchConsumer = self.ctx  # type: ignore[assignment]
+        buf = self.buf
+        assert buf is not None and buf.mmap is not None
+        if not reachable(buf.mmap, ctx.dev_key):
+            self.status = _NOT_PERMITTED
+            self.reason = (f"{buf.mmap!r} has no device {ctx.dev_key} added (Mmap.add_dev): the comch "
+                           f"device cannot write into it")
+            complete_task(self)
+            return
         self.imm = b""
         self.producer_id = 0
-        self.inflight = True
-        ctx.inflight += 1
-        ctx.posted.append(self)
+        ctx.posted.append(self)  # before its credit leaves: data never overtakes the receive
+        ctx.unsent += 1
+        if not ctx.credit_posted:
+            ctx.credit_posted = True
+            ctx.pe.post(_flush_credits, ctx)  # type: ignore[union-attr]
 
     def set_buf(self, buf: BufHandle) -> None:
         assert isinstance(buf, EmuBuf)
         self.buf = buf
 
 
-class EmuComchProducerTaskSend(EmuTask):
-    """``doca_comch_producer_task_send``: the buffer's data into a remote consumer's buffer."""
+class EmuComchProducerTaskSend(_OrderedTask):
+    """``doca_comch_producer_task_send``: the buffer's data into a remote consumer's buffer.
 
-    __slots__ = ("buf", "imm", "consumer_id")
+    ``submit`` spends one credit of the remote consumer (``DocaAgain`` if it has none: no
+    receive posted); the source is read when the task runs, in ``progress``."""
+
+    __slots__ = ("buf", "imm", "consumer_id", "credit")
+    #: Faults of this task are drawn at submit (``AGAIN`` is a submit result in DOCA 3.x), so
+    #: the launch-time draw of :class:`EmuTask` (``kind``) stays off.
+    kind = ""
+    submit_fault_kind = "comch_producer_send"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
         self.buf: EmuBuf | None = None
         self.imm = b""
         self.consumer_id = 0
+        self.credit: _Remote | None = None  # the credit taken at submit, until the task runs
 
-    def submit(self) -> None:
-        ctx = self.ctx
-        if ctx.state != _RUNNING or self.inflight or not self.allocated:
-            raise DocaBadState("submit needs an allocated task that is not in flight, on a running ctx "
-                               f"(ctx state {ctx.state})")
-        assert isinstance(ctx, EmuComchProducer)
-        conn = ctx.conn
-        buf = self.buf
-        self.inflight = True
-        ctx.inflight += 1
-        try:
-            if buf is None or buf.next is not None or buf.mmap is None:
-                raise DocaInvalidValue("producer send needs one (unchained) source buffer")
-            n = buf.data_len
-            if n > MAX_BUF_SIZE:
-                raise DocaInvalidValue(f"producer buffer of {n} bytes exceeds {MAX_BUF_SIZE}")
-            src = buf.mmap.view(buf.data, n, False)
-        except DocaError as exc:
-            self.status = exc.code
-            ctx.pe.post(_complete, self)  # type: ignore[union-attr]
-            return
-        imm = self.imm
-        hdr = HDR.pack(T_DATA, len(imm), 0, len(imm) + n, self.consumer_id, ctx.id)
+    def _check_submit(self) -> None:
+        if strict.FAULTS:
+            code = strict.draw(self.submit_fault_kind)
+            if code:
+                raise lookup(code)(f"producer send refused: fault injected by DOCA_PY_EMU_FAULTS "
+                                   f"(seed {strict.SEED})")
+        conn: EmuComchConnection = self.ctx.conn  # type: ignore[attr-defined]
+        cid = self.consumer_id
         with conn.lock:
-            ok = not conn.closed
-            if ok:
-                out = conn.out
-                out += hdr
-                if imm:
-                    out += imm
-                out += src
-                conn.enq += HDR_SIZE + len(imm) + n
-                conn.pq.append(self)
-        if ok:
-            ctx.dirty.add(conn)
-            if not ctx.flush_posted:
-                ctx.flush_posted = True
-                ctx.pe.post(_flush_ctx, ctx)  # type: ignore[union-attr]
-        else:
-            self.status = _NOT_CONNECTED
-            ctx.pe.post(_complete_soft, self)  # type: ignore[union-attr]
+            r = conn.remote.get(cid)
+            if r is not None:  # unknown ids go out and fail at the peer (NOT_FOUND)
+                if r.credits <= 0:
+                    raise DocaAgain(f"remote consumer {cid} has no receive posted; submit again later")
+                r.credits -= 1
+            self.credit = r
+        self._queue()
+
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return (self.buf,)
+
+    def _run(self) -> None:
+        ctx: EmuComchProducer = self.ctx  # type: ignore[assignment]
+        conn = ctx.conn
+        r, self.credit = self.credit, None
+        buf = self.buf
+        st = _SUCCESS
+        if buf is None or buf.next is not None or buf.mmap is None or not buf.refcount:
+            st, self.reason = _INVALID, "producer send needs one live, unchained source buffer"
+        elif buf.data_len > MAX_BUF_SIZE:
+            st, self.reason = _INVALID, f"producer buffer of {buf.data_len} bytes exceeds {MAX_BUF_SIZE}"
+        elif not reachable(buf.mmap, ctx.dev_key):
+            st, self.reason = _NOT_PERMITTED, (f"{buf.mmap!r} has no device {ctx.dev_key} added "
+                                               f"(Mmap.add_dev): the comch device cannot read it")
+        if st:
+            if r is not None:
+                conn.refund(r)
+            self.status = st
+            complete_task(self)
+            return
+        with conn.lock:
+            if conn.closed:
+                st = _NOT_CONNECTED
+            else:
+                st = conn._queue_data_locked(self)
+                if st and r is not None:
+                    conn._grant_locked(r, 1)  # the credit was not used
+        if st == _NOT_CONNECTED:
+            self.status, self.reason = st, "the connection is closed"
+            _complete_soft(self)
+            return
+        ctx.dirty.add(conn)
+        if not ctx.flush_posted:
+            ctx.flush_posted = True
+            ctx.pe.post(_flush_ctx, ctx)  # type: ignore[union-attr]
+        if st:
+            self.status = st
+            complete_task(self)
 
     def set_buf(self, buf: BufHandle) -> None:
         assert isinstance(buf, EmuBuf)
@@ -766,7 +1075,16 @@ class EmuComchProducerTaskSend(EmuTask):
 
 
 # -- contexts -------------------------------------------------------------------------------------
-class _Sender(EmuCtx):
+class _OrderedCtx(EmuCtx):
+    """A ctx whose tasks work in submission order (see :func:`_drain`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fifo: deque[_OrderedTask] = deque()
+        self.drain_posted = False
+
+
+class _Sender(_OrderedCtx):
     """A ctx whose tasks queue frames on connections and flush them once per batch."""
 
     def __init__(self) -> None:
@@ -1106,7 +1424,7 @@ class EmuComchClient(_Endpoint):
         return c
 
 
-class EmuComchConsumer(EmuCtx):
+class EmuComchConsumer(_OrderedCtx):
     """Emulated ``doca_comch_consumer``: receives producer data into its mmap's buffers."""
 
     def __init__(self, conn: Any, mmap: MmapHandle) -> None:
@@ -1126,6 +1444,9 @@ class EmuComchConsumer(EmuCtx):
         self.imm_data_len = MAX_IMM_DATA_LEN
         self.post_recv = TaskPool(self, EmuComchConsumerTaskPostRecv)
         self.posted: deque[EmuComchConsumerTaskPostRecv] = deque()
+        self.unsent = 0  # receives posted and not yet announced to the peer
+        self.credit_posted = False
+        self.dev_key = dev_key(conn.ctx.dev)  # type: ignore[attr-defined]
 
     def get_id(self) -> int:
         return self.id
@@ -1153,12 +1474,13 @@ class EmuComchConsumer(EmuCtx):
             raise DocaNotConnected("the comch connection is closed")
         for pool in self.pools:
             pool.build()
+        self.unsent = 0
         conn.consumers[self.id] = self
-        self._set_state(_STARTING)
+        # Announced at once (the peer's new_consumer); receives are credited as they are posted.
         if not conn.send_now(HDR.pack(T_CONSUMER_NEW, 0, 0, 0, self.id, 0)):
             conn.consumers.pop(self.id, None)
-            self.state = _IDLE
             raise DocaNotConnected("the comch connection is closed")
+        self._set_state(_STARTING)  # DOCA: start returns IN_PROGRESS
         self.pe.post(self._started, None)
         return self.state
 
@@ -1168,6 +1490,7 @@ class EmuComchConsumer(EmuCtx):
 
     def _on_stop(self) -> None:
         conn = self.conn
+        self.unsent = 0
         if conn.consumers.pop(self.id, None) is not None:
             conn.send_now(HDR.pack(T_CONSUMER_GONE, 0, 0, 0, self.id, 0))
         pe = self.pe
@@ -1222,7 +1545,14 @@ class EmuComchProducer(_Sender):
         self.conn = conn
         conn.users.add(self)
         self.id = next(_ids)
-        self.send = TaskPool(self, EmuComchProducerTaskSend)
+        self.dev_key = dev_key(conn.ctx.dev)  # type: ignore[attr-defined]
+        self.tasks: list[EmuComchProducerTaskSend] = []  # every descriptor of the pool
+        self.send = TaskPool(self, self._new_task)
+
+    def _new_task(self, pool: TaskPool[EmuTask]) -> EmuComchProducerTaskSend:
+        t = EmuComchProducerTaskSend(pool)
+        self.tasks.append(t)
+        return t
 
     def destroy(self) -> None:
         super().destroy()
@@ -1232,12 +1562,40 @@ class EmuComchProducer(_Sender):
         return self.id
 
     def _on_start(self) -> None:
-        if self.conn.closed:
-            raise DocaNotConnected("the comch connection is closed")
-        self.conn.producers.add(self)
+        conn = self.conn
+        with conn.lock:
+            if conn.closed:
+                raise DocaNotConnected("the comch connection is closed")
+            conn.producers.add(self)
 
     def _on_stop(self) -> None:
-        self.conn.producers.discard(self)
+        """Flush the tasks waiting for a credit; give back the credits of tasks that will be
+        flushed before they ran."""
+        conn = self.conn
+        mine: list[EmuComchProducerTaskSend] = []
+        done = None
+        with conn.lock:
+            conn.producers.discard(self)
+            for r in conn.remote.values():
+                w = r.waiting
+                for _ in range(len(w) if w else 0):
+                    t = w.popleft()
+                    (mine if t.ctx is self else w).append(t)
+            queued = False
+            for t in self.tasks:
+                held = t.credit
+                if held is not None:
+                    t.credit = None
+                    if not conn.closed:
+                        queued |= conn._grant_locked(held, 1)
+            if queued:
+                done = conn._kick_locked()
+        if done:
+            _post_done(done)
+        pe = self.pe
+        assert pe is not None
+        for t in mine:
+            pe.post(_complete, t)  # flushed: the ctx is stopping
 
     def _conn_lost(self, _: object) -> None:
         if self.state == _RUNNING and not self.destroyed:

@@ -8,6 +8,11 @@ frames (:data:`HDR`), many per system call.
 The shared I/O thread (:mod:`.reactor`) owns one selector for every socket of the process:
 it accepts, reads and parses frames, writes what a socket refused earlier, and posts
 completions and events to the progress engine that owns them. It never runs user code.
+
+Producer data is credit-based, as on hardware, where a producer send is refused at submit
+(``DOCA_ERROR_AGAIN``) while the remote consumer has no receive posted: a consumer side
+announces each receive it posts with a CREDIT frame, and the producer side spends one
+credit per DATA frame (see :mod:`.comch`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from .reactor import Reactor, reactor
 
 __all__ = [
     "HDR", "HDR_SIZE", "MAGIC", "VERSION", "T_HELLO", "T_WELCOME", "T_MSG", "T_CONSUMER_NEW",
-    "T_CONSUMER_GONE", "T_DATA", "T_ACK", "Reactor", "reactor", "runtime_dir", "socket_path", "NameLock",
+    "T_CONSUMER_GONE", "T_DATA", "T_ACK", "T_CREDIT", "Reactor", "reactor", "runtime_dir", "socket_path",
+    "NameLock",
 ]
 
 #: ``type u8 | small u8 | aux u16 | length u32 | a u32 | b u32`` (little endian), then *length*
@@ -35,7 +41,7 @@ __all__ = [
 HDR = struct.Struct("<BBHIII")
 HDR_SIZE = HDR.size
 MAGIC = 0x68636D63  # "cmch"
-VERSION = 1
+VERSION = 2  # 2: receives are announced with CREDIT frames
 
 T_HELLO = 1  # client → server: a=MAGIC, aux=VERSION, b=client max_msg_size, payload=server name
 T_WELCOME = 2  # server → client: a=MAGIC, small=status, b=server max_msg_size
@@ -44,6 +50,7 @@ T_CONSUMER_NEW = 4  # a=consumer id (of the sender's side)
 T_CONSUMER_GONE = 5  # a=consumer id
 T_DATA = 6  # producer → consumer: a=consumer id, b=producer id, small=imm len, payload=imm+data
 T_ACK = 7  # consumer side → producer side: small=status, a=count of DATA frames acknowledged
+T_CREDIT = 8  # consumer side → producer side: a=consumer id, b=receives newly posted (> 0)
 
 _EVR, _EVW = selectors.EVENT_READ, selectors.EVENT_WRITE
 

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import select
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import doca_py as d
 from doca_py.comch import ComchClient, ComchConnection, ComchServer, ComchTaskSend
+from doca_py.errors import DocaAgain
 from doca_py.types import CtxState
 
 HOST_PCI = "3b:00.0"
 DPU_PCI = "03:00.0"
 #: Every wait in these tests is bounded by this deadline (seconds); none sleeps.
 DEADLINE = 20.0
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def unique_name(tag: str = "t") -> str:
@@ -43,6 +50,29 @@ def pump(pes: Sequence[d.Pe], until: Callable[[], bool], deadline: float = DEADL
         select.select([*pes, *fds], [], [], min(left, 0.2))
         for pe in pes:
             pe.clear_notification()
+
+
+def submit_when_posted(task: Any, pes: Sequence[d.Pe], deadline: float = DEADLINE) -> int:
+    """Submit a producer send, progressing *pes* while ``submit`` raises ``DocaAgain`` (the remote
+    consumer has no receive posted yet), as DOCA's samples loop on ``DOCA_ERROR_AGAIN``.
+
+    Returns how many times ``submit`` refused. Credits reach the producer on the I/O thread,
+    which does not wake a ``Pe``, so the idle wait is short."""
+    end = time.monotonic() + deadline
+    refused = 0
+    while True:
+        try:
+            task.submit()
+            return refused
+        except DocaAgain:
+            refused += 1
+        if time.monotonic() > end:
+            raise AssertionError("the remote consumer never posted a receive before the deadline")
+        busy = False
+        for pe in pes:
+            busy |= pe.progress()
+        if not busy:
+            select.select([], [], [], 0.001)
 
 
 @dataclass
@@ -143,3 +173,80 @@ def free_all(ctx: d.Ctx) -> None:
     for t in list(ctx._tasks):
         if t._allocated and not t._h.inflight:
             t.free()
+
+
+# -- two processes (the child is ``python -m tests.comch.peer``) -------------------------------
+class Child:
+    """The child process; every answer is awaited with a deadline while our Pes progress."""
+
+    def __init__(self, role: str, name: str, pes: list[d.Pe], rq: int = 1024) -> None:
+        env = dict(os.environ, DOCA_PY_IMPL="emulated")
+        self.p = subprocess.Popen([sys.executable, "-m", "tests.comch.peer", role, name, str(rq)], cwd=ROOT,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.pes = pes
+        self.buf = b""
+        self.first = self.line()
+
+    def line(self) -> str:
+        assert self.p.stdout is not None
+        fd = self.p.stdout.fileno()
+        while b"\n" not in self.buf:
+            got: list[bytes] = []
+
+            def ready() -> bool:
+                if select.select([fd], [], [], 0)[0]:
+                    got.append(os.read(fd, 1 << 20))
+                    return True
+                return False
+
+            pump(self.pes, ready, fds=[fd])
+            if not got[0]:
+                raise AssertionError(f"the child exited (rc={self.p.poll()})")
+            self.buf += got[0]
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line.decode().strip()
+
+    def ask(self, cmd: str) -> str:
+        assert self.p.stdin is not None
+        self.p.stdin.write(cmd.encode() + b"\n")
+        self.p.stdin.flush()
+        return self.line()
+
+    def kill(self) -> None:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGKILL)
+        self.p.wait(DEADLINE)
+
+    def close(self) -> None:
+        if self.p.poll() is None:
+            try:
+                self.ask("quit")
+            except AssertionError:
+                pass
+        self.kill()
+        for f in (self.p.stdin, self.p.stdout):
+            if f is not None:
+                f.close()
+
+
+@contextmanager
+def server_side(name: str, num_tasks: int = 64) -> Iterator[tuple[Endpoint, d.Dev]]:
+    with ExitStack() as st:
+        dev = st.enter_context(d.Dev.open_by_pci_addr(DPU_PCI))
+        pe = st.enter_context(d.Pe())
+        srv = Endpoint(ComchServer(dev, dev.open_rep_by_pci_addr(HOST_PCI), name), pe)
+        pe.connect_ctx(srv.ctx)
+        srv.configure(num_tasks)
+        srv.ctx.event_connection_status_changed_register(lambda c, ok: srv.events.append(("connect", c)),
+                                                         lambda c, ok: srv.events.append(("disconnect", c)))
+        assert srv.ctx.start() == CtxState.RUNNING
+        yield srv, dev
+
+
+@contextmanager
+def child(role: str, name: str, pes: list[d.Pe], rq: int = 1024) -> Iterator[Child]:
+    c = Child(role, name, pes, rq)
+    try:
+        yield c
+    finally:
+        c.close()

@@ -6,11 +6,15 @@ command read from stdin, progressing its Pe between commands:
 
 * ``conn`` → ``conn`` once connected (client RUNNING / first client connected);
 * ``send HEX`` → ``sent <status>``; ``msgs N`` → ``msgs HEX,HEX…`` once N messages arrived;
-* ``consumer N SIZE`` → ``consumer <id>`` (running, N receives of SIZE bytes posted);
+* ``consumer N SIZE [POSTED]`` → ``consumer <id>`` (running, N receive tasks of SIZE bytes, POSTED
+  of them — default N — posted and announced to the peer before the answer);
+  ``post K`` → ``posted K`` (K more of them posted and announced);
   ``recvd N`` → ``recvd <status>:<producer>:<imm hex>:<data hex> …`` once N receives completed;
   ``drop_consumer`` → ``dropped`` (stopped and closed);
 * ``producer`` → ``producer <id>``; ``newcons`` → ``newcons <id>`` (next new_consumer event);
-  ``expired`` → ``expired <id>``; ``psend HEX IMMHEX CID`` → ``psent <status>``;
+  ``expired`` → ``expired <id>``; ``psend HEX IMMHEX CID`` → ``psent <status>`` (submit is retried
+  while it raises ``DocaAgain``, as DOCA's samples do); ``ptry HEX IMMHEX CID`` → ``psent <status>``,
+  or ``refused <ERROR_NAME>`` when ``submit`` itself raises;
 * ``stall`` → ``stalled``, then never progresses again (the parent kills us);
 * ``quit`` → ``bye``.
 """
@@ -68,7 +72,15 @@ class Peer:
         self.base = self.mm.get_memrange()[0]
         self.consumer: ComchConsumer | None = None
         self.producer: ComchProducer | None = None
+        self.unposted: list[Any] = []
         self.seen = 0
+
+    def post(self, k: int) -> None:
+        """Post *k* more receives, and progress until they are announced to the peer."""
+        for _ in range(k):
+            self.unposted.pop(0).submit()
+        while self.pe.progress():
+            pass
 
     def _sent(self, t: Any, u: Any, c: Any) -> None:
         self.sent.append(t.get_status())
@@ -127,6 +139,7 @@ class Peer:
             self.msgs.clear()
         elif cmd == "consumer":
             n, size = int(args[0]), int(args[1])
+            posted = int(args[2]) if len(args) > 2 else n
             cons = self.consumer = ComchConsumer(self.conn, self.mm)
             self.pe.connect_ctx(cons)
             cons.task_post_recv_set_conf(lambda t, u, c: self.recvd.append(t),
@@ -135,9 +148,13 @@ class Peer:
             if not self.wait(lambda: cons.get_state() == CtxState.RUNNING):
                 out("timeout")
                 return True
-            for i in range(n):
-                cons.task_post_recv_alloc_init(self.inv.buf_get_by_addr(self.mm, self.base + i * size, size)).submit()
+            self.unposted = [cons.task_post_recv_alloc_init(self.inv.buf_get_by_addr(self.mm, self.base + i * size,
+                                                                                     size)) for i in range(n)]
+            self.post(posted)
             out(f"consumer {cons.id}")
+        elif cmd == "post":
+            self.post(int(args[0]))
+            out(f"posted {args[0]}")
         elif cmd == "recvd":
             ok = self.wait(lambda: len(self.recvd) >= int(args[0]))
             parts = []
@@ -164,13 +181,25 @@ class Peer:
             ids = [i for k, i in self.events if k == kind]
             self.events = [(k, i) for k, i in self.events if k != kind]
             out(f"{cmd} {ids[0]}" if ok else "timeout")
-        elif cmd == "psend":
+        elif cmd in ("psend", "ptry"):
             assert self.producer is not None
             data, imm, cid = bytes.fromhex(args[0]), bytes.fromhex(args[1]) if args[1] != "-" else b"", int(args[2])
             self.mem[: len(data)] = data
             src = self.inv.buf_get_by_data(self.mm, self.base, len(data))
             n = len(self.psent)
-            self.producer.task_send_alloc_init(src, imm, cid).submit()
+            task = self.producer.task_send_alloc_init(src, imm, cid)
+            end = time.monotonic() + DEADLINE
+            while True:
+                try:
+                    task.submit()
+                    break
+                except d.DocaError as exc:
+                    if cmd == "ptry" or exc.code != d.ErrorCode.AGAIN or time.monotonic() > end:
+                        task.free()
+                        src.close()
+                        out(f"refused {d.ErrorCode(exc.code).name}")
+                        return True
+                    self.pe.wait(0.001)  # the consumer has no receive posted yet
             out(f"psent {self.psent[n].name}" if self.wait(lambda: len(self.psent) > n) else "timeout")
         elif cmd == "stall":
             out("stalled")

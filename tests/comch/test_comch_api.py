@@ -15,7 +15,7 @@ from doca_py import errors as e
 from doca_py.comch import ComchClient, ComchConsumer, ComchCounter, ComchProducer, ComchServer
 from doca_py.types import CtxState
 
-from .helpers import DPU_PCI, HOST_PCI, free_all, local_mmap, pair, pump, unique_name
+from .helpers import DPU_PCI, HOST_PCI, free_all, local_mmap, pair, pump, submit_when_posted, unique_name
 
 
 @pytest.fixture
@@ -319,7 +319,7 @@ def test_producer_consumer_with_immediate_data_both_directions(backend: str) -> 
             src = inv.buf_get_by_data(prod_mm, pbase, 700)
             t = prod.task_send_alloc_init(src, b"imm-data-123", cons.id, user_data="tx")
             assert t.get_imm_data() == b"imm-data-123" and t.get_consumer_id() == cons.id
-            t.submit()
+            submit_when_posted(t, p.pes)  # AGAIN until the consumer's receive is posted and announced
             p.pump(lambda: bool(rdone) and bool(sdone))
             assert rdone[0][0] == "ok" and sdone[0][0] == "ok"
             rt = rdone[0][1]
@@ -328,17 +328,18 @@ def test_producer_consumer_with_immediate_data_both_directions(backend: str) -> 
             assert rt.get_producer_id() == prod.id
             assert dst.get_data_len() == 704
             assert bytes(dst.data_view()) == b"HEAD" + payload
-            # No receive posted now: AGAIN, and the producer keeps running.
-            sdone[0][1].submit()
-            p.pump(lambda: len(sdone) == 2)
-            assert sdone[1][0] == "err" and sdone[1][2] == d.ErrorCode.AGAIN
-            assert prod.get_state() == CtxState.RUNNING
+            # No receive posted now: submit itself raises AGAIN (DOCA 3.x); the caller keeps the
+            # task, nothing is in flight, and the producer keeps running.
+            with pytest.raises(e.DocaAgain):
+                t.submit()
+            assert t._allocated and not t._h.inflight and prod.get_num_inflight_tasks() == 0
+            assert prod.get_state() == CtxState.RUNNING and len(sdone) == 1
             # Post again: the resubmitted send lands.
             dst.reset_data_len()
             rt.submit()
-            sdone[1][1].submit()
-            p.pump(lambda: len(sdone) == 3 and len(rdone) == 2)
-            assert sdone[2][0] == "ok" and bytes(dst.data_view()) == payload
+            submit_when_posted(t, p.pes)
+            p.pump(lambda: len(sdone) == 2 and len(rdone) == 2)
+            assert sdone[1][0] == "ok" and bytes(dst.data_view()) == payload
             # Destroying the consumer fires expired_consumer on the other side.
             for lst in (rdone, sdone):
                 for _, task, _ in lst:
@@ -373,7 +374,7 @@ def test_producer_to_unknown_consumer_and_too_small_buffer(backend: str) -> None
         prod.start()
         small = inv.buf_get_by_addr(mm, mm.get_memrange()[0], 16)
         cons.task_post_recv_alloc_init(small).submit()
-        prod.task_send_alloc_init(src, None, cons.id).submit()
+        submit_when_posted(prod.task_send_alloc_init(src, None, cons.id), p.pes)
         p.pump(lambda: len(sdone) == 2 and bool(rdone))
         assert sdone[1][2] == d.ErrorCode.TOO_BIG and rdone[0][2] == d.ErrorCode.TOO_BIG
         with pytest.raises(e.DocaInvalidValue):

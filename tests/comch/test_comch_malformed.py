@@ -77,6 +77,12 @@ CASES: dict[str, tuple[Callable[[str], bytes], bool, str]] = {
                                 False, "body"),
     "ack for nothing": (lambda n: _hello(n) + _wire().HDR.pack(_wire().T_ACK, 0, 0, 0, 5, 0), False,
                         "acknowledgement of 5"),
+    "credit of zero": (lambda n: _hello(n) + _wire().HDR.pack(_wire().T_CREDIT, 0, 0, 0, 1, 0), False,
+                       "credit of 0 receives"),
+    "body on a credit": (lambda n: _hello(n) + _wire().HDR.pack(_wire().T_CREDIT, 0, 0, 4, 1, 1) + b"1234",
+                         False, "body"),
+    "too many consumers": (lambda n: _hello(n) + b"".join(_wire().HDR.pack(_wire().T_CONSUMER_NEW, 0, 0, 0, i, 0)
+                                                          for i in range(1, 600)), False, "consumers announced"),
     "truncated frame": (lambda n: _hello(n) + _wire().HDR.pack(_wire().T_MSG, 0, 0, 100, 0, 0) + b"x" * 10, True,
                         "truncated"),
     "random garbage": (lambda n: bytes([200]) + os.urandom(4096), False, "unknown frame type 200"),

@@ -27,7 +27,7 @@ from typing import Any
 
 import doca_py as d
 from doca_py.comch import ComchConsumer, ComchConsumerTaskPostRecv, ComchProducer, ComchProducerTaskSend
-from doca_py.errors import ErrorCode
+from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import AccessFlag as A
 from doca_py.types import CtxState
 
@@ -290,10 +290,7 @@ class TestInitiator:
         buf.dec_refcount()
 
     def _on_send_error(self, task: ComchProducerTaskSend, ud: Any, _cud: Any) -> None:
-        if task.get_status() == ErrorCode.AGAIN:
-            task.submit()
-            return
-        self.send_errors.append(task.get_status())
+        self.send_errors.append(task.get_status())  # fatal: AGAIN is raised by submit, never reported here
         buf = task.get_buf()
         task.free()
         buf.dec_refcount()
@@ -305,7 +302,17 @@ class TestInitiator:
         off = (2 * self.transactions * self.cores + slot) * IO_MESSAGE_SIZE
         self.io_mem[off:off + len(raw)] = raw
         b = self.inv.buf_get_by_data(self.io_mm, self.io_base + off, len(raw))
-        self.producers[core].task_send_alloc_init(b, None, self.remote_consumers[core], slot).submit()
+        task = self.producers[core].task_send_alloc_init(b, None, self.remote_consumers[core], slot)
+        # DOCA 3.x: submit raises AGAIN while the service's consumer has no receive posted.
+        end = time.monotonic() + DEADLINE
+        while True:
+            try:
+                task.submit()
+                return
+            except DocaError as exc:
+                if exc.code != ErrorCode.AGAIN or time.monotonic() > end:
+                    raise
+            self.pe.wait(0.001)
 
     def run(self, msgs: Sequence[IoMessage | bytes]) -> list[IoMessage]:
         """Send *msgs* (at most ``transactions`` in flight per core, each a distinct

@@ -28,7 +28,7 @@ from typing import Any
 
 import doca_py as d
 from doca_py.comch import ComchConsumer, ComchConsumerTaskPostRecv, ComchProducer, ComchProducerTaskSend
-from doca_py.errors import ErrorCode
+from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import CtxState
 
 from apps.storage.comch_channel import ComchTransport, listen_comch_server
@@ -120,7 +120,17 @@ class Bridge:
     def respond(self, slot: Slot, result: ErrorCode) -> None:
         make_response_in_place(self.msg_mem, result, slot.offset)
         assert slot.send is not None
-        slot.send.submit()
+        self.submit_send(slot.send)
+
+    def submit_send(self, task: ComchProducerTaskSend) -> None:
+        """Submit a response; DOCA 3.x refuses it with AGAIN while the initiator has no
+        receive posted: keep it and submit it again later."""
+        try:
+            task.submit()
+        except DocaError as exc:
+            if exc.code != ErrorCode.AGAIN:
+                raise
+            self.retry.append(task)
 
     def on_sent(self, task: ComchProducerTaskSend, slot: Slot, _: Any) -> None:
         self.responded += 1
@@ -135,8 +145,7 @@ class Bridge:
         slot.recv.submit()
 
     def on_send_error(self, task: ComchProducerTaskSend, slot: Slot, _: Any) -> None:
-        if task.get_status() == ErrorCode.AGAIN:
-            self.retry.append(task)
+        pass  # fatal (the initiator went away, or we stop): that response is lost
 
     # -- control phase --------------------------------------------------------------------------------
     def run(self) -> int:
@@ -162,7 +171,7 @@ class Bridge:
                     if self.retry:
                         retry, self.retry = self.retry, []
                         for t in retry:
-                            t.submit()
+                            self.submit_send(t)
                     msg = channel.poll(0.01 if self.retry else 0.2)
                     if msg is None:
                         continue
