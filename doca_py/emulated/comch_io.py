@@ -22,13 +22,13 @@ import fcntl
 import hashlib
 import os
 import selectors
-import stat
 import struct
 from collections.abc import Callable
 
-from ..errors import DocaAlreadyExist, DocaInvalidValue, DocaNotPermitted, DocaOperatingSystem
+from ..errors import DocaAlreadyExist, DocaInvalidValue
 from ..log import logger
 from .reactor import Reactor, reactor
+from .rundir import private_dir
 
 __all__ = [
     "HDR", "HDR_SIZE", "MAGIC", "VERSION", "T_HELLO", "T_WELCOME", "T_MSG", "T_CONSUMER_NEW",
@@ -63,25 +63,7 @@ def runtime_dir() -> str:
     ``/tmp/doca_py-<uid>/comch``. An existing directory must be ours, not a symlink,
     and closed to other users.
     """
-    base = os.environ.get("DOCA_PY_COMCH_DIR")
-    if base:
-        paths = [base]
-    else:
-        xdg = os.environ.get("XDG_RUNTIME_DIR")
-        root = os.path.join(xdg, "doca_py") if xdg and os.path.isdir(xdg) else f"/tmp/doca_py-{os.getuid()}"
-        paths = [root, os.path.join(root, "comch")]
-    for p in paths:
-        try:
-            os.mkdir(p, 0o700)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise DocaOperatingSystem(f"cannot create the comch runtime directory {p}: {exc.strerror}") from None
-        st = os.lstat(p)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-            raise DocaNotPermitted(f"comch runtime directory {p} must be a directory owned by uid {os.getuid()} "
-                                   f"with mode 0700 (it is {stat.filemode(st.st_mode)}, uid {st.st_uid})")
-    return paths[-1]
+    return private_dir("comch", os.environ.get("DOCA_PY_COMCH_DIR"))
 
 
 def socket_path(pci_addr: str, name: str) -> str:
