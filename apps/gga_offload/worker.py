@@ -178,7 +178,7 @@ class Worker(WorkerThread):
         self.index, self.cpu = index, cpu
         self.shared = shared
         self.n = shared.layout.transactions_per_worker
-        super().__init__(cpu, abort, f"gga-worker-{index}")
+        super().__init__(cpu, abort, f"gga-worker-{index}", work_units=self.n)  # budgets scale with the count
         self._pe: d.Pe | None = None
         self._inv: d.BufInventory | None = None
         self._io_mm: d.Mmap | None = None
