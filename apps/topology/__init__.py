@@ -10,6 +10,11 @@ emulated backend:
   one initiator over comch;
 * ``apps.initiator`` runs a test against the bridge.
 
+With ``--bridge zero-copy`` the bridge is ``apps.zero_copy`` instead, in front of **one**
+target that serves the plain sample as a raw file (``--block-size`` × its block count;
+nothing is compressed or split, so no generator runs); the target reads and writes the
+initiator's memory directly through the bridge's re-export.
+
 Each test gets a fresh set of processes (a target serves one session). The default
 run is a read-only validity test, a read-write validity test with recovery reads,
 and a read throughput test; the exit status is 0 only if every test passed.
@@ -37,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-__all__ = ["build_parser", "main", "Test", "DEFAULT_TESTS", "STRATEGIES", "make_sample", "environment", "prepare",
-           "start", "Topology", "TwoHosts", "Proc", "topology"]
+__all__ = ["build_parser", "main", "Test", "DEFAULT_TESTS", "STRATEGIES", "BRIDGES", "make_sample", "environment",
+           "prepare", "start", "Topology", "TwoHosts", "Proc", "topology"]
 
 HOST_DEV = "0000:3b:00.0"  # the host's view of the BlueField (emulated registry)
 DPU_DEV = "0000:03:00.0"  # the BlueField's own device
@@ -56,6 +61,8 @@ class Test:
     recovery_every_n: int = 0
 
 
+BRIDGES = ("gga-offload", "zero-copy")
+
 STRATEGIES = ("read_only_data_validity_test", "read_write_data_validity_test", "read_throughput_test",
               "write_throughput_test")
 
@@ -70,16 +77,20 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m apps.topology``."""
     p = argparse.ArgumentParser(
         prog="python -m apps.topology",
-        description="Run the DOCA storage topology (3 targets, the gga offload bridge, the initiator) as "
-                    "separate processes on this machine with the emulated backend, and report each test.",
+        description="Run the DOCA storage topology (3 targets, the gga offload bridge, the initiator; or one "
+                    "target, the zero-copy bridge, the initiator) as separate processes on this machine with the "
+                    "emulated backend, and report each test.",
     )
+    p.add_argument("--bridge", choices=BRIDGES, default="gga-offload",
+                   help="gga-offload: three targets holding the compressed halves and parity (default); zero-copy: "
+                        "one target holding the plain data, which it reads and writes in the initiator's memory")
     p.add_argument("--input", type=Path, help="content to store (default: a generated sample)")
     p.add_argument("--block-size", type=int, default=4096, help="storage block size in bytes (default: 4096)")
     p.add_argument("--block-count", type=int, default=256, help="blocks of generated sample (default: 256)")
     p.add_argument("--matrix-type", choices=("vandermonde", "cauchy"), default="vandermonde",
                    help="erasure-coding matrix (default: vandermonde)")
     p.add_argument("--recovery-every-n", type=int, default=2,
-                   help="recovery read every N-th block in the read-write test (default: 2)")
+                   help="recovery read every N-th block in the read-write test (default: 2; gga-offload only)")
     p.add_argument("--throughput-operations", type=int, default=20_000,
                    help="operations of the read throughput test (default: 20000)")
     p.add_argument("--cpu", type=int, action="append",
@@ -221,7 +232,8 @@ class TwoHosts:
 
 def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str, Path], plain: Path,
           initiator_marker: str | None = None, hosts: TwoHosts | None = None) -> tuple[list[Proc], Proc, Proc]:
-    """Start the three targets, the bridge and the initiator of *test*; returns them.
+    """Start the targets (three, or one with ``--bridge zero-copy``), the bridge and the
+    initiator of *test*; returns them.
 
     *initiator_marker*: a text the initiator's output is watched for (``Proc.wait_marker``).
     *hosts*: put the targets on a second host (see :class:`TwoHosts`).
@@ -243,20 +255,33 @@ def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str,
         target_host, prefix = hosts.target_addr, hosts.prefix
         target_env = {"DOCA_PY_RDMA_BIND_ADDR": hosts.target_addr, "DOCA_PY_RDMA_HOST_ID": f"targets-{channel}"}
         bridge_env = {"DOCA_PY_RDMA_BIND_ADDR": hosts.bridge_addr}
-    for role in ("data_1", "data_2", "data_p"):
-        t = topo.spawn(f"target-{role}", "apps.storage_target",
-                       ["-d", DPU_DEV, *cpu_args, "--listen-port", "0", "--binary-content", str(files[role])],
+    zero_copy = getattr(args, "bridge", "gga-offload") == "zero-copy"
+    # zero-copy: one target with the plain data as a raw file (the initiator sees its geometry as is)
+    roles = ("storage",) if zero_copy else ("data_1", "data_2", "data_p")
+    for role in roles:
+        content = ["--binary-content", str(files[role])]
+        if zero_copy:
+            content += ["--block-size", str(args.block_size),
+                        "--block-count", str(len(plain_bytes_blocks(files[role], args.block_size)))]
+        t = topo.spawn("target" if zero_copy else f"target-{role}", "apps.storage_target",
+                       ["-d", DPU_DEV, *cpu_args, "--listen-address", target_host, "--listen-port", "0", *content],
                        marker="Listening on port", prefix=prefix, env=target_env)
         ports[role] = int(t.wait_marker("Listening on port", STARTUP_TIMEOUT).split()[-1])
         targets.append(t)
-    bridge_args = ["-d", DPU_DEV, "-r", HOST_PF_REP, *bridge_cpu_args, "--command-channel-name", channel,
-                   "--data-1-storage", f"{target_host}:{ports['data_1']}",
-                   "--data-2-storage", f"{target_host}:{ports['data_2']}",
-                   "--data-p-storage", f"{target_host}:{ports['data_p']}",
-                   "--matrix-type", args.matrix_type, "--control-timeout", "10"]
-    if test.recovery_every_n:
-        bridge_args += ["--trigger-recovery-read-every-n", str(test.recovery_every_n)]
-    bridge = topo.spawn("gga_offload", "apps.gga_offload", bridge_args, env=bridge_env)
+    if zero_copy:
+        bridge = topo.spawn("zero_copy", "apps.zero_copy",
+                            ["-d", DPU_DEV, "-r", HOST_PF_REP, *bridge_cpu_args, "--command-channel-name", channel,
+                             "--storage-server", f"{target_host}:{ports['storage']}", "--control-timeout", "10"],
+                            env=bridge_env)
+    else:
+        bridge_args = ["-d", DPU_DEV, "-r", HOST_PF_REP, *bridge_cpu_args, "--command-channel-name", channel,
+                       "--data-1-storage", f"{target_host}:{ports['data_1']}",
+                       "--data-2-storage", f"{target_host}:{ports['data_2']}",
+                       "--data-p-storage", f"{target_host}:{ports['data_p']}",
+                       "--matrix-type", args.matrix_type, "--control-timeout", "10"]
+        if test.recovery_every_n:
+            bridge_args += ["--trigger-recovery-read-every-n", str(test.recovery_every_n)]
+        bridge = topo.spawn("gga_offload", "apps.gga_offload", bridge_args, env=bridge_env)
     init_args = ["-d", HOST_DEV, *cpu_args, "--command-channel-name", channel, "--control-timeout", "10",
                  "--execution-strategy", test.strategy, "--storage-plain-content", str(plain),
                  "--blocks-per-io", str(getattr(args, "blocks_per_io", 1))]
@@ -305,7 +330,10 @@ def _knobs(env: dict[str, str]) -> str:
 
 
 def prepare(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> tuple[Path, dict[str, Path]]:
-    """Write the plain content and generate the three ``.sbc`` files; returns their paths."""
+    """Write the plain content and generate the three ``.sbc`` files; returns their paths.
+
+    With ``--bridge zero-copy`` the one target serves the plain content itself
+    (``{"storage": plain}``); no generator runs."""
     plain = workdir / "plain.bin"
     if args.input is not None:
         data = args.input.read_bytes()
@@ -313,6 +341,10 @@ def prepare(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> tup
     else:
         data = make_sample(args.block_size * args.block_count)
     plain.write_bytes(data)
+    if getattr(args, "bridge", "gga-offload") == "zero-copy":
+        print(f"doca_py storage topology (zero-copy bridge): {len(data)} bytes in {len(data) // args.block_size} "
+              f"blocks of {args.block_size}, stored plain, files and logs in {workdir}", flush=True)
+        return plain, {"storage": plain}
     files = {role: workdir / f"{role}.sbc" for role in ("data_1", "data_2", "data_p")}
     print(f"doca_py storage topology: {len(data)} bytes in {len(data) // args.block_size} blocks of "
           f"{args.block_size}, matrix {args.matrix_type}, files and logs in {workdir}", flush=True)
@@ -329,7 +361,8 @@ def prepare(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> tup
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the tests; 0 only if all passed."""
     args = build_parser().parse_args(argv)
-    if args.block_size <= 0 or args.block_size % 128:
+    zero_copy = args.bridge == "zero-copy"
+    if args.block_size <= 0 or (args.block_size % 128 and not zero_copy):
         print(f"--block-size: {args.block_size} is not a positive multiple of 128", file=sys.stderr)
         return 1
     if args.inject_faults:
@@ -358,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             tests = [Test(t.name, t.strategy, args.throughput_operations if t.operations else 0,
                           args.recovery_every_n if t.recovery_every_n else 0) for t in DEFAULT_TESTS]
+        if zero_copy:  # no recovery reads: nothing is erasure coded
+            tests = [Test(t.name.replace(" with recovery reads", ""), t.strategy, t.operations) for t in tests]
         results = []
         for test in tests:
             t0 = time.monotonic()

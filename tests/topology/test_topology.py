@@ -141,3 +141,30 @@ def test_targets_on_another_host_in_a_network_namespace(tmp_path: Path) -> None:
             test = TopologyTest("rw", "read_write_data_validity_test", 0, recovery_every_n=2)
             targets, bridge, initiator = start(topo, test, args, files, plain, hosts=hosts)
             assert _exits(initiator, 120) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
+
+
+# -- the emulator's CI knobs: strict mode (default), shuffled completions, injected faults -------
+def _seed() -> str:
+    import os
+
+    return os.environ.get("DOCA_PY_EMU_SEED", "1")
+
+
+def test_retryable_faults_and_shuffling_keep_every_test_passing(tmp_path: Path) -> None:
+    # AGAIN on producer sends is what DOCA returns when the peer has not reposted: both
+    # apps must keep the task and retry, so every test still passes byte for byte.
+    out = _run(tmp_path, "--shuffle", "--inject-faults", "comch_producer_send=0.1", "--seed", _seed())
+    _passed(out, 3)
+    assert "DOCA_PY_EMU_SHUFFLE=1" in out.stdout and "comch_producer_send=0.1" in out.stdout
+
+
+def test_hard_faults_fail_ios_with_an_error_never_a_hang_a_wrong_byte_or_a_crash(tmp_path: Path) -> None:
+    out = _run(tmp_path, "--shuffle", "--inject-faults",
+               "decompress_lz4_stream=0.02,ec_recover=0.02,comch_producer_send=0.05", "--seed", _seed())
+    text = out.stdout + out.stderr
+    assert out.returncode in (0, 1), text[-4000:]
+    assert "Traceback" not in text and "data validation failed" not in text, text[-4000:]
+    assert out.stdout.count("--- PASSED") + out.stdout.count("--- FAILED") == 3
+    for block in out.stdout.split("=== ")[1:]:
+        if "--- FAILED" in block:  # a failed test failed an IO with DOCA's error, reported by the initiator
+            assert "failed: DOCA_ERROR_IO_FAILED" in block, block[-3000:]

@@ -1,0 +1,598 @@
+"""The zero-copy bridge's control phase (storage-apps-spec §11.3, §11.4) and its lifetime.
+
+:func:`run_service` opens the device and the host representor, creates the comch server
+**before** connecting to the storage target (as the reference: an initiator may connect while
+the bridge still waits for the target), connects to the one target named by
+``--storage-server`` (retrying every 100 ms while it refuses), waits for one initiator, then
+answers the initiator's requests **positionally** (query, init, start, stop, shutdown),
+relaying each to the target with the bridge's own message ids (one counter from 0) and the
+initiator's correlation id:
+
+* query → the target's ``query_storage_response`` is passed on unchanged (no doubling);
+* init → ``N = 2·T``; the host's PCI export is imported (``Mmap.create_from_export``) and
+  **re-exported for RDMA** (``export_rdma``): that blob goes to the target in
+  ``init{N, C, blob}``, so the target reads and writes host memory directly; then per core a
+  worker and two ``create_rdma_connection`` requests (io_data, then io_control);
+* start → relayed; then wait (bounded) until the initiator has announced one consumer per
+  core and every worker context runs; worker *i* answers the *i*-th consumer;
+* stop → relayed; the workers drain (their requests are tracked) and destroy their comch
+  producer and consumer;
+* shutdown → wait (bounded) for the initiator's consumers to expire, relay, destroy the
+  workers; the statistics follow the response.
+
+A request out of order gets ``UNEXPECTED`` (and consumes its position); a failure gets its
+error code and text; a target's ``error_response`` is passed on with the target's code and
+text.
+
+Endings: 0 after ``shutdown``; otherwise ``EXCEPTION: ...`` and status 1 — the target
+closing its control connection or not answering within ``--control-timeout`` (the initiator
+gets an error response first when it is waiting for one), the initiator going away, or
+Ctrl-C (any phase, including the data path; teardown is bounded).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import doca_py as d
+from doca_py.comch import ComchConnection, ComchServer
+from doca_py.errors import DocaAlreadyExist, DocaError, ErrorCode
+
+from apps.storage.addressing import doubled_transaction_count
+from apps.storage.channel import ControlChannel, TcpTransport
+from apps.storage.comch_channel import CONNECT_POLL_INTERVAL, ComchTransport
+from apps.storage.config import Ipv4Endpoint, ZeroCopyConfig
+from apps.storage.control import (
+    HEADER_SIZE, ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, Payload, PhaseChecker,
+    RdmaConnection, RdmaConnectionRole, StorageDetails, error_response_for_exception, make_response,
+    unexpected_message_text,
+)
+from apps.storage.device import open_device
+from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.storage.stats import WorkerStats, format_worker_stats
+
+from .worker import SharedResources, Worker
+
+__all__ = ["ZeroCopyService", "TargetLink", "TargetFailure", "run_service", "connect_target", "open_comch_server",
+           "ABORTED_TEXT", "DRAIN_TIMEOUT", "ABORT_DRAIN_TIMEOUT", "RETRY_INTERVAL"]
+
+log = logging.getLogger("apps.zero_copy")
+
+Printer = Callable[[str], None]
+ABORTED_TEXT = "Aborted: User requested abort"
+DRAIN_TIMEOUT = 5.0
+"""Seconds ``stop_storage_request`` lets the requests in flight be answered."""
+ABORT_DRAIN_TIMEOUT = 0.3
+RETRY_INTERVAL = 0.1
+"""Seconds between connection attempts to the target (the reference's 100 ms)."""
+_TICK = 0.05
+_RETRY_ERRNOS = {errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.ENOTCONN, errno.ETIMEDOUT,
+                 errno.EHOSTUNREACH, errno.ENETUNREACH}
+M = MessageType
+
+
+def _aborted(what: str = "") -> StorageAppError:
+    return StorageAppError(ErrorCode.CONNECTION_ABORTED, ABORTED_TEXT + (f" ({what})" if what else ""))
+
+
+class TargetFailure(StorageAppError):
+    """The target closed its control connection, broke the protocol or did not answer in
+    time: the bridge must end."""
+
+
+class _TargetClosed(Exception):
+    """The target's control connection closed (turned into a reconnect or a failure)."""
+
+
+def connect_target(endpoint: Ipv4Endpoint, should_abort: Callable[[], bool],
+                   idle: Callable[[], object] | None = None, retry_interval: float = RETRY_INTERVAL,
+                   timeout: float | None = None) -> ControlChannel:
+    """Connect to the target at *endpoint* (§11.3 step 6): a non-blocking connect polled every
+    *retry_interval* seconds, a new attempt after a refusal, reset or timeout; no overall
+    timeout by default (the target may start later), else ``TIME_OUT`` after *timeout*
+    seconds. *should_abort* is checked at every poll (``CONNECTION_ABORTED``); *idle* runs at
+    every poll too (the bridge keeps its comch server moving). Other errors are fatal
+    (``CONNECTION_ABORTED`` "Unable to connect ...")."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        if should_abort():
+            raise _aborted("while connecting to the storage target")
+        if deadline is not None and time.monotonic() >= deadline:
+            raise StorageAppError(ErrorCode.TIME_OUT, f"Unable to connect to {endpoint} within {timeout:g} s")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            err = sock.connect_ex((endpoint.host, endpoint.port))
+            while err in (errno.EINPROGRESS, errno.EALREADY, errno.EWOULDBLOCK):
+                if should_abort():
+                    raise _aborted("while connecting to the storage target")
+                if deadline is not None and time.monotonic() >= deadline:
+                    err = errno.ETIMEDOUT
+                    break
+                if idle is not None:
+                    idle()
+                _, writable, _ = select.select([], [sock], [], retry_interval)
+                if writable:
+                    err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err == 0:
+                sock.setblocking(True)
+                return ControlChannel(TcpTransport(sock), name=f"storage target {endpoint}")
+        except BaseException:
+            sock.close()
+            raise
+        sock.close()
+        if err not in _RETRY_ERRNOS:
+            raise StorageAppError(ErrorCode.CONNECTION_ABORTED,
+                                  f"Unable to connect to {endpoint}: {os.strerror(err)}")
+        retry_at = time.monotonic() + retry_interval
+        while (left := retry_at - time.monotonic()) > 0:
+            if should_abort():
+                raise _aborted("while connecting to the storage target")
+            if idle is not None:
+                idle()
+            select.select([], [], [], min(left, _TICK))
+
+
+@dataclass
+class TargetLink:
+    """The control connection to the storage target.
+
+    ``used`` tells whether a request went out on it: before that, the target dropping the
+    connection (its ``--first-message-timeout``) is harmless and the bridge reconnects.
+    """
+
+    endpoint: Ipv4Endpoint
+    channel: ControlChannel
+    used: bool = False
+
+    @property
+    def name(self) -> str:
+        """``storage target a.b.c.d:port``."""
+        return f"storage target {self.endpoint}"
+
+    def fileno(self) -> int:
+        """The socket's descriptor (``-1`` once closed)."""
+        t = self.channel.transport
+        return t.fileno() if isinstance(t, TcpTransport) else -1
+
+    def reconnect(self, should_abort: Callable[[], bool], idle: Callable[[], object] | None, timeout: float) -> None:
+        """A fresh connection (nothing was sent on the old one), within *timeout* seconds
+        (else :class:`TargetFailure`)."""
+        self.channel.close()
+        try:
+            self.channel = connect_target(self.endpoint, should_abort, idle, timeout=timeout)
+        except StorageAppError as exc:
+            if exc.code == ErrorCode.CONNECTION_ABORTED:
+                raise
+            raise TargetFailure(exc.code, f"{self.name} closed its control connection and cannot be reached "
+                                          f"again: {exc}") from None
+        self.used = False
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self.channel.close()
+
+
+def open_comch_server(dev: d.Dev, rep: d.DevRep, name: str, pe: d.Pe) -> tuple[ComchServer, ComchTransport]:
+    """Create and start the comch server *name* for the host function *rep* (§11.3 step 4);
+    clients are accepted as the transport progresses. ``ALREADY_EXIST`` if the name is taken."""
+    server = ComchServer(dev, rep, name)
+    try:
+        pe.connect_ctx(server)
+        transport = ComchTransport(server, pe, name=f"comch server '{name}'")
+        try:
+            server.start()
+        except DocaAlreadyExist:
+            raise StorageAppError(ErrorCode.ALREADY_EXIST, f"the comch server name {name!r} is already in use") \
+                from None
+    except BaseException:
+        try:
+            server.close()
+        except DocaError as exc:
+            log.debug("closing the comch server: %s", exc)
+        raise
+    return server, transport
+
+
+@dataclass
+class ZeroCopyService:
+    """One initiator's session (runs on the control thread)."""
+
+    config: ZeroCopyConfig
+    dev: d.Dev
+    target: TargetLink
+    client: ControlChannel
+    comch: ComchTransport
+    connection: ComchConnection
+    abort: threading.Event
+    phases: PhaseChecker = field(default_factory=PhaseChecker.service)
+    ids: IdAllocator = field(default_factory=IdAllocator)
+    workers: list[Worker] = field(default_factory=list)
+    stats: list[WorkerStats] = field(default_factory=list)
+    details: StorageDetails | None = None
+    host: d.Mmap | None = None
+    _reported_worker_errors: set[int] = field(default_factory=set)
+
+    @property
+    def timeout(self) -> float:
+        """``--control-timeout`` in seconds (bounds every wait for the target and the data path)."""
+        return float(self.config.control_timeout)
+
+    # ------------------------------------------------------------------ waiting
+    def _check_abort(self) -> None:
+        if self.abort.is_set():
+            raise _aborted()
+
+    def _pump_comch(self) -> None:
+        self.comch.progress()
+
+    def _target_closed(self) -> TargetFailure:
+        return TargetFailure(ErrorCode.CONNECTION_RESET, f"{self.target.name} closed its control connection")
+
+    def watch_target(self) -> None:
+        """Raise :class:`TargetFailure` if the target closed its connection during a session
+        (or sent garbage); reconnect if it closed before the first request; drop (and log)
+        unsolicited messages."""
+        try:
+            msg = self.target.channel.poll(0.0)
+        except PeerClosedError:
+            if self.target.used:
+                raise self._target_closed() from None
+            log.info("%s closed the idle control connection (no request was sent yet); reconnecting", self.target.name)
+            self.target.reconnect(self.abort.is_set, self._pump_comch, self.timeout)
+            return
+        except ProtocolError as exc:
+            raise TargetFailure(exc.code, f"{self.target.name}: {exc}") from None
+        if msg is not None:
+            log.warning("ignoring an unsolicited %s from %s", msg, self.target.name)
+
+    def _watch_workers(self) -> None:
+        for w in self.workers:
+            if w.error is not None and w.index not in self._reported_worker_errors:
+                self._reported_worker_errors.add(w.index)
+                log.error("%s reported: %s", w.name, w.error)
+
+    def next_client_message(self) -> ControlMessage:
+        """The initiator's next control message, watching the target and the workers meanwhile."""
+        while True:
+            self._check_abort()
+            self.watch_target()
+            self._watch_workers()
+            try:
+                msg = self.client.poll(_TICK)
+            except PeerClosedError:
+                raise StorageAppError(ErrorCode.CONNECTION_RESET, "the initiator closed the comch connection") \
+                    from None
+            if msg is not None:
+                return msg
+
+    def _await_target(self, request: ControlMessage) -> ControlMessage:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            self._check_abort()
+            try:
+                msg = self.target.channel.poll(0.0)
+            except PeerClosedError:
+                raise _TargetClosed() from None
+            except ProtocolError as exc:
+                raise TargetFailure(exc.code, f"{self.target.name}: {exc}") from None
+            if msg is not None:
+                if msg.message_id == request.message_id:
+                    return msg
+                log.warning("ignoring %s from %s (waiting for the answer to mid %d)", msg, self.target.name,
+                            request.message_id)
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TargetFailure(ErrorCode.TIME_OUT, f"Timed out after {self.timeout:g} s waiting for the "
+                                                        f"{request.type.response_type.wire_name} of {self.target.name}"
+                                                        f" (mid {request.message_id})")
+            self._pump_comch()
+            fd = self.target.fileno()
+            select.select([fd] if fd >= 0 else [], [], [], min(_TICK, left))
+
+    def relay(self, mtype: MessageType, correlation_id: int, payload: Payload | None = None) -> ControlMessage:
+        """Send one *mtype* request to the target (the bridge's next message id, the client's
+        correlation id) and wait ≤ ``--control-timeout`` for its answer (matched by message id).
+
+        The target's ``error_response`` becomes a :class:`StorageAppError` with its code and
+        text; a wrong type is ``UNEXPECTED``; a closed connection or the timeout is a
+        :class:`TargetFailure` (the bridge ends).
+        """
+        msg = ControlMessage(mtype, self.ids.next(), correlation_id, payload)
+        for attempt in range(2):
+            fresh = not self.target.used
+            if fresh:
+                self.watch_target()  # reconnects if the target dropped the idle connection
+            try:
+                try:
+                    self.target.channel.send(msg)
+                except PeerClosedError:
+                    raise _TargetClosed() from None
+                except StorageAppError as exc:  # a send that timed out
+                    raise TargetFailure(exc.code, f"{self.target.name}: {exc}") from None
+                self.target.used = True
+                resp = self._await_target(msg)
+                break
+            except _TargetClosed:
+                if not (fresh and attempt == 0):
+                    raise self._target_closed() from None
+                # The target dropped the connection just as the first request went out
+                # (its first-message timeout): nothing was processed, so try once more.
+                log.info("%s closed the control connection before the first request; reconnecting",
+                         self.target.name)
+                self.target.reconnect(self.abort.is_set, self._pump_comch, self.timeout)
+        if resp.type is M.ERROR_RESPONSE:
+            assert isinstance(resp.payload, ErrorPayload)
+            raise StorageAppError(resp.payload.code, resp.payload.message)
+        if resp.type is not mtype.response_type:
+            raise StorageAppError(ErrorCode.UNEXPECTED, unexpected_message_text(resp.type, mtype.response_type))
+        return resp
+
+    # ------------------------------------------------------------------ phase loop
+    def serve(self, out: Printer) -> None:
+        """Answer the initiator until ``shutdown_request`` has been handled; then print the
+        statistics."""
+        while not self.phases.done:
+            msg = self.next_client_message()
+            log.debug("received %s", msg)
+            response = self.phases.check(msg)
+            if response is None:
+                try:
+                    response = self.handle(msg)
+                except TargetFailure as exc:
+                    self._tell_client(error_response_for_exception(msg, exc))
+                    raise
+            else:
+                log.warning("%s", getattr(response.payload, "message", response))
+            try:
+                self.client.send(response)
+            except StorageAppError as exc:
+                raise StorageAppError(exc.code, f"Failed to answer the initiator: {exc}") from None
+        if self.stats:
+            out(format_worker_stats(self.stats))
+
+    def _tell_client(self, response: ControlMessage) -> None:
+        """Best effort: the initiator learns why the bridge is ending."""
+        try:
+            self.client.send(response)
+            self.comch.flush(0.5)
+        except (StorageAppError, DocaError) as exc:
+            log.debug("could not answer the initiator: %s", exc)
+
+    def handle(self, msg: ControlMessage) -> ControlMessage:
+        """The response to an in-order request (an ``error_response`` if it fails)."""
+        handlers: dict[MessageType, Callable[[ControlMessage], ControlMessage]] = {
+            M.QUERY_STORAGE_REQUEST: self._query,
+            M.INIT_STORAGE_REQUEST: self._init,
+            M.START_STORAGE_REQUEST: self._start,
+            M.STOP_STORAGE_REQUEST: self._stop,
+            M.SHUTDOWN_REQUEST: self._shutdown,
+        }
+        try:
+            return handlers[msg.type](msg)
+        except TargetFailure:
+            raise
+        except PeerClosedError:
+            raise StorageAppError(ErrorCode.CONNECTION_RESET, "the initiator closed the comch connection") from None
+        except (StorageAppError, DocaError, ValueError) as exc:
+            if self.abort.is_set():
+                raise _aborted() from None
+            log.error("%s failed: %s", msg.type.wire_name, exc)
+            if isinstance(exc, ValueError):
+                return error_response_for_exception(msg, StorageAppError(ErrorCode.INVALID_VALUE, str(exc)))
+            return error_response_for_exception(msg, exc)
+
+    # ------------------------------------------------------------------ handlers
+    def _query(self, msg: ControlMessage) -> ControlMessage:
+        resp = self.relay(M.QUERY_STORAGE_REQUEST, msg.correlation_id)
+        p = resp.payload
+        assert isinstance(p, StorageDetails)
+        if p.block_size == 0 or p.total_size == 0:
+            raise StorageAppError(ErrorCode.BAD_STATE, f"{self.target.name} reports an empty storage "
+                                                       f"({p.total_size} bytes in blocks of {p.block_size})")
+        self.details = p
+        log.info("Storage reports capacity of: %d using a block size of: %d", p.total_size, p.block_size)
+        return make_response(msg, p)  # unchanged: nothing is doubled (§11.4.2)
+
+    def _init(self, msg: ControlMessage) -> ControlMessage:
+        p = msg.payload
+        assert isinstance(p, InitStorage)
+        if self.details is None:
+            raise StorageAppError(ErrorCode.BAD_STATE, "init_storage_request before a successful query")
+        cpus = self.config.cpu
+        if not 0 < p.core_count <= len(cpus):
+            raise StorageAppError(ErrorCode.INVALID_VALUE, f"Requested storage to use {p.core_count} cores but "
+                                                           f"only {len(cpus)} are configured")
+        if p.transaction_count == 0:
+            raise StorageAppError(ErrorCode.INVALID_VALUE, "transaction_count must not be 0")
+        n = doubled_transaction_count(p.transaction_count)
+        self._release_host()
+        try:
+            self.host = host = d.Mmap.create_from_export(p.mmap_export_blob, self.dev)
+        except DocaError as exc:
+            raise StorageAppError(exc.code, f"Failed to import the host's memory (export blob of "
+                                            f"{len(p.mmap_export_blob)} bytes): {exc}") from None
+        host_base, host_size = host.get_memrange()
+        try:
+            rdma_blob = host.export_rdma(self.dev)
+        except DocaError as exc:
+            raise StorageAppError(exc.code, f"Failed to re-export host mmap for rdma: {exc}") from None
+        self.relay(M.INIT_STORAGE_REQUEST, msg.correlation_id, InitStorage(n, p.core_count, rdma_blob))
+        shared = SharedResources(self.dev, self.connection, self.details.total_size, host_size, n)
+        for i in range(p.core_count):
+            w = Worker(i, cpus[i], shared, self.abort)
+            self.workers.append(w)
+            w.start()
+            for role in (RdmaConnectionRole.IO_DATA, RdmaConnectionRole.IO_CONTROL):
+                self._connect_rdma(w, role, msg.correlation_id)
+        log.info("initialised %d worker(s) of %d slots; the host region [%#x, +%d) is re-exported to %s",
+                 p.core_count, n, host_base, host_size, self.target.name)
+        return make_response(msg)
+
+    def _connect_rdma(self, w: Worker, role: RdmaConnectionRole, correlation_id: int) -> None:
+        blob = w.export(role)
+        resp = self.relay(M.CREATE_RDMA_CONNECTION_REQUEST, correlation_id, RdmaConnection(w.index, role, blob))
+        rp = resp.payload
+        assert isinstance(rp, RdmaConnection)
+        if rp.context_idx != w.index or rp.known_role is not role:
+            raise StorageAppError(ErrorCode.UNEXPECTED, f"{self.target.name} answered the {role.name.lower()} "
+                                                        f"connection of context {w.index} for context "
+                                                        f"{rp.context_idx} role {int(rp.role)}")
+        w.connect(role, rp.connection_details)
+
+    def live_consumers(self) -> list[int]:
+        """Announced initiator consumers that have not expired, in arrival order."""
+        expired = set(self.comch.expired_consumer_ids)
+        return [c for c in self.comch.remote_consumer_ids if c not in expired]
+
+    def _start(self, msg: ControlMessage) -> ControlMessage:
+        if not self.workers:
+            raise StorageAppError(ErrorCode.BAD_STATE, "start_storage_request before a successful init")
+        self.relay(M.START_STORAGE_REQUEST, msg.correlation_id)
+        deadline = time.monotonic() + self.timeout
+        while len(self.live_consumers()) < len(self.workers) or not all(w.ready for w in self.workers):
+            self._check_abort()
+            self.watch_target()
+            other = self.client.poll(0.0)
+            if other is not None:
+                raise StorageAppError(ErrorCode.UNEXPECTED, f"Unexpected {other.type.wire_name} while processing "
+                                                            f"start_storage_request")
+            dead = [w.name for w in self.workers if not w.alive]
+            if dead:
+                raise StorageAppError(ErrorCode.BAD_STATE, f"{', '.join(dead)} stopped")
+            if time.monotonic() >= deadline:
+                waiting = [f"{w.name}: {', '.join(w.not_ready())}" for w in self.workers if not w.ready]
+                raise StorageAppError(ErrorCode.INITIALIZATION,
+                                      f"the data path was not ready within {self.timeout:g} s "
+                                      f"({len(self.live_consumers())} of {len(self.workers)} initiator consumers "
+                                      f"announced" + (f"; not running: {'; '.join(waiting)}" if waiting else "") + ")")
+            self.comch.pump(_TICK / 5)
+        for w, consumer_id in zip(self.workers, self.live_consumers()):
+            w.start_data_path(consumer_id)
+        log.info("data path started on %d worker(s)", len(self.workers))
+        return make_response(msg)
+
+    def _stop(self, msg: ControlMessage) -> ControlMessage:
+        self.relay(M.STOP_STORAGE_REQUEST, msg.correlation_id)
+        self._stop_workers(DRAIN_TIMEOUT)
+        return make_response(msg)
+
+    def _shutdown(self, msg: ControlMessage) -> ControlMessage:
+        deadline = time.monotonic() + self.timeout
+        while self.live_consumers():
+            self._check_abort()
+            if time.monotonic() >= deadline:
+                log.warning("%d initiator consumer(s) did not expire within %g s; shutting down anyway",
+                            len(self.live_consumers()), self.timeout)
+                break
+            self.comch.pump(_TICK)
+        self.relay(M.SHUTDOWN_REQUEST, msg.correlation_id)
+        self.close_workers()
+        return make_response(msg)
+
+    # ------------------------------------------------------------------ teardown
+    def _stop_workers(self, drain_timeout: float) -> None:
+        for w in self.workers:
+            if not w.alive:
+                continue
+            try:
+                w.stop_data_path(drain_timeout)
+            except StorageAppError as exc:
+                log.error("stopping %s: %s", w.name, exc)
+
+    def close_workers(self, *, failing: bool = False) -> None:
+        """Stop and destroy every worker; keep their statistics. The drain is brief when
+        aborted, at most 1 s when the bridge is failing, else :data:`DRAIN_TIMEOUT`."""
+        if self.workers:
+            drain = ABORT_DRAIN_TIMEOUT if self.abort.is_set() else \
+                min(1.0, self.timeout) if failing else DRAIN_TIMEOUT
+            self._stop_workers(drain)
+            for w in self.workers:
+                w.destroy()
+            self.stats = [w.stats() for w in self.workers]
+            for w in self.workers:
+                if w.refused_count or w.target_error_count:
+                    log.info("%s: %d request(s) answered by the bridge, %d target error(s) passed on", w.name,
+                             w.refused_count, w.target_error_count)
+            self.workers = []
+
+    def _release_host(self) -> None:
+        host, self.host = self.host, None
+        if host is not None:
+            try:
+                host.close()
+            except DocaError as exc:
+                log.error("closing the imported host mmap: %s", exc)
+
+
+def _wait_for_client(transport: ComchTransport, target: TargetLink, abort: threading.Event,
+                     timeout: float) -> ComchConnection:
+    """Progress the comch server until one client is connected (no timeout, §11.3 step 7);
+    keep the target connection alive meanwhile (reconnect if the target drops it)."""
+    while transport.connection is None:
+        if abort.is_set():
+            raise _aborted("while waiting for the initiator")
+        try:
+            target.channel.poll(0.0)
+        except PeerClosedError:
+            log.info("%s closed the idle control connection; reconnecting", target.name)
+            target.reconnect(abort.is_set, transport.progress, timeout)
+        except ProtocolError as exc:
+            raise TargetFailure(exc.code, f"{target.name}: {exc}") from None
+        transport.pump(CONNECT_POLL_INTERVAL)
+    conn = transport.connection
+    assert conn is not None
+    return conn
+
+
+def run_service(config: ZeroCopyConfig, abort: threading.Event, out: Printer = print) -> int:
+    """Serve one initiator (§11.3, §11.4); 0 after ``shutdown_request``, else raise (→ ``EXCEPTION:``)."""
+    with open_device(config.device) as dev:
+        try:
+            rep = dev.open_rep_by_pci_addr(config.representor)
+        except DocaError as exc:
+            raise StorageAppError(exc.code, f"no representor with PCI address {config.representor!r} on "
+                                            f"{config.device!r}: {exc}") from None
+        with rep, d.Pe() as pe:
+            server, transport = open_comch_server(dev, rep, config.command_channel_name, pe)
+            target: TargetLink | None = None
+            client: ControlChannel | None = None
+            try:
+                ep = config.storage_server
+                log.info("connecting to the storage target at %s", ep)
+                target = TargetLink(ep, connect_target(ep, abort.is_set, transport.progress))
+                out(f"Connected to the storage target {ep}; waiting for an initiator on comch "
+                    f"'{config.command_channel_name}'")
+                conn = _wait_for_client(transport, target, abort, float(config.control_timeout))
+                client = ControlChannel(transport, max_body=transport.max_frame_size - HEADER_SIZE,
+                                        name=transport.name)
+                service = ZeroCopyService(config, dev, target, client, transport, conn, abort)
+                try:
+                    service.serve(out)
+                finally:
+                    if service.workers:
+                        service.close_workers(failing=True)
+                        if service.stats:
+                            out(format_worker_stats(service.stats))
+                    service._release_host()
+            finally:
+                if client is not None:
+                    client.close()
+                else:
+                    transport.close()
+                try:
+                    server.close()
+                except DocaError as exc:
+                    log.warning("closing the comch server: %s", exc)
+                if target is not None:
+                    target.close()
+    return 0

@@ -1,0 +1,120 @@
+"""End-to-end harness for the zero-copy bridge: one target process, the bridge process, and a
+small test initiator in the test process.
+
+* :class:`Deployment` starts ``python -m apps.storage_target`` on a raw file of plain data
+  and ``python -m apps.zero_copy`` in front of it.
+* :class:`ZeroCopyInitiator` is the gga harness's :class:`~tests.gga_offload.harness.TestInitiator`
+  with the initiator's real region permissions (the target must reach the region through the
+  bridge's RDMA re-export, so it needs ``RDMA_READ | RDMA_WRITE``, as the reference initiator
+  sets them).
+
+Every wait is bounded by :data:`DEADLINE`; nothing sleeps for a fixed time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import doca_py as d
+from doca_py.comch import ComchConsumer, ComchProducer
+from doca_py.types import AccessFlag as A
+from doca_py.types import CtxState
+
+from apps.storage.control import InitStorage, MessageType
+from apps.storage.io_message import IO_MESSAGE_SIZE
+from tests.gga_offload.harness import DEADLINE, DPU, HOST, Proc, TestInitiator, interrupt, plain_content
+
+__all__ = ["DEADLINE", "DPU", "HOST", "Proc", "Deployment", "ZeroCopyInitiator", "interrupt", "plain_content",
+           "REGION_PERMISSIONS", "write_plain"]
+
+REGION_PERMISSIONS = A.LOCAL_READ_WRITE | A.PCI_READ_WRITE | A.RDMA_READ | A.RDMA_WRITE
+M = MessageType
+
+
+def write_plain(tmp: Path, blocks: int, block_size: int) -> tuple[Path, bytes]:
+    """A raw content file of *blocks* distinct blocks; its path and bytes."""
+    data = plain_content(blocks, block_size)
+    path = tmp / "plain.bin"
+    path.write_bytes(data)
+    return path, data
+
+
+class Deployment:
+    """One target holding *content* (raw, ``block_size × blocks``) and the bridge in front of it."""
+
+    def __init__(self, content: Path, block_size: int, *, control_timeout: int = 5, cpus: Sequence[int] = (0,),
+                 target_args: Sequence[str] = ()) -> None:
+        self.name = f"zc-test-{uuid.uuid4().hex[:12]}"
+        blocks = content.stat().st_size // block_size
+        self.bridge: Proc | None = None
+        self.target = Proc("apps.storage_target", "-d", DPU, "--listen-address", "127.0.0.1", "--listen-port", "0",
+                           *[f"--cpu={c}" for c in cpus], "--binary-content", str(content), "--block-size",
+                           str(block_size), "--block-count", str(blocks), *target_args)
+        try:
+            self.port = int(self.target.wait_for(lambda s: s.startswith("Listening on port "),
+                                                 "listening line").split()[-1])
+            self.bridge = Proc("apps.zero_copy", "-d", DPU, "-r", HOST, *[f"--cpu={c}" for c in cpus],
+                               "--storage-server", f"127.0.0.1:{self.port}", "--command-channel-name", self.name,
+                               "--control-timeout", str(control_timeout))
+        except BaseException:
+            self.kill()
+            raise
+
+    @property
+    def svc(self) -> Proc:
+        assert self.bridge is not None
+        return self.bridge
+
+    def kill(self) -> None:
+        for p in ([self.bridge] if self.bridge else []) + [self.target]:
+            p.kill()
+
+
+class ZeroCopyInitiator(TestInitiator):
+    """The test initiator, exporting its region with the reference initiator's permissions."""
+
+    __test__ = False
+
+    region_permissions = REGION_PERMISSIONS
+
+    def init(self, transactions: int, cores: int = 1) -> None:
+        """init_storage_request, then one producer/consumer pair per core (as the base class,
+        with :attr:`region_permissions` on the exported region)."""
+        self.transactions = t = transactions
+        self.cores = cores
+        self.mm = mm = d.Mmap()
+        self.region = mm.allocate(self.capacity)
+        mm.set_permissions(self.region_permissions)
+        mm.add_dev(self.dev)
+        mm.start()
+        self.call(M.INIT_STORAGE_REQUEST, InitStorage(t, cores, mm.export_pci(self.dev)))
+        self.io_mm = io_mm = d.Mmap()
+        self.io_mem = io_mm.allocate(3 * t * cores * IO_MESSAGE_SIZE)
+        io_mm.set_permissions(A.LOCAL_READ_WRITE | A.PCI_READ_WRITE)
+        io_mm.add_dev(self.dev)
+        io_mm.start()
+        self.io_base = io_mm.get_memrange()[0]
+        self.inv = d.BufInventory(8 * t * cores + 8)
+        conn = self.client.get_connection()
+        for _ in range(cores):
+            c = ComchConsumer(conn, io_mm)
+            self.pe.connect_ctx(c)
+            c.task_post_recv_set_conf(self._on_recv, self._on_recv_error, 2 * t)
+            p = ComchProducer(conn)
+            self.pe.connect_ctx(p)
+            p.task_send_set_conf(self._on_sent, self._on_send_error, t)
+            c.start()
+            p.start()
+            self.consumers.append(c)
+            self.producers.append(p)
+        self.wait(lambda: len(self.transport.remote_consumer_ids) >= cores
+                  and all(x.state == CtxState.RUNNING for x in self.consumers + self.producers),
+                  "the bridge's consumers")
+        self.remote_consumers = self.transport.remote_consumer_ids[:cores]
+        for k, c in enumerate(self.consumers):
+            for i in range(2 * t):
+                slot = k * 2 * t + i
+                b = self.inv.buf_get_by_addr(io_mm, self.io_base + slot * IO_MESSAGE_SIZE, IO_MESSAGE_SIZE)
+                c.task_post_recv_alloc_init(b, slot).submit()
