@@ -6,11 +6,15 @@
   before pe, bufs before mmap, mmap before dev);
 * an object that is garbage collected without ``close()`` is released by a
   ``weakref.finalize`` recipe, which does nothing in a forked child or at
-  interpreter shutdown; top-level objects also warn ``ResourceWarning``.
+  interpreter shutdown; top-level objects also warn ``ResourceWarning``;
+* ``repr()`` names the class, says open or closed and, for an open object, the
+  facts of :meth:`DocaObject._repr_facts` (a closed object's handle is never
+  touched: on the native backend it is freed memory).
 """
 
 from __future__ import annotations
 
+import enum
 import os
 import sys
 import warnings
@@ -93,6 +97,32 @@ class DocaObject:
 
     def _close(self) -> None:
         """Backend release; runs once, after the children are closed."""
+
+    def _repr_facts(self) -> list[str]:
+        """What ``repr()`` shows of an open object, as ``name=value`` strings.
+
+        Subclasses extend it (calling ``super()``); the default shows the public
+        scalar attributes (``name='…'``, ``k_in=4`` …). It may raise: ``repr()``
+        then says so instead of failing.
+        """
+        facts = []
+        for key, value in vars(self).items():
+            if key.startswith("_") or key == "user_data" or not isinstance(value, (str, int, float)):
+                continue
+            facts.append(f"{key}={value.name if isinstance(value, enum.Enum) else repr(value)}")
+        return facts
+
+    def __repr__(self) -> str:
+        parts = [type(self).__name__]
+        if vars(self).get("_closed", False):
+            parts.append("closed")
+        else:
+            parts.append("open")
+            try:
+                parts += self._repr_facts()
+            except Exception as exc:  # noqa: BLE001 - repr() must not raise
+                parts.append(f"({type(exc).__name__} while describing)")
+        return f"<{' '.join(parts)}>"
 
     def __enter__(self) -> DocaObject:
         return self

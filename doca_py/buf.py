@@ -86,6 +86,9 @@ class BufInventory(DocaObject):
     def _close(self) -> None:
         self._h.destroy()
 
+    def _repr_facts(self) -> list[str]:
+        return [f"elements={self._h.get_num_elements()}", f"free={self._h.get_num_free_elements()}"]
+
     def __enter__(self) -> BufInventory:
         return self
 
@@ -196,6 +199,11 @@ class Buf(DocaObject):
         if h.is_first_in_list() and h.get_refcount():
             while h.dec_refcount() > 1:
                 pass
+
+    def _repr_facts(self) -> list[str]:
+        h = self._h
+        return [f"head={h.get_head():#x}", f"len={h.get_len()}", f"data={h.get_data():#x}",
+                f"data_len={h.get_data_len()}", f"refcount={h.get_refcount()}"]
 
     def __enter__(self) -> Buf:
         return self

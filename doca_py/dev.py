@@ -155,8 +155,9 @@ class Dev(DocaObject):
     def __enter__(self) -> Dev:
         return self
 
-    def __repr__(self) -> str:
-        return f"<Dev {self._h.devinfo.pci_addr_str()}{' closed' if self.closed else ''}>"
+    def _repr_facts(self) -> list[str]:
+        info = self._h.devinfo
+        return [f"pci={info.pci_addr_str()}", f"ibdev={info.ibdev_name()}"]
 
 
 class DevInfoRep:
@@ -193,6 +194,12 @@ class DevInfoRep:
         self._dev._adopt(rep)
         return rep
 
+    def __repr__(self) -> str:
+        try:
+            return f"<DevInfoRep {self.get_pci_addr_str()} {self.get_iface_name()}>"
+        except Exception as exc:  # noqa: BLE001 - repr() must not raise
+            return f"<DevInfoRep ({type(exc).__name__} while describing)>"
+
 
 class DevRep(DocaObject):
     """``doca_dev_rep``: an opened representor."""
@@ -207,6 +214,10 @@ class DevRep(DocaObject):
 
     def _close(self) -> None:
         self._h.close()
+
+    def _repr_facts(self) -> list[str]:
+        info = self._h.devinfo_rep
+        return [f"pci={info.pci_addr_str()}", f"iface={info.iface_name()}"]
 
     def __enter__(self) -> DevRep:
         return self

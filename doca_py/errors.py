@@ -12,8 +12,9 @@ Raise the right class for a code with :func:`raise_for` or build one with
 
 from __future__ import annotations
 
-import enum
 from typing import ClassVar, NoReturn
+
+from .types import NamedIntEnum
 
 __all__ = [
     "ErrorCode",
@@ -28,8 +29,9 @@ __all__ = [
 ]
 
 
-class ErrorCode(enum.IntEnum):
-    """``doca_error_t`` values (doca_error.h)."""
+class ErrorCode(NamedIntEnum):
+    """``doca_error_t`` values (doca_error.h). ``str()`` and ``format()`` give the name
+    (``f"failed: {code}"`` reads ``failed: INVALID_VALUE``); :attr:`c_name` is DOCA's."""
 
     SUCCESS = 0
     UNKNOWN = 1

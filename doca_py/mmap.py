@@ -15,7 +15,7 @@ from . import _impl
 from ._lifetime import DocaObject
 from .abc import MmapBackend, MmapHandle
 from .dev import Dev, DevInfo
-from .errors import DocaBadState, DocaInvalidValue, DocaNotSupported
+from .errors import DocaBadState, DocaError, DocaInvalidValue, DocaNotSupported
 from .memory import SharedMemory, buffer_address
 from .types import AccessFlag
 
@@ -44,6 +44,7 @@ class Mmap(DocaObject):
         self._pin: memoryview | None = None
         self._shm: SharedMemory | None = None
         self._devs: list[Dev] = []
+        self._started = False
         self._arm_finalizer(self._h.destroy)
 
     # -- configuration ----------------------------------------------------------------------
@@ -108,10 +109,12 @@ class Mmap(DocaObject):
     def start(self) -> None:
         self._check_open()
         self._h.start()
+        self._started = True  # for repr() only: DOCA has no getter
 
     def stop(self) -> None:
         """Stop; invalidates every mmap imported from this one."""
         self._h.stop()
+        self._started = False
 
     # -- export / import --------------------------------------------------------------------
     def export_pci(self, dev: Dev) -> bytes:
@@ -131,6 +134,7 @@ class Mmap(DocaObject):
         if not isinstance(blob, (bytes, bytearray, memoryview)):
             raise DocaInvalidValue(f"export blob must be bytes, not {type(blob).__name__}")
         m = cls(user_data, _handle=_backend().mmap_create_from_export(bytes(blob), dev._h))
+        m._started = True
         dev._adopt(m)
         m._devs.append(dev)
         return m
@@ -187,6 +191,20 @@ class Mmap(DocaObject):
     def _close(self) -> None:
         self._h.destroy()
         self._release_memory()
+
+    def _repr_facts(self) -> list[str]:
+        h = self._h
+        try:
+            base, n = h.get_memrange()
+            facts = [f"range=[{base:#x}, +{n})"]
+        except DocaError:  # BAD_STATE before a range
+            facts = ["no range"]
+        facts.append("started" if self._started else "not started")
+        if h.get_from_export():
+            facts.append("imported")
+        elif h.get_exported():
+            facts.append("exported")
+        return facts + [f"devs={len(self._devs)}", f"bufs={h.get_num_bufs()}"]
 
     def __enter__(self) -> Mmap:
         return self

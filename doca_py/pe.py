@@ -96,5 +96,8 @@ class Pe(DocaObject):
         self._h.destroy()
         self.progress = _closed_progress  # type: ignore[method-assign]
 
+    def _repr_facts(self) -> list[str]:
+        return [f"ctxs={len(self._children)}", f"inflight={self._h.get_num_inflight_tasks()}"]
+
     def __enter__(self) -> Pe:
         return self

@@ -1,6 +1,10 @@
 """Enumerations and constants of doca_types.h, doca_ctx.h, doca_pe.h and doca_dev.h.
 
 Numeric values are DOCA's own, so they can be passed to the C API unchanged.
+``str()`` and ``format()`` of these enumerations give the member's name
+(``f"{CtxState.RUNNING}"`` is ``"RUNNING"``, a flag combination reads
+``"LOCAL_READ_WRITE|PCI_READ_WRITE"``); a numeric format (``{state:d}``, ``{flags:#x}``)
+and ``int()`` give the number.
 """
 
 from __future__ import annotations
@@ -8,6 +12,8 @@ from __future__ import annotations
 import enum
 
 __all__ = [
+    "NamedIntEnum",
+    "NamedIntFlag",
     "AccessFlag",
     "CtxState",
     "PeEventMode",
@@ -26,7 +32,42 @@ __all__ = [
 ]
 
 
-class AccessFlag(enum.IntFlag):
+# The presentation types of the format mini-language that format a number.
+_NUMERIC_FORMATS = frozenset("bcdeEfFgGnoxX%")
+
+
+def _named_str(member: enum.Enum) -> str:
+    name = member.name
+    return name if name is not None else str(int(member.value))
+
+
+def _named_format(member: enum.Enum, spec: str) -> str:
+    if spec and spec[-1] in _NUMERIC_FORMATS:
+        return format(int(member.value), spec)
+    return format(_named_str(member), spec)
+
+
+class NamedIntEnum(enum.IntEnum):
+    """An ``IntEnum`` whose ``str()``/``format()`` is the member name, not the number."""
+
+    def __str__(self) -> str:
+        return _named_str(self)
+
+    def __format__(self, spec: str) -> str:
+        return _named_format(self, spec)
+
+
+class NamedIntFlag(enum.IntFlag):
+    """An ``IntFlag`` whose ``str()``/``format()`` is the member names joined by ``|``."""
+
+    def __str__(self) -> str:
+        return _named_str(self)
+
+    def __format__(self, spec: str) -> str:
+        return _named_format(self, spec)
+
+
+class AccessFlag(NamedIntFlag):
     """``enum doca_access_flag``: who may touch a memory map and how."""
 
     LOCAL_READ_ONLY = 0
@@ -39,7 +80,7 @@ class AccessFlag(enum.IntFlag):
     PCI_RELAXED_ORDERING = 1 << 6
 
 
-class CtxState(enum.IntEnum):
+class CtxState(NamedIntEnum):
     """``enum doca_ctx_states``."""
 
     IDLE = 0
@@ -48,14 +89,14 @@ class CtxState(enum.IntEnum):
     STOPPING = 3
 
 
-class PeEventMode(enum.IntEnum):
+class PeEventMode(NamedIntEnum):
     """``enum doca_pe_event_mode`` (DOCA 3.x)."""
 
     PROGRESS_SELECTIVE = 0
     PROGRESS_ALL = 1
 
 
-class TaskSubmitFlag(enum.IntFlag):
+class TaskSubmitFlag(NamedIntFlag):
     """``enum doca_task_submit_flag`` (DOCA 3.x)."""
 
     NONE = 0
@@ -63,7 +104,7 @@ class TaskSubmitFlag(enum.IntFlag):
     OPTIMIZE_REPORTS = 2
 
 
-class DevinfoRepFilter(enum.IntFlag):
+class DevinfoRepFilter(NamedIntFlag):
     """``enum doca_devinfo_rep_filter``: which representors to list."""
 
     ALL = 0
@@ -71,7 +112,7 @@ class DevinfoRepFilter(enum.IntFlag):
     EMULATED = 1 << 2
 
 
-class PciFuncType(enum.IntEnum):
+class PciFuncType(NamedIntEnum):
     """``enum doca_pci_func_type``."""
 
     PF = 0
@@ -79,7 +120,7 @@ class PciFuncType(enum.IntEnum):
     SF = 2
 
 
-class MtuSize(enum.IntEnum):
+class MtuSize(NamedIntEnum):
     """``enum doca_mtu_size``."""
 
     MTU_256B = 0

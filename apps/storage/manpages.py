@@ -1,35 +1,72 @@
-"""Man pages for the storage apps, rendered by argparse-manpage from each ``build_parser()``.
+"""Man pages for the console scripts, rendered by argparse-manpage from each ``build_parser()``.
 
 >>> from apps.sbc_generator import build_parser
 >>> page = build_manpage(build_parser())          # roff text, section 1
+>>> page.splitlines()[0].split()[:2]
+['.TH', 'DOCA_STORAGE_GGA_OFFLOAD_SBC_GENERATOR']
 
-The same pages can be produced with argparse-manpage's own command line::
+:data:`PROGRAMS` maps each installed program (``[project.scripts]`` in pyproject.toml,
+named like the DOCA binaries) to the module whose ``build_parser()`` describes it;
+:func:`write_manpages` writes one ``<program>.1`` each (the wheel build installs them
+under ``share/man/man1``; the documentation build puts them in ``man/`` of the site).
 
-    argparse-manpage --module apps.sbc_generator --function build_parser \\
-        --project-name doca_py --manual-title "DOCA storage apps" --output man/sbc_generator.1
-
-or declared under ``[tool.build_manpages]`` in pyproject.toml as
-``"man/<app>.1:module=apps.<app>:function=build_parser"``. argparse-manpage is a
-development dependency; it is imported only when a page is built.
+argparse-manpage is a development and build dependency; it is imported only when a
+page is built. (Its own command line names a page after the parser's ``prog``,
+``python -m apps.…``, which is not a valid ``.TH`` title: use :func:`write_manpages`.)
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
+from pathlib import Path
 from typing import Any
 
 import doca_py
 
-__all__ = ["APPS", "build_manpage"]
+__all__ = ["APPS", "PROGRAMS", "build_manpage", "write_manpages"]
 
-APPS = ("apps.sbc_generator", "apps.storage_target", "apps.gga_offload", "apps.initiator")
-"""Modules with a ``build_parser()`` (the other storage apps add themselves here)."""
+APPS = ("apps.sbc_generator", "apps.storage_target", "apps.gga_offload", "apps.zero_copy", "apps.initiator",
+        "apps.topology")
+"""The storage apps' modules with a ``build_parser()`` (``python -m <module>``)."""
+
+PROGRAMS: dict[str, str] = {
+    "doca_storage_gga_offload_sbc_generator": "apps.sbc_generator",
+    "doca_storage_target_rdma": "apps.storage_target",
+    "doca_storage_comch_to_rdma_gga_offload": "apps.gga_offload",
+    "doca_storage_comch_to_rdma_zero_copy": "apps.zero_copy",
+    "doca_storage_initiator_comch": "apps.initiator",
+    "doca_py_storage_topology": "apps.topology",
+    "doca_py": "doca_py.tool",
+}
+"""Installed program name → module with ``build_parser()`` and ``main()`` (its console script)."""
+
+STORAGE_MANUAL = "DOCA storage apps (doca_py)"
+_MANUALS = {"doca_py": "doca_py"}
 
 
-def build_manpage(parser: argparse.ArgumentParser, *, section: int = 1,
-                  manual_title: str = "DOCA storage apps (doca_py)", description: str | None = None) -> str:
-    """The roff source of *parser*'s man page."""
+def program_name(module: str) -> str:
+    """The installed program of *module* (``apps.storage_target`` → ``doca_storage_target_rdma``)."""
+    for prog, mod in PROGRAMS.items():
+        if mod == module:
+            return prog
+    raise KeyError(f"no program for module {module!r}")
+
+
+def build_manpage(parser: argparse.ArgumentParser, *, prog: str | None = None, section: int = 1,
+                  manual_title: str = STORAGE_MANUAL, description: str | None = None) -> str:
+    """The roff source of *parser*'s man page.
+
+    The page is named after *prog*; by default the installed program of a parser whose
+    ``prog`` is ``python -m <module>`` (the ``.TH`` title must be one word), else the
+    parser's own ``prog``. *parser* itself is not changed.
+    """
+    if prog is None:
+        module = parser.prog.removeprefix("python -m ")
+        prog = program_name(module) if module in PROGRAMS.values() else parser.prog
+    parser = copy.copy(parser)
+    parser.prog = prog
     manpage_mod: Any = importlib.import_module("argparse_manpage.manpage")
     page = manpage_mod.Manpage(parser)
     page.source = f"doca_py {doca_py.__version__}"
@@ -37,3 +74,15 @@ def build_manpage(parser: argparse.ArgumentParser, *, section: int = 1,
     page.section = section
     page.description = description if description is not None else (parser.description or "").split("\n")[0]
     return str(page)
+
+
+def write_manpages(directory: Path) -> list[Path]:
+    """Write ``<program>.1`` for every program of :data:`PROGRAMS` into *directory*; returns the files."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for prog, module in PROGRAMS.items():
+        parser = importlib.import_module(module).build_parser()
+        path = directory / f"{prog}.1"
+        path.write_text(build_manpage(parser, prog=prog, manual_title=_MANUALS.get(prog, STORAGE_MANUAL)))
+        written.append(path)
+    return written

@@ -1,7 +1,8 @@
-"""mkdocs hook: the CLI reference and the man pages, generated from each app's build_parser().
+"""mkdocs hook: the CLI reference and the man pages, generated from each program's build_parser().
 
-``cli.md`` holds a ``<!-- cli-reference -->`` marker that becomes one section per app
-(its ``--help``); the man pages (argparse-manpage) go to ``<site>/man/<app>.1``.
+``cli.md`` holds a ``<!-- cli-reference -->`` marker that becomes one section per
+installed program of :data:`apps.storage.manpages.PROGRAMS` (its ``--help``); the man
+pages (argparse-manpage, as the wheel installs them) go to ``<site>/man/<program>.1``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import Any
 MARKER = "<!-- cli-reference -->"
 
 
-def _apps() -> list[tuple[str, Any]]:
-    from apps.storage.manpages import APPS
+def _programs() -> list[tuple[str, str, Any]]:
+    from apps.storage.manpages import PROGRAMS
 
-    return [(name, importlib.import_module(name).build_parser()) for name in APPS]
+    return [(prog, module, importlib.import_module(module).build_parser()) for prog, module in PROGRAMS.items()]
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
@@ -25,16 +26,14 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
         return markdown
     os.environ["COLUMNS"] = "100"  # stable wrapping of --help
     parts = []
-    for name, parser in _apps():
-        parts.append(f"## `python -m {name}`\n\nMan page: `man/{name.split('.')[-1]}.1` in the built site.\n\n"
+    for prog, module, parser in _programs():
+        parts.append(f"## `{prog}`\n\nAlso `python -m {module.removesuffix('.tool')}`. "
+                     f"Man page: `man/{prog}.1` in the built site, `man {prog}` once installed.\n\n"
                      f"```text\n{parser.format_help()}```\n")
     return markdown.replace(MARKER, "\n".join(parts))
 
 
 def on_post_build(config: Any, **_: Any) -> None:
-    from apps.storage.manpages import build_manpage
+    from apps.storage.manpages import write_manpages
 
-    out = Path(config["site_dir"]) / "man"
-    out.mkdir(parents=True, exist_ok=True)
-    for name, parser in _apps():
-        (out / f"{name.split('.')[-1]}.1").write_text(build_manpage(parser))
+    write_manpages(Path(config["site_dir"]) / "man")
