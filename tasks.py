@@ -122,7 +122,8 @@ def run(args: list[str]) -> None:
 def test(args: list[str]) -> None:
     _sh(PY, "-m", "mypy")
     docs_env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    _sh(PY, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(ROOT / "build" / "site"), env=docs_env)
+    # No --quiet: every warning is visible, and --strict makes it fatal.
+    _sh(PY, "-m", "mkdocs", "build", "--strict", "--site-dir", str(ROOT / "build" / "site"), env=docs_env)
     # -n auto: pytest-xdist, one worker per core.
     _sh(PY, "-m", "pytest", "-n", "auto", "-q", *args)
     # The other Pythons: the suite only (mypy and the docs do not depend on the interpreter).

@@ -6,6 +6,7 @@ Notation: ``B`` the initiator-visible block size, ``H = B/2`` the target block s
 Worked example of §5.4 (targets of block size 2048, ``T = 64``, worker 0, transaction 3,
 read of block 10 into initiator offset 12288):
 
+```python
 >>> layout = ChunkLayout(block_size=4096, transactions_per_worker=128)
 >>> layout.chunk_size, layout.chunk_base(worker=0, transaction=3)
 (10240, 30720)
@@ -13,6 +14,8 @@ read of block 10 into initiator offset 12288):
 >>> reqs = layout.read_requests(req, worker=0, transaction=3, block_index=0)
 >>> [(r.requester_offset, r.storage_offset) for r in reqs.values()]
 [(30720, 20480), (32768, 20480)]
+
+```
 
 Unlike the reference, inputs from the network are checked: unaligned storage offsets,
 zero-block or > 255-block IOs and out-of-range target transfers are reported, not used.

@@ -107,7 +107,7 @@ def gen_rs_matrix(k: int, m: int) -> bytes:
 
 
 def gen_cauchy1_matrix(k: int, m: int) -> bytes:
-    """ISA-L ``gf_gen_cauchy1_matrix``: identity on top, parity a[i][j] = 1 / (i XOR j)."""
+    """ISA-L ``gf_gen_cauchy1_matrix``: identity on top, parity ``a[i][j] = 1 / (i XOR j)``."""
     _check_km(k, m)
     a = _identity_rows(k)
     for i in range(k, k + m):
