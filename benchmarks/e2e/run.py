@@ -13,34 +13,48 @@ path ready" and again when it prints its stats, so start-up and teardown are lef
 ``--profile NAME`` runs that process (``data_1``, ``data_2``, ``data_p``, ``bridge``,
 ``initiator``) under cProfile (every thread, see ``profiled.py``) and prints its top functions;
 throughput figures of a profiled run are not representative.
+
+The plain read scenarios (read-4k, read-64k) are also run, right after each topology run and with the
+same CPU pins, through ``ceiling.py``: a hand-written five-process Python pipeline doing the same
+per-IO work without doca_py. Its IO/s and CPU per IO are the anchor the topology is compared with
+(topology ÷ ceiling). ``--layout one-core|bridge-own-core|both`` picks the CPU layouts (default: the
+``--pin`` ones, i.e. everything on cpu 0); ``--no-ceiling`` skips the anchor.
+
+    .venv/bin/python benchmarks/e2e/run.py --scenario read-4k --scenario read-64k --layout both --repeat 3 --pick median
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pstats
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from apps.topology import Proc, Test, Topology, environment, prepare, start  # noqa: E402
+from benchmarks.e2e.ceiling import LAYOUTS, CeilingResult  # noqa: E402
+
+CEILING = Path(__file__).resolve().with_name("ceiling.py")
 
 PROCS = ("data_1", "data_2", "data_p", "bridge", "initiator")
 _SPAWN_NAMES = {"target-data_1": "data_1", "target-data_2": "data_2", "target-data_p": "data_p",
                 "gga_offload": "bridge", "initiator": "initiator"}
 _TICK = os.sysconf("SC_CLK_TCK")
 GIB = 1 << 30
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -56,13 +70,14 @@ class Scenario:
     goal_gibs: float | None = None
     baseline: str | None = None       # cost relative to this scenario's IO time
     goal_cost_ratio: float | None = None
+    ceiling: bool = False             # also run ceiling.py (plain reads only)
 
 
 SCENARIOS = {s.key: s for s in (
-    Scenario("read-4k", "read 4 KiB", 4096, "read_throughput_test", goal_iops=50_000),
+    Scenario("read-4k", "read 4 KiB", 4096, "read_throughput_test", goal_iops=50_000, ceiling=True),
     Scenario("read-4k-recovery", "read 4 KiB, recovery every 2nd", 4096, "read_throughput_test", 2,
              baseline="read-4k", goal_cost_ratio=1.3),
-    Scenario("read-64k", "read 64 KiB", 65536, "read_throughput_test", goal_gibs=1.5),
+    Scenario("read-64k", "read 64 KiB", 65536, "read_throughput_test", goal_gibs=1.5, ceiling=True),
     Scenario("read-64k-recovery", "read 64 KiB, recovery every 2nd", 65536, "read_throughput_test", 2,
              baseline="read-64k", goal_cost_ratio=1.3),
     Scenario("write-64k", "write 64 KiB", 65536, "write_throughput_test", goal_gibs=0.5),
@@ -251,6 +266,60 @@ def tables(results: dict[str, Result]) -> str:
     return "\n".join(out)
 
 
+def run_ceiling(block_size: int, ops: int, block_count: int, pins: dict[str, int], layout: str,
+                timeout: float) -> CeilingResult:
+    """One run of ``ceiling.py`` (its own processes) with these CPU pins."""
+    cmd = [sys.executable, str(CEILING), "--block-size", str(block_size), "--operations", str(ops),
+           "--block-count", str(block_count), "--in-flight", "64", "--layout", "one-core",
+           "--timeout", str(timeout), "--json"]
+    for name in PROCS:
+        cmd += ["--pin", f"{name}={pins.get(name, 0)}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 30, cwd=ROOT)
+    lines = done.stdout.strip().splitlines()
+    if not lines:
+        raise RuntimeError(f"ceiling.py exit status {done.returncode}, no result\n{done.stderr}")
+    data = json.loads(lines[-1])
+    data["layout"] = layout
+    r = CeilingResult(**data)
+    if done.returncode != 0 or not r.ok:
+        raise RuntimeError(f"ceiling.py failed (status {done.returncode}): {r.problem or done.stderr}")
+    return r
+
+
+def _times(x: float) -> str:
+    return f"{x:.0f}×" if x >= 10 else f"{x:.1f}×"
+
+
+def anchor_tables(results: dict[str, Result], ceilings: dict[str, CeilingResult]) -> str:
+    """The topology against the hand-written pipeline (``ceiling.py``) of the same run."""
+    out = ["| scenario | topology IO/s | ceiling IO/s | IO/s topology ÷ ceiling | µs CPU per IO, all: topology "
+           "| ceiling | CPU topology ÷ ceiling | mean latency µs: topology | ceiling |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for key, c in ceilings.items():
+        r = results[key]
+        cpu = sum(r.cpu_s.values()) / r.operations * 1e6
+        out.append(f"| {r.scenario.title} | {_fmt_int(r.iops)} | {_fmt_int(c.iops)} | {r.iops / c.iops:.3f} | "
+                   f"{cpu:.0f} | {c.cpu_us_per_io_all:.1f} | {_times(cpu / c.cpu_us_per_io_all)} | "
+                   f"{_fmt_int(r.latency_mean_us)} | {_fmt_int(c.latency_mean_us)} |")
+    out += ["", "µs CPU per IO of each process, topology / ceiling (ratio):", "",
+            "| scenario | " + " | ".join(PROCS) + " | all |", "|---|" + "---:|" * (len(PROCS) + 1)]
+    for key, c in ceilings.items():
+        r = results[key]
+        cells = []
+        for k in (*PROCS, "all"):
+            t = (sum(r.cpu_s.values()) if k == "all" else r.cpu_s[k]) / r.operations * 1e6
+            a = c.cpu_us_per_io_all if k == "all" else c.cpu_us_per_io[k]
+            cells.append(f"{t:.0f} / {a:.1f} ({_times(t / a)})" if a > 0 else f"{t:.0f} / {a:.1f}")
+        out.append(f"| {r.scenario.title} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def pick(runs: list[_R], how: str, rate: Callable[[_R], float]) -> _R:
+    """The fastest run, or the median one by *rate*."""
+    ordered = sorted(runs, key=rate)
+    return ordered[-1] if how == "fastest" else ordered[len(ordered) // 2]
+
+
 def profile_summary(name: str, path: Path, top: int) -> str:
     if not path.exists():
         return f"{name}: no profile written ({path})"
@@ -272,7 +341,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "apps.topology's cpu 0 (repeatable)")
     p.add_argument("--switch-interval", type=float, metavar="SECONDS",
                    help="run every process with this GIL switch interval (sys.setswitchinterval; default 5 ms)")
-    p.add_argument("--repeat", type=int, default=1, help="runs per scenario; the fastest is reported (default: 1)")
+    p.add_argument("--layout", choices=(*LAYOUTS, "both"),
+                   help="CPU layout: one-core (every worker on cpu 0), bridge-own-core (the bridge's worker on "
+                        "cpu 1), or both one after the other; --pin applies on top (default: the --pin ones)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per scenario (default: 1)")
+    p.add_argument("--retries", type=int, default=0,
+                   help="run a topology run that failed again, up to this many times (default: 0)")
+    p.add_argument("--pick", choices=("fastest", "median"), default="fastest",
+                   help="which of the --repeat runs is reported, by IO/s (default: fastest)")
+    p.add_argument("--no-ceiling", dest="ceiling", action="store_false",
+                   help="do not run ceiling.py (the hand-written anchor) after the plain read scenarios")
+    p.add_argument("--ceiling-operations", type=int, default=100_000,
+                   help="IOs per ceiling.py run (default: 100000, a few seconds)")
     p.add_argument("--profile", action="append", default=[], choices=PROCS,
                    help="run this process under cProfile and print its top functions (repeatable)")
     p.add_argument("--top", type=int, default=30, help="functions shown per profile (default: 30)")
@@ -283,52 +363,85 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    pins: dict[str, int] = {}
+    extra: dict[str, int] = {}
     for spec in args.pin:
         name, _, cpu = spec.partition("=")
         for n in (("data_1", "data_2", "data_p") if name == "targets" else (name,)):
             if n not in PROCS:
                 print(f"--pin: unknown process {n!r}", file=sys.stderr)
                 return 2
-            pins[n] = int(cpu)
+            extra[n] = int(cpu)
+    layouts: list[tuple[str, dict[str, int]]]
+    if args.layout is None:
+        full = {p: extra.get(p, 0) for p in PROCS}
+        layouts = [(next((n for n, v in LAYOUTS.items() if v == full), "pinned"), extra)]
+    else:
+        names = list(LAYOUTS) if args.layout == "both" else [args.layout]
+        layouts = [(n, {**LAYOUTS[n], **extra}) for n in names]
     env = environment()
     env["DOCA_PY_STRICT"] = os.environ.get("DOCA_PY_STRICT", "0")  # measure the data path, not the sanitizer
     own_tmp = args.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="doca_py_e2e_")) if own_tmp else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     keys = args.scenario or list(SCENARIOS)
-    results: dict[str, Result] = {}
     try:
         prepared: dict[int, tuple[Path, dict[str, Path]]] = {}
-        for key in keys:
-            sc = SCENARIOS[key]
-            if sc.block_size not in prepared:
-                d = workdir / f"bs{sc.block_size}"
-                d.mkdir(exist_ok=True)
-                ns = argparse.Namespace(input=None, block_size=sc.block_size, block_count=args.block_count,
-                                        matrix_type="vandermonde", timeout=args.timeout)
-                prepared[sc.block_size] = prepare(ns, d, env)
-            plain, files = prepared[sc.block_size]
-            best: Result | None = None
-            for i in range(args.repeat):
-                r = run_scenario(sc, args.operations, files, plain, plain.parent, env, pins, set(args.profile),
-                                 args.timeout, args.switch_interval)
-                print(f"{sc.title} (run {i + 1}): {_fmt_int(r.iops)} IO/s, {r.gibs:.3f} GiB/s, CPU s "
-                      + ", ".join(f"{k} {v:.2f}" for k, v in r.cpu_s.items()), flush=True)
-                if best is None or r.iops > best.iops:
-                    best = r
-            assert best is not None
-            results[key] = best
-        print()
-        print(f"{args.operations} transactions per run, 64 in flight, "
-              f"pins: {', '.join(f'{k}={v}' for k, v in pins.items()) or 'all cpu 0 (as apps.topology)'}"
-              + (f", GIL switch interval {args.switch_interval * 1e3:g} ms" if args.switch_interval else ""))
-        print()
-        print(tables(results))
-        for r in results.values():
-            for name, path in r.profiles.items():
+        for layout, pins in layouts:
+            results: dict[str, Result] = {}
+            ceilings: dict[str, CeilingResult] = {}
+            for key in keys:
+                sc = SCENARIOS[key]
+                if sc.block_size not in prepared:
+                    d = workdir / f"bs{sc.block_size}"
+                    d.mkdir(exist_ok=True)
+                    ns = argparse.Namespace(input=None, block_size=sc.block_size, block_count=args.block_count,
+                                            matrix_type="vandermonde", timeout=args.timeout)
+                    prepared[sc.block_size] = prepare(ns, d, env)
+                plain, files = prepared[sc.block_size]
+                runs: list[Result] = []
+                cruns: list[CeilingResult] = []
+                for i in range(args.repeat):
+                    for attempt in range(args.retries + 1):
+                        try:
+                            r = run_scenario(sc, args.operations, files, plain, plain.parent, env, pins,
+                                             set(args.profile), args.timeout, args.switch_interval)
+                            break
+                        except RuntimeError as exc:
+                            if attempt == args.retries:
+                                raise
+                            why = [ln.strip() for ln in str(exc).splitlines() if "failed" in ln] or [str(exc)]
+                            print(f"[{layout}] {sc.title} (run {i + 1}) FAILED, retrying: {why[0]}", flush=True)
+                    runs.append(r)
+                    print(f"[{layout}] {sc.title} (run {i + 1}): {_fmt_int(r.iops)} IO/s, {r.gibs:.3f} GiB/s, CPU s "
+                          + ", ".join(f"{k} {v:.2f}" for k, v in r.cpu_s.items()), flush=True)
+                    if args.ceiling and sc.ceiling:
+                        c = run_ceiling(sc.block_size, args.ceiling_operations, args.block_count, pins, layout,
+                                        args.timeout)
+                        cruns.append(c)
+                        print(f"[{layout}] {sc.title} (run {i + 1}) ceiling: {_fmt_int(c.iops)} IO/s, "
+                              f"{c.gibs:.3f} GiB/s, {c.cpu_us_per_io_all:.1f} µs CPU per IO; topology ÷ ceiling "
+                              f"{r.iops / c.iops:.3f}", flush=True)
+                results[key] = pick(runs, args.pick, lambda x: x.iops)
+                if cruns:
+                    ceilings[key] = pick(cruns, args.pick, lambda x: x.iops)
+            print()
+            print(f"Layout {layout}: {args.operations} transactions per run, 64 in flight, "
+                  f"pins: {', '.join(f'{k}={v}' for k, v in pins.items()) or 'all cpu 0 (as apps.topology)'}"
+                  + (f", GIL switch interval {args.switch_interval * 1e3:g} ms" if args.switch_interval else "")
+                  + (f"; the {args.pick} of {args.repeat} runs" if args.repeat > 1 else ""))
+            print()
+            print(tables(results))
+            if ceilings:
                 print()
-                print(profile_summary(f"{r.scenario.key} {name}", path, args.top))
+                print(f"The anchor (ceiling.py, {args.ceiling_operations} IOs per run, same pins, run right after "
+                      f"each topology run; {args.pick} of {args.repeat} each):")
+                print()
+                print(anchor_tables(results, ceilings))
+            for r in results.values():
+                for name, path in r.profiles.items():
+                    print()
+                    print(profile_summary(f"{r.scenario.key} {name}", path, args.top))
+            print()
         return 0
     finally:
         if own_tmp:
