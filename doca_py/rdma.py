@@ -7,8 +7,12 @@ Export/connect (the storage applications' flow)::
     rdma.task_send_set_conf(on_sent, on_error, 16); rdma.task_receive_set_conf(on_recv, on_error, 16)
     rdma.start()                              # STARTING
     blob, conn = rdma.export()                # send blob to the peer out of band
-    rdma.connect(peer_blob, conn)             # progress() moves the ctx to RUNNING
-    rdma.task_send_allocate_init(conn, src).submit()
+    rdma.connect(peer_blob, conn)
+    # ... progress() until RUNNING (3.x: with or without a connection; 2.6: after connect)
+    rdma.task_send_allocate_init(conn, src).submit()   # waits for the peer if it has not connected yet
+
+DOCA 3.x samples export and connect from the RUNNING state callback instead, and
+submit right after ``connect``.
 
 RDMA-CM flow: the server calls :meth:`Rdma.start_listen_to_port` and accepts
 requests from its connection-request callback
@@ -383,7 +387,9 @@ class Rdma(Ctx):
     """``doca_rdma`` context on *dev*.
 
     Configure before :meth:`start` (IDLE). ``start`` leaves the ctx STARTING; it goes
-    RUNNING from :meth:`Pe.progress` once a connection is established.
+    RUNNING from :meth:`Pe.progress`: DOCA 3.x without any connection (RUNNING means
+    "ready to export and connect", not "connected"), DOCA 2.6 once :meth:`connect` was
+    called. :meth:`export` and :meth:`connect` work while STARTING or RUNNING.
     """
 
     def __init__(self, dev: Dev, user_data: Any = None) -> None:
@@ -397,7 +403,8 @@ class Rdma(Ctx):
 
     # -- configuration (IDLE) ----------------------------------------------------------------
     def set_permissions(self, flags: AccessFlag | int) -> None:
-        """Remote access this ctx grants its peers (``RDMA_READ``/``RDMA_WRITE``/``RDMA_ATOMIC``)."""
+        """Remote access this ctx grants its peers (``RDMA_READ``/``RDMA_WRITE``/``RDMA_ATOMIC``, plus
+        ``LOCAL_*``); ``PCI_*`` flags are ``DocaInvalidValue``."""
         self._h.set_attr("permissions", int(flags))
 
     def get_permissions(self) -> AccessFlag:
@@ -527,7 +534,9 @@ class Rdma(Ctx):
     def connect(self, peer_blob: bytes, connection: RdmaConnection) -> None:
         """``doca_rdma_connect``: join *connection* to the peer's exported connection.
 
-        A malformed, truncated, stale or replayed blob raises ``DocaConnectionAborted``.
+        Tasks on the connection may be submitted right after: they wait until the peer
+        has connected too. A malformed, truncated, stale or replayed blob raises
+        ``DocaConnectionAborted``; a second connect of one connection ``DocaBadState``.
         """
         self._check_open()
         if not isinstance(peer_blob, (bytes, bytearray, memoryview)):

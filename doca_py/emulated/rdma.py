@@ -1,13 +1,30 @@
 """Emulated ``doca_rdma``: connections over TCP, one-sided access through shared memory.
 
+* **State machine.** The rules of the DOCA version presented (:mod:`.version`, read at
+  ``start``). 3.x: ``start`` returns STARTING and the next ``progress`` makes the ctx
+  RUNNING without any connection ("ready to export and connect"). 2.6: the ctx stays
+  STARTING until ``connect`` was called, then the next ``progress`` makes it RUNNING.
+  Both: ``export``/``connect`` work while STARTING or RUNNING; a second ``connect`` on a
+  connection is ``BAD_STATE``.
 * **Connections.** ``start`` opens a TCP listener (``DOCA_PY_RDMA_BIND_ADDR``, default
   ``127.0.0.1``, port 0). Each ``export`` allocates a connection and returns a blob
   naming the listener, this host (boot id), this process and a random 128-bit key.
   ``connect`` dials the peer's listener and proves it holds the peer's key; the peer
-  does the same, so each connection has two streams (see :mod:`.rdma_io`). The ctx
-  goes RUNNING (from ``progress``) once both streams of a connection are up. The
-  RDMA-CM flow (``start_listen_to_port`` / ``connect_to_addr`` / ``accept``) builds the
-  same two streams after a request/accept exchange on the CM port.
+  does the same, so each connection has two streams (see :mod:`.rdma_io`); it is
+  established once both are up. The RDMA-CM flow (``start_listen_to_port`` /
+  ``connect_to_addr`` / ``accept``) builds the same two streams after a request/accept
+  exchange on the CM port.
+* **Tasks.** ``submit`` queues the task (the base :class:`EmuTask` rules) and puts it on
+  its queue: the connection's send queue or the ctx's receive queue. Inside
+  ``progress`` the work starts in submission order per queue, as on a queue pair: a
+  send is framed (its source read then), a receive posted, a same-host read or write
+  copied. A task on a connection whose peer has not connected yet waits, as on an RC
+  queue pair, until the connection is up, breaks (``CONNECTION_RESET``) or the connect
+  window (``DOCA_PY_RDMA_CONNECT_WINDOW``, default 5 s) ends (``TIME_OUT``). A submit on
+  an exported connection that was never connected is refused (``NOT_CONNECTED``).
+  Local buffers must be in maps that have the ctx's device added (else
+  ``NOT_PERMITTED``); the remote buffer of read, write and atomics is one buffer (the
+  head of a chain).
 * **send / receive.** A send is a frame on the stream this side dialed. The peer's I/O
   thread copies it into the oldest posted receive of the peer ctx and acknowledges;
   acknowledgements are batched. With no receive posted the stream stalls (nothing
@@ -15,11 +32,11 @@
   send fails with ``DOCA_ERROR_TIME_OUT``.
 * **read / write.** Peers on the same host (equal boot ids) access the exporter's
   memory directly through :meth:`EmuMmap.ptr` (zero copy; range, RDMA permission and
-  revocation checked on every access), at submit. Peers on different hosts send the
-  request to the connection peer, whose I/O thread resolves the mmap blob itself
-  (key and revocation), checks range and RDMA_READ/RDMA_WRITE permission of the map
-  and of its ctx, and only then touches memory. Atomics always go to the peer, whose
-  single I/O thread serialises them.
+  revocation checked on every access), inside ``progress``. Peers on different hosts
+  send the request to the connection peer, whose I/O thread resolves the mmap blob
+  itself (key and revocation), checks range and RDMA_READ/RDMA_WRITE permission of the
+  map and of its ctx, and only then touches memory. Atomics always go to the peer,
+  whose single I/O thread serialises them.
 * **Failures.** A stream that dies fails every task waiting on it with
   ``DOCA_ERROR_CONNECTION_RESET`` (the first failed task moves the ctx to STOPPING as
   any failed task does) and reports the connection's disconnection (or failure,
@@ -61,8 +78,9 @@ from ..log import logger
 from ..types import AccessFlag as A
 from . import export as ex
 from .buf import EmuBuf
-from .ctx import FLUSHED, EmuCtx, EmuTask, TaskPool, _complete
-from .mmap import Access, EmuMmap, mmap_create_from_export
+from . import version as emu_version
+from .ctx import FLUSHED, EmuCtx, EmuTask, TaskPool, _complete, unreachable_ok
+from .mmap import Access, EmuMmap, dev_key, mmap_create_from_export
 from .rdma_io import HDR, HDR_SIZE, RX_SIZE, Listener, Stream, put_frame, reactor
 
 __all__ = ["EmuRdma", "EmuRdmaConnection", "rdma_create", "configure", "host_id", "decode_blob",
@@ -81,6 +99,9 @@ MAX_NUM_TASKS = 1 << 16
 DEFAULT_QUEUE_SIZE = 1 << 10
 GID_TABLE_SIZE = 1
 
+#: Seconds a task on a connection waits for the peer to connect (``DOCA_PY_RDMA_CONNECT_WINDOW``).
+DEFAULT_CONNECT_WINDOW = 5.0
+
 _SUCCESS = 0
 _IO_FAILED = int(ErrorCode.IO_FAILED)
 _INVALID = int(ErrorCode.INVALID_VALUE)
@@ -93,6 +114,7 @@ _NOT_SUPPORTED = int(ErrorCode.NOT_SUPPORTED)
 _IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
 _RDMA_READ, _RDMA_WRITE, _RDMA_ATOMIC = int(A.RDMA_READ), int(A.RDMA_WRITE), int(A.RDMA_ATOMIC)
 _LOCAL_RW = int(A.LOCAL_READ_WRITE)
+_NOT_RDMA = int(A.PCI_READ_ONLY | A.PCI_READ_WRITE | A.PCI_RELAXED_ORDERING)
 
 # Connection events, as the public layer maps them to the four DOCA callbacks.
 EV_REQUEST, EV_ESTABLISHED, EV_FAILURE, EV_DISCONNECTION = 0, 1, 2, 3
@@ -120,6 +142,7 @@ class _Config:
         rnr = os.environ.get("DOCA_PY_RDMA_RNR_TIMEOUT", "")
         self.rnr_timeout: float | None = float(rnr) if rnr else None
         self.connect_timeout = float(os.environ.get("DOCA_PY_RDMA_CONNECT_TIMEOUT", "5.0"))
+        self.connect_window = float(os.environ.get("DOCA_PY_RDMA_CONNECT_WINDOW", "") or DEFAULT_CONNECT_WINDOW)
 
 
 def _hash_id(text: str) -> bytes:
@@ -130,11 +153,14 @@ _cfg = _Config()
 
 
 def configure(*, bind_addr: str | None = None, advertise_addr: str | None = None, host_id: str | None = None,
-              rnr_timeout: float | None = None, connect_timeout: float | None = None) -> None:
+              rnr_timeout: float | None = None, connect_timeout: float | None = None,
+              connect_window: float | None = None) -> None:
     """Override the environment for contexts started from now on (tests, tools).
 
     *host_id* fakes the host identity (any string; ``""`` restores the boot id): peers
     with different host ids use the TCP path for one-sided access, as across hosts.
+    *connect_window* is how long tasks on a connection wait for the peer to connect
+    (``0`` restores the default, :data:`DEFAULT_CONNECT_WINDOW`).
     """
     if bind_addr is not None:
         _cfg.bind_addr = bind_addr
@@ -146,6 +172,8 @@ def configure(*, bind_addr: str | None = None, advertise_addr: str | None = None
         _cfg.rnr_timeout = rnr_timeout if rnr_timeout > 0 else None
     if connect_timeout is not None:
         _cfg.connect_timeout = connect_timeout
+    if connect_window is not None:
+        _cfg.connect_window = connect_window if connect_window > 0 else DEFAULT_CONNECT_WINDOW
 
 
 def host_id() -> bytes:
@@ -272,6 +300,10 @@ class EmuRdmaConnection:
         self.map_ids: dict[ex.Blob, int] = {}
         self.blob = b""
         self.epoch = ctx.epoch
+        self.sq = _Fifo(ctx, self._run_sq)  # submitted tasks, in order, until they start (Pe thread)
+        self.err = _RESET  # status of tasks started after the connection broke
+        self.err_reason = "the connection is down"
+        self.window_armed = False  # a connect-window timer runs for tasks waiting on the peer
 
     # -- public verbs ---------------------------------------------------------------------------
     def get_id(self) -> int:
@@ -304,10 +336,13 @@ class EmuRdmaConnection:
         ctx = self.ctx
         with ctx.lock:
             self.state = C_CLOSED
+            self.err, self.err_reason = _ABORTED, "the connection request was rejected"
             if self in ctx.conns:
                 ctx.conns.remove(self)
         if cm is not None:
             cm.r.call(lambda: _send_reply_and_close(cm, _ABORTED, ctx))
+        if self.sq.tasks and ctx.pe is not None:
+            ctx.pe.post(_fifo_retry, self.sq)  # tasks waiting on the request fail
 
     def disconnect(self) -> None:
         """Tear the connection down; the peer sees its disconnection callback."""
@@ -322,11 +357,45 @@ class EmuRdmaConnection:
         self.ctx._break(self, _RESET, local=True)
 
     # -- sending requests (Pe thread) -----------------------------------------------------------
+    def _run_sq(self) -> None:
+        """Start the queued tasks in order while the connection is up, or fail them once it is down.
+
+        While the peer has not connected yet the tasks wait, as work requests on an RC
+        queue pair whose peer is not ready: until the connection is established, breaks
+        (``CONNECTION_RESET``) or the connect window ends (``TIME_OUT``).
+        """
+        q = self.sq
+        while True:
+            t = q.head()
+            if t is None:
+                return
+            state = self.state
+            if state != C_ESTABLISHED and state != C_BROKEN and state != C_CLOSED:
+                self._wait_for_peer()
+                return
+            q.pop(t)
+            t._go()
+
+    def _wait_for_peer(self) -> None:
+        if self.window_armed:
+            return
+        ctx = self.ctx
+        pe = ctx.pe
+        if pe is None:
+            return
+        self.window_armed = True
+        arg = (self, ctx.epoch)
+        r = reactor()
+
+        def expired() -> None:
+            pe.post(ctx._window_expired, arg)
+        r.call(lambda: r.call_later(_cfg.connect_window, expired))
+
     def _stream(self) -> Stream:
         st = self.req
         if self.state != C_ESTABLISHED or st is None:
             if self.state in (C_BROKEN, C_CLOSED):
-                raise _Fail(_RESET, "the connection is down")
+                raise _Fail(self.err, self.err_reason)
             raise _Fail(int(ErrorCode.NOT_CONNECTED), "the connection is not established")
         return st
 
@@ -437,42 +506,180 @@ def _grow(buf: EmuBuf | None, n: int) -> None:
         b = b.next
 
 
-class _RdmaTask(EmuTask):
-    """Base of the emulated rdma tasks: completion comes later, from the I/O thread."""
+class _Fifo:
+    """One work queue of a queue pair: a connection's send queue or the ctx's receive queue.
 
-    __slots__ = ("conn", "nbytes")
+    Hardware starts the work requests of one queue in the order they were posted
+    (``doca_task_submit``). Here a task's work runs inside ``progress()`` when its launch
+    comes up, and the launches of one round may run in any order
+    (``DOCA_PY_EMU_SHUFFLE``); so each task enters its queue at submit, and its work
+    starts only after the work of every task submitted before it on that queue. A task
+    whose launch came before its turn is *ready* and waits in the queue.
+    """
+
+    __slots__ = ("ctx", "tasks", "run", "nready", "retry_posted")
+
+    def __init__(self, ctx: EmuRdma, run: Callable[[], None]) -> None:
+        self.ctx = ctx
+        self.tasks: deque[_RdmaTask] = deque()
+        self.run = run  # start the tasks at the front that may start (Pe thread)
+        self.nready = 0  # queued tasks that were launched and wait for their turn
+        self.retry_posted = False
+
+    def head(self) -> _RdmaTask | None:
+        """The front task if it was launched (it stays queued); ``None`` when the queue is
+        empty or the front task's launch has not run yet (that launch runs the queue again)."""
+        tasks = self.tasks
+        while tasks:
+            t = tasks[0]
+            if t.ready:
+                return t
+            if t.inflight:  # submitted earlier, its launch comes later in this round (shuffled)
+                if self.nready:
+                    self._retry()  # in case that launch flushes or fault-injects it instead
+                return None
+            tasks.popleft()  # completed without starting: flushed or fault injected
+            t.fifo = None
+        return None
+
+    def pop(self, t: _RdmaTask) -> None:
+        """Take the ready front task *t* off the queue."""
+        self.tasks.popleft()
+        t.fifo = None
+        t.ready = False
+        self.nready -= 1
+
+    def _retry(self) -> None:
+        pe = self.ctx.pe
+        if not self.retry_posted and pe is not None:
+            self.retry_posted = True
+            pe.post(_fifo_retry, self)
+
+    def drop(self) -> list[_RdmaTask]:
+        """Empty the queue (ctx stop); returns the tasks that were waiting to start."""
+        waiting = []
+        for t in self.tasks:
+            t.fifo = None
+            if t.ready:
+                t.ready = False
+                waiting.append(t)
+        self.tasks.clear()
+        self.nready = 0
+        return waiting
+
+
+def _fifo_retry(q: _Fifo) -> None:
+    q.retry_posted = False
+    q.run()
+
+
+def _reach(task: _RdmaTask, buf: EmuBuf) -> None:
+    """A local buffer list must lie in maps that have the ctx's device added (a single
+    buffer's map is remembered on the task: checked once per map, not per submit)."""
+    key = task.ctx.dev_key
+    if not key:
+        return
+    b: EmuBuf | None = buf
+    while b is not None:
+        m = b.mmap
+        if m is not None and key not in m.reach:
+            unreachable_ok(task, b)  # records the reason
+            raise _Fail(_NOT_PERMITTED, task.reason)
+        b = b.next
+    task.reached = buf.mmap if buf.next is None else None
+
+
+class _RdmaTask(EmuTask):
+    """Base of the emulated rdma tasks.
+
+    The base ``submit`` checks and queues the launch; the last of its checks
+    (:meth:`_check_submit`) also puts the task on its queue (:class:`_Fifo`). In
+    ``progress()`` the launch (:meth:`_begin`) starts the task when it is its turn and
+    the connection is up, else marks it ready and leaves it to the queue
+    (:meth:`_go`); its completion comes later from the I/O thread, or at once for
+    same-host work and refusals.
+    """
+
+    __slots__ = ("conn", "nbytes", "fifo", "ready", "reached")
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
-        self.conn: EmuRdmaConnection | None = None
+        self.conn: EmuRdmaConnection | None = None  # None for receives
         self.nbytes = 0
+        self.fifo: _Fifo | None = None
+        self.ready = False
+        self.reached: EmuMmap | None = None  # the local map last found reachable by the ctx's device
 
-    def submit(self) -> None:
-        ctx = self.ctx
-        if ctx.state != _RUNNING or self.inflight or not self.allocated:
-            raise DocaBadState("submit needs an allocated task that is not in flight, on a running ctx")
-        self.inflight = True
-        ctx.inflight += 1
+    def _check_submit(self) -> None:
+        c = self.conn
+        if c is None or c.ctx is not self.ctx:
+            raise DocaInvalidValue("the task's connection does not belong to this rdma ctx")
+        if c.state == C_NEW:
+            raise DocaNotConnected(f"connection {c.id} was exported but not connected: call Rdma.connect with "
+                                   f"the peer's blob before submitting tasks on it")
+        if self.fifo is None:  # _enqueue inlined (the hot path)
+            self.fifo = q = c.sq
+            q.tasks.append(self)
+        else:
+            self._enqueue(c.sq)
+
+    def _enqueue(self, q: _Fifo) -> None:
+        """Take a place in *q*, in submission order (the last submit check: nothing after it
+        refuses; were it to, the entry is dropped as stale when it reaches the front)."""
+        old = self.fifo
+        if old is not None:  # a stale entry: the task completed without starting (flushed, fault injected)
+            try:
+                old.tasks.remove(self)
+            except ValueError:
+                pass
+        self.fifo = q
+        q.tasks.append(self)
+
+    def _begin(self) -> None:
+        q = self.fifo
+        if q is None:  # not queued (cannot happen while the ctx runs): start it now
+            self._go()
+            return
+        tasks = q.tasks
+        c = self.conn  # None for receives: their queue has no gate
+        if tasks[0] is self and (c is None or c.state == C_ESTABLISHED):
+            tasks.popleft()  # its turn, and the connection is up: the hot path (_go inlined)
+            self.fifo = None
+            try:
+                self._start()
+            except _Fail as f:
+                self.status = f.code
+                self.reason = str(f)
+                _complete(self)
+            except DocaError as exc:
+                self.status = exc.code
+                self.reason = str(exc)
+                _complete(self)
+            if q.nready:  # tasks launched before their turn wait behind
+                q.run()
+            return
+        self.ready = True
+        q.nready += 1
+        q.run()
+
+    def _go(self) -> None:
+        """Start the work (Pe thread, inside ``progress()``); a refusal completes the task now."""
         try:
             self._start()
         except _Fail as f:
             self.status = f.code
-            ctx.pe.post(_complete, self)  # type: ignore[union-attr]
+            self.reason = str(f)
+            _complete(self)
         except DocaError as exc:
             self.status = exc.code
-            ctx.pe.post(_complete, self)  # type: ignore[union-attr]
+            self.reason = str(exc)
+            _complete(self)
 
     def _start(self) -> None:
         raise NotImplementedError
 
     def _ok(self) -> None:
         """Success response arrived (I/O thread): account the bytes."""
-
-    def _conn(self) -> EmuRdmaConnection:
-        c = self.conn
-        if c is None or c.ctx is not self.ctx:
-            raise _Fail(_INVALID, "task has no connection of this ctx")
-        return c
 
     def set_rdma_connection(self, conn: Any) -> None:
         assert isinstance(conn, EmuRdmaConnection)
@@ -483,9 +690,10 @@ class _RdmaTask(EmuTask):
 
 
 class EmuRdmaTaskReceive(_RdmaTask):
-    """``doca_rdma_task_receive``."""
+    """``doca_rdma_task_receive``: posted to the ctx's receive queue in submission order."""
 
     __slots__ = ("dst", "opcode", "result_len", "imm", "result_conn")
+    kind = "rdma_receive"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -495,13 +703,18 @@ class EmuRdmaTaskReceive(_RdmaTask):
         self.imm = 0
         self.result_conn: EmuRdmaConnection | None = None
 
-    def submit(self) -> None:
+    def _check_submit(self) -> None:
+        self._enqueue(self.ctx.rq)  # type: ignore[attr-defined]  # no connection to check
+
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return (self.dst,)
+
+    def _start(self) -> None:
         ctx = self.ctx
         assert isinstance(ctx, EmuRdma)
-        if ctx.state != _RUNNING or self.inflight or not self.allocated:
-            raise DocaBadState("submit needs an allocated task that is not in flight, on a running ctx")
-        self.inflight = True
-        ctx.inflight += 1
+        dst = self.dst
+        if dst is not None and (dst.mmap is not self.reached or dst.next is not None):
+            _reach(self, dst)
         self.result_len = self.imm = 0
         self.result_conn = None
         with ctx.lock:
@@ -523,6 +736,7 @@ class EmuRdmaTaskSend(_RdmaTask):
     """``doca_rdma_task_send`` (and send-with-immediate when *has_imm*)."""
 
     __slots__ = ("src", "imm", "has_imm")
+    kind = "rdma_send"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -530,8 +744,12 @@ class EmuRdmaTaskSend(_RdmaTask):
         self.imm = 0
         self.has_imm = False
 
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return (self.src,)
+
     def _start(self) -> None:
-        conn = self._conn()
+        conn = self.conn
+        assert conn is not None
         src = self.src
         if src is None:
             segs: list[memoryview] = []
@@ -539,6 +757,8 @@ class EmuRdmaTaskSend(_RdmaTask):
         else:
             if src.next is not None and _list_len(src) > self.ctx.send_list_len:  # type: ignore[attr-defined]
                 raise _Fail(_INVALID, "source list is longer than max_send_buf_list_len")
+            if src.mmap is not self.reached or src.next is not None:
+                _reach(self, src)
             segs, n = _segments(src, False)
         if n > MAX_MESSAGE_SIZE:
             raise _Fail(_TOO_BIG, f"message of {n} bytes exceeds the maximum {MAX_MESSAGE_SIZE}")
@@ -559,9 +779,10 @@ class EmuRdmaTaskSend(_RdmaTask):
 
 
 class EmuRdmaTaskRead(_RdmaTask):
-    """``doca_rdma_task_read``: remote *src* into local *dst*."""
+    """``doca_rdma_task_read``: remote *src* (its head: the remote side is one buffer) into local *dst*."""
 
     __slots__ = ("src", "dst", "segs")
+    kind = "rdma_read"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -569,16 +790,20 @@ class EmuRdmaTaskRead(_RdmaTask):
         self.dst: EmuBuf | None = None
         self.segs: list[memoryview] = []
 
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return self.src, self.dst
+
     def _start(self) -> None:
-        conn = self._conn()
+        conn = self.conn
+        assert conn is not None
         src, dst = self.src, self.dst
         if src is None or dst is None:
             raise _Fail(_INVALID, "read needs a remote source and a local destination")
-        if src.next is not None:
-            raise _Fail(_INVALID, "the remote buffer of a read must be a single buffer")
-        rm = src.mmap
+        rm = src.mmap  # a chained remote buffer: DOCA uses the head only
         if rm is None or not rm.from_export or rm.kind != Access.RDMA:
             raise _Fail(_INVALID, "the read source must be a buffer of an mmap created from an RDMA export")
+        if dst.mmap is not self.reached or dst.next is not None:
+            _reach(self, dst)
         n = src.data_len
         if n > MAX_MESSAGE_SIZE:
             raise _Fail(_TOO_BIG, f"read of {n} bytes exceeds the maximum {MAX_MESSAGE_SIZE}")
@@ -597,7 +822,7 @@ class EmuRdmaTaskRead(_RdmaTask):
                 raise _Fail(exc.code, str(exc)) from None
             _memmove(at, p, n)
             dst.data_len += n
-            self.ctx.pe.post(_complete, self)  # type: ignore[union-attr]
+            _complete(self)
             return
         segs, room = _segments(dst, True)
         if room < n:
@@ -611,7 +836,7 @@ class EmuRdmaTaskRead(_RdmaTask):
                 raise _Fail(exc.code, str(exc)) from None
             _copy_from(segs, p, n)
             _grow(dst, n)
-            self.ctx.pe.post(_complete, self)  # type: ignore[union-attr]
+            _complete(self)
             return
         self.segs = segs
         with st.lock:
@@ -663,9 +888,11 @@ def _copy_to(p: int, segs: list[memoryview]) -> int:
 
 
 class EmuRdmaTaskWrite(_RdmaTask):
-    """``doca_rdma_task_write`` (and write-with-immediate when *has_imm*): local *src* to remote *dst*."""
+    """``doca_rdma_task_write`` (and write-with-immediate when *has_imm*): local *src* to remote *dst*
+    (its head: the remote side is one buffer)."""
 
     __slots__ = ("src", "dst", "imm", "has_imm")
+    kind = "rdma_write"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -674,19 +901,23 @@ class EmuRdmaTaskWrite(_RdmaTask):
         self.imm = 0
         self.has_imm = False
 
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return self.src, self.dst
+
     def _start(self) -> None:
-        conn = self._conn()
+        conn = self.conn
+        assert conn is not None
         src, dst = self.src, self.dst
         if src is None or dst is None:
             raise _Fail(_INVALID, "write needs a local source and a remote destination")
-        if dst.next is not None:
-            raise _Fail(_INVALID, "the remote buffer of a write must be a single buffer")
         if src.next is not None and _list_len(src) > self.ctx.send_list_len:  # type: ignore[attr-defined]
             raise _Fail(_INVALID, "source list is longer than max_send_buf_list_len")
-        rm = dst.mmap
+        rm = dst.mmap  # a chained remote buffer: DOCA uses the head only
         if rm is None or not rm.from_export or rm.kind != Access.RDMA:
             raise _Fail(_INVALID, "the write destination must be a buffer of an mmap created from an RDMA export")
         sm = src.mmap
+        if sm is not self.reached or src.next is not None:
+            _reach(self, src)
         if src.next is None and sm is not None and sm.fast and sm.addr <= src.data and \
                 src.data + src.data_len <= sm.hi:
             segs, n = list[memoryview](), src.data_len  # a started local map: its addresses are this process's
@@ -713,7 +944,7 @@ class EmuRdmaTaskWrite(_RdmaTask):
                 _copy_to(p, segs)
             if not self.has_imm:
                 dst.data_len += n
-                self.ctx.pe.post(_complete, self)  # type: ignore[union-attr]
+                _complete(self)
                 return
             with st.lock:  # the bytes are in place: tell the peer, which consumes a receive
                 if st.closed:
@@ -753,6 +984,7 @@ class EmuRdmaTaskAtomic(_RdmaTask):
     """``doca_rdma_task_atomic_cmp_swp`` / ``_fetch_add``: 64-bit, at the peer."""
 
     __slots__ = ("dst", "result", "cmp", "swap", "add", "is_cas", "segs")
+    kind = "rdma_atomic"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -762,14 +994,20 @@ class EmuRdmaTaskAtomic(_RdmaTask):
         self.is_cas = False
         self.segs: list[memoryview] = []
 
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return self.dst, self.result
+
     def _start(self) -> None:
-        conn = self._conn()
+        conn = self.conn
+        assert conn is not None
         dst, res = self.dst, self.result
         if dst is None or res is None:
             raise _Fail(_INVALID, "an atomic task needs a remote destination and a local result buffer")
-        rm = dst.mmap
-        if rm is None or not rm.from_export or rm.kind != Access.RDMA or dst.next is not None:
-            raise _Fail(_INVALID, "the atomic destination must be a single buffer of an RDMA-imported mmap")
+        rm = dst.mmap  # a chained remote buffer: the head only
+        if rm is None or not rm.from_export or rm.kind != Access.RDMA:
+            raise _Fail(_INVALID, "the atomic destination must be a buffer of an RDMA-imported mmap")
+        if res.mmap is not self.reached or res.next is not None:
+            _reach(self, res)
         segs, room = _segments(res, True)
         if room < 8:
             raise _Fail(_INVALID, "the atomic result buffer needs 8 bytes free")
@@ -831,6 +1069,7 @@ class EmuRdma(EmuCtx):
         self.atomic_cmp_swp = TaskPool(self, EmuRdmaTaskAtomic)
         self.atomic_fetch_add = TaskPool(self, EmuRdmaTaskAtomic)
         self.lock = threading.Lock()
+        self.rq = _Fifo(self, self._run_rq)  # submitted receives, in order, until posted (Pe thread)
         self.posted: deque[EmuRdmaTaskReceive] = deque()
         self.stalled: deque[Stream] = deque()
         self.conns: list[EmuRdmaConnection] = []
@@ -841,6 +1080,8 @@ class EmuRdma(EmuCtx):
         self.epoch = 0
         self.host = b""
         self.serial = next(_serials)
+        #: DOCA 3.x rules (RUNNING without a connection) or 2.6 (RUNNING after connect), chosen at start.
+        self.v3 = True
 
     # -- attributes (idle only for setters) -----------------------------------------------------
     _ATTRS = {"permissions": "perms", "transport_type": "transport", "gid_index": "gid_index",
@@ -857,8 +1098,12 @@ class EmuRdma(EmuCtx):
         v = int(value)
         if v < 0:
             raise DocaInvalidValue(f"{name} must not be negative")
-        if name == "permissions" and v & ~int(sum(A)):
-            raise DocaInvalidValue(f"unknown access flag bits in {v:#x}")
+        if name == "permissions":
+            if v & ~int(sum(A)):
+                raise DocaInvalidValue(f"unknown access flag bits in {v:#x}")
+            if v & _NOT_RDMA:
+                raise DocaInvalidValue(f"doca_rdma_set_permissions takes the local and RDMA access flags; "
+                                       f"{A(v & _NOT_RDMA)!r} are not RDMA flags")
         elif name == "transport_type":
             if v not in (0, 1):
                 raise DocaInvalidValue(f"unknown transport type {v}")
@@ -906,10 +1151,20 @@ class EmuRdma(EmuCtx):
         self.listener = listener
         self.epoch += 1
         self.host = host_id()
+        self.v3 = emu_version.VERSION >= (3, 0)
         for pool in self.pools:
             pool.build()
         self._set_state(_STARTING)
+        if self.v3:  # 3.x: RUNNING on the next progress, connected or not ("ready to export and connect")
+            assert self.pe is not None
+            self.pe.post(self._to_running, self.epoch)
         return self.state
+
+    def _to_running(self, epoch: int) -> None:
+        """STARTING -> RUNNING, inside ``progress()``."""
+        if epoch == self.epoch and self.state == _STARTING:
+            self.state = _RUNNING
+            self._deliver_state((_STARTING, _RUNNING))
 
     def _on_stop(self) -> None:
         with self.lock:
@@ -917,7 +1172,9 @@ class EmuRdma(EmuCtx):
             self.posted.clear()
             self.stalled.clear()
             conns, self.conns = self.conns, []
+        claimed.extend(self.rq.drop())
         for c in conns:
+            claimed.extend(c.sq.drop())
             claimed.extend(self._close_conn(c))
         pe = self.pe
         assert pe is not None
@@ -989,6 +1246,9 @@ class EmuRdma(EmuCtx):
         if conn.peer_key is not None and conn.peer_key != b.key:
             raise DocaConnectionAborted("another peer already connected to this connection's export")
         self._dial(conn, (b.ip, b.port), b.key)
+        if not self.v3 and self.state == _STARTING:  # 2.6: the next progress moves the ctx to RUNNING
+            assert self.pe is not None
+            self.pe.post(self._to_running, self.epoch)
 
     def _dial(self, conn: EmuRdmaConnection, addr: tuple[str, int], peer_key: bytes) -> None:
         """Open our request stream to the peer's listener and prove we hold its key (Pe thread)."""
@@ -1031,11 +1291,25 @@ class EmuRdma(EmuCtx):
         conn, epoch = arg
         if epoch != self.epoch or conn.state != C_ESTABLISHED:
             return
-        if self.state == _STARTING:
+        if self.state == _STARTING:  # a CM connection (2.6 rules; 3.x is RUNNING already)
             self.state = _RUNNING
             self._deliver_state((_STARTING, _RUNNING))
         if self.conn_cb is not None:
             self.conn_cb(EV_ESTABLISHED, conn)
+        if conn.state == C_ESTABLISHED:
+            conn._run_sq()  # tasks that waited for the peer
+
+    def _window_expired(self, arg: tuple[EmuRdmaConnection, int]) -> None:
+        """The connect window of tasks waiting on *conn* ended (inside ``progress()``)."""
+        conn, epoch = arg
+        conn.window_armed = False
+        if epoch != self.epoch or conn.state in (C_ESTABLISHED, C_BROKEN, C_CLOSED):
+            return
+        if not conn.sq.nready:
+            return  # nothing waits (any more); the connection may still come up
+        self._break(conn, _TIME_OUT, reason=f"the peer did not connect within the connect window "
+                                            f"({_cfg.connect_window:g} s, DOCA_PY_RDMA_CONNECT_WINDOW)")
+        conn._run_sq()
 
     def _post_event(self, kind: int, conn: EmuRdmaConnection) -> None:
         pe = self.pe
@@ -1048,12 +1322,15 @@ class EmuRdma(EmuCtx):
         if epoch == self.epoch and self.conn_cb is not None and not self.destroyed:
             self.conn_cb(kind, conn)
 
-    def _break(self, conn: EmuRdmaConnection, code: int, local: bool = False) -> None:
+    def _break(self, conn: EmuRdmaConnection, code: int, local: bool = False, reason: str = "") -> None:
         """The connection died (any thread): fail its waiting tasks, report it once."""
         with self.lock:
             if conn.state in (C_BROKEN, C_CLOSED) or conn.epoch != self.epoch:
                 return
             was = conn.state
+            conn.err = code
+            conn.err_reason = reason or ("the connection was disconnected" if local else
+                                         "the connection is down (the peer went away or failed)")
             conn.state = C_BROKEN
             for st in (conn.srv,):
                 if st is not None and st in self.stalled:
@@ -1066,7 +1343,10 @@ class EmuRdma(EmuCtx):
         if pe is not None:
             for t in claimed:
                 t.status = code
+                t.reason = conn.err_reason
                 pe.post(_complete, t)
+            if conn.sq.tasks:
+                pe.post(_fifo_retry, conn.sq)  # the tasks not started yet fail too
 
     # -- accepting streams (I/O thread) -----------------------------------------------------------
     def _accept(self, sock: socket.socket) -> None:
@@ -1248,6 +1528,16 @@ class EmuRdma(EmuCtx):
             self._break(conn, _TIME_OUT)
 
     # -- receive matching (I/O thread and Pe thread) -------------------------------------------------
+    def _run_rq(self) -> None:
+        """Post the queued receives in submission order (Pe thread, inside ``progress()``)."""
+        q = self.rq
+        while True:
+            t = q.head()
+            if t is None:
+                return
+            q.pop(t)
+            t._go()
+
     def _resume_stalled(self) -> None:
         while True:
             with self.lock:
@@ -1801,7 +2091,9 @@ def _import_map(ctx: EmuRdma, data: bytes) -> EmuMmap | int:
 
 def rdma_create(dev: object) -> EmuRdma:
     """``doca_rdma_create``."""
-    return EmuRdma(dev)
+    r = EmuRdma(dev)
+    r.dev_key = dev_key(dev) if hasattr(dev, "devinfo") else ""  # type: ignore[arg-type]
+    return r
 
 
 # -- capabilities ----------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def main() -> int:
                 if not wait(lambda: len(done) >= start + n):
                     out("timeout")
                     return 1
-                for _, t in done[start:start + n]:
+                for t in tasks:  # receives take the messages in the order they were posted (RC)
                     data = bytes(t.get_dst_buf().data_view()) if t.get_dst_buf() is not None else b""
                     out(f"rcv {t.get_status().name} {int(t.get_result_opcode())} {t.get_result_len()} "
                         f"{t.get_result_immediate_data()} {data.hex() or '-'}")
