@@ -1,6 +1,6 @@
 """``doca_buf`` and ``doca_buf_inventory``.
 
-A :class:`Buf` is a window ``[head, head+len)`` inside a started mmap with a data
+A [`Buf`][doca_py.buf.Buf] is a window ``[head, head+len)`` inside a started mmap with a data
 region ``[data, data+data_len)`` inside the window. Sources are read from their
 data region; destinations are written after their data, which then grows.
 Addresses are in the mmap's address space (``Mmap.get_memrange()``).
@@ -8,7 +8,7 @@ Addresses are in the mmap's address space (``Mmap.get_memrange()``).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from . import _impl
 from ._lifetime import DocaObject
@@ -39,18 +39,29 @@ class BufInventory(DocaObject):
             self._h.start()
 
     def start(self) -> None:
+        """``doca_buf_inventory_start``. The constructor starts the inventory already."""
         self._h.start()
 
     def stop(self) -> None:
+        """``doca_buf_inventory_stop``.
+
+        :raises DocaInUse: while buffers of the inventory are held.
+        """
         self._h.stop()
 
     def expand(self, num_elements: int) -> None:
+        """``doca_buf_inventory_expand``: add *num_elements* descriptors to the pool.
+
+        :param num_elements: how many to add.
+        """
         self._h.expand(num_elements)
 
     def get_num_elements(self) -> int:
+        """``doca_buf_inventory_get_num_elements``: the size of the pool."""
         return self._h.get_num_elements()
 
     def get_num_free_elements(self) -> int:
+        """``doca_buf_inventory_get_num_free_elements``: how many descriptors are free."""
         return self._h.get_num_free_elements()
 
     def _wrap(self, h: BufHandle, mmap: Mmap) -> Buf:
@@ -95,7 +106,7 @@ class BufInventory(DocaObject):
 
 class Buf(DocaObject):
     """``doca_buf``. Returned to its inventory when the reference count reaches 0;
-    :meth:`close` drops every reference."""
+    [`close`][doca_py.buf.Buf.close] drops every reference."""
 
     def __init__(self, handle: BufHandle, inventory: BufInventory, mmap: Mmap) -> None:
         super().__init__()
@@ -104,15 +115,19 @@ class Buf(DocaObject):
         self._mmap = mmap
 
     def get_head(self) -> int:
+        """``doca_buf_get_head``: the address where the buffer starts."""
         return self._h.get_head()
 
     def get_len(self) -> int:
+        """``doca_buf_get_len``: the length of the whole buffer."""
         return self._h.get_len()
 
     def get_data(self) -> int:
+        """``doca_buf_get_data``: the address of the data section."""
         return self._h.get_data()
 
     def get_data_len(self) -> int:
+        """``doca_buf_get_data_len``: the length of the data section."""
         return self._h.get_data_len()
 
     def set_data(self, data: int, data_len: int) -> None:
@@ -120,9 +135,15 @@ class Buf(DocaObject):
         self._h.set_data(data, data_len)
 
     def set_data_len(self, data_len: int) -> None:
+        """``doca_buf_set_data_len``: set the length of the data section (it keeps its start).
+
+        :param data_len: the new length.
+        :raises DocaInvalidValue: when the data would end past the buffer.
+        """
         self._h.set_data_len(data_len)
 
     def reset_data_len(self) -> None:
+        """``doca_buf_reset_data_len``: set the data length to 0 (the destination of a task is written from there)."""
         self._h.reset_data_len()
 
     def reuse_by_addr(self, addr: int, length: int) -> None:
@@ -145,6 +166,7 @@ class Buf(DocaObject):
         return before
 
     def get_refcount(self) -> int:
+        """``doca_buf_get_refcount``: the reference count."""
         return self._h.get_refcount()
 
     def _peer(self, h: BufHandle) -> Buf:
@@ -156,22 +178,28 @@ class Buf(DocaObject):
         return buf
 
     def get_next_in_list(self) -> Buf | None:
+        """``doca_buf_get_next_in_list``: the next buffer of the chain, ``None`` at the end."""
         nxt = self._h.get_next_in_list()
         return None if nxt is None else self._peer(nxt)
 
     def get_last_in_list(self) -> Buf:
+        """``doca_buf_get_last_in_list``: the last buffer of the chain."""
         return self._peer(self._h.get_last_in_list())
 
     def get_list_len(self) -> int:
+        """``doca_buf_get_list_len``: the number of buffers in the chain."""
         return self._h.get_list_len()
 
     def is_first_in_list(self) -> bool:
+        """``doca_buf_is_first_in_list``: whether this buffer heads its chain."""
         return self._h.is_first_in_list()
 
     def is_last_in_list(self) -> bool:
+        """``doca_buf_is_last_in_list``: whether this buffer ends its chain."""
         return self._h.is_last_in_list()
 
     def is_in_list(self) -> bool:
+        """``doca_buf_is_in_list``: whether the buffer is chained with others."""
         return self._h.is_in_list()
 
     def chain_list(self, other: Buf) -> None:

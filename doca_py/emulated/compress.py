@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode
 from .buf import EmuBuf, data_views, room, tail_view
-from .ctx import EmuCtx, EmuTask, TaskPool, unreachable_ok
+from .ctx import EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
 from .mmap import dev_key
 from ..engines import checksums, deflate, lz4_stream
 
@@ -53,15 +53,13 @@ def _lz4_block(src: memoryview, dst: memoryview, t: EmuCompressTask) -> int:
     return lz4_stream.decompress_block_into(src, dst)
 
 
-class EmuCompressTask(EmuTask):
+class EmuCompressTask(EmuSrcDstTask):
     """Any compress task; the pool decides which kernel runs."""
 
-    __slots__ = ("src", "dst", "has_block_checksum", "are_blocks_independent", "_plain", "_sums")
+    __slots__ = ("has_block_checksum", "are_blocks_independent", "_plain", "_sums")
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
-        self.src: EmuBuf | None = None
-        self.dst: EmuBuf | None = None
         self.has_block_checksum = False
         self.are_blocks_independent = True
         self._plain: memoryview | None = None  # the uncompressed bytes of the last success
@@ -101,18 +99,6 @@ class EmuCompressTask(EmuTask):
         if not 0 < src.data_len <= MAX_BUF_SIZE:
             raise DocaInvalidValue(f"source must hold 1..{MAX_BUF_SIZE} bytes, holds {src.data_len}")
 
-    def _bufs(self) -> tuple[EmuBuf | None, ...]:
-        return self.src, self.dst
-
-    def set_src(self, buf: BufHandle) -> None:
-        self._settable("set_src")
-        assert isinstance(buf, EmuBuf)
-        self.src = buf
-
-    def set_dst(self, buf: BufHandle) -> None:
-        self._settable("set_dst")
-        assert isinstance(buf, EmuBuf)
-        self.dst = buf
 
     def _execute(self) -> int:
         self._plain = None  # a resubmitted task reports the checksums of this run

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from ..abc import Completion
 from ..errors import DocaBadState, DocaError, DocaInvalidValue, DocaNoMemory, DocaNotConnected, ErrorCode
@@ -26,10 +26,9 @@ from ..types import CtxState
 from . import strict
 from .pe import SHUFFLED, EmuPe
 
-if TYPE_CHECKING:
-    from .buf import EmuBuf
+from .buf import EmuBuf
 
-__all__ = ["EmuCtx", "EmuTask", "TaskPool", "FLUSHED", "complete_task", "pin_bufs", "unpin_bufs", "unreachable_ok"]
+__all__ = ["EmuCtx", "EmuTask", "EmuSrcDstTask", "TaskPool", "FLUSHED", "complete_task", "pin_bufs", "unpin_bufs", "unreachable_ok"]
 
 _IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
 #: Status of a task flushed by ``stop`` (hardware leaves the code unspecified).
@@ -439,3 +438,27 @@ class EmuTask:
 
 
 EmuTask._launcher = staticmethod(_launch_local)
+
+
+class EmuSrcDstTask(EmuTask):
+    """An engine task with one source and one destination buffer (list), re-aimable between runs."""
+
+    __slots__ = ("src", "dst")
+
+    def __init__(self, pool: TaskPool[EmuTask]) -> None:
+        super().__init__(pool)
+        self.src: EmuBuf | None = None
+        self.dst: EmuBuf | None = None
+
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return self.src, self.dst
+
+    def set_src(self, buf: object) -> None:
+        self._settable("set_src")
+        assert isinstance(buf, EmuBuf)
+        self.src = buf
+
+    def set_dst(self, buf: object) -> None:
+        self._settable("set_dst")
+        assert isinstance(buf, EmuBuf)
+        self.dst = buf

@@ -12,7 +12,7 @@ import ctypes
 from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode
 from .buf import EmuBuf
-from .ctx import EmuCtx, EmuTask, TaskPool, unreachable_ok
+from .ctx import EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
 from .mmap import EmuMmap, dev_key
 
 __all__ = ["EmuDma", "EmuDmaTaskMemcpy", "dma_create", "cap_task_memcpy_is_supported",
@@ -28,17 +28,15 @@ _NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
 _SMALL = 1 << 16
 
 
-class EmuDmaTaskMemcpy(EmuTask):
+class EmuDmaTaskMemcpy(EmuSrcDstTask):
     """``doca_dma_task_memcpy``."""
 
-    __slots__ = ("src", "dst", "reached_src", "reached_dst")
+    __slots__ = ("reached_src", "reached_dst")
     offload_bytes = 16 << 20  # copies run at tens of GB/s: a thread hop costs more below this
     kind = "dma_memcpy"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
-        self.src: EmuBuf | None = None
-        self.dst: EmuBuf | None = None
         self.reached_src: EmuMmap | None = None  # maps last found reachable by the ctx's device
         self.reached_dst: EmuMmap | None = None
 
@@ -55,9 +53,6 @@ class EmuDmaTaskMemcpy(EmuTask):
         if dst.data + dst.data_len + src.data_len > dst.head + dst.len:
             raise DocaInvalidValue(f"memcpy destination has {dst.head + dst.len - dst.data - dst.data_len} "
                                    f"bytes free after its data, source holds {src.data_len}")
-
-    def _bufs(self) -> tuple[EmuBuf | None, ...]:
-        return self.src, self.dst
 
     def _execute(self) -> int:
         src, dst = self.src, self.dst
@@ -90,16 +85,6 @@ class EmuDmaTaskMemcpy(EmuTask):
 
     def _work_bytes(self) -> int:
         return self.src.data_len if self.src is not None else 0
-
-    def set_src(self, buf: BufHandle) -> None:
-        self._settable("set_src")
-        assert isinstance(buf, EmuBuf)
-        self.src = buf
-
-    def set_dst(self, buf: BufHandle) -> None:
-        self._settable("set_dst")
-        assert isinstance(buf, EmuBuf)
-        self.dst = buf
 
 
 class EmuDma(EmuCtx):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotPermitted, ErrorCode
 from .buf import EmuBuf, data_views, room, tail_view
-from .ctx import EmuCtx, EmuTask, TaskPool, unreachable_ok
+from .ctx import EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
 from ..engines import ec as kernels
 from ..engines import gf256
 from .mmap import dev_key
@@ -51,20 +51,15 @@ def _check_km(k: int, m: int) -> None:
         raise DocaInvalidValue(f"need 1 <= k, 1 <= m and k + m <= 255 (got k={k}, m={m})")
 
 
-class EmuEcTask(EmuTask):
+class EmuEcTask(EmuSrcDstTask):
     """Any EC task: multiply the source blocks by the task's matrix."""
 
-    __slots__ = ("matrix", "src", "dst")
+    __slots__ = ("matrix",)
     offload_bytes = 8 << 20  # ISA-L encodes at tens of GB/s
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
         self.matrix: EmuEcMatrix | None = None
-        self.src: EmuBuf | None = None
-        self.dst: EmuBuf | None = None
-
-    def _bufs(self) -> tuple[EmuBuf | None, ...]:
-        return self.src, self.dst
 
     def set_matrix(self, matrix: object) -> None:
         self._settable("set_matrix")
@@ -72,15 +67,6 @@ class EmuEcTask(EmuTask):
         assert isinstance(ec, EmuEc)
         self.matrix = ec._mine(matrix)
 
-    def set_src(self, buf: BufHandle) -> None:
-        self._settable("set_src")
-        assert isinstance(buf, EmuBuf)
-        self.src = buf
-
-    def set_dst(self, buf: BufHandle) -> None:
-        self._settable("set_dst")
-        assert isinstance(buf, EmuBuf)
-        self.dst = buf
 
     def _work_bytes(self) -> int:
         n, b = 0, self.src

@@ -22,7 +22,6 @@ from ..errors import (
     DocaAlreadyExist,
     DocaBadState,
     DocaError,
-    DocaInUse,
     DocaInvalidValue,
     DocaNoMemory,
     DocaNotFound,
