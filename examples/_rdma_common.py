@@ -14,6 +14,7 @@ stdin, as the C samples do. The RDMA-CM variants (``--use-rdma-cm``) are not por
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import doca_py as d
-from doca_py.errors import DocaIOFailed, DocaNotFound
+from doca_py import aio
+from doca_py.errors import DocaConnectionAborted, DocaIOFailed, DocaNotFound
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTransportType
 
 from _common import TaskCheck
@@ -79,6 +81,8 @@ class RdmaResources:
     first_encountered_error: d.ErrorCode = d.ErrorCode.SUCCESS
     run_pe_progress: bool = True
     num_remaining_tasks: int = 0
+    connection_established: bool = False  # the asyncio samples wait for it
+    connection_error: str = ""
 
 
 # -- command line ---------------------------------------------------------------------------------
@@ -293,3 +297,48 @@ def log_state(resources: RdmaResources, next_state: d.CtxState) -> None:
         log.info("RDMA context entered into stopping state. Any inflight tasks will be flushed")
     elif next_state == d.CtxState.IDLE:
         log.info("RDMA context has been stopped")
+
+
+# -- asyncio (doca_py.aio): the aio_rdma_* samples ----------------------------------------------
+def rdma_connection_established_callback(conn: RdmaConnection, conn_user_data: object, ctx_user_data: object) -> None:
+    resources: RdmaResources = ctx_user_data  # type: ignore[assignment]
+    resources.log.info("RDMA connection is established")
+    resources.connection_established = True
+
+
+def rdma_connection_failure_callback(conn: RdmaConnection, conn_user_data: object, ctx_user_data: object) -> None:
+    resources: RdmaResources = ctx_user_data  # type: ignore[assignment]
+    resources.connection_error = "the RDMA connection failed"
+
+
+def rdma_connection_disconnect_callback(conn: RdmaConnection, conn_user_data: object,
+                                        ctx_user_data: object) -> None:
+    resources: RdmaResources = ctx_user_data  # type: ignore[assignment]
+    if not resources.connection_established:
+        resources.connection_error = "the peer disconnected before the connection was established"
+
+
+async def aio_wait_for_file(file_path: str, log: logging.Logger) -> None:
+    """:func:`wait_for_file` without blocking the event loop (which progresses the PE meanwhile)."""
+    path = Path(file_path)
+    if not path.exists():
+        log.info("Waiting for %s from the remote side", file_path)
+    while not path.exists():
+        await asyncio.sleep(FILE_POLL_SECONDS)
+
+
+async def aio_export_and_connect(resources: RdmaResources, runner: aio.AttachedPe, peer: str,
+                                 timeout: float) -> None:
+    """``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``, then wait until the
+    connection is established (DOCA 3.x: RUNNING does not mean connected)."""
+    cfg = resources.cfg
+    resources.rdma_conn_descriptor, resources.connection = resources.rdma.export()
+    write_file(cfg.local_connection_desc_path, resources.rdma_conn_descriptor)
+    resources.log.info("You can now copy %s to the %s", cfg.local_connection_desc_path, peer)
+    resources.log.info("Please copy %s from the %s", cfg.remote_connection_desc_path, peer)
+    await aio_wait_for_file(cfg.remote_connection_desc_path, resources.log)
+    resources.remote_rdma_conn_descriptor = read_file(cfg.remote_connection_desc_path)
+    resources.rdma.connect(resources.remote_rdma_conn_descriptor, resources.connection)
+    await runner.until(lambda: resources.connection_established or bool(resources.connection_error), timeout)
+    if resources.connection_error:
+        raise DocaConnectionAborted(resources.connection_error)

@@ -146,6 +146,12 @@ def test_dma_local_copy(env: dict[str, str]) -> None:
     assert 'Destination buffer holds: "copied by a DMA memcpy task"' in out
 
 
+def test_aio_dma_local_copy(env: dict[str, str]) -> None:
+    out = run_one(env, "aio_dma_local_copy.py", "-p", "03:00.0", "-t", "copied under asyncio")
+    assert "DMA task was completed successfully" in out
+    assert 'Destination buffer holds: "copied under asyncio"' in out
+
+
 # -- RDMA -----------------------------------------------------------------------------------------
 def _rdma_paths(tmp_path: Path, with_mmap: bool) -> tuple[list[str], list[str]]:
     """(responder args, requester args): each side's local descriptor is the other's remote one."""
@@ -195,6 +201,21 @@ def test_rdma_send_immediate_receive(env: dict[str, str], tmp_path: Path) -> Non
         sender = run(started, env, "rdma_send_immediate.py", *send_args, "-s", "sent with immediate")
         sender.finish()
         assert 'Got from sender: "sent with immediate" with immediate: 43981' in receiver.finish()  # 0xABCD
+
+
+@pytest.mark.parametrize("receiver, sender", [("aio_rdma_receive.py", "aio_rdma_send.py"),
+                                              ("rdma_receive.py", "aio_rdma_send.py"),
+                                              ("aio_rdma_receive.py", "rdma_send.py")])
+def test_aio_rdma_send_receive(env: dict[str, str], tmp_path: Path, receiver: str, sender: str) -> None:
+    recv_args, send_args = _rdma_paths(tmp_path, with_mmap=False)
+    with samples() as started:
+        r = run(started, env, receiver, *recv_args)
+        r.wait_for_line("You can now copy")
+        s = run(started, env, sender, *send_args, "-s", "sent under asyncio")
+        assert "RDMA send task was done successfully" in s.finish()
+        out = r.finish()
+    assert 'Got from sender: "sent under asyncio"' in out
+    assert not list(tmp_path.glob("*.desc"))
 
 
 # -- Comch ----------------------------------------------------------------------------------------

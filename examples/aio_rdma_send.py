@@ -1,0 +1,100 @@
+"""``samples/doca_rdma/rdma_send`` (DOCA 3.0) written with asyncio (:mod:`doca_py.aio`).
+
+The same send as ``rdma_send.py``, without a progress loop or a state machine in callbacks:
+the event loop drives the progress engine and the sample awaits each step. Its peer is
+``aio_rdma_receive.py`` (or ``rdma_receive.py``); start the receiver first::
+
+    python examples/aio_rdma_receive.py -d mlx5_0 -ld /tmp/recv.desc -re /tmp/send.desc
+    python examples/aio_rdma_send.py -d mlx5_0 -ld /tmp/send.desc -re /tmp/recv.desc -s "Hi DOCA RDMA!"
+
+``allocate_rdma_resources`` → ``doca_rdma_task_send_set_conf`` → connection callbacks →
+inventory → ``aio.attach(pe)`` → ``start()``; ``await started()`` (DOCA 3.x: RUNNING without a
+connection) → export, descriptor exchange, ``connect`` → ``await runner.until(established)`` →
+``task.submit(); await task`` → ``stop()``; ``await stopped()`` → cleanup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+import doca_py as d
+from doca_py import aio
+from doca_py.rdma import Rdma, RdmaTaskSend
+
+from _common import error_of, request_stop, run_sample, setup_logging
+from _rdma_common import (INVENTORY_NUM_INITIAL_ELEMENTS, NUM_RDMA_TASKS, RdmaConfig, aio_export_and_connect,
+                          allocate_rdma_resources, config_from_args, destroy_rdma_resources,
+                          rdma_connection_disconnect_callback, rdma_connection_established_callback,
+                          rdma_connection_failure_callback, put_string, register_rdma_common_params,
+                          register_rdma_send_string_param)
+
+log = setup_logging("RDMA_SEND_AIO")
+
+MAX_BUFF_SIZE = 256  # maximum DOCA buffer size
+TIMEOUT = 10.0  # seconds, for each wait
+
+
+def rdma_send_completed_callback(task: RdmaTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
+    log.info("RDMA send task was done successfully")
+
+
+def rdma_send_error_callback(task: RdmaTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
+    log.error("RDMA send task failed: %s", task.get_status().c_name)
+
+
+async def rdma_send(cfg: RdmaConfig) -> d.ErrorCode:
+    mmap_permissions = d.AccessFlag.LOCAL_READ_WRITE
+    rdma_permissions = d.AccessFlag.LOCAL_READ_WRITE
+    resources = allocate_rdma_resources(cfg, mmap_permissions, rdma_permissions, Rdma.cap_task_send_is_supported,
+                                        log)
+    rdma = resources.rdma
+    try:
+        rdma.task_send_set_conf(rdma_send_completed_callback, rdma_send_error_callback, NUM_RDMA_TASKS)
+        rdma.set_connection_state_callbacks(None, rdma_connection_established_callback,
+                                            rdma_connection_failure_callback, rdma_connection_disconnect_callback)
+        rdma.user_data = resources  # doca_ctx_set_user_data
+        inventory = resources.buf_inventory = d.BufInventory(INVENTORY_NUM_INITIAL_ELEMENTS)
+        async with aio.attach(resources.pe) as runner:  # the loop progresses the PE from now on
+            rdma.start()
+            await rdma.started(timeout=TIMEOUT)
+            log.info("RDMA context is running")
+            await aio_export_and_connect(resources, runner, "receiver", TIMEOUT)
+            assert resources.connection is not None
+
+            local_range, _ = resources.mmap.get_memrange()
+            src_buf = inventory.buf_get_by_data(resources.mmap, local_range, MAX_BUFF_SIZE)
+            put_string(resources.mmap_memrange, cfg.send_string, MAX_BUFF_SIZE)  # the source's data
+            task = rdma.task_send_allocate_init(resources.connection, src_buf)
+            log.info('Submitting RDMA send task that sends "%s" to receiver', cfg.send_string)
+            try:
+                task.submit()
+                await task  # once the receiver has the message
+                result = d.ErrorCode.SUCCESS
+            except d.DocaError as exc:
+                result = error_of(exc)
+            finally:
+                task.free()
+                src_buf.dec_refcount()
+
+            request_stop(rdma)  # a failed task has already moved the ctx to STOPPING
+            await rdma.stopped(timeout=TIMEOUT)
+        return result
+    finally:
+        if resources.buf_inventory is not None:
+            resources.buf_inventory.close()
+        destroy_rdma_resources(resources, cfg)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="DOCA RDMA send with asyncio (doca_py.aio)")
+    register_rdma_common_params(parser)
+    register_rdma_send_string_param(parser)
+    cfg = config_from_args(parser.parse_args(argv))
+    return run_sample(log, lambda: asyncio.run(rdma_send(cfg)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
