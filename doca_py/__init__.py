@@ -71,3 +71,4 @@ __all__ = [
 ]
 
 __version__ = "0.1.0.dev0"
+"""The version of doca_py itself (DOCA's is [`version_runtime`][doca_py.version.version_runtime])."""

@@ -1,4 +1,4 @@
-"""``python -m doca_py``: the device tool (:mod:`doca_py.tool`)."""
+"""``python -m doca_py``: the device tool (`doca_py.tool`)."""
 
 from __future__ import annotations
 

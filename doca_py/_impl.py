@@ -47,6 +47,7 @@ def select(requested: str | None = None) -> str:
 
 
 impl: str = select()
+"""The backend in use, ``"native"`` or ``"emulated"`` (chosen at import from ``DOCA_PY_IMPL``)."""
 
 _modules: dict[str, ModuleType] = {}
 

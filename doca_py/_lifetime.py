@@ -8,7 +8,7 @@
   ``weakref.finalize`` recipe, which does nothing in a forked child or at
   interpreter shutdown; top-level objects also warn ``ResourceWarning``;
 * ``repr()`` names the class, says open or closed and, for an open object, the
-  facts of :meth:`DocaObject._repr_facts` (a closed object's handle is never
+  facts of `DocaObject._repr_facts` (a closed object's handle is never
   touched: on the native backend it is freed memory).
 """
 
@@ -69,7 +69,7 @@ class DocaObject:
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
+        """Whether `close` has run."""
         return self._closed
 
     def close(self) -> None:

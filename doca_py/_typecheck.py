@@ -1,4 +1,4 @@
-"""Static proof that both backends implement the protocols of :mod:`doca_py.abc`.
+"""Static proof that both backends implement the protocols of [`doca_py.abc`][doca_py.abc].
 
 Nothing here runs; mypy checks every assignment below.
 """

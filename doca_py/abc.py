@@ -1,9 +1,9 @@
 """Protocols every backend implements (psycopg's ``abc`` module, for DOCA).
 
-The public classes (:class:`doca_py.Mmap`, :class:`doca_py.Pe` …) hold one backend
+The public classes ([`doca_py.Mmap`][doca_py.mmap.Mmap], [`doca_py.Pe`][doca_py.pe.Pe] …) hold one backend
 *handle* each and add what is the same on every backend: lifetimes, pinning of
 Python buffers, user data, argument checking. A handle is the backend's view of one
-DOCA object; it raises :class:`~doca_py.errors.DocaError` for DOCA failures and
+DOCA object; it raises [`DocaError`][doca_py.errors.DocaError] for DOCA failures and
 never calls user code except through the completion functions it was given.
 
 Each backend provides one module per DOCA library (``doca_py.<impl>.dev``,
@@ -153,16 +153,21 @@ class CtxHandle(Protocol):
     """``doca_ctx``: the part every library context shares."""
 
     def start(self) -> int:
-        """Start; returns the :class:`~doca_py.types.CtxState` reached."""
+        """Start; returns the [`CtxState`][doca_py.types.CtxState] reached."""
         ...
     def stop(self) -> int:
         """Begin stopping; returns the state reached (IDLE or STOPPING)."""
         ...
-    def get_state(self) -> int: ...
-    def get_num_inflight_tasks(self) -> int: ...
-    def set_state_changed_cb(self, cb: Callable[[int, int], None]) -> None: ...
-    def flush_tasks(self) -> None: ...
-    def destroy(self) -> None: ...
+    def get_state(self) -> int:
+        """Backend hook behind the public ``get_state`` (``doca_abc``)."""
+    def get_num_inflight_tasks(self) -> int:
+        """Backend hook behind the public ``get_num_inflight_tasks`` (``doca_abc``)."""
+    def set_state_changed_cb(self, cb: Callable[[int, int], None]) -> None:
+        """Backend hook behind the public ``set_state_changed_cb`` (``doca_abc``)."""
+    def flush_tasks(self) -> None:
+        """Backend hook behind the public ``flush_tasks`` (``doca_abc``)."""
+    def destroy(self) -> None:
+        """Backend hook behind the public ``destroy`` (``doca_abc``)."""
 
 
 class TaskHandle(Protocol):

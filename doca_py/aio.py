@@ -1,26 +1,28 @@
-"""asyncio for doca_py: a :class:`~doca_py.Pe` driven by an event loop.
+"""asyncio for doca_py: a [`Pe`][doca_py.pe.Pe] driven by an event loop.
 
-:func:`attach` registers the engine's notification handle with the running loop;
+[`attach`][doca_py.aio.attach] registers the engine's notification handle with the running loop;
 from then on the loop calls ``progress()`` whenever the engine has work, so task
 callbacks and state changes run on the loop's thread without a polling loop. On top
-of that::
+of that:
 
-    import doca_py as d
-    from doca_py import aio
+```python
+import doca_py as d
+from doca_py import aio
 
-    async def copy(pe: d.Pe, dma: d.Dma, src: d.Buf, dst: d.Buf) -> None:
-        async with aio.attach(pe):
-            dma.start()
-            await dma.started()                 # RUNNING (or DocaBadState if it stopped)
-            task = dma.task_memcpy_alloc_init(src, dst)
-            task.submit()
-            await task                          # the task, or its DocaError
-            task.free()
+async def copy(pe: d.Pe, dma: d.Dma, src: d.Buf, dst: d.Buf) -> None:
+    async with aio.attach(pe):
+        dma.start()
+        await dma.started()                 # RUNNING (or DocaBadState if it stopped)
+        task = dma.task_memcpy_alloc_init(src, dst)
+        task.submit()
+        await task                          # the task, or its DocaError
+        task.free()
+```
 
 ``await task`` resolves when the task's completion callback has run (the callbacks
 registered with ``*_set_conf`` still run first); a failed task raises the
-:class:`~doca_py.errors.DocaError` of its status, with its reason. ``await
-ctx.started()`` / ``await ctx.stopped()`` wait for a state, and :meth:`AttachedPe.until`
+[`DocaError`][doca_py.errors.DocaError] of its status, with its reason. ``await
+ctx.started()`` / ``await ctx.stopped()`` wait for a state, and [`AttachedPe.until`][doca_py.aio.AttachedPe.until]
 waits for any condition (a connection established, a message counted) re-checked
 after every ``progress()``. Works on both backends: the emulated engine's handle is an
 ``eventfd``, the native one DOCA's own.
@@ -47,14 +49,16 @@ _attached: weakref.WeakKeyDictionary[Pe, AttachedPe] = weakref.WeakKeyDictionary
 
 
 class AttachedPe:
-    """A :class:`~doca_py.Pe` whose notification handle an event loop watches.
+    """A [`Pe`][doca_py.pe.Pe] whose notification handle an event loop watches.
 
-    Make one with :func:`attach`; :meth:`detach` (or leaving ``async with``) gives the
+    Make one with [`attach`][doca_py.aio.attach]; [`detach`][doca_py.aio.AttachedPe.detach] (or leaving ``async with``) gives the
     engine back to the caller. At most one loop drives a Pe at a time."""
 
     def __init__(self, pe: Pe, loop: asyncio.AbstractEventLoop) -> None:
         self.pe = pe
+        """The attached [`Pe`][doca_py.pe.Pe]."""
         self.loop = loop
+        """The event loop watching the Pe's notification handle."""
         self._fd = pe.get_notification_handle()
         self._conditions: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._scheduled = False
@@ -113,7 +117,7 @@ class AttachedPe:
     async def until(self, predicate: Callable[[], bool], timeout: float | None = None) -> None:
         """Return once ``predicate()`` is true, re-checked after every progress.
 
-        Raises :class:`TimeoutError` after *timeout* seconds; an exception of the
+        Raises `TimeoutError` after *timeout* seconds; an exception of the
         predicate is raised here."""
         if predicate():
             return
@@ -154,7 +158,7 @@ def attach(pe: Pe, loop: asyncio.AbstractEventLoop | None = None) -> AttachedPe:
 
 
 def attached(pe: Pe | None) -> AttachedPe:
-    """The :class:`AttachedPe` driving *pe*; ``DocaUsageError`` if none."""
+    """The [`AttachedPe`][doca_py.aio.AttachedPe] driving *pe*; ``DocaUsageError`` if none."""
     runner = _attached.get(pe) if pe is not None else None
     if runner is None:
         raise DocaUsageError("the ctx's Pe is not driven by an event loop: call doca_py.aio.attach(pe) first")
@@ -177,7 +181,7 @@ def wait_task(task: Task) -> Generator[Any, None, Task]:
 
 async def wait_state(ctx: Ctx, state: CtxState, timeout: float | None = None) -> None:
     """Return once *ctx* is in *state*. Reaching IDLE while waiting for RUNNING (a start
-    that failed) raises :class:`~doca_py.errors.DocaBadState`."""
+    that failed) raises [`DocaBadState`][doca_py.errors.DocaBadState]."""
     runner = attached(ctx._pe)
     failed = False
 

@@ -212,6 +212,7 @@ class Buf(DocaObject):
 
     @property
     def mmap(self) -> Mmap:
+        """The [`Mmap`][doca_py.mmap.Mmap] the buffer points into."""
         return self._mmap
 
     def data_view(self) -> memoryview:

@@ -1,30 +1,34 @@
 """``doca_comch``: the host ↔ DPU communication channel (DOCA 3.x API).
 
-Control messages (server on the DPU, client on the host)::
+Control messages (server on the DPU, client on the host):
 
-    server = ComchServer(dpu_dev, host_pf_rep, "my-service"); pe.connect_ctx(server)
-    server.task_send_set_conf(on_sent, on_send_error, 8)
-    server.event_msg_recv_register(on_msg)                 # on_msg(msg: memoryview, conn)
-    server.event_connection_status_changed_register(on_connect, on_disconnect)
-    server.start()                                         # RUNNING
+```python
+server = ComchServer(dpu_dev, host_pf_rep, "my-service"); pe.connect_ctx(server)
+server.task_send_set_conf(on_sent, on_send_error, 8)
+server.event_msg_recv_register(on_msg)                 # on_msg(msg: memoryview, conn)
+server.event_connection_status_changed_register(on_connect, on_disconnect)
+server.start()                                         # RUNNING
 
-    client = ComchClient(host_dev, "my-service"); pe.connect_ctx(client)
-    client.task_send_set_conf(on_sent, on_send_error, 8); client.event_msg_recv_register(on_msg)
-    client.start()                                         # STARTING; RUNNING from progress once connected
-    client.task_send_alloc_init(client.get_connection(), b"hello").submit()
+client = ComchClient(host_dev, "my-service"); pe.connect_ctx(client)
+client.task_send_set_conf(on_sent, on_send_error, 8); client.event_msg_recv_register(on_msg)
+client.start()                                         # STARTING; RUNNING from progress once connected
+client.task_send_alloc_init(client.get_connection(), b"hello").submit()
+```
 
-Fast path (either side, on an established connection)::
+Fast path (either side, on an established connection):
 
-    consumer = ComchConsumer(conn, mmap); pe.connect_ctx(consumer)
-    consumer.task_post_recv_set_conf(on_recv, on_recv_error, 64); consumer.start()   # STARTING
-    consumer.task_post_recv_alloc_init(buf).submit()       # the peer learns consumer.id (new_consumer)
-    producer = ComchProducer(conn); pe.connect_ctx(producer)
-    producer.task_send_set_conf(on_sent, on_error, 64); producer.start()
-    task = producer.task_send_alloc_init(src, b"imm", remote_consumer_id)
-    try:
-        task.submit()
-    except DocaAgain:                                      # no receive posted by that consumer yet:
-        retry.append(task)                                 # keep the task, submit it after a later progress
+```python
+consumer = ComchConsumer(conn, mmap); pe.connect_ctx(consumer)
+consumer.task_post_recv_set_conf(on_recv, on_recv_error, 64); consumer.start()   # STARTING
+consumer.task_post_recv_alloc_init(buf).submit()       # the peer learns consumer.id (new_consumer)
+producer = ComchProducer(conn); pe.connect_ctx(producer)
+producer.task_send_set_conf(on_sent, on_error, 64); producer.start()
+task = producer.task_send_alloc_init(src, b"imm", remote_consumer_id)
+try:
+    task.submit()
+except DocaAgain:                                      # no receive posted by that consumer yet:
+    retry.append(task)                                 # keep the task, submit it after a later progress
+```
 
 A received message is a ``memoryview`` valid only during the callback (it is released
 afterwards); copy it with ``bytes(msg)`` to keep it. Producer data is written after the
@@ -33,7 +37,7 @@ consumer buffer's data, whose data length grows (DOCA's destination rule).
 As in DOCA 3.x, ``submit`` only hands a task over: its work (the message or the source
 buffer's bytes put on the link, the receive buffer posted) happens in ``Pe.progress()``.
 A producer send whose remote consumer has no receive posted is refused by ``submit``
-itself with :class:`~doca_py.errors.DocaAgain` (``DOCA_ERROR_AGAIN``); the caller keeps
+itself with [`DocaAgain`][doca_py.errors.DocaAgain] (``DOCA_ERROR_AGAIN``); the caller keeps
 the task. The producer's error callback reports fatal errors only.
 """
 
@@ -63,33 +67,45 @@ __all__ = [
 
 
 class ComchCounter(enum.IntEnum):
-    """``enum doca_comch_counter`` (read with :meth:`ComchConnection.get_counter`)."""
+    """``enum doca_comch_counter`` (read with [`ComchConnection.get_counter`][doca_py.comch.ComchConnection.get_counter])."""
 
     SENT_MESSAGES = 1
+    """``DOCA_COMCH_COUNTER_SENT_MESSAGES``."""
     SENT_BYTES = 2
+    """``DOCA_COMCH_COUNTER_SENT_BYTES``."""
     RECV_MESSAGES = 3
+    """``DOCA_COMCH_COUNTER_RECV_MESSAGES``."""
     RECV_BYTES = 4
+    """``DOCA_COMCH_COUNTER_RECV_BYTES``."""
 
 
 #: ``cb(msg, connection)``: a control message; *msg* is valid only during the call.
 MsgRecvCallback = Callable[[memoryview, "ComchConnection"], None]
+"""``cb(msg, connection)``, as ``doca_comch_event_msg_recv_cb_t``."""
 #: ``cb(connection, change_successful)``: a client connected or disconnected (server).
 ConnectionStatusCallback = Callable[["ComchConnection", bool], None]
+"""``cb(connection, change_successful)``, as ``doca_comch_event_connection_status_changed_cb_t``."""
 #: ``cb(connection, remote_consumer_id)``: the peer created or destroyed a consumer.
 ConsumerCallback = Callable[["ComchConnection", int], None]
+"""``cb(connection, consumer_id)``, as ``doca_comch_event_consumer_cb_t``."""
 
 
 # -- backend protocols ------------------------------------------------------------------------------
 class ComchConnectionHandle(Protocol):
     """``doca_comch_connection`` as a backend implements it."""
 
-    #: The public :class:`ComchConnection` wrapping it.
+    #: The public [`ComchConnection`][doca_py.comch.ComchConnection] wrapping it.
     owner: object
+    """Backend: the server or client the connection belongs to."""
 
-    def is_server_side(self) -> bool: ...
-    def is_connected(self) -> bool: ...
-    def update_info(self) -> None: ...
-    def get_counter(self, counter: int) -> int: ...
+    def is_server_side(self) -> bool:
+        """Backend hook behind the public ``is_server_side`` (``doca_comch``)."""
+    def is_connected(self) -> bool:
+        """Backend hook behind the public ``is_connected`` (``doca_comch``)."""
+    def update_info(self) -> None:
+        """Backend hook behind the public ``update_info`` (``doca_comch``)."""
+    def get_counter(self, counter: int) -> int:
+        """Backend hook behind the public ``get_counter`` (``doca_comch``)."""
 
 
 class ComchEndpointHandle(CtxHandle, Protocol):
@@ -97,72 +113,111 @@ class ComchEndpointHandle(CtxHandle, Protocol):
     public connection object that ``set_wrap``'s function made for a handle."""
 
     @property
-    def send(self) -> Any: ...
-    def set_attr(self, name: str, value: int) -> None: ...
-    def get_attr(self, name: str) -> int: ...
-    def set_wrap(self, wrap: Callable[[Any], object]) -> None: ...
-    def set_event_cb(self, kind: str, cb: Callable[..., None] | None) -> None: ...
-    def task_send_alloc_init(self, conn: Any, data: Any) -> TaskHandle: ...
+    def send(self) -> Any:
+        """Backend: the send task type (``doca_comch_task_send``)."""
+    def set_attr(self, name: str, value: int) -> None:
+        """Backend hook behind the public ``set_attr`` (``doca_comch``)."""
+    def get_attr(self, name: str) -> int:
+        """Backend hook behind the public ``get_attr`` (``doca_comch``)."""
+    def set_wrap(self, wrap: Callable[[Any], object]) -> None:
+        """Backend hook behind the public ``set_wrap`` (``doca_comch``)."""
+    def set_event_cb(self, kind: str, cb: Callable[..., None] | None) -> None:
+        """Backend hook behind the public ``set_event_cb`` (``doca_comch``)."""
+    def task_send_alloc_init(self, conn: Any, data: Any) -> TaskHandle:
+        """Backend hook behind the public ``task_send_alloc_init`` (``doca_comch``)."""
 
 
 class ComchServerHandle(ComchEndpointHandle, Protocol):
     """``doca_comch_server``."""
 
-    def disconnect(self, conn: Any) -> None: ...
-    def get_connections(self) -> list[Any]: ...
+    def disconnect(self, conn: Any) -> None:
+        """Backend hook behind the public ``disconnect`` (``doca_comch``)."""
+    def get_connections(self) -> list[Any]:
+        """Backend hook behind the public ``get_connections`` (``doca_comch``)."""
 
 
 class ComchClientHandle(ComchEndpointHandle, Protocol):
     """``doca_comch_client``."""
 
-    def get_connection(self) -> Any: ...
+    def get_connection(self) -> Any:
+        """Backend hook behind the public ``get_connection`` (``doca_comch``)."""
 
 
 class ComchConsumerHandle(CtxHandle, Protocol):
     """``doca_comch_consumer``."""
 
     @property
-    def post_recv(self) -> Any: ...
-    def get_id(self) -> int: ...
-    def set_imm_data_len(self, n: int) -> None: ...
-    def get_imm_data_len(self) -> int: ...
-    def task_post_recv_alloc_init(self, buf: BufHandle) -> TaskHandle: ...
+    def post_recv(self) -> Any:
+        """Backend: the post-recv task type (``doca_comch_consumer_task_post_recv``)."""
+    def get_id(self) -> int:
+        """Backend hook behind the public ``get_id`` (``doca_comch``)."""
+    def set_imm_data_len(self, n: int) -> None:
+        """Backend hook behind the public ``set_imm_data_len`` (``doca_comch``)."""
+    def get_imm_data_len(self) -> int:
+        """Backend hook behind the public ``get_imm_data_len`` (``doca_comch``)."""
+    def task_post_recv_alloc_init(self, buf: BufHandle) -> TaskHandle:
+        """Backend hook behind the public ``task_post_recv_alloc_init`` (``doca_comch``)."""
 
 
 class ComchProducerHandle(CtxHandle, Protocol):
     """``doca_comch_producer``."""
 
     @property
-    def send(self) -> Any: ...
-    def get_id(self) -> int: ...
-    def task_send_alloc_init(self, buf: BufHandle, imm: bytes, consumer_id: int) -> TaskHandle: ...
+    def send(self) -> Any:
+        """Backend: the send task type (``doca_comch_producer_task_send``)."""
+    def get_id(self) -> int:
+        """Backend hook behind the public ``get_id`` (``doca_comch``)."""
+    def task_send_alloc_init(self, buf: BufHandle, imm: bytes, consumer_id: int) -> TaskHandle:
+        """Backend hook behind the public ``task_send_alloc_init`` (``doca_comch``)."""
 
 
 class ComchBackend(Protocol):
     """Module ``doca_py.<impl>.comch``."""
 
-    def server_create(self, dev: object, rep: object, name: str) -> ComchServerHandle: ...
-    def client_create(self, dev: object, name: str) -> ComchClientHandle: ...
-    def consumer_create(self, conn: Any, mmap: MmapHandle) -> ComchConsumerHandle: ...
-    def producer_create(self, conn: Any) -> ComchProducerHandle: ...
-    def cap_server_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
-    def cap_client_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
-    def cap_get_max_name_len(self, devinfo: DevInfoHandle) -> int: ...
-    def cap_get_max_msg_size(self, devinfo: DevInfoHandle) -> int: ...
-    def cap_get_max_recv_queue_size(self, devinfo: DevInfoHandle) -> int: ...
-    def cap_get_max_clients(self, devinfo: DevInfoHandle) -> int: ...
-    def cap_get_max_send_tasks(self, devinfo: DevInfoHandle) -> int: ...
-    def consumer_cap_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
-    def consumer_cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int: ...
-    def consumer_cap_get_max_buf_size(self, devinfo: DevInfoHandle) -> int: ...
-    def consumer_cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int: ...
-    def consumer_cap_get_max_consumers(self, devinfo: DevInfoHandle) -> int: ...
-    def consumer_cap_get_max_imm_data_len(self, devinfo: DevInfoHandle) -> int: ...
-    def producer_cap_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
-    def producer_cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int: ...
-    def producer_cap_get_max_buf_size(self, devinfo: DevInfoHandle) -> int: ...
-    def producer_cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int: ...
-    def producer_cap_get_max_producers(self, devinfo: DevInfoHandle) -> int: ...
+    def server_create(self, dev: object, rep: object, name: str) -> ComchServerHandle:
+        """Backend hook behind the public ``server_create`` (``doca_comch``)."""
+    def client_create(self, dev: object, name: str) -> ComchClientHandle:
+        """Backend hook behind the public ``client_create`` (``doca_comch``)."""
+    def consumer_create(self, conn: Any, mmap: MmapHandle) -> ComchConsumerHandle:
+        """Backend hook behind the public ``consumer_create`` (``doca_comch``)."""
+    def producer_create(self, conn: Any) -> ComchProducerHandle:
+        """Backend hook behind the public ``producer_create`` (``doca_comch``)."""
+    def cap_server_is_supported(self, devinfo: DevInfoHandle) -> bool:
+        """Backend hook behind the public ``cap_server_is_supported`` (``doca_comch``)."""
+    def cap_client_is_supported(self, devinfo: DevInfoHandle) -> bool:
+        """Backend hook behind the public ``cap_client_is_supported`` (``doca_comch``)."""
+    def cap_get_max_name_len(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``cap_get_max_name_len`` (``doca_comch``)."""
+    def cap_get_max_msg_size(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``cap_get_max_msg_size`` (``doca_comch``)."""
+    def cap_get_max_recv_queue_size(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``cap_get_max_recv_queue_size`` (``doca_comch``)."""
+    def cap_get_max_clients(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``cap_get_max_clients`` (``doca_comch``)."""
+    def cap_get_max_send_tasks(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``cap_get_max_send_tasks`` (``doca_comch``)."""
+    def consumer_cap_is_supported(self, devinfo: DevInfoHandle) -> bool:
+        """Backend hook behind the public ``consumer_cap_is_supported`` (``doca_comch``)."""
+    def consumer_cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``consumer_cap_get_max_num_tasks`` (``doca_comch``)."""
+    def consumer_cap_get_max_buf_size(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``consumer_cap_get_max_buf_size`` (``doca_comch``)."""
+    def consumer_cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``consumer_cap_get_max_buf_list_len`` (``doca_comch``)."""
+    def consumer_cap_get_max_consumers(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``consumer_cap_get_max_consumers`` (``doca_comch``)."""
+    def consumer_cap_get_max_imm_data_len(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``consumer_cap_get_max_imm_data_len`` (``doca_comch``)."""
+    def producer_cap_is_supported(self, devinfo: DevInfoHandle) -> bool:
+        """Backend hook behind the public ``producer_cap_is_supported`` (``doca_comch``)."""
+    def producer_cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``producer_cap_get_max_num_tasks`` (``doca_comch``)."""
+    def producer_cap_get_max_buf_size(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``producer_cap_get_max_buf_size`` (``doca_comch``)."""
+    def producer_cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``producer_cap_get_max_buf_list_len`` (``doca_comch``)."""
+    def producer_cap_get_max_producers(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``producer_cap_get_max_producers`` (``doca_comch``)."""
 
 
 def _backend() -> ComchBackend:
@@ -205,6 +260,7 @@ class ComchConnection:
         self._h = handle
         self._ctx = ctx
         self.user_data: Any = None
+        """Any object (``doca_comch_connection_set_user_data``)."""
 
     def set_user_data(self, user_data: Any) -> None:
         """``doca_comch_connection_set_user_data``."""
@@ -235,7 +291,7 @@ class ComchConnection:
         self._h.update_info()
 
     def get_counter(self, counter: ComchCounter) -> int:
-        """One counter as of the last :meth:`update_info` (control messages only)."""
+        """One counter as of the last [`update_info`][doca_py.comch.ComchConnection.update_info] (control messages only)."""
         return self._h.get_counter(int(counter))
 
     def __repr__(self) -> str:
@@ -253,6 +309,7 @@ class ComchTaskSend(Task):
     _conn: ComchConnection
 
     def get_connection(self) -> ComchConnection:
+        """``doca_comch_task_send_get_connection``: the connection."""
         return self._conn
 
 
@@ -263,6 +320,7 @@ class _BufTask(Task):
     _buf: Buf
 
     def get_buf(self) -> Buf:
+        """``doca_comch_<task>_get_buf``: the buf."""
         return self._buf
 
     def set_buf(self, buf: Buf) -> None:
@@ -288,6 +346,7 @@ class ComchConsumerTaskPostRecv(_BufTask):
         return bytes(self._h.imm)  # type: ignore[attr-defined]
 
     def get_imm_data_len(self) -> int:
+        """``doca_comch_consumer_task_post_recv_get_imm_data_len``: the imm data len."""
         return len(self._h.imm)  # type: ignore[attr-defined]
 
 
@@ -295,7 +354,7 @@ class ComchProducerTaskSend(_BufTask):
     """``doca_comch_producer_task_send``: a buffer's data (plus immediate data) into the next
     posted buffer of a remote consumer.
 
-    :meth:`submit` raises :class:`~doca_py.errors.DocaAgain` while that consumer has no
+    [`submit`][doca_py.ctx.Task.submit] raises [`DocaAgain`][doca_py.errors.DocaAgain] while that consumer has no
     buffer posted (``doca_task_submit`` returns ``DOCA_ERROR_AGAIN`` in DOCA 3.x): the task
     is not in flight and stays the caller's; submit it again after a later
     ``Pe.progress()``, as DOCA's samples loop ``do { submit } while (AGAIN)``. The buffer's
@@ -306,15 +365,19 @@ class ComchProducerTaskSend(_BufTask):
     __slots__ = ()
 
     def get_consumer_id(self) -> int:
+        """``doca_comch_producer_task_send_get_consumer_id``: the consumer id."""
         return int(self._h.consumer_id)  # type: ignore[attr-defined]
 
     def set_consumer_id(self, consumer_id: int) -> None:
+        """``doca_comch_producer_task_send_set_consumer_id``: set the consumer id to *consumer_id*."""
         self._h.set_consumer_id(consumer_id)  # type: ignore[attr-defined]
 
     def get_imm_data(self) -> bytes:
+        """``doca_comch_producer_task_send_get_imm_data``: the imm data."""
         return bytes(self._h.imm)  # type: ignore[attr-defined]
 
     def get_imm_data_len(self) -> int:
+        """``doca_comch_producer_task_send_get_imm_data_len``: the imm data len."""
         return len(self._h.imm)  # type: ignore[attr-defined]
 
     def set_imm_data(self, imm_data: bytes) -> None:
@@ -324,7 +387,7 @@ class ComchProducerTaskSend(_BufTask):
 
 # -- server and client ---------------------------------------------------------------------------------
 class _Endpoint(Ctx):
-    """What :class:`ComchServer` and :class:`ComchClient` share."""
+    """What [`ComchServer`][doca_py.comch.ComchServer] and [`ComchClient`][doca_py.comch.ComchClient] share."""
 
     _h: ComchEndpointHandle
 
@@ -347,6 +410,7 @@ class _Endpoint(Ctx):
         self._h.set_attr("max_msg_size", size)
 
     def get_max_msg_size(self) -> int:
+        """``doca_comch_server/client_get_max_msg_size``: the max msg size."""
         return self._h.get_attr("max_msg_size")
 
     def set_recv_queue_size(self, size: int) -> None:
@@ -355,9 +419,11 @@ class _Endpoint(Ctx):
         self._h.set_attr("recv_queue_size", size)
 
     def get_recv_queue_size(self) -> int:
+        """``doca_comch_server/client_get_recv_queue_size``: the recv queue size."""
         return self._h.get_attr("recv_queue_size")
 
     def get_device(self) -> Dev:
+        """``doca_comch_server/client_get_device``: the device."""
         return self._dev
 
     def task_send_set_conf(self, success: TaskCallback[ComchTaskSend], error: TaskCallback[ComchTaskSend],
@@ -411,11 +477,12 @@ class ComchServer(_Endpoint):
         self._setup(dev)
         self._rep = rep
         self.name = name
+        """The service name clients connect to (``doca_comch_server_create``)."""
 
     def event_connection_status_changed_register(self, connect: ConnectionStatusCallback,
                                                  disconnect: ConnectionStatusCallback) -> None:
         """``connect(connection, True)`` when a client connects, ``disconnect(connection, True)``
-        when it goes away (closed, crashed, or :meth:`disconnect` ed)."""
+        when it goes away (closed, crashed, or [`disconnect`][doca_py.comch.ComchServer.disconnect] ed)."""
         self._check_open()
         self._h.set_event_cb("connect", connect)
         self._h.set_event_cb("disconnect", disconnect)
@@ -432,6 +499,7 @@ class ComchServer(_Endpoint):
         return [self._conn(h) for h in self._h.get_connections()]
 
     def get_device_rep(self) -> DevRep:
+        """``doca_comch_server_get_device_rep``: the device rep."""
         return self._rep
 
     @staticmethod
@@ -447,7 +515,7 @@ class ComchClient(_Endpoint):
     """``doca_comch_client`` (host side): connects to the server *name* of its device's function.
 
     ``start`` returns STARTING; ``Pe.progress`` moves the ctx to RUNNING once connected,
-    then :meth:`get_connection` is valid. If the server goes away the ctx moves to
+    then [`get_connection`][doca_py.comch.ComchClient.get_connection] is valid. If the server goes away the ctx moves to
     STOPPING and then IDLE (once every task is freed); it can be started again."""
 
     def __init__(self, dev: Dev, name: str, user_data: Any = None) -> None:
@@ -456,6 +524,7 @@ class ComchClient(_Endpoint):
         super().__init__(self._h, user_data)
         self._setup(dev)
         self.name = name
+        """The service name of the server (``doca_comch_client_create``)."""
 
     def get_connection(self) -> ComchConnection:
         """``doca_comch_client_get_connection`` (``DocaBadState`` until RUNNING)."""
@@ -496,9 +565,11 @@ class ComchConsumer(Ctx):
         return self._h.get_id()
 
     def get_id(self) -> int:
+        """``doca_comch_consumer_get_id``: the id."""
         return self._h.get_id()
 
     def get_connection(self) -> ComchConnection:
+        """``doca_comch_consumer_get_connection``: the connection."""
         return self._connection
 
     def set_imm_data_len(self, n: int) -> None:
@@ -507,6 +578,7 @@ class ComchConsumer(Ctx):
         self._h.set_imm_data_len(n)
 
     def get_imm_data_len(self) -> int:
+        """``doca_comch_consumer_get_imm_data_len``: the imm data len."""
         return self._h.get_imm_data_len()
 
     def task_post_recv_set_conf(self, success: TaskCallback[ComchConsumerTaskPostRecv],
@@ -525,26 +597,32 @@ class ComchConsumer(Ctx):
 
     @staticmethod
     def cap_is_supported(devinfo: DevInfo) -> bool:
+        """``doca_comch_consumer_cap_is_supported``: whether *devinfo* supports ."""
         return _backend().consumer_cap_is_supported(devinfo._h)
 
     @staticmethod
     def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
+        """``doca_comch_consumer_cap_get_max_num_tasks``: the largest num tasks *devinfo* supports."""
         return _backend().consumer_cap_get_max_num_tasks(devinfo._h)
 
     @staticmethod
     def cap_get_max_buf_size(devinfo: DevInfo) -> int:
+        """``doca_comch_consumer_cap_get_max_buf_size``: the largest buf size *devinfo* supports."""
         return _backend().consumer_cap_get_max_buf_size(devinfo._h)
 
     @staticmethod
     def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
+        """``doca_comch_consumer_cap_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
         return _backend().consumer_cap_get_max_buf_list_len(devinfo._h)
 
     @staticmethod
     def cap_get_max_consumers(devinfo: DevInfo) -> int:
+        """``doca_comch_consumer_cap_get_max_consumers``: the largest consumers *devinfo* supports."""
         return _backend().consumer_cap_get_max_consumers(devinfo._h)
 
     @staticmethod
     def cap_get_max_imm_data_len(devinfo: DevInfo) -> int:
+        """``doca_comch_consumer_cap_get_max_imm_data_len``: the largest imm data len *devinfo* supports."""
         return _backend().consumer_cap_get_max_imm_data_len(devinfo._h)
 
     def __enter__(self) -> ComchConsumer:
@@ -564,13 +642,15 @@ class ComchProducer(Ctx):
 
     @property
     def id(self) -> int:
-        """The id consumers report (:meth:`ComchConsumerTaskPostRecv.get_producer_id`)."""
+        """The id consumers report ([`ComchConsumerTaskPostRecv.get_producer_id`][doca_py.comch.ComchConsumerTaskPostRecv.get_producer_id])."""
         return self._h.get_id()
 
     def get_id(self) -> int:
+        """``doca_comch_producer_get_id``: the id."""
         return self._h.get_id()
 
     def get_connection(self) -> ComchConnection:
+        """``doca_comch_producer_get_connection``: the connection."""
         return self._connection
 
     def task_send_set_conf(self, success: TaskCallback[ComchProducerTaskSend],
@@ -589,22 +669,27 @@ class ComchProducer(Ctx):
 
     @staticmethod
     def cap_is_supported(devinfo: DevInfo) -> bool:
+        """``doca_comch_producer_cap_is_supported``: whether *devinfo* supports ."""
         return _backend().producer_cap_is_supported(devinfo._h)
 
     @staticmethod
     def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
+        """``doca_comch_producer_cap_get_max_num_tasks``: the largest num tasks *devinfo* supports."""
         return _backend().producer_cap_get_max_num_tasks(devinfo._h)
 
     @staticmethod
     def cap_get_max_buf_size(devinfo: DevInfo) -> int:
+        """``doca_comch_producer_cap_get_max_buf_size``: the largest buf size *devinfo* supports."""
         return _backend().producer_cap_get_max_buf_size(devinfo._h)
 
     @staticmethod
     def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
+        """``doca_comch_producer_cap_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
         return _backend().producer_cap_get_max_buf_list_len(devinfo._h)
 
     @staticmethod
     def cap_get_max_producers(devinfo: DevInfo) -> int:
+        """``doca_comch_producer_cap_get_max_producers``: the largest producers *devinfo* supports."""
         return _backend().producer_cap_get_max_producers(devinfo._h)
 
     def __enter__(self) -> ComchProducer:

@@ -1,9 +1,12 @@
 """``doca_compress``: DEFLATE compress/decompress and LZ4 stream/block decompress.
 
+```pycon
 >>> comp = Compress(dev); pe.connect_ctx(comp)
 >>> comp.task_decompress_lz4_stream_set_conf(on_done, on_error, 16); comp.start()
 >>> t = comp.task_decompress_lz4_stream_alloc_init(False, True, src, dst)   # checksums? independent blocks?
 >>> t.submit()     # later, in the callback: t.get_crc_cs(), t.get_xxh_cs(); dst data grew
+
+```
 
 The LZ4 *stream* is the body of an LZ4 frame (data blocks, no frame header, no
 end mark) — what the DOCA storage apps store. DEFLATE is raw (no zlib wrapper).
@@ -29,13 +32,18 @@ class CompressTaskType(enum.StrEnum):
     """The compress task types, named as in DOCA's function names (``doca_compress_cap_task_<name>_…``)."""
 
     COMPRESS_DEFLATE = "compress_deflate"
+    """``doca_compress_task_compress_deflate``."""
     DECOMPRESS_DEFLATE = "decompress_deflate"
+    """``doca_compress_task_decompress_deflate``."""
     DECOMPRESS_LZ4_STREAM = "decompress_lz4_stream"
+    """``doca_compress_task_decompress_lz4_stream``."""
     DECOMPRESS_LZ4_BLOCK = "decompress_lz4_block"
+    """``doca_compress_task_decompress_lz4_block``."""
 
 
 #: Task type names as they appear in DOCA's function names.
 TASK_TYPES = tuple(t.value for t in CompressTaskType)
+"""The task type names, as strings (the values of [`CompressTaskType`][doca_py.compress.CompressTaskType])."""
 
 
 class CompressTaskHandle(TaskHandle, Protocol):
@@ -57,28 +65,41 @@ class CompressHandle(CtxHandle, Protocol):
     """``doca_compress`` as a backend implements it."""
 
     @property
-    def compress_deflate(self) -> Any: ...
+    def compress_deflate(self) -> Any:
+        """Backend: the compress deflate task type (``doca_compress_task_compress_deflate``)."""
     @property
-    def decompress_deflate(self) -> Any: ...
+    def decompress_deflate(self) -> Any:
+        """Backend: the decompress deflate task type (``doca_compress_task_decompress_deflate``)."""
     @property
-    def decompress_lz4_stream(self) -> Any: ...
+    def decompress_lz4_stream(self) -> Any:
+        """Backend: the decompress lz4 stream task type (``doca_compress_task_decompress_lz4_stream``)."""
     @property
-    def decompress_lz4_block(self) -> Any: ...
-    def task_compress_deflate_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle: ...
-    def task_decompress_deflate_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle: ...
+    def decompress_lz4_block(self) -> Any:
+        """Backend: the decompress lz4 block task type (``doca_compress_task_decompress_lz4_block``)."""
+    def task_compress_deflate_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle:
+        """Backend hook behind the public ``task_compress_deflate_alloc_init`` (``doca_compress``)."""
+    def task_decompress_deflate_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle:
+        """Backend hook behind the public ``task_decompress_deflate_alloc_init`` (``doca_compress``)."""
     def task_decompress_lz4_stream_alloc_init(self, has_block_checksum: bool, are_blocks_independent: bool,
-                                              src: BufHandle, dst: BufHandle) -> CompressTaskHandle: ...
-    def task_decompress_lz4_block_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle: ...
-    def cap_get_max_num_tasks(self) -> int: ...
+                                              src: BufHandle, dst: BufHandle) -> CompressTaskHandle:
+        """Backend hook behind the public ``task_decompress_lz4_stream_alloc_init`` (``doca_compress``)."""
+    def task_decompress_lz4_block_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle:
+        """Backend hook behind the public ``task_decompress_lz4_block_alloc_init`` (``doca_compress``)."""
+    def cap_get_max_num_tasks(self) -> int:
+        """Backend hook behind the public ``cap_get_max_num_tasks`` (``doca_compress``)."""
 
 
 class CompressBackend(Protocol):
     """Module ``doca_py.<impl>.compress``."""
 
-    def compress_create(self, dev: DevHandle) -> CompressHandle: ...
-    def cap_task_is_supported(self, devinfo: DevInfoHandle, task: str) -> bool: ...
-    def cap_task_get_max_buf_size(self, devinfo: DevInfoHandle, task: str) -> int: ...
-    def cap_task_get_max_buf_list_len(self, devinfo: DevInfoHandle, task: str) -> int: ...
+    def compress_create(self, dev: DevHandle) -> CompressHandle:
+        """Backend hook behind the public ``compress_create`` (``doca_compress``)."""
+    def cap_task_is_supported(self, devinfo: DevInfoHandle, task: str) -> bool:
+        """Backend hook behind the public ``cap_task_is_supported`` (``doca_compress``)."""
+    def cap_task_get_max_buf_size(self, devinfo: DevInfoHandle, task: str) -> int:
+        """Backend hook behind the public ``cap_task_get_max_buf_size`` (``doca_compress``)."""
+    def cap_task_get_max_buf_list_len(self, devinfo: DevInfoHandle, task: str) -> int:
+        """Backend hook behind the public ``cap_task_get_max_buf_list_len`` (``doca_compress``)."""
 
 
 def _backend() -> CompressBackend:
@@ -92,9 +113,11 @@ class _CompressTask(Task):
     _dst: Buf
 
     def get_src(self) -> Buf:
+        """``doca_compress_task_<type>_get_src``: the src."""
         return self._src
 
     def get_dst(self) -> Buf:
+        """``doca_compress_task_<type>_get_dst``: the dst."""
         return self._dst
 
     def set_src(self, buf: Buf) -> None:
@@ -128,6 +151,7 @@ class CompressTaskDecompressDeflate(_CompressTask):
     __slots__ = ()
 
     def get_adler_cs(self) -> int:
+        """``doca_compress_task_decompress_deflate_get_adler_cs``: the adler cs."""
         return self._h.adler_cs
 
 
@@ -141,15 +165,23 @@ class CompressTaskDecompressLz4Stream(_CompressTask):
         return self._h.xxh_cs
 
     def get_has_block_checksum(self) -> bool:
+        """``doca_compress_task_decompress_lz4_stream_get_has_block_checksum``: the has block checksum."""
         return self._h.has_block_checksum
 
     def set_has_block_checksum(self, value: bool) -> None:
+        """``doca_compress_task_decompress_lz4_stream_set_has_block_checksum``: set the has block checksum to
+        *value*.
+        """
         self._h.has_block_checksum = bool(value)
 
     def get_are_blocks_independent(self) -> bool:
+        """``doca_compress_task_decompress_lz4_stream_get_are_blocks_independent``: the are blocks independent."""
         return self._h.are_blocks_independent
 
     def set_are_blocks_independent(self, value: bool) -> None:
+        """``doca_compress_task_decompress_lz4_stream_set_are_blocks_independent``: set the are blocks independent
+        to *value*.
+        """
         self._h.are_blocks_independent = bool(value)
 
 
@@ -159,6 +191,7 @@ class CompressTaskDecompressLz4Block(_CompressTask):
     __slots__ = ()
 
     def get_xxh_cs(self) -> int:
+        """``doca_compress_task_decompress_lz4_block_get_xxh_cs``: the xxh cs."""
         return self._h.xxh_cs
 
 
@@ -173,20 +206,40 @@ class Compress(Ctx):
 
     def task_compress_deflate_set_conf(self, success: TaskCallback[CompressTaskCompressDeflate],
                                        error: TaskCallback[CompressTaskCompressDeflate], num_tasks: int) -> None:
+        """``doca_compress_task_compress_deflate_set_conf``: configure the compress deflate tasks (before start):
+        the completion and error callbacks and the pool size.
+
+        :raises DocaBadState: when the ctx is not idle.
+        """
         self._set_conf(self._h.compress_deflate, success, error, num_tasks)
 
     def task_decompress_deflate_set_conf(self, success: TaskCallback[CompressTaskDecompressDeflate],
                                          error: TaskCallback[CompressTaskDecompressDeflate], num_tasks: int) -> None:
+        """``doca_compress_task_decompress_deflate_set_conf``: configure the decompress deflate tasks (before
+        start): the completion and error callbacks and the pool size.
+
+        :raises DocaBadState: when the ctx is not idle.
+        """
         self._set_conf(self._h.decompress_deflate, success, error, num_tasks)
 
     def task_decompress_lz4_stream_set_conf(self, success: TaskCallback[CompressTaskDecompressLz4Stream],
                                             error: TaskCallback[CompressTaskDecompressLz4Stream],
                                             num_tasks: int) -> None:
+        """``doca_compress_task_decompress_lz4_stream_set_conf``: configure the decompress lz4 stream tasks (before
+        start): the completion and error callbacks and the pool size.
+
+        :raises DocaBadState: when the ctx is not idle.
+        """
         self._set_conf(self._h.decompress_lz4_stream, success, error, num_tasks)
 
     def task_decompress_lz4_block_set_conf(self, success: TaskCallback[CompressTaskDecompressLz4Block],
                                            error: TaskCallback[CompressTaskDecompressLz4Block],
                                            num_tasks: int) -> None:
+        """``doca_compress_task_decompress_lz4_block_set_conf``: configure the decompress lz4 block tasks (before
+        start): the completion and error callbacks and the pool size.
+
+        :raises DocaBadState: when the ctx is not idle.
+        """
         self._set_conf(self._h.decompress_lz4_block, success, error, num_tasks)
 
     def _wrap(self, h: TaskHandle, cls: type[_CompressTask], src: Buf, dst: Buf, user_data: Any) -> Any:
@@ -196,23 +249,47 @@ class Compress(Ctx):
 
     def task_compress_deflate_alloc_init(self, src: Buf, dst: Buf,
                                          user_data: Any = None) -> CompressTaskCompressDeflate:
+        """``doca_compress_task_compress_deflate_alloc_init``: take a compress deflate task from the pool,
+        initialised with the arguments.
+
+        :raises DocaNoMemory: when every task of the pool is in flight.
+        :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
+        """
         h = self._h.task_compress_deflate_alloc_init(src._h, dst._h)
         return cast(CompressTaskCompressDeflate, self._wrap(h, CompressTaskCompressDeflate, src, dst, user_data))
 
     def task_decompress_deflate_alloc_init(self, src: Buf, dst: Buf,
                                            user_data: Any = None) -> CompressTaskDecompressDeflate:
+        """``doca_compress_task_decompress_deflate_alloc_init``: take a decompress deflate task from the pool,
+        initialised with the arguments.
+
+        :raises DocaNoMemory: when every task of the pool is in flight.
+        :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
+        """
         h = self._h.task_decompress_deflate_alloc_init(src._h, dst._h)
         return cast(CompressTaskDecompressDeflate, self._wrap(h, CompressTaskDecompressDeflate, src, dst, user_data))
 
     def task_decompress_lz4_stream_alloc_init(self, has_block_checksum: bool, are_blocks_independent: bool,
                                               src: Buf, dst: Buf,
                                               user_data: Any = None) -> CompressTaskDecompressLz4Stream:
+        """``doca_compress_task_decompress_lz4_stream_alloc_init``: take a decompress lz4 stream task from the
+        pool, initialised with the arguments.
+
+        :raises DocaNoMemory: when every task of the pool is in flight.
+        :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
+        """
         h = self._h.task_decompress_lz4_stream_alloc_init(has_block_checksum, are_blocks_independent, src._h, dst._h)
         return cast(CompressTaskDecompressLz4Stream,
                     self._wrap(h, CompressTaskDecompressLz4Stream, src, dst, user_data))
 
     def task_decompress_lz4_block_alloc_init(self, src: Buf, dst: Buf,
                                              user_data: Any = None) -> CompressTaskDecompressLz4Block:
+        """``doca_compress_task_decompress_lz4_block_alloc_init``: take a decompress lz4 block task from the pool,
+        initialised with the arguments.
+
+        :raises DocaNoMemory: when every task of the pool is in flight.
+        :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
+        """
         h = self._h.task_decompress_lz4_block_alloc_init(src._h, dst._h)
         return cast(CompressTaskDecompressLz4Block,
                     self._wrap(h, CompressTaskDecompressLz4Block, src, dst, user_data))

@@ -24,13 +24,15 @@ __all__ = ["Ctx", "Task", "StateChangedCallback", "TaskCallback", "completion"]
 
 #: ``cb(ctx_user_data, ctx, prev_state, next_state)``, as ``doca_ctx_state_changed_callback_t``.
 StateChangedCallback = Callable[[Any, "Ctx", CtxState, CtxState], None]
+"""``cb(ctx_user_data, ctx, prev_state, next_state)``, as ``doca_ctx_state_changed_callback_t``."""
 
 TaskT = TypeVar("TaskT", bound="Task")
 #: ``cb(task, task_user_data, ctx_user_data)``, as every DOCA task completion callback.
 TaskCallback = Callable[[TaskT, Any, Any], None]
+"""``cb(task, task_user_data, ctx_user_data)``, as every DOCA task completion callback."""
 
 _STATES = tuple(CtxState)
-#: How long :meth:`Ctx.close` waits for in-flight tasks to be flushed.
+#: How long [`Ctx.close`][doca_py.ctx.Ctx.close] waits for in-flight tasks to be flushed.
 CLOSE_TIMEOUT = 10.0
 
 
@@ -41,6 +43,7 @@ class Ctx(DocaObject):
         super().__init__()
         self._ctx_h = handle
         self.user_data: Any = user_data
+        """Any object, passed to the state-changed callback as ``ctx_user_data`` (``doca_ctx_set_user_data``)."""
         self._pe: Pe | None = None
         self._tasks: list[Task] = []  # every wrapper ever made; descriptors are pooled
         self._arm_finalizer(handle.destroy)
@@ -49,8 +52,8 @@ class Ctx(DocaObject):
         """Start (``doca_ctx_start``); returns RUNNING (synchronous libraries) or STARTING.
 
         With *wait* (seconds), progress the ctx's Pe until it is RUNNING instead of
-        returning STARTING: :class:`~doca_py.errors.DocaTimeout` when it does not get
-        there in time, :class:`~doca_py.errors.DocaBadState` if it stops instead.
+        returning STARTING: [`DocaTimeout`][doca_py.errors.DocaTimeout] when it does not get
+        there in time, [`DocaBadState`][doca_py.errors.DocaBadState] if it stops instead.
         In asyncio code, ``await ctx.started()`` instead."""
         self._check_open()
         state = _STATES[self._ctx_h.start()]
@@ -86,25 +89,28 @@ class Ctx(DocaObject):
             pe.wait(min(left, 0.1))
 
     async def started(self, timeout: float | None = None) -> None:
-        """asyncio: return once RUNNING (the Pe must be attached with :func:`doca_py.aio.attach`)."""
+        """asyncio: return once RUNNING (the Pe must be attached with [`doca_py.aio.attach`][doca_py.aio.attach])."""
         from .aio import wait_state
 
         await wait_state(self, CtxState.RUNNING, timeout)
 
     async def stopped(self, timeout: float | None = None) -> None:
-        """asyncio: return once IDLE again (after :meth:`stop`)."""
+        """asyncio: return once IDLE again (after [`stop`][doca_py.ctx.Ctx.stop])."""
         from .aio import wait_state
 
         await wait_state(self, CtxState.IDLE, timeout)
 
     def get_state(self) -> CtxState:
+        """``doca_ctx_get_state``: the [`CtxState`][doca_py.types.CtxState]."""
         return _STATES[self._ctx_h.get_state()]
 
     @property
     def state(self) -> CtxState:
+        """The current [`CtxState`][doca_py.types.CtxState] (``doca_ctx_get_state``)."""
         return _STATES[self._ctx_h.get_state()]
 
     def get_num_inflight_tasks(self) -> int:
+        """``doca_ctx_get_num_inflight_tasks``: tasks submitted and not completed yet."""
         return self._ctx_h.get_num_inflight_tasks()
 
     def set_state_changed_cb(self, cb: StateChangedCallback) -> None:
@@ -116,6 +122,7 @@ class Ctx(DocaObject):
         self._ctx_h.set_state_changed_cb(changed)
 
     def flush_tasks(self) -> None:
+        """``doca_ctx_flush_tasks``: hand tasks submitted with ``TaskSubmitFlag.NONE`` to the hardware."""
         self._ctx_h.flush_tasks()
 
     def _set_conf(self, pool: Any, success: TaskCallback[Any], error: TaskCallback[Any], num_tasks: int) -> None:
@@ -170,7 +177,7 @@ class Ctx(DocaObject):
 
 class Task:
     """Base of every task. Tasks come from a ctx pool (``*_alloc_init``) and go back
-    with :meth:`free`; the Python objects are recycled with the descriptors."""
+    with [`free`][doca_py.ctx.Task.free]; the Python objects are recycled with the descriptors."""
 
     __slots__ = ("_h", "_ctx", "user_data", "_allocated", "_future", "__weakref__")
 
@@ -178,12 +185,13 @@ class Task:
         self._h = handle
         self._ctx = ctx
         self.user_data: Any = None
+        """Any object, passed to the completion callback as ``task_user_data`` (``doca_task_set_user_data``)."""
         self._allocated = True
         self._future: Any = None  # an asyncio future of ``await task``, resolved after the callback
 
     def __await__(self) -> Generator[Any, None, Task]:
-        """asyncio: ``await task`` after :meth:`submit` gives the task once its completion
-        callback ran, or raises its :class:`~doca_py.errors.DocaError`."""
+        """asyncio: ``await task`` after [`submit`][doca_py.ctx.Task.submit] gives the task once its completion
+        callback ran, or raises its [`DocaError`][doca_py.errors.DocaError]."""
         from .aio import wait_task
 
         return (yield from wait_task(self))
@@ -197,6 +205,13 @@ class Task:
         self._h.try_submit()
 
     def submit_ex(self, flags: TaskSubmitFlag = TaskSubmitFlag.FLUSH) -> None:
+        """``doca_task_submit_ex``: submit with [`TaskSubmitFlag`][doca_py.types.TaskSubmitFlag] values (``NONE``
+        defers the doorbell to ``flush_tasks``).
+
+        :param flags: the submit flags.
+        :raises DocaBadState: when the ctx is not RUNNING.
+        :raises DocaInvalidValue: when the task's buffers are invalid for it.
+        """
         self._h.submit_ex(int(flags))
 
     def free(self) -> None:
@@ -210,6 +225,9 @@ class Task:
 
     @property
     def status(self) -> ErrorCode:
+        """``doca_task_get_status``: the [`ErrorCode`][doca_py.errors.ErrorCode] the task completed with
+        (``SUCCESS`` if it succeeded).
+        """
         return ErrorCode(self._h.get_status())
 
     @property
@@ -218,7 +236,7 @@ class Task:
         return self._h.reason
 
     def exception(self) -> DocaError | None:
-        """The status as an exception instance (with :attr:`reason`), ``None`` on success."""
+        """The status as an exception instance (with [`reason`][doca_py.ctx.Task.reason]), ``None`` on success."""
         code = self._h.get_status()
         if code == 0:
             return None
@@ -226,6 +244,7 @@ class Task:
         return lookup(code)(f"{type(self).__name__} failed: {why}" if why else f"{type(self).__name__} failed")
 
     def get_ctx(self) -> Ctx:
+        """``doca_task_get_ctx``: the [`Ctx`][doca_py.ctx.Ctx] the task belongs to."""
         return self._ctx
 
     def __repr__(self) -> str:

@@ -1,7 +1,10 @@
 """``doca_dev``: device enumeration, opening, representors.
 
+```pycon
 >>> dev = Dev.open_by_pci_addr("03:00.0")       # or open_by_ibdev_name / open_by_iface_name
 >>> rep = dev.open_rep_by_pci_addr("3b:00.0")   # DPU side: the host PF's representor
+
+```
 """
 
 from __future__ import annotations
@@ -37,21 +40,27 @@ class DevInfo:
         return self._h.is_equal_pci_addr(pci_addr)
 
     def get_ipv4_addr(self) -> ipaddress.IPv4Address:
+        """``doca_devinfo_get_ipv4_addr``: the port's IPv4 address."""
         return ipaddress.IPv4Address(self._h.ipv4_addr())
 
     def get_ipv6_addr(self) -> ipaddress.IPv6Address:
+        """``doca_devinfo_get_ipv6_addr``: the port's IPv6 address."""
         return ipaddress.IPv6Address(self._h.ipv6_addr())
 
     def get_mac_addr(self) -> bytes:
+        """``doca_devinfo_get_mac_addr``: the port's MAC address (6 bytes)."""
         return self._h.mac_addr()
 
     def get_iface_name(self) -> str:
+        """``doca_devinfo_get_iface_name``: the network interface name (``"p0"``)."""
         return self._h.iface_name()
 
     def get_ibdev_name(self) -> str:
+        """``doca_devinfo_get_ibdev_name``: the IB device name (``"mlx5_0"``)."""
         return self._h.ibdev_name()
 
     def get_lid(self) -> int:
+        """``doca_devinfo_get_lid``: the port's InfiniBand LID."""
         return self._h.lid()
 
     def get_active_rate(self) -> int:
@@ -59,24 +68,43 @@ class DevInfo:
         return self._h.active_rate()
 
     def get_vhca_id(self) -> int:
+        """``doca_devinfo_get_vhca_id``: the virtual HCA id."""
         return self._h.vhca_id()
 
     def cap_is_hotplug_manager_supported(self) -> bool:
+        """``doca_devinfo_cap_is_hotplug_manager_supported``: whether the device can manage hot-plugged emulated
+        devices.
+        """
         return self._h.cap("hotplug_manager")
 
     def cap_is_notification_moderation_supported(self) -> bool:
+        """``doca_devinfo_cap_is_notification_moderation_supported``: whether completion notifications can be
+        moderated.
+        """
         return self._h.cap("notification_moderation")
 
     def cap_is_accelerate_resource_reclaim_supported(self) -> bool:
+        """``doca_devinfo_cap_is_accelerate_resource_reclaim_supported``: whether accelerated resource reclaim is
+        supported.
+        """
         return self._h.cap("accelerate_resource_reclaim")
 
     def rep_cap_is_filter_all_supported(self) -> bool:
+        """``doca_devinfo_rep_cap_is_filter_all_supported``: whether representors can be listed with
+        ``DevinfoRepFilter.ALL``.
+        """
         return self._h.cap("rep_filter_all")
 
     def rep_cap_is_filter_net_supported(self) -> bool:
+        """``doca_devinfo_rep_cap_is_filter_net_supported``: whether representors can be listed with
+        ``DevinfoRepFilter.NET``.
+        """
         return self._h.cap("rep_filter_net")
 
     def rep_cap_is_filter_emulated_supported(self) -> bool:
+        """``doca_devinfo_rep_cap_is_filter_emulated_supported``: whether representors can be listed with
+        ``DevinfoRepFilter.EMULATED``.
+        """
         return self._h.cap("rep_filter_emulated")
 
     def open(self) -> Dev:
@@ -117,14 +145,37 @@ class Dev(DocaObject):
 
     @classmethod
     def open_by_pci_addr(cls, pci_addr: str) -> Dev:
+        """Open the device at PCI address *pci_addr* (``"03:00.0"`` or ``"0000:03:00.0"``).
+
+        DOCA has no single call: this walks ``doca_devinfo_create_list`` with ``doca_devinfo_is_equal_pci_addr``
+        and opens the match with ``doca_dev_open``.
+
+        :param pci_addr: the PCI address (BDF, with or without the domain).
+
+        :raises DocaNotFound: when no device matches.
+        """
         return _find("pci", pci_addr).open()
 
     @classmethod
     def open_by_ibdev_name(cls, name: str) -> Dev:
+        """Open the device whose IB device name (``doca_devinfo_get_ibdev_name``) is *name*, e.g. ``"mlx5_0"``,
+        with ``doca_dev_open``.
+
+        :param name: the IB device name.
+
+        :raises DocaNotFound: when no device matches.
+        """
         return _find("ibdev", name).open()
 
     @classmethod
     def open_by_iface_name(cls, name: str) -> Dev:
+        """Open the device whose network interface (``doca_devinfo_get_iface_name``) is *name*, e.g. ``"p0"``, with
+        ``doca_dev_open``.
+
+        :param name: the interface name.
+
+        :raises DocaNotFound: when no device matches.
+        """
         return _find("iface", name).open()
 
     def as_devinfo(self) -> DevInfo:
@@ -133,6 +184,7 @@ class Dev(DocaObject):
 
     @property
     def devinfo(self) -> DevInfo:
+        """The device's [`DevInfo`][doca_py.dev.DevInfo] (``doca_dev_as_devinfo``)."""
         return self.as_devinfo()
 
     def rep_create_list(self, filter: DevinfoRepFilter = DevinfoRepFilter.NET) -> list[DevInfoRep]:
@@ -168,24 +220,34 @@ class DevInfoRep:
         self._dev = dev
 
     def get_pci_addr_str(self) -> str:
+        """``doca_devinfo_rep_get_pci_addr_str``: the representor's PCI address (``"0000:b1:00.2"``)."""
         return self._h.pci_addr_str()
 
     def is_equal_pci_addr(self, pci_addr: str) -> bool:
+        """``doca_devinfo_rep_is_equal_pci_addr``: whether the representor is at *pci_addr*.
+
+        :param pci_addr: a PCI address (BDF, with or without the domain).
+        """
         return self._h.is_equal_pci_addr(pci_addr)
 
     def get_vuid(self) -> str:
+        """``doca_devinfo_rep_get_vuid``: the representor's vendor unique id."""
         return self._h.vuid()
 
     def get_pci_func_type(self) -> PciFuncType:
+        """``doca_devinfo_rep_get_pci_func_type``: PF, VF or SF ([`PciFuncType`][doca_py.types.PciFuncType])."""
         return PciFuncType(self._h.pci_func_type())
 
     def get_is_hotplug(self) -> bool:
+        """``doca_devinfo_rep_get_is_hotplug``: whether the representor is of a hot-plugged device."""
         return self._h.is_hotplug()
 
     def get_iface_name(self) -> str:
+        """``doca_devinfo_rep_get_iface_name``: the representor's network interface name."""
         return self._h.iface_name()
 
     def get_vhca_id(self) -> int:
+        """``doca_devinfo_rep_get_vhca_id``: the representor's virtual HCA id."""
         return self._h.vhca_id()
 
     def open(self) -> DevRep:
@@ -210,6 +272,9 @@ class DevRep(DocaObject):
         self._arm_finalizer(handle.close)
 
     def get_pci_addr_str(self) -> str:
+        """The PCI address of the opened representor (``doca_devinfo_rep_get_pci_addr_str`` of
+        ``doca_dev_rep_as_devinfo``).
+        """
         return self._h.devinfo_rep.pci_addr_str()
 
     def _close(self) -> None:

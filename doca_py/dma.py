@@ -1,9 +1,12 @@
 """``doca_dma``: memory copies between buffers a device can reach.
 
+```pycon
 >>> dma = Dma(dev); pe.connect_ctx(dma)
 >>> dma.task_memcpy_set_conf(on_done, on_error, num_tasks=64)
 >>> dma.start()
 >>> dma.task_memcpy_alloc_init(src, dst).submit()   # dst data grows by src's data_len
+
+```
 """
 
 from __future__ import annotations
@@ -23,18 +26,25 @@ class DmaHandle(CtxHandle, Protocol):
     """``doca_dma`` as a backend implements it."""
 
     @property
-    def memcpy(self) -> Any: ...
-    def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle) -> TaskHandle: ...
+    def memcpy(self) -> Any:
+        """Backend: the memcpy task type (``doca_dma_task_memcpy``)."""
+    def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle) -> TaskHandle:
+        """Backend hook behind the public ``task_memcpy_alloc_init`` (``doca_dma``)."""
 
 
 class DmaBackend(Protocol):
     """Module ``doca_py.<impl>.dma``."""
 
-    def dma_create(self, dev: DevHandle) -> DmaHandle: ...
-    def cap_task_memcpy_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
-    def cap_task_memcpy_get_max_buf_size(self, devinfo: DevInfoHandle) -> int: ...
-    def cap_task_memcpy_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int: ...
-    def cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int: ...
+    def dma_create(self, dev: DevHandle) -> DmaHandle:
+        """Backend hook behind the public ``dma_create`` (``doca_dma``)."""
+    def cap_task_memcpy_is_supported(self, devinfo: DevInfoHandle) -> bool:
+        """Backend hook behind the public ``cap_task_memcpy_is_supported`` (``doca_dma``)."""
+    def cap_task_memcpy_get_max_buf_size(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``cap_task_memcpy_get_max_buf_size`` (``doca_dma``)."""
+    def cap_task_memcpy_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``cap_task_memcpy_get_max_buf_list_len`` (``doca_dma``)."""
+    def cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``cap_get_max_num_tasks`` (``doca_dma``)."""
 
 
 def _backend() -> DmaBackend:
@@ -47,16 +57,20 @@ class DmaTaskMemcpy(Task):
     __slots__ = ("_src", "_dst")
 
     def get_src(self) -> Buf:
+        """``doca_dma_task_memcpy_get_src``: the src."""
         return self._src
 
     def get_dst(self) -> Buf:
+        """``doca_dma_task_memcpy_get_dst``: the dst."""
         return self._dst
 
     def set_src(self, src: Buf) -> None:
+        """``doca_dma_task_memcpy_set_src``: set the src to *src*."""
         self._h.set_src(src._h)  # type: ignore[attr-defined]
         self._src = src
 
     def set_dst(self, dst: Buf) -> None:
+        """``doca_dma_task_memcpy_set_dst``: set the dst to *dst*."""
         self._h.set_dst(dst._h)  # type: ignore[attr-defined]
         self._dst = dst
 
@@ -85,18 +99,22 @@ class Dma(Ctx):
 
     @staticmethod
     def cap_task_memcpy_is_supported(devinfo: DevInfo) -> bool:
+        """``doca_dma_cap_task_memcpy_is_supported``: whether *devinfo* supports task memcpy."""
         return _backend().cap_task_memcpy_is_supported(devinfo._h)
 
     @staticmethod
     def cap_task_memcpy_get_max_buf_size(devinfo: DevInfo) -> int:
+        """``doca_dma_cap_task_memcpy_get_max_buf_size``: the largest buf size *devinfo* supports."""
         return _backend().cap_task_memcpy_get_max_buf_size(devinfo._h)
 
     @staticmethod
     def cap_task_memcpy_get_max_buf_list_len(devinfo: DevInfo) -> int:
+        """``doca_dma_cap_task_memcpy_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
         return _backend().cap_task_memcpy_get_max_buf_list_len(devinfo._h)
 
     @staticmethod
     def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
+        """``doca_dma_cap_get_max_num_tasks``: the largest num tasks *devinfo* supports."""
         return _backend().cap_get_max_num_tasks(devinfo._h)
 
     def __enter__(self) -> Dma:

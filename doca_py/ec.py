@@ -1,11 +1,14 @@
 """``doca_ec``: erasure coding (Reed–Solomon over GF(2^8)).
 
+```pycon
 >>> ec = Ec(dev); pe.connect_ctx(ec)
 >>> ec.task_create_set_conf(on_done, on_error, 16); ec.start()
 >>> coding = ec.matrix_create(EcMatrixType.CAUCHY, k=4, m=2)
 >>> ec.task_create_allocate_init(coding, data_blocks, parity).submit()   # parity grows by m blocks
 >>> rec = ec.matrix_create_recover(coding, [1])                         # block 1 lost
 >>> ec.task_recover_allocate_init(rec, survivors, out).submit()          # the first k survivors, in index order
+
+```
 
 Blocks are ``src data_len / k`` bytes, a multiple of 64 and at least 64. The
 emulated backend is bit-compatible with ISA-L's ``gf_gen_rs_matrix``
@@ -34,7 +37,9 @@ class EcMatrixType(enum.IntEnum):
     """``enum doca_ec_matrix_type``."""
 
     CAUCHY = 1
+    """``DOCA_EC_MATRIX_TYPE_CAUCHY``."""
     VANDERMONDE = 2
+    """``DOCA_EC_MATRIX_TYPE_VANDERMONDE``."""
 
 
 class EcTaskHandle(TaskHandle, Protocol):
@@ -49,33 +54,52 @@ class EcHandle(CtxHandle, Protocol):
     """``doca_ec`` as a backend implements it (matrices are opaque objects)."""
 
     @property
-    def create(self) -> Any: ...
+    def create(self) -> Any:
+        """Backend: the create task type (``doca_ec_task_create``)."""
     @property
-    def recover(self) -> Any: ...
+    def recover(self) -> Any:
+        """Backend: the recover task type (``doca_ec_task_recover``)."""
     @property
-    def update(self) -> Any: ...
+    def update(self) -> Any:
+        """Backend: the update task type (``doca_ec_task_update``)."""
     @property
-    def galois_mul(self) -> Any: ...
-    def matrix_create(self, matrix_type: int, k: int, m: int) -> Any: ...
-    def matrix_create_from_raw(self, data: bytes, k: int, m: int) -> Any: ...
-    def matrix_create_recover(self, coding: Any, missing: list[int]) -> Any: ...
-    def matrix_create_update(self, coding: Any, updated: list[int]) -> Any: ...
-    def task_create_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle: ...
-    def task_recover_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle: ...
-    def task_update_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle: ...
-    def task_galois_mul_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle: ...
+    def galois_mul(self) -> Any:
+        """Backend: the galois mul task type (``doca_ec_task_galois_mul``)."""
+    def matrix_create(self, matrix_type: int, k: int, m: int) -> Any:
+        """Backend hook behind the public ``matrix_create`` (``doca_ec``)."""
+    def matrix_create_from_raw(self, data: bytes, k: int, m: int) -> Any:
+        """Backend hook behind the public ``matrix_create_from_raw`` (``doca_ec``)."""
+    def matrix_create_recover(self, coding: Any, missing: list[int]) -> Any:
+        """Backend hook behind the public ``matrix_create_recover`` (``doca_ec``)."""
+    def matrix_create_update(self, coding: Any, updated: list[int]) -> Any:
+        """Backend hook behind the public ``matrix_create_update`` (``doca_ec``)."""
+    def task_create_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle:
+        """Backend hook behind the public ``task_create_allocate_init`` (``doca_ec``)."""
+    def task_recover_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle:
+        """Backend hook behind the public ``task_recover_allocate_init`` (``doca_ec``)."""
+    def task_update_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle:
+        """Backend hook behind the public ``task_update_allocate_init`` (``doca_ec``)."""
+    def task_galois_mul_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle:
+        """Backend hook behind the public ``task_galois_mul_allocate_init`` (``doca_ec``)."""
 
 
 class EcBackend(Protocol):
     """Module ``doca_py.<impl>.ec``."""
 
-    def ec_create(self, dev: DevHandle) -> EcHandle: ...
-    def cap_task_create_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
-    def cap_task_recover_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
-    def cap_task_update_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
-    def cap_task_galois_mul_is_supported(self, devinfo: DevInfoHandle) -> bool: ...
-    def cap_get_max_block_size(self, devinfo: DevInfoHandle) -> int: ...
-    def cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int: ...
+    def ec_create(self, dev: DevHandle) -> EcHandle:
+        """Backend hook behind the public ``ec_create`` (``doca_ec``)."""
+    def cap_task_create_is_supported(self, devinfo: DevInfoHandle) -> bool:
+        """Backend hook behind the public ``cap_task_create_is_supported`` (``doca_ec``)."""
+    def cap_task_recover_is_supported(self, devinfo: DevInfoHandle) -> bool:
+        """Backend hook behind the public ``cap_task_recover_is_supported`` (``doca_ec``)."""
+    def cap_task_update_is_supported(self, devinfo: DevInfoHandle) -> bool:
+        """Backend hook behind the public ``cap_task_update_is_supported`` (``doca_ec``)."""
+    def cap_task_galois_mul_is_supported(self, devinfo: DevInfoHandle) -> bool:
+        """Backend hook behind the public ``cap_task_galois_mul_is_supported`` (``doca_ec``)."""
+    def cap_get_max_block_size(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``cap_get_max_block_size`` (``doca_ec``)."""
+    def cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int:
+        """Backend hook behind the public ``cap_get_max_buf_list_len`` (``doca_ec``)."""
 
 
 def _backend() -> EcBackend:
@@ -83,7 +107,7 @@ def _backend() -> EcBackend:
 
 
 class EcMatrix(DocaObject):
-    """``doca_ec_matrix``: closed with its ``Ec`` (or earlier with :meth:`close`)."""
+    """``doca_ec_matrix``: closed with its ``Ec`` (or earlier with [`close`][doca_py.ec.EcMatrix.close])."""
 
     def __init__(self, handle: Any, k_in: int, r_out: int) -> None:
         super().__init__()
@@ -125,12 +149,15 @@ class EcTaskCreate(_EcTask):
     __slots__ = ()
 
     def get_coding_matrix(self) -> EcMatrix:
+        """``doca_ec_task_create_get_coding_matrix``: the coding matrix."""
         return self._get_matrix()
 
     def get_original_data_blocks(self) -> Buf:
+        """``doca_ec_task_create_get_original_data_blocks``: the original data blocks."""
         return self._src
 
     def get_rdnc_blocks(self) -> Buf:
+        """``doca_ec_task_create_get_rdnc_blocks``: the rdnc blocks."""
         return self._dst
 
     def set_coding_matrix(self, matrix: EcMatrix) -> None:
@@ -152,12 +179,15 @@ class EcTaskRecover(_EcTask):
     __slots__ = ()
 
     def get_recover_matrix(self) -> EcMatrix:
+        """``doca_ec_task_recover_get_recover_matrix``: the recover matrix."""
         return self._get_matrix()
 
     def get_available_blocks(self) -> Buf:
+        """``doca_ec_task_recover_get_available_blocks``: the available blocks."""
         return self._src
 
     def get_recovered_data(self) -> Buf:
+        """``doca_ec_task_recover_get_recovered_data``: the recovered data."""
         return self._dst
 
     def set_recover_matrix(self, matrix: EcMatrix) -> None:
@@ -179,12 +209,15 @@ class EcTaskUpdate(_EcTask):
     __slots__ = ()
 
     def get_update_matrix(self) -> EcMatrix:
+        """``doca_ec_task_update_get_update_matrix``: the update matrix."""
         return self._get_matrix()
 
     def get_original_updated_and_rdnc_blocks(self) -> Buf:
+        """``doca_ec_task_update_get_original_updated_and_rdnc_blocks``: the original updated and rdnc blocks."""
         return self._src
 
     def get_updated_rdnc_blocks(self) -> Buf:
+        """``doca_ec_task_update_get_updated_rdnc_blocks``: the updated rdnc blocks."""
         return self._dst
 
     def set_update_matrix(self, matrix: EcMatrix) -> None:
@@ -206,12 +239,15 @@ class EcTaskGaloisMul(_EcTask):
     __slots__ = ()
 
     def get_coding_matrix(self) -> EcMatrix:
+        """``doca_ec_task_galois_mul_get_coding_matrix``: the coding matrix."""
         return self._get_matrix()
 
     def get_src_buf(self) -> Buf:
+        """``doca_ec_task_galois_mul_get_src_buf``: the src buf."""
         return self._src
 
     def get_dst_buf(self) -> Buf:
+        """``doca_ec_task_galois_mul_get_dst_buf``: the dst buf."""
         return self._dst
 
     def set_coding_matrix(self, matrix: EcMatrix) -> None:
@@ -271,18 +307,38 @@ class Ec(Ctx):
     # -- tasks --------------------------------------------------------------------------------
     def task_create_set_conf(self, success: TaskCallback[EcTaskCreate], error: TaskCallback[EcTaskCreate],
                              num_tasks: int) -> None:
+        """``doca_ec_task_create_set_conf``: configure the create tasks (before start): the completion and error
+        callbacks and the pool size.
+
+        :raises DocaBadState: when the ctx is not idle.
+        """
         self._set_conf(self._h.create, success, error, num_tasks)
 
     def task_recover_set_conf(self, success: TaskCallback[EcTaskRecover], error: TaskCallback[EcTaskRecover],
                               num_tasks: int) -> None:
+        """``doca_ec_task_recover_set_conf``: configure the recover tasks (before start): the completion and error
+        callbacks and the pool size.
+
+        :raises DocaBadState: when the ctx is not idle.
+        """
         self._set_conf(self._h.recover, success, error, num_tasks)
 
     def task_update_set_conf(self, success: TaskCallback[EcTaskUpdate], error: TaskCallback[EcTaskUpdate],
                              num_tasks: int) -> None:
+        """``doca_ec_task_update_set_conf``: configure the update tasks (before start): the completion and error
+        callbacks and the pool size.
+
+        :raises DocaBadState: when the ctx is not idle.
+        """
         self._set_conf(self._h.update, success, error, num_tasks)
 
     def task_galois_mul_set_conf(self, success: TaskCallback[EcTaskGaloisMul],
                                  error: TaskCallback[EcTaskGaloisMul], num_tasks: int) -> None:
+        """``doca_ec_task_galois_mul_set_conf``: configure the galois mul tasks (before start): the completion and
+        error callbacks and the pool size.
+
+        :raises DocaBadState: when the ctx is not idle.
+        """
         self._set_conf(self._h.galois_mul, success, error, num_tasks)
 
     def _alloc(self, alloc: Any, cls: type[_EcTask], matrix: EcMatrix, src: Buf, dst: Buf, user_data: Any) -> Any:
@@ -307,37 +363,54 @@ class Ec(Ctx):
 
     def task_update_allocate_init(self, update_matrix: EcMatrix, original_updated_and_rdnc_blocks: Buf,
                                   updated_rdnc_blocks: Buf, user_data: Any = None) -> EcTaskUpdate:
+        """``doca_ec_task_update_allocate_init``: take a update task from the pool, initialised with the arguments.
+
+        :raises DocaNoMemory: when every task of the pool is in flight.
+        :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
+        """
         return cast(EcTaskUpdate, self._alloc(self._h.task_update_allocate_init, EcTaskUpdate, update_matrix,
                                               original_updated_and_rdnc_blocks, updated_rdnc_blocks, user_data))
 
     def task_galois_mul_allocate_init(self, coding_matrix: EcMatrix, src_buf: Buf, dst_buf: Buf,
                                       user_data: Any = None) -> EcTaskGaloisMul:
+        """``doca_ec_task_galois_mul_allocate_init``: take a galois mul task from the pool, initialised with the
+        arguments.
+
+        :raises DocaNoMemory: when every task of the pool is in flight.
+        :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
+        """
         return cast(EcTaskGaloisMul, self._alloc(self._h.task_galois_mul_allocate_init, EcTaskGaloisMul,
                                                  coding_matrix, src_buf, dst_buf, user_data))
 
     # -- capabilities -------------------------------------------------------------------------
     @staticmethod
     def cap_task_create_is_supported(devinfo: DevInfo) -> bool:
+        """``doca_ec_cap_task_create_is_supported``: whether *devinfo* supports task create."""
         return _backend().cap_task_create_is_supported(devinfo._h)
 
     @staticmethod
     def cap_task_recover_is_supported(devinfo: DevInfo) -> bool:
+        """``doca_ec_cap_task_recover_is_supported``: whether *devinfo* supports task recover."""
         return _backend().cap_task_recover_is_supported(devinfo._h)
 
     @staticmethod
     def cap_task_update_is_supported(devinfo: DevInfo) -> bool:
+        """``doca_ec_cap_task_update_is_supported``: whether *devinfo* supports task update."""
         return _backend().cap_task_update_is_supported(devinfo._h)
 
     @staticmethod
     def cap_task_galois_mul_is_supported(devinfo: DevInfo) -> bool:
+        """``doca_ec_cap_task_galois_mul_is_supported``: whether *devinfo* supports task galois mul."""
         return _backend().cap_task_galois_mul_is_supported(devinfo._h)
 
     @staticmethod
     def cap_get_max_block_size(devinfo: DevInfo) -> int:
+        """``doca_ec_cap_get_max_block_size``: the largest block size *devinfo* supports."""
         return _backend().cap_get_max_block_size(devinfo._h)
 
     @staticmethod
     def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
+        """``doca_ec_cap_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
         return _backend().cap_get_max_buf_list_len(devinfo._h)
 
     def __enter__(self) -> Ec:

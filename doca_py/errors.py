@@ -1,13 +1,13 @@
 """DOCA error codes as Python exceptions.
 
-Every ``doca_error_t`` value has a registered :class:`DocaError` subclass. Where the
+Every ``doca_error_t`` value has a registered [`DocaError`][doca_py.errors.DocaError] subclass. Where the
 meaning matches a builtin exception the subclass also derives from it, so
 ``except TimeoutError`` catches ``DOCA_ERROR_TIME_OUT``. Misuse of the Python API
 (wrong types, closed objects, calls from the wrong thread) raises
-:class:`DocaUsageError` instead, which carries no DOCA code.
+[`DocaUsageError`][doca_py.errors.DocaUsageError] instead, which carries no DOCA code.
 
-Raise the right class for a code with :func:`raise_for` or build one with
-:func:`lookup`.
+Raise the right class for a code with [`raise_for`][doca_py.errors.raise_for] or build one with
+[`lookup`][doca_py.errors.lookup].
 """
 
 from __future__ import annotations
@@ -31,39 +31,70 @@ __all__ = [
 
 class ErrorCode(NamedIntEnum):
     """``doca_error_t`` values (doca_error.h). ``str()`` and ``format()`` give the name
-    (``f"failed: {code}"`` reads ``failed: INVALID_VALUE``); :attr:`c_name` is DOCA's."""
+    (``f"failed: {code}"`` reads ``failed: INVALID_VALUE``); [`c_name`][doca_py.errors.ErrorCode.c_name] is DOCA's."""
 
     SUCCESS = 0
+    """``DOCA_SUCCESS``: Success."""
     UNKNOWN = 1
+    """``DOCA_ERROR_UNKNOWN``: Unknown error."""
     NOT_PERMITTED = 2
+    """``DOCA_ERROR_NOT_PERMITTED``: Operation not permitted."""
     IN_USE = 3
+    """``DOCA_ERROR_IN_USE``: Resource in use."""
     NOT_SUPPORTED = 4
+    """``DOCA_ERROR_NOT_SUPPORTED``: Operation not supported."""
     AGAIN = 5
+    """``DOCA_ERROR_AGAIN``: Resource temporarily unavailable, try again."""
     INVALID_VALUE = 6
+    """``DOCA_ERROR_INVALID_VALUE``: Invalid input."""
     NO_MEMORY = 7
+    """``DOCA_ERROR_NO_MEMORY``: Memory allocation failure."""
     INITIALIZATION = 8
+    """``DOCA_ERROR_INITIALIZATION``: Resource initialization failure."""
     TIME_OUT = 9
+    """``DOCA_ERROR_TIME_OUT``: Timer expired waiting for resource."""
     SHUTDOWN = 10
+    """``DOCA_ERROR_SHUTDOWN``: Shut down in process or completed."""
     CONNECTION_RESET = 11
+    """``DOCA_ERROR_CONNECTION_RESET``: Connection reset by peer."""
     CONNECTION_ABORTED = 12
+    """``DOCA_ERROR_CONNECTION_ABORTED``: Connection aborted."""
     CONNECTION_INPROGRESS = 13
+    """``DOCA_ERROR_CONNECTION_INPROGRESS``: Connection in progress."""
     NOT_CONNECTED = 14
+    """``DOCA_ERROR_NOT_CONNECTED``: Not connected."""
     NO_LOCK = 15
+    """``DOCA_ERROR_NO_LOCK``: Unable to acquire required lock."""
     NOT_FOUND = 16
+    """``DOCA_ERROR_NOT_FOUND``: Resource not found."""
     IO_FAILED = 17
+    """``DOCA_ERROR_IO_FAILED``: Input/output operation failed."""
     BAD_STATE = 18
+    """``DOCA_ERROR_BAD_STATE``: Bad state."""
     UNSUPPORTED_VERSION = 19
+    """``DOCA_ERROR_UNSUPPORTED_VERSION``: Unsupported version."""
     OPERATING_SYSTEM = 20
+    """``DOCA_ERROR_OPERATING_SYSTEM``: Operating system call failure."""
     DRIVER = 21
+    """``DOCA_ERROR_DRIVER``: Driver call failure."""
     UNEXPECTED = 22
+    """``DOCA_ERROR_UNEXPECTED``: Unexpected result."""
     ALREADY_EXIST = 23
+    """``DOCA_ERROR_ALREADY_EXIST``: Resource already exists."""
     FULL = 24
+    """``DOCA_ERROR_FULL``: No more space in resource."""
     EMPTY = 25
+    """``DOCA_ERROR_EMPTY``: No entry is available in resource."""
     IN_PROGRESS = 26
+    """``DOCA_ERROR_IN_PROGRESS``: Operation in progress."""
     TOO_BIG = 27
+    """``DOCA_ERROR_TOO_BIG``: Requested operation too big to be contained."""
     AUTHENTICATION = 28
+    """``DOCA_ERROR_AUTHENTICATION``: Authentication failure."""
     BAD_CONFIG = 29
+    """``DOCA_ERROR_BAD_CONFIG``: Configuration is invalid."""
     SKIPPED = 30
+    """``DOCA_ERROR_SKIPPED``: Operation was skipped."""
 
     @property
     def c_name(self) -> str:
@@ -135,6 +166,7 @@ class DocaError(Exception):
     """
 
     code: ClassVar[int] = ErrorCode.UNKNOWN
+    """The ``doca_error_t`` value ([`ErrorCode`][doca_py.errors.ErrorCode]); each subclass has its own."""
     _registry: ClassVar[dict[int, type[DocaError]]] = {}
 
     def __init_subclass__(cls, code: int | None = None, **kwargs: object) -> None:
@@ -148,6 +180,7 @@ class DocaError(Exception):
             # An unregistered code on the base class: keep it per instance.
             self.code = code  # type: ignore[misc]
         self.detail = detail
+        """What failed, as the raiser described it (may be empty)."""
         msg = f"{error_name(self.code)}: {error_descr(self.code)}"
         if detail:
             msg = f"{msg}: {detail}"
@@ -155,40 +188,193 @@ class DocaError(Exception):
 
     @property
     def name(self) -> str:
-        """The C enumerator name of :attr:`code`."""
+        """The C enumerator name of [`code`][doca_py.errors.DocaError.code]."""
         return error_name(self.code)
 
 
-class DocaUnknown(DocaError, code=ErrorCode.UNKNOWN): ...
-class DocaNotPermitted(DocaError, PermissionError, code=ErrorCode.NOT_PERMITTED): ...
-class DocaInUse(DocaError, code=ErrorCode.IN_USE): ...
-class DocaNotSupported(DocaError, NotImplementedError, code=ErrorCode.NOT_SUPPORTED): ...
-class DocaAgain(DocaError, BlockingIOError, code=ErrorCode.AGAIN): ...
-class DocaInvalidValue(DocaError, ValueError, code=ErrorCode.INVALID_VALUE): ...
-class DocaNoMemory(DocaError, MemoryError, code=ErrorCode.NO_MEMORY): ...
-class DocaInitialization(DocaError, code=ErrorCode.INITIALIZATION): ...
-class DocaTimeout(DocaError, TimeoutError, code=ErrorCode.TIME_OUT): ...
-class DocaShutdown(DocaError, code=ErrorCode.SHUTDOWN): ...
-class DocaConnectionReset(DocaError, ConnectionResetError, code=ErrorCode.CONNECTION_RESET): ...
-class DocaConnectionAborted(DocaError, ConnectionAbortedError, code=ErrorCode.CONNECTION_ABORTED): ...
-class DocaConnectionInProgress(DocaError, code=ErrorCode.CONNECTION_INPROGRESS): ...
-class DocaNotConnected(DocaError, code=ErrorCode.NOT_CONNECTED): ...
-class DocaNoLock(DocaError, code=ErrorCode.NO_LOCK): ...
-class DocaNotFound(DocaError, LookupError, code=ErrorCode.NOT_FOUND): ...
-class DocaIOFailed(DocaError, OSError, code=ErrorCode.IO_FAILED): ...
-class DocaBadState(DocaError, code=ErrorCode.BAD_STATE): ...
-class DocaUnsupportedVersion(DocaError, code=ErrorCode.UNSUPPORTED_VERSION): ...
-class DocaOperatingSystem(DocaError, OSError, code=ErrorCode.OPERATING_SYSTEM): ...
-class DocaDriver(DocaError, code=ErrorCode.DRIVER): ...
-class DocaUnexpected(DocaError, code=ErrorCode.UNEXPECTED): ...
-class DocaAlreadyExist(DocaError, FileExistsError, code=ErrorCode.ALREADY_EXIST): ...
-class DocaFull(DocaError, code=ErrorCode.FULL): ...
-class DocaEmpty(DocaError, code=ErrorCode.EMPTY): ...
-class DocaInProgress(DocaError, code=ErrorCode.IN_PROGRESS): ...
-class DocaTooBig(DocaError, OverflowError, code=ErrorCode.TOO_BIG): ...
-class DocaAuthentication(DocaError, PermissionError, code=ErrorCode.AUTHENTICATION): ...
-class DocaBadConfig(DocaError, ValueError, code=ErrorCode.BAD_CONFIG): ...
-class DocaSkipped(DocaError, code=ErrorCode.SKIPPED): ...
+class DocaUnknown(DocaError, code=ErrorCode.UNKNOWN):
+    """``DOCA_ERROR_UNKNOWN``: Unknown error."""
+
+
+class DocaNotPermitted(DocaError, PermissionError, code=ErrorCode.NOT_PERMITTED):
+    """``DOCA_ERROR_NOT_PERMITTED``: Operation not permitted.
+
+    Raised when access flags or the device do not allow the operation. Also a ``PermissionError``,
+    so ``except PermissionError`` catches it."""
+
+
+class DocaInUse(DocaError, code=ErrorCode.IN_USE):
+    """``DOCA_ERROR_IN_USE``: Resource in use.
+
+    Raised when an object is still referenced (destroying an mmap with buffers, a device still added
+    to an mmap)."""
+
+
+class DocaNotSupported(DocaError, NotImplementedError, code=ErrorCode.NOT_SUPPORTED):
+    """``DOCA_ERROR_NOT_SUPPORTED``: Operation not supported.
+
+    Raised when the device, the backend or the loaded DOCA version lacks the feature (also by raw-layer
+    stubs of missing functions). Also a ``NotImplementedError``, so ``except
+    NotImplementedError`` catches it."""
+
+
+class DocaAgain(DocaError, BlockingIOError, code=ErrorCode.AGAIN):
+    """``DOCA_ERROR_AGAIN``: Resource temporarily unavailable, try again.
+
+    Raised when a resource is momentarily unavailable (a full send queue); retry after
+    ``progress()``. Also a ``BlockingIOError``, so ``except BlockingIOError`` catches it."""
+
+
+class DocaInvalidValue(DocaError, ValueError, code=ErrorCode.INVALID_VALUE):
+    """``DOCA_ERROR_INVALID_VALUE``: Invalid input.
+
+    Raised for a bad argument (size, count, a buffer outside its mmap) or a task that failed on its
+    input. Also a ``ValueError``, so ``except ValueError`` catches it."""
+
+
+class DocaNoMemory(DocaError, MemoryError, code=ErrorCode.NO_MEMORY):
+    """``DOCA_ERROR_NO_MEMORY``: Memory allocation failure.
+
+    Raised when a pool is exhausted (task or buffer inventory) or an allocation fails. Also a
+    ``MemoryError``, so ``except MemoryError`` catches it."""
+
+
+class DocaInitialization(DocaError, code=ErrorCode.INITIALIZATION):
+    """``DOCA_ERROR_INITIALIZATION``: Resource initialization failure.
+
+    Raised when a resource could not be initialised."""
+
+
+class DocaTimeout(DocaError, TimeoutError, code=ErrorCode.TIME_OUT):
+    """``DOCA_ERROR_TIME_OUT``: Timer expired waiting for resource.
+
+    Raised by the waiting helpers (``start(wait=…)``, ``await ctx.started()``) when the deadline
+    passes. Also a ``TimeoutError``, so ``except TimeoutError`` catches it."""
+
+
+class DocaShutdown(DocaError, code=ErrorCode.SHUTDOWN):
+    """``DOCA_ERROR_SHUTDOWN``: Shut down in process or completed.
+
+    Raised for work on something that is shutting down."""
+
+
+class DocaConnectionReset(DocaError, ConnectionResetError, code=ErrorCode.CONNECTION_RESET):
+    """``DOCA_ERROR_CONNECTION_RESET``: Connection reset by peer.
+
+    Raised for a connection the peer closed. Also a ``ConnectionResetError``, so ``except
+    ConnectionResetError`` catches it."""
+
+
+class DocaConnectionAborted(DocaError, ConnectionAbortedError, code=ErrorCode.CONNECTION_ABORTED):
+    """``DOCA_ERROR_CONNECTION_ABORTED``: Connection aborted.
+
+    Also a ``ConnectionAbortedError``, so ``except ConnectionAbortedError`` catches it."""
+
+
+class DocaConnectionInProgress(DocaError, code=ErrorCode.CONNECTION_INPROGRESS):
+    """``DOCA_ERROR_CONNECTION_INPROGRESS``: Connection in progress."""
+
+
+class DocaNotConnected(DocaError, code=ErrorCode.NOT_CONNECTED):
+    """``DOCA_ERROR_NOT_CONNECTED``: Not connected.
+
+    Raised when a connection-bound call has no established connection."""
+
+
+class DocaNoLock(DocaError, code=ErrorCode.NO_LOCK):
+    """``DOCA_ERROR_NO_LOCK``: Unable to acquire required lock."""
+
+
+class DocaNotFound(DocaError, LookupError, code=ErrorCode.NOT_FOUND):
+    """``DOCA_ERROR_NOT_FOUND``: Resource not found.
+
+    Raised when no device matches an ``open_by_*`` lookup, or an entry does not exist. Also a
+    ``LookupError``, so ``except LookupError`` catches it."""
+
+
+class DocaIOFailed(DocaError, OSError, code=ErrorCode.IO_FAILED):
+    """``DOCA_ERROR_IO_FAILED``: Input/output operation failed.
+
+    Raised when a data-path operation failed on the device or transport. Also a ``OSError``, so
+    ``except OSError`` catches it."""
+
+
+class DocaBadState(DocaError, code=ErrorCode.BAD_STATE):
+    """``DOCA_ERROR_BAD_STATE``: Bad state.
+
+    Raised when the object is in the wrong state for the call (configuring a started ctx, submitting
+    to a ctx that is not RUNNING)."""
+
+
+class DocaUnsupportedVersion(DocaError, code=ErrorCode.UNSUPPORTED_VERSION):
+    """``DOCA_ERROR_UNSUPPORTED_VERSION``: Unsupported version.
+
+    Raised for an export blob or library of another version."""
+
+
+class DocaOperatingSystem(DocaError, OSError, code=ErrorCode.OPERATING_SYSTEM):
+    """``DOCA_ERROR_OPERATING_SYSTEM``: Operating system call failure.
+
+    Raised when an OS call (``mmap``, ``memfd``, sockets) failed. Also a ``OSError``, so ``except
+    OSError`` catches it."""
+
+
+class DocaDriver(DocaError, code=ErrorCode.DRIVER):
+    """``DOCA_ERROR_DRIVER``: Driver call failure.
+
+    Raised when the device driver call failed."""
+
+
+class DocaUnexpected(DocaError, code=ErrorCode.UNEXPECTED):
+    """``DOCA_ERROR_UNEXPECTED``: Unexpected result."""
+
+
+class DocaAlreadyExist(DocaError, FileExistsError, code=ErrorCode.ALREADY_EXIST):
+    """``DOCA_ERROR_ALREADY_EXIST``: Resource already exists.
+
+    Raised when the entry exists already (a name, a registration). Also a ``FileExistsError``, so
+    ``except FileExistsError`` catches it."""
+
+
+class DocaFull(DocaError, code=ErrorCode.FULL):
+    """``DOCA_ERROR_FULL``: No more space in resource.
+
+    Raised when a queue or table has no room left."""
+
+
+class DocaEmpty(DocaError, code=ErrorCode.EMPTY):
+    """``DOCA_ERROR_EMPTY``: No entry is available in resource.
+
+    Raised when nothing is available to take."""
+
+
+class DocaInProgress(DocaError, code=ErrorCode.IN_PROGRESS):
+    """``DOCA_ERROR_IN_PROGRESS``: Operation in progress."""
+
+
+class DocaTooBig(DocaError, OverflowError, code=ErrorCode.TOO_BIG):
+    """``DOCA_ERROR_TOO_BIG``: Requested operation too big to be contained.
+
+    Raised when a size exceeds the capability limit (``cap_*_get_max_*``). Also a ``OverflowError``,
+    so ``except OverflowError`` catches it."""
+
+
+class DocaAuthentication(DocaError, PermissionError, code=ErrorCode.AUTHENTICATION):
+    """``DOCA_ERROR_AUTHENTICATION``: Authentication failure.
+
+    Also a ``PermissionError``, so ``except PermissionError`` catches it."""
+
+
+class DocaBadConfig(DocaError, ValueError, code=ErrorCode.BAD_CONFIG):
+    """``DOCA_ERROR_BAD_CONFIG``: Configuration is invalid.
+
+    Raised when a configuration is inconsistent. Also a ``ValueError``, so ``except ValueError``
+    catches it."""
+
+
+class DocaSkipped(DocaError, code=ErrorCode.SKIPPED):
+    """``DOCA_ERROR_SKIPPED``: Operation was skipped."""
+
 
 
 def lookup(code: int) -> type[DocaError]:

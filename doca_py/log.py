@@ -2,7 +2,7 @@
 
 The library logs to ``logging.getLogger("doca_py")`` (with a ``NullHandler``); SDK
 messages go to ``doca_py.sdk``. DOCA counts upwards in verbosity (10 = disable …
-70 = trace), Python counts upwards in severity; :func:`to_python_level` maps
+70 = trace), Python counts upwards in severity; [`to_python_level`][doca_py.log.to_python_level] maps
 one onto the other, with TRACE as a custom level 5.
 """
 
@@ -15,6 +15,7 @@ import os
 __all__ = ["LogLevel", "TRACE", "logger", "sdk_logger", "to_python_level", "to_doca_level", "parse_level"]
 
 TRACE = 5
+"""Python level number of DOCA's TRACE (below ``logging.DEBUG``)."""
 logging.addLevelName(TRACE, "TRACE")
 
 
@@ -22,12 +23,19 @@ class LogLevel(enum.IntEnum):
     """``enum doca_log_level``."""
 
     DISABLE = 10
+    """``DOCA_LOG_LEVEL_DISABLE``."""
     CRIT = 20
+    """``DOCA_LOG_LEVEL_CRIT``."""
     ERROR = 30
+    """``DOCA_LOG_LEVEL_ERROR``."""
     WARNING = 40
+    """``DOCA_LOG_LEVEL_WARNING``."""
     INFO = 50
+    """``DOCA_LOG_LEVEL_INFO``."""
     DEBUG = 60
+    """``DOCA_LOG_LEVEL_DEBUG``."""
     TRACE = 70
+    """``DOCA_LOG_LEVEL_TRACE``."""
 
 
 _TO_PY = {
@@ -72,8 +80,10 @@ def parse_level(text: str) -> LogLevel:
 
 
 logger = logging.getLogger("doca_py")
+"""``logging.getLogger("doca_py")``, the library's logger."""
 logger.addHandler(logging.NullHandler())
 sdk_logger = logging.getLogger("doca_py.sdk")
+"""``logging.getLogger("doca_py.sdk")``, where DOCA SDK messages go."""
 
 _env_level = os.environ.get("DOCA_PY_LOG_LEVEL")
 if _env_level:

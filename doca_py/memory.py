@@ -1,6 +1,6 @@
 """Host memory helpers: addresses of Python buffers and shareable allocations.
 
-:class:`SharedMemory` is page-aligned memory backed by a ``memfd``. An ``Mmap``
+[`SharedMemory`][doca_py.memory.SharedMemory] is page-aligned memory backed by a ``memfd``. An ``Mmap``
 over it can be exported to another process on the same host, which maps the same
 pages (zero-copy) — what DOCA's PCI/RDMA export gives on hardware. The first page
 of the memfd is a header the exporting process writes and importers read: it holds
@@ -23,6 +23,7 @@ from .errors import DocaInvalidValue, DocaNoMemory
 __all__ = ["PAGE_SIZE", "SharedMemory", "buffer_address", "find_shared"]
 
 PAGE_SIZE = _mmap.PAGESIZE
+"""The system page size (``mmap.PAGESIZE``)."""
 HEADER_SIZE = PAGE_SIZE  # the memfd starts with one header page, then the data
 
 
@@ -89,7 +90,7 @@ _registry = _Registry()
 
 
 def find_shared(address: int, length: int) -> SharedMemory | None:
-    """The live :class:`SharedMemory` containing ``[address, address+length)``, if any."""
+    """The live [`SharedMemory`][doca_py.memory.SharedMemory] containing ``[address, address+length)``, if any."""
     return _registry.find(address, length)
 
 
@@ -105,6 +106,7 @@ class SharedMemory:
         if size <= 0:
             raise DocaInvalidValue(f"size must be positive, got {size}")
         self.size = size
+        """The usable size in bytes."""
         mapped = -(-size // PAGE_SIZE) * PAGE_SIZE
         try:
             self._fd = os.memfd_create("doca_py", os.MFD_CLOEXEC)
@@ -118,11 +120,15 @@ class SharedMemory:
             os.close(self._fd)
             raise DocaNoMemory(f"cannot map {size} bytes of shared memory: {exc}") from exc
         self.buffer: memoryview = memoryview(self._map)[:size]
+        """A writable view of the memory."""
         c_view = ctypes.c_char.from_buffer(self._map)
         self.address: int = ctypes.addressof(c_view)
+        """The address of the memory in this process."""
         del c_view
         self.closed = False
+        """Whether [`close`][doca_py.memory.SharedMemory.close] was called."""
         self.pid = os.getpid()
+        """The process that created the memory."""
         self._exports_lock = threading.Lock()
         _registry.add(self)
 
@@ -133,7 +139,7 @@ class SharedMemory:
 
     @property
     def header(self) -> _mmap.mmap:
-        """The owner-written export table (see :mod:`doca_py.emulated.export`)."""
+        """The owner-written export table (see `doca_py.emulated.export`)."""
         return self._header
 
     def __len__(self) -> int:

@@ -1,10 +1,13 @@
 """``doca_mmap``: memory registered for devices, and its export to peers.
 
+```pycon
 >>> mm = Mmap()
 >>> view = mm.allocate(1 << 20)          # shareable, page-aligned; or mm.set_memrange(bytearray(...))
 >>> mm.set_permissions(AccessFlag.LOCAL_READ_WRITE | AccessFlag.PCI_READ_WRITE)
 >>> mm.add_dev(dev); mm.start()
 >>> blob = mm.export_pci(dev)            # send it to the peer, which calls Mmap.create_from_export
+
+```
 """
 
 from __future__ import annotations
@@ -27,10 +30,10 @@ def _backend() -> MmapBackend:
 
 
 class Mmap(DocaObject):
-    """``doca_mmap``. Configure (range, permissions, devices) before :meth:`start`.
+    """``doca_mmap``. Configure (range, permissions, devices) before [`start`][doca_py.mmap.Mmap.start].
 
-    The memory registered with :meth:`set_memrange` stays pinned (a ``bytearray``
-    cannot be resized) until the mmap is closed. Only memory from :meth:`allocate`
+    The memory registered with [`set_memrange`][doca_py.mmap.Mmap.set_memrange] stays pinned (a ``bytearray``
+    cannot be resized) until the mmap is closed. Only memory from [`allocate`][doca_py.mmap.Mmap.allocate]
     can be imported by *another process* (emulated backend); any buffer can be
     exported to the same process or, on hardware, to the peer device.
     """
@@ -41,6 +44,7 @@ class Mmap(DocaObject):
         super().__init__()
         self._h = _handle if _handle is not None else _backend().mmap_create()
         self.user_data: Any = user_data
+        """Any object, given back by callbacks (``doca_mmap_set_user_data``)."""
         self._pin: memoryview | None = None
         self._shm: SharedMemory | None = None
         self._devs: list[Dev] = []
@@ -66,7 +70,7 @@ class Mmap(DocaObject):
     def allocate(self, size: int) -> memoryview:
         """Allocate *size* bytes of zeroed, page-aligned, shareable memory as the range.
 
-        The memory belongs to the mmap and is freed by :meth:`close`.
+        The memory belongs to the mmap and is freed by [`close`][doca_py.mmap.Mmap.close].
         """
         self._check_open()
         shm = SharedMemory(size)
@@ -84,22 +88,47 @@ class Mmap(DocaObject):
         return self._h.get_memrange()
 
     def set_permissions(self, flags: AccessFlag | int) -> None:
+        """``doca_mmap_set_permissions``: the access the devices and peers get (before
+        [`start`][doca_py.mmap.Mmap.start]).
+
+        :param flags: [`AccessFlag`][doca_py.types.AccessFlag] values or-ed together.
+        :raises DocaBadState: when the mmap is started.
+        :raises DocaInvalidValue: for an unknown flag combination.
+        """
         self._h.set_permissions(int(flags))
 
     def add_dev(self, dev: Dev) -> None:
+        """``doca_mmap_add_dev``: register the memory for *dev* (before [`start`][doca_py.mmap.Mmap.start]). The
+        device cannot be closed while the mmap is open.
+
+        :param dev: an open [`Dev`][doca_py.dev.Dev].
+        :raises DocaBadState: when the mmap is started.
+        :raises DocaNoMemory: when ``set_max_num_devices`` devices are added already.
+        """
         self._check_open()
         self._h.add_dev(dev._h)
         dev._adopt(self)  # the device may close only after the mmap
         self._devs.append(dev)
 
     def rm_dev(self, dev: Dev) -> None:
+        """``doca_mmap_rm_dev``: remove a device added with [`add_dev`][doca_py.mmap.Mmap.add_dev].
+
+        :param dev: the device.
+        :raises DocaBadState: when the mmap is started.
+        """
         self._h.rm_dev(dev._h)
         self._devs.remove(dev)
 
     def set_max_num_devices(self, n: int) -> None:
+        """``doca_mmap_set_max_num_devices``: how many devices may be added (before start).
+
+        :param n: the limit.
+        :raises DocaBadState: when the mmap is started.
+        """
         self._h.set_max_num_devices(n)
 
     def get_max_num_devices(self) -> int:
+        """``doca_mmap_get_max_num_devices``: how many devices may be added."""
         return self._h.get_max_num_devices()
 
     def enable_thread_safety(self) -> None:
@@ -107,6 +136,12 @@ class Mmap(DocaObject):
         self._h.enable_thread_safety()
 
     def start(self) -> None:
+        """``doca_mmap_start``: register the memory with the added devices; the range, permissions and devices are
+        fixed from now on.
+
+        :raises DocaBadState: when no memory range is set.
+        :raises DocaNotPermitted: when a device cannot register the memory with the permissions asked.
+        """
         self._check_open()
         self._h.start()
         self._started = True  # for repr() only: DOCA has no getter
@@ -140,20 +175,25 @@ class Mmap(DocaObject):
         return m
 
     def get_num_bufs(self) -> int:
+        """``doca_mmap_get_num_bufs``: how many buffers point into this mmap."""
         return self._h.get_num_bufs()
 
     def get_exported(self) -> bool:
+        """``doca_mmap_get_exported``: whether the mmap was exported."""
         return self._h.get_exported()
 
     def get_from_export(self) -> bool:
+        """``doca_mmap_get_from_export``: whether the mmap was created from an export."""
         return self._h.get_from_export()
 
     @staticmethod
     def cap_is_export_pci_supported(devinfo: DevInfo) -> bool:
+        """``doca_mmap_cap_is_export_pci_supported``: whether *devinfo* can export an mmap over PCI (DPU ↔ host)."""
         return _backend().cap_is_export_pci_supported(devinfo._h)
 
     @staticmethod
     def cap_is_create_from_export_pci_supported(devinfo: DevInfo) -> bool:
+        """``doca_mmap_cap_is_create_from_export_pci_supported``: whether *devinfo* can import a PCI export."""
         return _backend().cap_is_create_from_export_pci_supported(devinfo._h)
 
     # -- CPU access ---------------------------------------------------------------------------

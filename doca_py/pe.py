@@ -1,12 +1,14 @@
 """``doca_pe``: the progress engine that runs completion callbacks.
 
-Callbacks of every ctx connected to a :class:`Pe` run inside :meth:`Pe.progress`,
-on the caller's thread. To sleep instead of spinning::
+Callbacks of every ctx connected to a [`Pe`][doca_py.pe.Pe] run inside [`Pe.progress`][doca_py.pe.Pe.progress],
+on the caller's thread. To sleep instead of spinning:
 
-    pe.request_notification()
-    if not pe.progress():
-        select.select([pe], [], [], timeout)   # Pe has fileno()
-    pe.clear_notification()
+```python
+pe.request_notification()
+if not pe.progress():
+    select.select([pe], [], [], timeout)   # Pe has fileno()
+pe.clear_notification()
+```
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Pe(DocaObject):
         return self._h.get_notification_handle()
 
     def fileno(self) -> int:
+        """The notification handle (``doca_pe_get_notification_handle``), so a Pe can be passed to ``select``."""
         return self._h.get_notification_handle()
 
     def request_notification(self) -> None:
@@ -87,9 +90,14 @@ class Pe(DocaObject):
         return self._h.progress()
 
     def get_num_inflight_tasks(self) -> int:
+        """``doca_pe_get_num_inflight_tasks``: tasks submitted on the connected contexts and not completed yet."""
         return self._h.get_num_inflight_tasks()
 
     def set_event_mode(self, mode: PeEventMode) -> None:
+        """``doca_pe_set_event_mode``: which completions ``progress()`` reports.
+
+        :param mode: a [`PeEventMode`][doca_py.types.PeEventMode].
+        """
         self._h.set_event_mode(int(mode))
 
     def _close(self) -> None:

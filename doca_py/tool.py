@@ -9,11 +9,11 @@
 network interface, and the representors it lists (like ``ibv_devices`` and
 ``doca_caps --list-devs``); without ``--list`` it adds, per device, what each DOCA
 library can do there (like ``doca_caps``): DMA, EC, compress, RDMA, comch and mmap
-export, read with the public ``cap_*`` functions of :mod:`doca_py`. The first lines
-name the backend in use (:data:`doca_py.impl`) and the DOCA version it presents
-(:func:`doca_py.version_runtime`).
+export, read with the public ``cap_*`` functions of `doca_py`. The first lines
+name the backend in use (`doca_py.impl`) and the DOCA version it presents
+([`doca_py.version_runtime`][doca_py.version.version_runtime]).
 
-``probe`` is :mod:`doca_py.native.probe`: which declared DOCA functions the installed
+``probe`` is [`doca_py.native.probe`][doca_py.native.probe]: which declared DOCA functions the installed
 ``libdoca_*.so`` export, read from their ELF symbol tables.
 
 A capability query that fails is reported (``null`` in JSON, with the error in the
@@ -271,7 +271,7 @@ def _table(rows: list[list[str]], indent: str = "") -> list[str]:
 
 
 def format_text(doc: dict[str, Any]) -> str:
-    """The text form of a :func:`report` document."""
+    """The text form of a `report` document."""
     lines = [f"backend: {doc['backend']}",
              f"DOCA version: {doc['doca_version'] or 'unknown'}",
              f"doca_py version: {doc['doca_py_version']}", ""]

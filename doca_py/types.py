@@ -71,72 +71,109 @@ class AccessFlag(NamedIntFlag):
     """``enum doca_access_flag``: who may touch a memory map and how."""
 
     LOCAL_READ_ONLY = 0
+    """``DOCA_ACCESS_FLAG_LOCAL_READ_ONLY``."""
     LOCAL_READ_WRITE = 1 << 0
+    """``DOCA_ACCESS_FLAG_LOCAL_READ_WRITE``."""
     RDMA_READ = 1 << 1
+    """``DOCA_ACCESS_FLAG_RDMA_READ``."""
     RDMA_WRITE = 1 << 2
+    """``DOCA_ACCESS_FLAG_RDMA_WRITE``."""
     RDMA_ATOMIC = 1 << 3
+    """``DOCA_ACCESS_FLAG_RDMA_ATOMIC``."""
     PCI_READ_ONLY = 1 << 4
+    """``DOCA_ACCESS_FLAG_PCI_READ_ONLY``."""
     PCI_READ_WRITE = 1 << 5
+    """``DOCA_ACCESS_FLAG_PCI_READ_WRITE``."""
     PCI_RELAXED_ORDERING = 1 << 6
+    """``DOCA_ACCESS_FLAG_PCI_RELAXED_ORDERING``."""
 
 
 class CtxState(NamedIntEnum):
     """``enum doca_ctx_states``."""
 
     IDLE = 0
+    """``DOCA_CTX_STATE_IDLE``."""
     STARTING = 1
+    """``DOCA_CTX_STATE_STARTING``."""
     RUNNING = 2
+    """``DOCA_CTX_STATE_RUNNING``."""
     STOPPING = 3
+    """``DOCA_CTX_STATE_STOPPING``."""
 
 
 class PeEventMode(NamedIntEnum):
     """``enum doca_pe_event_mode`` (DOCA 3.x)."""
 
     PROGRESS_SELECTIVE = 0
+    """``DOCA_PE_EVENT_MODE_PROGRESS_SELECTIVE``."""
     PROGRESS_ALL = 1
+    """``DOCA_PE_EVENT_MODE_PROGRESS_ALL``."""
 
 
 class TaskSubmitFlag(NamedIntFlag):
     """``enum doca_task_submit_flag`` (DOCA 3.x)."""
 
     NONE = 0
+    """``DOCA_TASK_SUBMIT_FLAG_NONE``."""
     FLUSH = 1
+    """``DOCA_TASK_SUBMIT_FLAG_FLUSH``."""
     OPTIMIZE_REPORTS = 2
+    """``DOCA_TASK_SUBMIT_FLAG_OPTIMIZE_REPORTS``."""
 
 
 class DevinfoRepFilter(NamedIntFlag):
     """``enum doca_devinfo_rep_filter``: which representors to list."""
 
     ALL = 0
+    """``DOCA_DEVINFO_REP_FILTER_ALL``."""
     NET = 1 << 1
+    """``DOCA_DEVINFO_REP_FILTER_NET``."""
     EMULATED = 1 << 2
+    """``DOCA_DEVINFO_REP_FILTER_EMULATED``."""
 
 
 class PciFuncType(NamedIntEnum):
     """``enum doca_pci_func_type``."""
 
     PF = 0
+    """``DOCA_PCI_FUNC_TYPE_PF``."""
     VF = 1
+    """``DOCA_PCI_FUNC_TYPE_VF``."""
     SF = 2
+    """``DOCA_PCI_FUNC_TYPE_SF``."""
 
 
 class MtuSize(NamedIntEnum):
     """``enum doca_mtu_size``."""
 
     MTU_256B = 0
+    """``DOCA_MTU_256B``."""
     MTU_512B = 1
+    """``DOCA_MTU_512B``."""
     MTU_1K = 2
+    """``DOCA_MTU_1K``."""
     MTU_2K = 3
+    """``DOCA_MTU_2K``."""
     MTU_4K = 4
+    """``DOCA_MTU_4K``."""
     RAW_ETHERNET = 5
+    """``DOCA_RAW_ETHERNET``."""
 
 
 # Caller-buffer sizes of the devinfo string getters (doca_dev.h).
 DEVINFO_VUID_SIZE = 128
+"""``DOCA_DEVINFO_VUID_SIZE``: buffer size for a VUID."""
 DEVINFO_IPV4_ADDR_SIZE = 4
+"""``DOCA_DEVINFO_IPV4_ADDR_SIZE``."""
 DEVINFO_IPV6_ADDR_SIZE = 16
+"""``DOCA_DEVINFO_IPV6_ADDR_SIZE``."""
 DEVINFO_MAC_ADDR_SIZE = 6
+"""``DOCA_DEVINFO_MAC_ADDR_SIZE``."""
 DEVINFO_IFACE_NAME_SIZE = 256
+"""``DOCA_DEVINFO_IFACE_NAME_SIZE``."""
 DEVINFO_IBDEV_NAME_SIZE = 64
+"""``DOCA_DEVINFO_IBDEV_NAME_SIZE``."""
 DEVINFO_PCI_ADDR_SIZE = 13
+"""``DOCA_DEVINFO_PCI_ADDR_SIZE``."""
 DEVINFO_PCI_BDF_SIZE = 8
+"""``DOCA_DEVINFO_PCI_BDF_SIZE``."""

@@ -1,6 +1,6 @@
 """``doca_version``: which DOCA release the backend in use presents.
 
-:func:`version_runtime` mirrors ``doca_version_runtime()``: on the native backend
+[`version_runtime`][doca_py.version.version_runtime] mirrors ``doca_version_runtime()``: on the native backend
 the loaded libdoca_common's version, on the emulated backend the release whose rules
 it follows (``DOCA_PY_EMU_VERSION``, default 3.2).
 """
@@ -25,7 +25,7 @@ def version_runtime() -> str:
 
 
 def version_info_runtime() -> tuple[int, int, int]:
-    """:func:`version_runtime` as ``(major, minor, patch)``."""
+    """[`version_runtime`][doca_py.version.version_runtime] as ``(major, minor, patch)``."""
     m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version_runtime())
     if m is None:
         raise ValueError(f"unrecognised DOCA version string {version_runtime()!r}")

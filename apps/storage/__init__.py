@@ -2,15 +2,15 @@
 
 Wire formats (storage-apps-spec §3–§6) and helpers used by every storage app:
 
-* :mod:`.control` — the 13 control messages, their byte layout, error responses and
+* `.control` — the 13 control messages, their byte layout, error responses and
   the positional phase checker;
-* :mod:`.channel` — length-prefixed framing over TCP (and any transport with
+* `.channel` — length-prefixed framing over TCP (and any transport with
   ``send(bytes)`` plus receive events, e.g. comch);
-* :mod:`.io_message` — the 64-byte io message;
-* :mod:`.addressing` — gga address maths (half blocks, chunks, worker segments);
-* :mod:`.sbc`, :mod:`.compressed_block`, :mod:`.lz4_blocks` — the on-storage format;
-* :mod:`.stats` — the statistics blocks the apps print;
-* :mod:`.cli`, :mod:`.config` — DOCA-style flags, ``--json`` files, pydantic configs.
+* `.io_message` — the 64-byte io message;
+* `.addressing` — gga address maths (half blocks, chunks, worker segments);
+* `.sbc`, `.compressed_block`, `.lz4_blocks` — the on-storage format;
+* `.stats` — the statistics blocks the apps print;
+* `.cli`, `.config` — DOCA-style flags, ``--json`` files, pydantic configs.
 
 Unlike the C++ reference, every value received from a peer is validated before use.
 """

@@ -8,12 +8,16 @@ read of block 10 into initiator offset 12288):
 
 ```python
 >>> layout = ChunkLayout(block_size=4096, transactions_per_worker=128)
+
+```pycon
 >>> layout.chunk_size, layout.chunk_base(worker=0, transaction=3)
 (10240, 30720)
 >>> req = IoMessage(IoMessageType.READ, user_data=3, io_size=4096, requester_offset=12288, storage_offset=40960)
 >>> reqs = layout.read_requests(req, worker=0, transaction=3, block_index=0)
 >>> [(r.requester_offset, r.storage_offset) for r in reqs.values()]
 [(30720, 20480), (32768, 20480)]
+
+```
 
 ```
 
@@ -53,16 +57,22 @@ class TargetRole(enum.IntEnum):
     """The fixed roles of the three gga targets (index = order of every relay)."""
 
     DATA_1 = 0
+    """Holds the first half of each block."""
     DATA_2 = 1
+    """Holds the second half of each block."""
     DATA_P = 2
+    """Holds the parity of the two halves."""
 
 
 class ReadMode(enum.Enum):
     """How one block is read: both halves, or one half plus parity (recovery, §8.2)."""
 
     NORMAL = "normal"
+    """Read data_1 and data_2."""
     RECOVER_A = "recover_a"  # data_1 missing: read data_p and data_2
+    """data_1 missing: read data_p and data_2."""
     RECOVER_B = "recover_b"  # data_2 missing: read data_1 and data_p
+    """data_2 missing: read data_1 and data_p."""
 
 
 def half_block_size(block_size: int) -> int:
@@ -101,7 +111,7 @@ def doubled_transaction_count(transaction_count: int) -> int:
 
 
 def blocks_in_io(io_size: int, block_size: int) -> int:
-    """Blocks of one io message (``io_size / B``); must be 1 to :data:`MAX_BLOCKS_PER_IO`
+    """Blocks of one io message (``io_size / B``); must be 1 to [`MAX_BLOCKS_PER_IO`][apps.storage.addressing.MAX_BLOCKS_PER_IO]
     and a whole number (the reference silently truncates)."""
     if io_size <= 0 or io_size % block_size:
         raise ValueError(f"io_size {io_size} is not a positive multiple of the block size {block_size}")
@@ -132,8 +142,11 @@ class ChunkLayout:
     """
 
     block_size: int
+    """The block size ``B`` (even)."""
     transactions_per_worker: int
+    """Transactions (chunks) per worker."""
     write_flow: bool = True
+    """Whether chunks hold room for the temporary LZ4 output of writes."""
 
     def __post_init__(self) -> None:
         half_block_size(self.block_size)
@@ -199,10 +212,15 @@ class WorkerSegment:
     """One initiator worker's share (§5.1): contiguous local and storage block ranges."""
 
     local_offset: int
+    """Offset of the worker's range in the local IO region."""
     local_blocks: int
+    """Blocks in the local range."""
     storage_offset: int
+    """Offset of the worker's range in the storage."""
     storage_blocks: int
+    """Blocks in the storage range."""
     transaction_count: int
+    """Transactions of the worker."""
 
 
 def split_evenly(count: int, parts: int) -> list[int]:

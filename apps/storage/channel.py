@@ -2,19 +2,19 @@
 
 Layers:
 
-* :class:`FrameDecoder` — sans-IO: feed received bytes, take whole messages out. An
+* [`FrameDecoder`][apps.storage.channel.FrameDecoder] — sans-IO: feed received bytes, take whole messages out. An
   announced body length above ``max_body`` is rejected as soon as the 4-byte header is
   seen, before anything is allocated or awaited.
-* :class:`Transport` — what carries the bytes: ``send(frame)``, ``pump(timeout)`` which
-  delivers whatever arrived to a :class:`TransportSink` (``data_received`` /
-  ``connection_lost``), and ``close()``. :class:`TcpTransport` is the TCP one; a comch
+* [`Transport`][apps.storage.channel.Transport] — what carries the bytes: ``send(frame)``, ``pump(timeout)`` which
+  delivers whatever arrived to a [`TransportSink`][apps.storage.channel.TransportSink] (``data_received`` /
+  ``connection_lost``), and ``close()``. [`TcpTransport`][apps.storage.channel.TcpTransport] is the TCP one; a comch
   transport implements the same protocol, its ``pump`` progressing the PE so that the
   comch receive events call ``data_received`` with each message.
-* :class:`ControlChannel` — a decoder bound to a transport: :meth:`~ControlChannel.send`,
-  :meth:`~ControlChannel.poll`, :meth:`~ControlChannel.receive` (with a deadline).
+* [`ControlChannel`][apps.storage.channel.ControlChannel] — a decoder bound to a transport: [`send`][apps.storage.channel.ControlChannel.send],
+  [`poll`][apps.storage.channel.ControlChannel.poll], [`receive`][apps.storage.channel.ControlChannel.receive] (with a deadline).
 
 Unlike the reference, a peer closing the connection is detected
-(:class:`PeerClosedError`), and a half-received frame at close is a :class:`ProtocolError`.
+([`PeerClosedError`][apps.storage.errors.PeerClosedError]), and a half-received frame at close is a [`ProtocolError`][apps.storage.errors.ProtocolError].
 """
 
 from __future__ import annotations
@@ -45,12 +45,15 @@ _RETRY_ERRNOS = {errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno
 class FrameDecoder:
     """Extract control messages from a byte stream (sans-IO).
 
+    ```pycon
     >>> dec = FrameDecoder()
     >>> dec.feed(bytes.fromhex("0000000c00000001000000000000000000"))
     >>> dec.next_message()
     ControlMessage(type=<MessageType.QUERY_STORAGE_REQUEST: 1>, message_id=0, correlation_id=0, payload=None)
 
-    A malformed frame raises :class:`ProtocolError`; the decoder is then unusable
+    ```
+
+    A malformed frame raises [`ProtocolError`][apps.storage.errors.ProtocolError]; the decoder is then unusable
     (the stream position is lost), so the connection must be dropped.
     """
 
@@ -58,6 +61,7 @@ class FrameDecoder:
         if max_body < PREFIX_SIZE:
             raise ValueError(f"max_body must be at least {PREFIX_SIZE}")
         self.max_body = max_body
+        """Largest body length accepted; longer announced frames are rejected."""
         self._buf = bytearray()
         self._failed: ProtocolError | None = None
 
@@ -119,10 +123,10 @@ class Transport(Protocol):
     """A bidirectional byte carrier for control frames (TCP, comch …)."""
 
     def set_sink(self, sink: TransportSink) -> None:
-        """Where :meth:`pump` delivers received data and closure."""
+        """Where [`pump`][apps.storage.channel.Transport.pump] delivers received data and closure."""
 
     def send(self, frame: bytes) -> None:
-        """Send one whole frame; raise :class:`StorageAppError` if it cannot be sent."""
+        """Send one whole frame; raise [`StorageAppError`][apps.storage.errors.StorageAppError] if it cannot be sent."""
 
     def pump(self, timeout: float | None) -> None:
         """Deliver what arrived, waiting up to *timeout* seconds (``None``: forever) if nothing has."""
@@ -132,7 +136,7 @@ class Transport(Protocol):
 
 
 class TcpTransport:
-    """A connected TCP socket as a :class:`Transport`.
+    """A connected TCP socket as a [`Transport`][apps.storage.channel.Transport].
 
     Sends block for at most *send_timeout* seconds (then fail), reads never block longer
     than the ``pump`` timeout. A read of 0 bytes is the peer closing.
@@ -142,12 +146,14 @@ class TcpTransport:
         self._sock: socket.socket | None = sock
         self._sink: TransportSink | None = None
         self.send_timeout = send_timeout
+        """Seconds a send may block before it fails."""
         sock.settimeout(send_timeout)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             self.peer = "%s:%d" % sock.getpeername()[:2]
+            """``host:port`` of the peer (``?`` if unknown)."""
         except OSError:
             self.peer = "?"
 
@@ -202,11 +208,13 @@ class TcpTransport:
 
 
 class ControlChannel:
-    """Control messages over a :class:`Transport` (one framing for TCP and comch)."""
+    """Control messages over a [`Transport`][apps.storage.channel.Transport] (one framing for TCP and comch)."""
 
     def __init__(self, transport: Transport, *, max_body: int = DEFAULT_MAX_BODY, name: str = "control") -> None:
         self.transport = transport
+        """The transport messages go over."""
         self.name = name
+        """Name used in messages and logs."""
         self._decoder = FrameDecoder(max_body)
         self._closed = False
         self._lost: BaseException | None = None
@@ -235,8 +243,8 @@ class ControlChannel:
     def poll(self, timeout: float | None = 0.0) -> ControlMessage | None:
         """One received message, or ``None`` if none arrived within *timeout* seconds.
 
-        Raise :class:`PeerClosedError` once the peer has closed and every whole message
-        has been taken, :class:`ProtocolError` for a malformed frame or a frame cut short
+        Raise [`PeerClosedError`][apps.storage.errors.PeerClosedError] once the peer has closed and every whole message
+        has been taken, [`ProtocolError`][apps.storage.errors.ProtocolError] for a malformed frame or a frame cut short
         by the closure.
         """
         msg = self._decoder.next_message()
@@ -285,7 +293,7 @@ class ControlChannel:
                                       f"Timed out after {timeout} s waiting for a control message on {self.name}")
 
     def request(self, msg: ControlMessage, timeout: float | None = 5.0) -> ControlMessage:
-        """Send a request and wait for its response; validated with :func:`check_response`."""
+        """Send a request and wait for its response; validated with [`check_response`][apps.storage.control.check_response]."""
         self.send(msg)
         return check_response(msg, self.receive(timeout))
 
@@ -301,9 +309,9 @@ class ControlChannel:
 
 
 class TcpListener:
-    """A listening TCP socket (``SO_REUSEADDR``); :meth:`accept` hands out channels.
+    """A listening TCP socket (``SO_REUSEADDR``); [`accept`][apps.storage.channel.TcpListener.accept] hands out channels.
 
-    ``port=0`` picks a free port, readable from :attr:`port`.
+    ``port=0`` picks a free port, readable from [`port`][apps.storage.channel.TcpListener.port].
     """
 
     def __init__(self, port: int, host: str = "0.0.0.0", backlog: int = 1) -> None:
@@ -318,9 +326,10 @@ class TcpListener:
                                   f"Failed to listen on {host}:{port}: {exc.strerror or exc}") from None
         self._sock: socket.socket | None = sock
         self.port: int = sock.getsockname()[1]
+        """The port listened on (the actual one when 0 was asked)."""
 
     def accept(self, timeout: float | None, *, max_body: int = DEFAULT_MAX_BODY) -> ControlChannel | None:
-        """The next client as a :class:`ControlChannel`, or ``None`` after *timeout* seconds."""
+        """The next client as a [`ControlChannel`][apps.storage.channel.ControlChannel], or ``None`` after *timeout* seconds."""
         if self._sock is None:
             raise StorageAppError(ErrorCode.BAD_STATE, "listener is closed")
         ready, _, _ = select.select([self._sock], [], [], timeout)

@@ -2,11 +2,13 @@
 
 Every app gets DOCA's general flags (``-h``, ``-v/--version``, ``-l/--log-level``,
 ``--sdk-log-level``, ``-j/--json FILE``) plus its program flags, generated from its
-:mod:`.config` model. A JSON file holds flags by **long name**, either flat or grouped
-as DOCA does::
+`.config` model. A JSON file holds flags by **long name**, either flat or grouped
+as DOCA does:
 
-    {"doca_general_flags": {"log-level": 60},
-     "doca_program_flags": {"device": "03:00.0", "cpu": [0, 1], "block-size": 4096}}
+```json
+{"doca_general_flags": {"log-level": 60},
+ "doca_program_flags": {"device": "03:00.0", "cpu": [0, 1], "block-size": 4096}}
+```
 
 Command-line flags win over the JSON file. Problems are reported one per line as
 ``<prog>: error: <problem>`` and the program exits with status 1 (DOCA argp's failure

@@ -4,33 +4,33 @@ The initiator is a comch **client** and the services are comch **servers**; cont
 messages travel as comch control messages, **one whole frame** (the u32 BE body length
 plus the body) per message, as the C++ apps send them. Received messages are appended
 to the same reassembly buffer as TCP bytes, so the framing is parsed exactly as on TCP
-(:class:`~apps.storage.channel.FrameDecoder`).
+([`FrameDecoder`][apps.storage.channel.FrameDecoder]).
 
-:class:`ComchTransport` implements :class:`~apps.storage.channel.Transport` on a
-:class:`doca_py.ComchClient` or :class:`doca_py.ComchServer`:
+`ComchTransport` implements [`Transport`][apps.storage.channel.Transport] on a
+[`doca_py.ComchClient`][doca_py.comch.ComchClient] or [`doca_py.ComchServer`][doca_py.comch.ComchServer]:
 
 * ``send(frame)`` submits one comch send task (a pool of
-  :data:`MAX_CONCURRENT_CONTROL_MESSAGES` = 8 as in the reference). The frame leaves at
-  the next ``Pe.progress()`` of the transport's PE (any :meth:`~ComchTransport.pump`).
+  `MAX_CONCURRENT_CONTROL_MESSAGES` = 8 as in the reference). The frame leaves at
+  the next ``Pe.progress()`` of the transport's PE (any `pump`).
   A frame larger than one comch message is refused with ``INVALID_VALUE``.
 * ``pump(timeout)`` progresses the PE (sleeping on its notification handle, never
   spinning) and delivers received frames, then a peer disconnect, to the sink. The comch
   callbacks only record; delivery happens after ``Pe.progress()`` returns, so a
-  malformed frame raises :class:`~apps.storage.errors.ProtocolError` from ``pump``,
+  malformed frame raises `ProtocolError` from ``pump``,
   not from inside the PE.
 * The peer disconnecting (client: the ctx leaves RUNNING; server: the disconnect event
   of this connection) or a send failing with ``CONNECTION_RESET`` is delivered as
   ``connection_lost``; the channel then raises
-  :class:`~apps.storage.errors.PeerClosedError` once the messages already received
+  `PeerClosedError` once the messages already received
   have been taken.
 
 It also records the peer's **consumer events** (the data path of §8 pairs workers by
-the order in which they arrive): :attr:`ComchTransport.remote_consumer_ids` (arrival
-order), :attr:`ComchTransport.expired_consumer_ids`, and the optional hooks
-:attr:`ComchTransport.on_new_consumer` / :attr:`ComchTransport.on_expired_consumer`,
+the order in which they arrive): `ComchTransport.remote_consumer_ids` (arrival
+order), `ComchTransport.expired_consumer_ids`, and the optional hooks
+`ComchTransport.on_new_consumer` / `ComchTransport.on_expired_consumer`,
 called from ``pump`` (outside the PE callbacks).
 
-The helpers :func:`connect_comch_client` (initiator) and :func:`listen_comch_server`
+The helpers `connect_comch_client` (initiator) and `listen_comch_server`
 (services; exactly one client) build everything and return the channel plus the comch
 objects, which the caller owns and closes (after the channel). Producers and consumers
 are created by the caller on the returned connection.
@@ -62,7 +62,7 @@ MAX_CONCURRENT_CONTROL_MESSAGES = 8
 CONNECT_POLL_INTERVAL = 0.1
 """Longest sleep between checks while connecting / waiting for a client (and for aborts)."""
 SEND_POOL_TIMEOUT = 5.0
-"""How long :meth:`ComchTransport.send` waits for a free send task before failing."""
+"""How long `ComchTransport.send` waits for a free send task before failing."""
 
 _log = logging.getLogger("apps.storage.comch")
 
@@ -71,11 +71,11 @@ ConsumerHook = Callable[[int], None]
 
 
 class ComchTransport:
-    """A :class:`~apps.storage.channel.Transport` over one comch connection.
+    """A [`Transport`][apps.storage.channel.Transport] over one comch connection.
 
     Build it on an **idle** client or server (it registers the send task pool, the
     message and consumer events, and on a server the connection events), connected to
-    *pe*; then start the ctx and :meth:`attach` the connection (the helpers do all this).
+    *pe*; then start the ctx and `attach` the connection (the helpers do all this).
     """
 
     def __init__(self, ctx: ComchClient | ComchServer, pe: doca_py.Pe, *, name: str = "comch",
@@ -101,7 +101,7 @@ class ComchTransport:
         self.remote_consumer_ids: list[int] = []
         #: Remote consumer ids whose "expired consumer" event arrived.
         self.expired_consumer_ids: list[int] = []
-        #: Called from :meth:`pump` for each new / expired remote consumer.
+        #: Called from `pump` for each new / expired remote consumer.
         self.on_new_consumer: ConsumerHook | None = None
         self.on_expired_consumer: ConsumerHook | None = None
         #: Clients refused because this server already serves one (server side).
@@ -237,13 +237,13 @@ class ComchTransport:
 
     # -- Transport -------------------------------------------------------------------------------------
     def set_sink(self, sink: TransportSink) -> None:
-        """Where :meth:`pump` delivers frames and the disconnect."""
+        """Where `pump` delivers frames and the disconnect."""
         self._sink = sink
 
     def send(self, frame: bytes) -> None:
         """Queue one whole *frame* as one comch message (it leaves at the next progress).
 
-        Raise :class:`PeerClosedError` when the connection is gone, ``INVALID_VALUE`` for a
+        Raise `PeerClosedError` when the connection is gone, ``INVALID_VALUE`` for a
         frame larger than a comch message, ``TIME_OUT`` when no send task frees up.
         """
         conn = self._conn
@@ -355,7 +355,7 @@ def connect_comch_client(dev: doca_py.Dev, name: str, pe: doca_py.Pe, *, timeout
     """Connect to the comch server *name* (§3.7 step 1), polling every 100 ms.
 
     Raise ``TIME_OUT`` after *timeout* seconds, ``CONNECTION_ABORTED`` when
-    *should_abort* returns true. The channel's transport is a :class:`ComchTransport`
+    *should_abort* returns true. The channel's transport is a `ComchTransport`
     (``channel.transport``); close the channel, then the client.
     """
     client = ComchClient(dev, name)

@@ -20,8 +20,11 @@ __all__ = ["HEADER_SIZE", "TRAILER_SIZE", "OVERHEAD", "NotCompressibleError", "C
            "canonical_problem"]
 
 HEADER_SIZE = 8
+"""Bytes of the block header (original and compressed sizes, u32 BE)."""
 TRAILER_SIZE = 4
+"""Bytes of the block trailer."""
 OVERHEAD = HEADER_SIZE + TRAILER_SIZE
+"""Header plus trailer bytes."""
 _HEADER = struct.Struct(">II")
 
 
@@ -37,9 +40,13 @@ class CompressedBlock:
     """A parsed compressed block: the header fields and the LZ4 stream."""
 
     original_size: int
+    """Size of the data before compression."""
     compressed_size: int
+    """Size of the LZ4 stream."""
     stream: bytes
+    """The LZ4 stream."""
     trailer: int
+    """The trailer word."""
 
 
 def pack_compressed_block(block_size: int, stream: bytes | bytearray | memoryview) -> bytes:
@@ -60,7 +67,7 @@ def compress_block(plain: bytes | bytearray | memoryview) -> bytes:
 
 
 def parse_compressed_block(block: bytes | bytearray | memoryview) -> CompressedBlock:
-    """Parse and check a compressed block; :class:`ProtocolError` if its sizes are impossible."""
+    """Parse and check a compressed block; [`ProtocolError`][apps.storage.errors.ProtocolError] if its sizes are impossible."""
     view = memoryview(block).cast("B")
     b = view.nbytes
     if b < OVERHEAD:

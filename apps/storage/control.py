@@ -2,16 +2,19 @@
 
 A message body is a 12-byte big-endian prefix (``message_type``, ``message_id``,
 ``correlation_id``, all u32) followed by the payload of its type. On the wire each
-body is preceded by its length as a u32 BE (see :func:`encode_frame`).
+body is preceded by its length as a u32 BE (see [`encode_frame`][apps.storage.control.encode_frame]).
 
+```pycon
 >>> frame = encode_frame(ControlMessage(MessageType.QUERY_STORAGE_REQUEST, 0, 0))
 >>> frame.hex(" ")
 '00 00 00 0c 00 00 00 01 00 00 00 00 00 00 00 00'
 
+```
+
 Decoding never trusts the peer: a truncated or over-long body, an unknown type, a
-length field pointing past the end, all raise :class:`ProtocolError`.
-Responders answer a request with :func:`make_response` / :func:`make_error_response`,
-which echo the request's ``message_id`` and ``correlation_id``; :class:`PhaseChecker`
+length field pointing past the end, all raise [`ProtocolError`][apps.storage.errors.ProtocolError].
+Responders answer a request with [`make_response`][apps.storage.control.make_response] / [`make_error_response`][apps.storage.control.make_error_response],
+which echo the request's ``message_id`` and ``correlation_id``; [`PhaseChecker`][apps.storage.control.PhaseChecker]
 enforces the positional phase order of §3.5.
 """
 
@@ -39,7 +42,9 @@ PREFIX_SIZE = 12
 HEADER_SIZE = 4
 """Bytes of the frame header (the body length)."""
 U32_MAX = 0xFFFFFFFF
+"""Largest u32."""
 U64_MAX = 0xFFFFFFFFFFFFFFFF
+"""Largest u64."""
 
 _PREFIX = struct.Struct(">III")
 _U32 = struct.Struct(">I")
@@ -48,21 +53,34 @@ _TWO_U32 = struct.Struct(">II")
 
 
 class MessageType(enum.IntEnum):
-    """``control_message_type`` (§3.2); :attr:`wire_name` is the name the C++ apps print."""
+    """``control_message_type`` (§3.2); [`wire_name`][apps.storage.control.MessageType.wire_name] is the name the C++ apps print."""
 
     ERROR_RESPONSE = 0
+    """Answer to a failed request: an [`ErrorPayload`][apps.storage.control.ErrorPayload]."""
     QUERY_STORAGE_REQUEST = 1
+    """Ask the storage size and block size."""
     QUERY_STORAGE_RESPONSE = 2
+    """The [`StorageDetails`][apps.storage.control.StorageDetails]."""
     INIT_STORAGE_REQUEST = 3
+    """Initialise storage with an [`InitStorage`][apps.storage.control.InitStorage]."""
     INIT_STORAGE_RESPONSE = 4
+    """Storage initialised."""
     CREATE_RDMA_CONNECTION_REQUEST = 5
+    """Create an RDMA connection ([`RdmaConnection`][apps.storage.control.RdmaConnection])."""
     CREATE_RDMA_CONNECTION_RESPONSE = 6
+    """The responder's side of the RDMA connection."""
     START_STORAGE_REQUEST = 7
+    """Start serving io messages."""
     START_STORAGE_RESPONSE = 8
+    """Started."""
     STOP_STORAGE_REQUEST = 9
+    """Stop serving io messages."""
     STOP_STORAGE_RESPONSE = 10
+    """Stopped."""
     SHUTDOWN_REQUEST = 11
+    """Release everything and exit."""
     SHUTDOWN_RESPONSE = 12
+    """Shutting down."""
 
     @property
     def wire_name(self) -> str:
@@ -86,7 +104,9 @@ class RdmaConnectionRole(enum.IntEnum):
     """``rdma_connection_role`` of a ``create_rdma_connection`` message."""
 
     IO_DATA = 0
+    """The connection carries the data (RDMA read/write)."""
     IO_CONTROL = 1
+    """The connection carries the io messages."""
 
 
 def _check_u32(name: str, value: int) -> None:
@@ -99,14 +119,16 @@ class ErrorPayload:
     """Payload of ``error_response``: a ``doca_error_t`` and a text."""
 
     error_code: int
+    """The ``doca_error_t`` value (u32)."""
     message: str
+    """The error text."""
 
     def __post_init__(self) -> None:
         _check_u32("error_code", self.error_code)
 
     @property
     def code(self) -> ErrorCode | int:
-        """:attr:`error_code` as an :class:`ErrorCode` when it is a known value."""
+        """[`error_code`][apps.storage.control.ErrorPayload.error_code] as an [`ErrorCode`][doca_py.errors.ErrorCode] when it is a known value."""
         return ErrorCode(self.error_code) if self.error_code in ErrorCode._value2member_map_ else self.error_code
 
 
@@ -115,7 +137,9 @@ class StorageDetails:
     """Payload of ``query_storage_response``: capacity (u64) and block size (u32) in bytes."""
 
     total_size: int
+    """Capacity in bytes (u64)."""
     block_size: int
+    """Block size in bytes (u32)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.total_size <= U64_MAX:
@@ -128,8 +152,11 @@ class InitStorage:
     """Payload of ``init_storage_request`` (NEW layout): transactions, cores, mmap export blob."""
 
     transaction_count: int
+    """Transactions (in-flight io messages) per core."""
     core_count: int
+    """Number of cores (workers) of the requester."""
     mmap_export_blob: bytes
+    """The requester's exported IO region (``doca_mmap_export_rdma`` blob)."""
 
     def __post_init__(self) -> None:
         _check_u32("transaction_count", self.transaction_count)
@@ -142,8 +169,11 @@ class RdmaConnection:
     """Payload of ``create_rdma_connection_request/_response``."""
 
     context_idx: int
+    """The index of the worker (core) the connection belongs to."""
     role: RdmaConnectionRole | int
+    """The raw role value; see [`known_role`][apps.storage.control.RdmaConnection.known_role]."""
     connection_details: bytes
+    """The ``doca_rdma_export`` blob of the sender."""
 
     def __post_init__(self) -> None:
         _check_u32("context_idx", self.context_idx)
@@ -152,12 +182,13 @@ class RdmaConnection:
 
     @property
     def known_role(self) -> RdmaConnectionRole | None:
-        """:attr:`role` as a :class:`RdmaConnectionRole`, ``None`` if the value is unknown."""
+        """[`role`][apps.storage.control.RdmaConnection.role] as a [`RdmaConnectionRole`][apps.storage.control.RdmaConnectionRole], ``None`` if the value is unknown."""
         r = int(self.role)
         return RdmaConnectionRole(r) if r in RdmaConnectionRole._value2member_map_ else None
 
 
 Payload = ErrorPayload | StorageDetails | InitStorage | RdmaConnection
+"""Any payload a control message carries."""
 
 _PAYLOAD_OF: dict[MessageType, type[ErrorPayload | StorageDetails | InitStorage | RdmaConnection] | None] = {
     t: None for t in MessageType
@@ -174,9 +205,13 @@ class ControlMessage:
     """One control message: type, ids and the payload its type requires (``None`` if none)."""
 
     type: MessageType
+    """The [`MessageType`][apps.storage.control.MessageType]."""
     message_id: int
+    """Id chosen by the sender of a request (u32), echoed in the response."""
     correlation_id: int
+    """Id relating messages of one exchange (u32), echoed in the response."""
     payload: Payload | None = None
+    """The payload the type requires, ``None`` if it has none."""
 
     def __post_init__(self) -> None:
         _check_u32("message_id", self.message_id)
@@ -248,7 +283,7 @@ class _Reader:
 
 
 def decode_body(body: bytes | bytearray | memoryview) -> ControlMessage:
-    """Decode one message body (no length header). Raise :class:`ProtocolError` if malformed.
+    """Decode one message body (no length header). Raise [`ProtocolError`][apps.storage.errors.ProtocolError] if malformed.
 
     Error texts are decoded as UTF-8 with invalid bytes shown as ``\\xNN`` escapes (the
     C++ apps send ASCII; the text is informational, so a bad byte must not lose the code).
@@ -297,8 +332,8 @@ def make_error_response(request: ControlMessage, code: ErrorCode | int, message:
 
 
 def error_response_for_exception(request: ControlMessage, exc: BaseException) -> ControlMessage:
-    """An ``error_response`` for a processing failure: the code of a :class:`DocaError` or
-    :class:`StorageAppError` (else ``UNKNOWN``) and the exception text."""
+    """An ``error_response`` for a processing failure: the code of a [`DocaError`][doca_py.errors.DocaError] or
+    [`StorageAppError`][apps.storage.errors.StorageAppError] (else ``UNKNOWN``) and the exception text."""
     if isinstance(exc, StorageAppError):
         code: int = int(exc.code)
         text = exc.message
@@ -321,7 +356,7 @@ def unexpected_message_text(got: MessageType, expected: MessageType | Iterable[M
 def check_response(request: ControlMessage, response: ControlMessage) -> ControlMessage:
     """Validate *response* to *request* as a requester does (§3.5); return it.
 
-    Raise :class:`ControlRequestError` carrying the peer's code and text for an
+    Raise [`ControlRequestError`][apps.storage.errors.ControlRequestError] carrying the peer's code and text for an
     ``error_response`` (``"<expected_type> id: <mid> failed!: <message>"``), and
     ``UNEXPECTED`` for a mismatched message id or a response of another type.
     """
@@ -345,15 +380,18 @@ def check_response(request: ControlMessage, response: ControlMessage) -> Control
 class PhaseChecker:
     """Positional phase order of a responder (§3.5), as the target and services use it.
 
-    Built from ``(request type, count)`` steps. :meth:`check` takes the next request:
+    Built from ``(request type, count)`` steps. [`check`][apps.storage.control.PhaseChecker.check] takes the next request:
     when its type is the one expected at this position it returns ``None``; otherwise it
     returns the ``UNEXPECTED`` error response to send. Either way the position advances
-    by one — responders never retry a phase. :meth:`set_count` changes how many requests
+    by one — responders never retry a phase. [`set_count`][apps.storage.control.PhaseChecker.set_count] changes how many requests
     a later step takes (e.g. ``2 × cores`` RDMA connection requests once init is known).
 
+    ```pycon
     >>> phases = PhaseChecker.target()
     >>> phases.expected
     <MessageType.QUERY_STORAGE_REQUEST: 1>
+
+    ```
     """
 
     def __init__(self, steps: Sequence[tuple[MessageType, int]]) -> None:
@@ -368,7 +406,7 @@ class PhaseChecker:
     def target(cls) -> PhaseChecker:
         """The target's order: query, init, (2·cores) rdma connections, start, stop, shutdown.
 
-        The RDMA connection count is 0 until :meth:`set_count` is called after init.
+        The RDMA connection count is 0 until [`set_count`][apps.storage.control.PhaseChecker.set_count] is called after init.
         """
         return cls([(MessageType.QUERY_STORAGE_REQUEST, 1), (MessageType.INIT_STORAGE_REQUEST, 1),
                     (MessageType.CREATE_RDMA_CONNECTION_REQUEST, 0), (MessageType.START_STORAGE_REQUEST, 1),

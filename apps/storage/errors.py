@@ -10,13 +10,15 @@ __all__ = ["StorageAppError", "ProtocolError", "PeerClosedError", "ControlReques
 class StorageAppError(Exception):
     """A failure that carries a ``doca_error_t`` code (as the C++ apps' exceptions do).
 
-    ``str(exc)`` is the message alone; :attr:`code` is the :class:`ErrorCode`.
+    ``str(exc)`` is the message alone; `code` is the [`ErrorCode`][doca_py.errors.ErrorCode].
     """
 
     def __init__(self, code: ErrorCode | int, message: str) -> None:
         super().__init__(message)
         self.code = ErrorCode(code) if int(code) in ErrorCode._value2member_map_ else code
+        """The [`ErrorCode`][doca_py.errors.ErrorCode] (a plain ``int`` if unknown)."""
         self.message = message
+        """The message (``str(exc)``)."""
 
     def __str__(self) -> str:
         return self.message

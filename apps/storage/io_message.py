@@ -15,7 +15,7 @@ offset      size  field
 
 This module always writes the padding as zeros and ignores it when reading. A
 response is the request with ``type`` = result and ``result`` set
-(:func:`make_response_in_place`); every other field is echoed.
+([`make_response_in_place`][apps.storage.io_message.make_response_in_place]); every other field is echoed.
 """
 
 from __future__ import annotations
@@ -34,12 +34,19 @@ __all__ = [
 ]
 
 IO_MESSAGE_SIZE = 64
+"""Size of an io message in bytes (64)."""
 TYPE_OFFSET = 0
+"""Byte offset of the type field."""
 USER_DATA_OFFSET = 8
+"""Byte offset of the user data field."""
 RESULT_OFFSET = 16
+"""Byte offset of the result field."""
 IO_SIZE_OFFSET = 20
+"""Byte offset of the io size field."""
 REQUESTER_OFFSET_OFFSET = 24
+"""Byte offset of the requester offset field."""
 STORAGE_OFFSET_OFFSET = 32
+"""Byte offset of the storage offset field."""
 
 # type, pad, user_data, result, io_size, requester_offset, storage_offset, pad
 _LAYOUT = struct.Struct(">I4xQIIQQ24x")
@@ -51,8 +58,11 @@ class IoMessageType(enum.IntEnum):
     """``io_message_type``."""
 
     RESULT = 0
+    """The answer to a read or write."""
     READ = 1
+    """Read ``io_size`` bytes from storage."""
     WRITE = 2
+    """Write ``io_size`` bytes to storage."""
 
 
 def _check(name: str, value: int, bits: int) -> None:
@@ -63,14 +73,20 @@ def _check(name: str, value: int, bits: int) -> None:
 @dataclass(frozen=True, slots=True)
 class IoMessage:
     """A decoded io message. ``type`` is kept as a raw ``int`` so that a message of an
-    unknown type can still be answered (with ``INVALID_VALUE``, §4.3); see :attr:`kind`."""
+    unknown type can still be answered (with ``INVALID_VALUE``, §4.3); see [`kind`][apps.storage.io_message.IoMessage.kind]."""
 
     type: int
+    """The raw type ([`IoMessageType`][apps.storage.io_message.IoMessageType] value)."""
     user_data: int = 0
+    """Opaque u64 of the requester, echoed in the result."""
     result: int = 0
+    """The ``doca_error_t`` of a result message."""
     io_size: int = 0
+    """Bytes to transfer."""
     requester_offset: int = 0
+    """Offset in the requester's IO region."""
     storage_offset: int = 0
+    """Offset in the storage."""
 
     def __post_init__(self) -> None:
         _check("type", int(self.type), 32)
@@ -82,7 +98,7 @@ class IoMessage:
 
     @property
     def kind(self) -> IoMessageType | None:
-        """:attr:`type` as an :class:`IoMessageType`, ``None`` for an unknown value."""
+        """[`type`][apps.storage.io_message.IoMessage.type] as an [`IoMessageType`][apps.storage.io_message.IoMessageType], ``None`` for an unknown value."""
         t = int(self.type)
         return IoMessageType(t) if t in IoMessageType._value2member_map_ else None
 
@@ -98,7 +114,7 @@ class IoMessage:
 
     @classmethod
     def unpack(cls, buffer: bytes | bytearray | memoryview, offset: int = 0) -> IoMessage:
-        """Decode the 64 bytes at *offset*; :class:`ProtocolError` if fewer are available."""
+        """Decode the 64 bytes at *offset*; [`ProtocolError`][apps.storage.errors.ProtocolError] if fewer are available."""
         n = memoryview(buffer).nbytes - offset
         if offset < 0 or n < IO_MESSAGE_SIZE:
             raise ProtocolError(f"io message needs {IO_MESSAGE_SIZE} bytes, {max(n, 0)} available")

@@ -5,7 +5,7 @@ per 64 KiB chunk of input a little-endian u32 size word (bit 31 set = stored raw
 and the block bytes. Compression matches the C++ apps' liblz4 frame settings
 (independent 64 KiB blocks, no checksums, level 1); the hardware path for
 decompression is ``doca_py.Compress``'s ``decompress_lz4_stream`` task, and
-:func:`decompress` is the software equivalent used for diagnostics and fallbacks.
+`decompress` is the software equivalent used for diagnostics and fallbacks.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def compress(plain: bytes | bytearray | memoryview) -> bytes:
 def decompress(stream: bytes | bytearray | memoryview, capacity: int) -> bytes:
     """Decode a block stream into at most *capacity* bytes.
 
-    Raise :class:`ProtocolError` for a corrupt or truncated stream or output larger than
+    Raise `ProtocolError` for a corrupt or truncated stream or output larger than
     *capacity*.
     """
     out = bytearray(capacity)

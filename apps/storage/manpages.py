@@ -1,18 +1,21 @@
 """Man pages for the console scripts, rendered by argparse-manpage from each ``build_parser()``.
 
+```pycon
 >>> from apps.sbc_generator import build_parser
 >>> page = build_manpage(build_parser())          # roff text, section 1
 >>> page.splitlines()[0].split()[:2]
 ['.TH', 'DOCA_STORAGE_GGA_OFFLOAD_SBC_GENERATOR']
 
-:data:`PROGRAMS` maps each installed program (``[project.scripts]`` in pyproject.toml,
+```
+
+`PROGRAMS` maps each installed program (``[project.scripts]`` in pyproject.toml,
 named like the DOCA binaries) to the module whose ``build_parser()`` describes it;
-:func:`write_manpages` writes one ``<program>.1`` each (the wheel build installs them
+`write_manpages` writes one ``<program>.1`` each (the wheel build installs them
 under ``share/man/man1``; the documentation build puts them in ``man/`` of the site).
 
 argparse-manpage is a development and build dependency; it is imported only when a
 page is built. (Its own command line names a page after the parser's ``prog``,
-``python -m apps.…``, which is not a valid ``.TH`` title: use :func:`write_manpages`.)
+``python -m apps.…``, which is not a valid ``.TH`` title: use `write_manpages`.)
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ def build_manpage(parser: argparse.ArgumentParser, *, prog: str | None = None, s
 
 
 def write_manpages(directory: Path) -> list[Path]:
-    """Write ``<program>.1`` for every program of :data:`PROGRAMS` into *directory*; returns the files."""
+    """Write ``<program>.1`` for every program of `PROGRAMS` into *directory*; returns the files."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for prog, module in PROGRAMS.items():

@@ -1,7 +1,7 @@
 """Synchronous batches of EC and decompress tasks over one memory arena.
 
 Used by the sbc generator (EC create, EC recover, LZ4 stream decompress) and by tools
-and tests that need the same maths as the hardware. A :class:`OffloadSession` owns a
+and tests that need the same maths as the hardware. A `OffloadSession` owns a
 ``Pe``, a ``BufInventory``, one started ``Mmap`` over a page-aligned arena and the
 ``Ec``/``Compress`` contexts; each ``*_batch`` call keeps up to ``max_inflight`` tasks
 in flight and returns the per-job failures.
@@ -28,7 +28,7 @@ _STALL_TIMEOUT = 30.0
 
 
 def matrix_type_from_name(name: str) -> d.EcMatrixType:
-    """``vandermonde`` / ``cauchy`` → :class:`doca_py.EcMatrixType`."""
+    """``vandermonde`` / ``cauchy`` → [`doca_py.EcMatrixType`][doca_py.ec.EcMatrixType]."""
     try:
         return d.EcMatrixType[name.upper()]
     except KeyError:

@@ -20,8 +20,11 @@ __all__ = ["SBC_MAGIC", "SBC_HEADER_SIZE", "MAX_CONTENT_SIZE", "SbcFormatError",
            "read_sbc", "read_sbc_header", "write_sbc", "encode_sbc", "load_storage_content"]
 
 SBC_MAGIC = 0xDEADF00D1337FADE
+"""The magic number an ``.sbc`` file starts with."""
 SBC_HEADER_SIZE = 16
+"""Size of the ``.sbc`` header in bytes."""
 MAX_CONTENT_SIZE = 2 << 30
+"""Largest content of an ``.sbc`` file (2 GiB)."""
 _HEADER = struct.Struct(">QII")
 _MAGIC_BYTES = SBC_MAGIC.to_bytes(8, "big")
 
@@ -38,8 +41,11 @@ class SbcFile:
     """The contents of a ``.sbc`` file."""
 
     block_size: int
+    """Block size in bytes."""
     block_count: int
+    """Number of blocks."""
     content: bytes
+    """The blocks, ``block_size * block_count`` bytes."""
 
     @property
     def storage_size(self) -> int:

@@ -2,13 +2,13 @@
 
 DOCA objects of a worker (its ``Pe`` and everything connected to it) are created,
 progressed and destroyed in the worker's own thread; the control thread asks for
-work with :meth:`WorkerThread._call`, which is bounded by a timeout and by the
-abort flag (Ctrl-C). Subclasses implement :meth:`_step` (one round of the data
-path) and :meth:`_teardown` (destroy everything, in the worker thread).
+work with `WorkerThread._call`, which is bounded by a timeout and by the
+abort flag (Ctrl-C). Subclasses implement `_step` (one round of the data
+path) and `_teardown` (destroy everything, in the worker thread).
 
 Budgets scale with the work: a worker built with ``work_units=N`` (its transaction
-count) gets :data:`WORK_UNIT_BUDGET` seconds per unit on top of every call's timeout
-(:meth:`WorkerThread.budget`), so preparing 65,535 transactions is not cut off by the
+count) gets `WORK_UNIT_BUDGET` seconds per unit on top of every call's timeout
+(`WorkerThread.budget`), so preparing 65,535 transactions is not cut off by the
 reference's fixed 3 s while a stuck worker with few transactions is still reported
 within seconds.
 """
@@ -46,10 +46,13 @@ _TICK = 0.1  # how often blocking waits look at the abort flag
 
 
 def work_budget(timeout: float, work_units: int) -> float:
-    """*timeout* plus :data:`WORK_UNIT_BUDGET` per unit of work.
+    """*timeout* plus `WORK_UNIT_BUDGET` per unit of work.
 
+    ```pycon
     >>> work_budget(3.0, 65535)
     134.07
+
+    ```
     """
     return round(timeout + max(0, work_units) * WORK_UNIT_BUDGET, 6)
 
@@ -58,7 +61,7 @@ class WorkerThread:
     """Base of the storage apps' per-core workers.
 
     *work_units* (usually the transaction count) scales every call's budget, see
-    :meth:`budget`.
+    `budget`.
     """
 
     def __init__(self, cpu: int, abort: threading.Event, thread_name: str, *, work_units: int = 0) -> None:
@@ -87,12 +90,12 @@ class WorkerThread:
 
     def budget(self, timeout: float) -> float:
         """What a call with *timeout* may take: *timeout* plus the work budget
-        (:func:`work_budget` of :attr:`work_units`)."""
+        (`work_budget` of `work_units`)."""
         return work_budget(timeout, self.work_units)
 
     def destroy(self, timeout: float = COMMAND_TIMEOUT + 12.0) -> None:
         """Destroy every object in the worker thread and join it (bounded by
-        :meth:`budget` of *timeout*; never raises)."""
+        `budget` of *timeout*; never raises)."""
         if self._thread.is_alive():
             self._exit = True
             self._wake()
@@ -111,7 +114,7 @@ class WorkerThread:
 
     def _call(self, fn: Callable[[], T], timeout: float, what: str, *, abortable: bool = True) -> T:
         """Run *fn* in the worker thread; its result or exception, bounded by
-        :meth:`budget` of *timeout* (``TIME_OUT`` after that)."""
+        `budget` of *timeout* (``TIME_OUT`` after that)."""
         timeout = self.budget(timeout)
         if not self._thread.is_alive():
             raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} is not running"

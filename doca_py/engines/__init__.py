@@ -2,19 +2,19 @@
 
 The emulated ``doca_ec`` and ``doca_compress`` run on them; applications use them
 where a DOCA application runs the same computation on the CPU (the storage apps'
-sbc generator compresses with :func:`.lz4_stream.compress_stream`, for instance) —
+sbc generator compresses with `.lz4_stream.compress_stream`, for instance) —
 no application imports a backend.
 
 Submodules (import them directly; this package only holds shared buffer helpers):
 
-* :mod:`.gf256` -- GF(2^8) arithmetic and ISA-L compatible coding matrices.
-* :mod:`.ec` -- Reed-Solomon encode/recover over buffers (ISA-L, numpy or pure kernel).
-* :mod:`.lz4_stream` -- DOCA's LZ4 "stream" (frame data blocks without header/end mark).
-* :mod:`.deflate` -- raw DEFLATE (and zlib-wrapped) via python-isal.
-* :mod:`.checksums` -- CRC-32, Adler-32 and xxHash-32 as compress tasks report them.
+* `.gf256` -- GF(2^8) arithmetic and ISA-L compatible coding matrices.
+* `.ec` -- Reed-Solomon encode/recover over buffers (ISA-L, numpy or pure kernel).
+* `.lz4_stream` -- DOCA's LZ4 "stream" (frame data blocks without header/end mark).
+* `.deflate` -- raw DEFLATE (and zlib-wrapped) via python-isal.
+* `.checksums` -- CRC-32, Adler-32 and xxHash-32 as compress tasks report them.
 
 The kernels take any bytes-like source and any writable, C-contiguous destination, write
-only inside the destination they are given, and report problems as :class:`DocaError`.
+only inside the destination they are given, and report problems as [`DocaError`][doca_py.errors.DocaError].
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def byte_view(buf: Buffer, name: str = "buffer", index: int | None = None) -> me
 
 
 def writable_view(buf: Buffer, name: str = "destination", index: int | None = None) -> memoryview:
-    """Like :func:`byte_view` but refuse read-only buffers (before anything is written)."""
+    """Like [`byte_view`][doca_py.engines.byte_view] but refuse read-only buffers (before anything is written)."""
     mv = byte_view(buf, name, index)
     if mv.readonly:
         raise DocaInvalidValue(f"{_label(name, index)} is read-only")
@@ -110,7 +110,7 @@ _BYTES_OFFSET = _bytes_data_offset()
 
 
 def view_address(mv: memoryview) -> int:
-    """Address of the first byte of *mv*, a flat contiguous view from :func:`byte_view` (0 if empty).
+    """Address of the first byte of *mv*, a flat contiguous view from [`byte_view`][doca_py.engines.byte_view] (0 if empty).
 
     The address stays valid only while the caller keeps *mv* alive: the view's own
     buffer export is what stops a bytearray from being resized or freed meanwhile.

@@ -101,7 +101,7 @@ def _xxh32_c() -> Callable[[int, int, int], int] | None:
 
 
 def xxh32(data: Buffer, seed: int = 0) -> int:
-    """xxHash-32 of *data* (liblz4's ``XXH32`` when loadable, else :func:`xxh32_pure`)."""
+    """xxHash-32 of *data* (liblz4's ``XXH32`` when loadable, else [`xxh32_pure`][doca_py.engines.checksums.xxh32_pure])."""
     fn = _xxh32_c()
     if fn is None:
         return xxh32_pure(data, seed)

@@ -2,10 +2,10 @@
 
 DOCA's deflate engine works on raw DEFLATE (RFC 1951, no zlib or gzip wrapper); the
 tasks report CRC-32 and Adler-32 of the uncompressed data so software can add a
-wrapper itself (see :mod:`.checksums`). ``wrapper="zlib"`` is offered for convenience.
+wrapper itself (see `.checksums`). ``wrapper="zlib"`` is offered for convenience.
 
-Errors, the same as :mod:`.lz4_stream`: output larger than the destination raises
-:class:`DocaTooBig`, corrupt or truncated input :class:`DocaInvalidValue`. Nothing
+Errors, the same as `.lz4_stream`: output larger than the destination raises
+[`DocaTooBig`][doca_py.errors.DocaTooBig], corrupt or truncated input [`DocaInvalidValue`][doca_py.errors.DocaInvalidValue]. Nothing
 is written outside the destination; on error nothing is written at all.
 python-isal has no decompress-into API, so the result is produced once and copied.
 """
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["Wrapper", "compress_deflate", "decompress_deflate_into"]
 
 Wrapper = Literal["raw", "zlib"]
+"""``"raw"`` (DOCA's deflate tasks) or ``"zlib"`` (RFC 1950 framing)."""
 _WBITS: dict[str, int] = {"raw": -15, "zlib": 15}
 # python-isal's stub types ``error`` as an Exception instance; it is the class.
 _IsalError = cast("type[Exception]", isal_zlib.error)

@@ -49,7 +49,9 @@ __all__ = [
 ]
 
 KernelName = Literal["isal", "numpy", "pure"]
+"""The EC kernels: ``"isal"``, ``"numpy"`` or ``"pure"``."""
 KERNEL_ENV = "DOCA_PY_EC_KERNEL"
+"""The environment variable that forces an EC kernel."""
 _KERNELS: tuple[KernelName, ...] = ("isal", "numpy", "pure")
 # ec_encode_data takes an int length; larger blocks are processed in slices.
 _ISAL_MAX_LEN = 1 << 30
@@ -159,7 +161,7 @@ def encode_addresses(coefs: bytes, src_addrs: Sequence[int], dst_addrs: Sequence
 
     For callers that know their block addresses (the emulated Ec context): no
     memoryview or address lookups per call. Returns False, doing nothing, when the
-    default kernel is not ISA-L, so the caller falls back to :func:`encode`.
+    default kernel is not ISA-L, so the caller falls back to [`encode`][doca_py.engines.ec.encode].
     """
     if _default_impl() is not _encode_isal or not 0 < n <= _ISAL_MAX_LEN:
         return False
@@ -248,9 +250,9 @@ def available_kernels() -> tuple[KernelName, ...]:
 def select_kernel(kernel: str | None = None) -> KernelName:
     """Resolve *kernel*: the argument, else ``$DOCA_PY_EC_KERNEL``, else the fastest available.
 
-    An explicit choice that is unavailable raises :class:`DocaNotSupported`; an unknown
-    name raises :class:`DocaInvalidValue`. (:func:`encode` reads the environment once,
-    at its first call without a kernel argument; see :func:`reset_default_kernel`.)
+    An explicit choice that is unavailable raises [`DocaNotSupported`][doca_py.errors.DocaNotSupported]; an unknown
+    name raises [`DocaInvalidValue`][doca_py.errors.DocaInvalidValue]. ([`encode`][doca_py.engines.ec.encode] reads the environment once,
+    at its first call without a kernel argument; see [`reset_default_kernel`][doca_py.engines.ec.reset_default_kernel].)
     """
     name = kernel or os.environ.get(KERNEL_ENV) or None
     if name is None:
@@ -353,7 +355,7 @@ def recover(
 ) -> tuple[int, ...]:
     """Regenerate blocks *missing* (data or parity indices) into *dests*, in that order.
 
-    *encode_matrix* is the (k+m) x k generator from :mod:`.gf256`; *available* maps block
+    *encode_matrix* is the (k+m) x k generator from `.gf256`; *available* maps block
     index to buffer and must hold at least k blocks not in *missing*. The first k of
     them in index order are used (as ISA-L's examples and DOCA's recover task do);
     their indices are returned.

@@ -4,6 +4,9 @@ Matrices are row-major ``bytes`` of ``rows * cols`` coefficients. The constructi
 reproduce ISA-L's ``gf_gen_rs_matrix``, ``gf_gen_cauchy1_matrix`` and
 ``gf_invert_matrix`` bit for bit, so parity computed here equals parity computed by
 ISA-L (and, by inference, by doca_ec; see storage-apps-spec §6.4).
+
+``EXP`` (510 bytes, ``EXP[i]`` = 2^i, doubled so sums of logs need no modulo) and ``LOG``
+(``LOG[a]`` = log₂ *a*, ``LOG[0]`` unused) are the exponent and logarithm tables.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ __all__ = [
 ]
 
 POLY = 0x11D
+"""The field's reduction polynomial, x⁸ + x⁴ + x³ + x² + 1 (as ISA-L and DOCA EC)."""
 
 
 def _build_exp_log() -> tuple[bytes, bytes]:
@@ -73,7 +77,9 @@ def _build_mul_table() -> tuple[bytes, ...]:
 
 
 MUL_TABLE: tuple[bytes, ...] = _build_mul_table()
+"""``MUL_TABLE[a][b]`` is ``a·b`` in GF(2⁸)."""
 INV: bytes = bytes(gf_inv(a) for a in range(256))
+"""``INV[a]`` is the multiplicative inverse of *a* (``INV[0]`` is 0)."""
 
 
 def _check_km(k: int, m: int) -> None:
@@ -118,7 +124,7 @@ def gen_cauchy1_matrix(k: int, m: int) -> bytes:
 def invert_matrix(a: bytes | bytearray | memoryview, n: int) -> bytes:
     """Inverse of the n x n matrix *a* (Gauss-Jordan, as ISA-L ``gf_invert_matrix``).
 
-    Raise :class:`DocaInvalidValue` if *a* is singular.
+    Raise [`DocaInvalidValue`][doca_py.errors.DocaInvalidValue] if *a* is singular.
     """
     if len(a) != n * n:
         raise DocaInvalidValue(f"matrix has {len(a)} entries, expected {n}x{n}")

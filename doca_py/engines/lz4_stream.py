@@ -10,8 +10,8 @@ Decompression writes straight into the destination: liblz4's ``LZ4_decompress_sa
 (exported by python-lz4's extension, or the system liblz4) is called through ctypes
 with the destination address; without it, ``lz4.block.decompress`` plus one copy.
 
-Errors: output that does not fit in the destination raises :class:`DocaTooBig`;
-corrupt or truncated input and checksum mismatches raise :class:`DocaInvalidValue`.
+Errors: output that does not fit in the destination raises [`DocaTooBig`][doca_py.errors.DocaTooBig];
+corrupt or truncated input and checksum mismatches raise [`DocaInvalidValue`][doca_py.errors.DocaInvalidValue].
 Nothing is ever written outside the destination buffer (bytes inside it past the
 reported length may have been scribbled on by a failed block).
 """
@@ -47,7 +47,9 @@ __all__ = [
 ]
 
 STORED_FLAG = 0x80000000
+"""High bit of an LZ4 frame block size: the block is stored uncompressed."""
 MAX_BLOCK_SIZE = 4 << 20  # largest LZ4 frame block (BD block-max-size id 7)
+"""The largest LZ4 frame block (4 MiB, block-max-size id 7)."""
 _WINDOW = 64 << 10  # how far back a linked block may reference
 _LZ4_MAGIC = 0x184D2204
 _U32 = struct.Struct("<I")
@@ -118,9 +120,9 @@ def compress_stream_into(
     block_linked: bool = False,
     compression_level: int = 1,
 ) -> int:
-    """:func:`compress_stream` into *dst*; return the stream length.
+    """[`compress_stream`][doca_py.engines.lz4_stream.compress_stream] into *dst*; return the stream length.
 
-    Raise :class:`DocaTooBig` (writing nothing) if the stream does not fit.
+    Raise [`DocaTooBig`][doca_py.errors.DocaTooBig] (writing nothing) if the stream does not fit.
     """
     out = writable_view(dst)
     stream = compress_stream(
@@ -251,7 +253,7 @@ def decompress_stream_at(
     has_block_checksum: bool = False,
     are_blocks_independent: bool = True,
 ) -> int:
-    """:func:`decompress_stream_into` for callers that already hold flat byte views and
+    """[`decompress_stream_into`][doca_py.engines.lz4_stream.decompress_stream_into] for callers that already hold flat byte views and
     their addresses (the emulated Compress context): no buffer lookups per call."""
     n, cap = s.nbytes, d.nbytes
     tail = 4 if has_block_checksum else 0

@@ -18,7 +18,7 @@ resolve their ``doca_buf``/``doca_ctx``… symbols against it, and opening it fi
 
 Successful loads are cached per library; failures are not, so setting
 ``DOCA_PY_LIBDIR`` later and retrying works. A failure raises
-:class:`DocaLibraryNotFound`, an ``ImportError`` (a missing optional native
+[`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound], an ``ImportError`` (a missing optional native
 dependency, like any other failed import) whose message lists every path tried and
 why it failed.
 """
@@ -55,7 +55,7 @@ ENV_LIBDIR = "DOCA_PY_LIBDIR"
 """Environment variable with extra directories to search first."""
 
 LIBRARIES: tuple[str, ...] = ("common", "dma", "compress", "erasure_coding", "rdma", "comch", "cc", "argp")
-"""Short names accepted by :func:`load` (``"dma"`` → ``libdoca_dma``). ``cc`` is the 2.6 comch."""
+"""Short names accepted by [`load`][doca_py.native.loader.load] (``"dma"`` → ``libdoca_dma``). ``cc`` is the 2.6 comch."""
 
 # Sonames to try, newest ABI first (2.x and 3.x share no major number).
 _MAJORS = (".so.3", ".so.2", ".so")
@@ -148,9 +148,9 @@ def _open(lib: str) -> tuple[ctypes.CDLL, str]:
 
 
 def load(lib: str) -> ctypes.CDLL:
-    """Open ``libdoca_<lib>`` (``lib`` is a short name from :data:`LIBRARIES`), cached.
+    """Open ``libdoca_<lib>`` (``lib`` is a short name from [`LIBRARIES`][doca_py.native.loader.LIBRARIES]), cached.
 
-    Opens ``libdoca_common`` first. Raises :class:`DocaLibraryNotFound` (an
+    Opens ``libdoca_common`` first. Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an
     ``ImportError``) listing every attempt, or ``ValueError`` for an unknown name.
     """
     if lib not in LIBRARIES:
@@ -223,7 +223,7 @@ def reset() -> None:
     """Forget every loaded library and the cached version (for tests).
 
     The shared objects stay mapped (``dlclose`` is unsafe with ctypes); the next
-    :func:`load` searches again and may open a different file.
+    [`load`][doca_py.native.loader.load] searches again and may open a different file.
     """
     global _version
     with _lock:

@@ -5,11 +5,11 @@
     python -m doca_py.native.probe [--json] [LIBDIR_OR_FILE ...]
 
 Reads the dynamic symbol table (``.dynsym``) of every ``libdoca_*.so*`` in the given
-directories (default: the loader's :func:`~doca_py.native.loader.search_dirs`) with
+directories (default: the loader's [`search_dirs`][doca_py.native.loader.search_dirs]) with
 pyelftools — nothing is ``dlopen``-ed, so a library built for another distribution
 or CPU can be inspected too. For each library it prints the file, the version (file
 name suffix and ``SONAME``), how many functions of the declaration table
-(:func:`doca_py.native.capi.tables`) are present, and the declared-but-missing ones.
+([`doca_py.native.capi.tables`][doca_py.native.capi.tables]) are present, and the declared-but-missing ones.
 
 Exit status: 0 when at least one library was read and every file could be read;
 1 when no DOCA library was found or a file is not a readable ELF object; 2 on

@@ -2,7 +2,7 @@
 
 For power users and for the object layer (like ``cuda.bindings`` under ``cuda.core``).
 Functions keep their C names, argument order and raw return values: a
-``doca_error_t`` comes back as an ``int`` to pass to :func:`doca_py.errors.check`;
+``doca_error_t`` comes back as an ``int`` to pass to [`doca_py.errors.check`][doca_py.errors.check];
 out-parameters are passed with ``ctypes.byref``; ``union doca_data`` is a plain
 integer (``c_uint64``); callbacks are instances of the ``CFUNCTYPE`` classes exported
 here and must be kept alive while DOCA may call them.
@@ -10,20 +10,22 @@ here and must be kept alive while DOCA may call them.
 Signatures follow the loaded runtime (``doca_version_runtime()``): where DOCA 2.6 and
 3.x differ under one symbol name the 2.6 ``argtypes`` are installed on a 2.6 runtime.
 A function the loaded library does not export is a falsy stub raising
-:class:`~doca_py.errors.DocaNotSupported` that says which DOCA versions have it.
+[`DocaNotSupported`][doca_py.errors.DocaNotSupported] that says which DOCA versions have it.
 
-Example::
+Example:
 
-    import ctypes
-    from doca_py import errors
-    from doca_py.native import capi
+```python
+import ctypes
+from doca_py import errors
+from doca_py.native import capi
 
-    lib = capi.load_common()
-    devs, n = ctypes.POINTER(ctypes.c_void_p)(), ctypes.c_uint32()
-    errors.check(lib.doca_devinfo_create_list(ctypes.byref(devs), ctypes.byref(n)))
+lib = capi.load_common()
+devs, n = ctypes.POINTER(ctypes.c_void_p)(), ctypes.c_uint32()
+errors.check(lib.doca_devinfo_create_list(ctypes.byref(devs), ctypes.byref(n)))
+```
 
-Tables: :data:`COMMON` for libdoca_common. A new library's table is a module in this
-package that calls :func:`register`; :func:`tables` (used by the probe) finds it.
+Tables: [`COMMON`][doca_py.native.capi.common.COMMON] for libdoca_common. A new library's table is a module in this
+package that calls [`register`][doca_py.native.capi.register]; [`tables`][doca_py.native.capi.tables] (used by the probe) finds it.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def tables() -> dict[str, tuple[Decl, ...]]:
 def load(libname: str) -> BoundLib:
     """The bound functions of ``libdoca_<libname>``, cached per loaded library.
 
-    Raises :class:`~doca_py.native.loader.DocaLibraryNotFound` (an ``ImportError``)
+    Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
     when the library cannot be opened, ``ValueError`` when no table exists for it.
     """
     cdll = loader.load(libname)

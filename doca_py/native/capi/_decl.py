@@ -1,13 +1,13 @@
 """Declaration machinery for the raw layer: C signatures as data, bound per DOCA version.
 
-A :class:`Decl` describes one exported C function: its 3.x signature, the DOCA
-versions that export it, and :class:`Variant` signatures for older runtimes where
-the same symbol has a different ABI (``doca-c-api.md`` §6.2). :func:`bind` turns a
-table of them into a :class:`BoundLib` for one opened library and one runtime version.
+A `Decl` describes one exported C function: its 3.x signature, the DOCA
+versions that export it, and `Variant` signatures for older runtimes where
+the same symbol has a different ABI (``doca-c-api.md`` §6.2). `bind` turns a
+table of them into a `BoundLib` for one opened library and one runtime version.
 
 Bound functions are plain ``ctypes`` function pointers with ``argtypes``/``restype``
 set and no ``errcheck``: functions returning ``doca_error_t`` return the raw ``int``,
-which callers pass to :func:`doca_py.errors.check`. That keeps the per-call cost at
+which callers pass to [`doca_py.errors.check`][doca_py.errors.check]. That keeps the per-call cost at
 one ctypes call on the hot path.
 
 Type conventions (``doca-c-api.md`` §2 "ctypes quick mapping"):
@@ -85,9 +85,13 @@ class Variant:
     """
 
     before: tuple[int, int]
+    """The variant applies to runtimes below this ``(major, minor)``."""
     restype: CType
+    """The ``ctypes`` return type on those runtimes."""
     argtypes: tuple[CType, ...]
+    """The ``ctypes`` argument types on those runtimes."""
     marker: str | None = None
+    """A companion symbol whose absence selects this variant (instead of the version)."""
 
 
 def pre3(restype: CType, argtypes: Iterable[CType], *, marker: str | None = None) -> Variant:
@@ -100,21 +104,30 @@ class Decl:
     """One exported C function.
 
     ``since``/``until`` give the first/last DOCA ``(major, minor)`` known to export it
-    (``None``: no limit known) and only shape the :class:`MissingFunction` message;
+    (``None``: no limit known) and only shape the `MissingFunction` message;
     presence is always decided by looking the symbol up. ``platform`` restricts a
     symbol to one ``sys.platform`` prefix (``"win32"`` for Windows-only functions).
     ``variadic`` marks a trailing ``...``: extra arguments must be ctypes objects.
     """
 
     name: str
+    """The C function name."""
     restype: CType
+    """The ``ctypes`` return type."""
     argtypes: tuple[CType, ...]
+    """The ``ctypes`` argument types."""
     since: tuple[int, int] | None = None
+    """The first DOCA ``(major, minor)`` known to export it (``None``: no limit known)."""
     until: tuple[int, int] | None = None
+    """The last DOCA ``(major, minor)`` known to export it (``None``: no limit known)."""
     variants: tuple[Variant, ...] = ()
+    """Older signatures under the same name ([`Variant`][doca_py.native.capi.Variant])."""
     platform: str | None = None
+    """A ``sys.platform`` prefix the symbol is restricted to (``None``: any)."""
     variadic: bool = False
+    """Whether the C function ends in ``...`` (extra arguments must be ctypes objects)."""
     note: str = ""
+    """A free-form remark on the declaration."""
 
     def signature(self, version: Version, has_symbol: Callable[[str], bool] | None = None) -> tuple[CType, tuple[CType, ...]]:
         """``(restype, argtypes)`` for a runtime of *version*."""
@@ -146,7 +159,7 @@ class Decl:
 class MissingFunction:
     """Stands in for a function the loaded library does not export.
 
-    Calling it raises :class:`~doca_py.errors.DocaNotSupported` naming the function,
+    Calling it raises [`DocaNotSupported`][doca_py.errors.DocaNotSupported] naming the function,
     the loaded version and the versions that have it. It is falsy, so
     ``if lib.doca_x:`` tests for presence.
     """
@@ -156,10 +169,12 @@ class MissingFunction:
     def __init__(self, decl: Decl, libname: str, version: Version, message: str | None = None) -> None:
         self.__name__ = decl.name
         self.decl = decl
+        """The declaration of the missing function."""
         self.message = message or (
             f"{decl.name} is not exported by the loaded libdoca_{libname} "
             f"(DOCA {format_version(version)}); {decl.availability()}"
         )
+        """The text of the [`DocaNotSupported`][doca_py.errors.DocaNotSupported] a call raises."""
 
     def __call__(self, *args: object) -> Any:
         raise DocaNotSupported(self.message)
@@ -175,7 +190,7 @@ class BoundLib:
     """The functions of one DOCA library, as attributes named like the C functions.
 
     Present symbols are ``ctypes`` function pointers (truthy); absent ones are
-    :class:`MissingFunction` stubs (falsy). Header-inline C helpers may be added as
+    `MissingFunction` stubs (falsy). Header-inline C helpers may be added as
     Python functions under their C names (listed in ``lib.python_impl``).
     ``lib.cdll``, ``lib.libname``, ``lib.version``, ``lib.decls`` and ``lib.missing``
     (names of absent symbols) describe the binding.
@@ -190,11 +205,17 @@ class BoundLib:
 
     def __init__(self, cdll: ctypes.CDLL, libname: str, version: Version, decls: Mapping[str, Decl]) -> None:
         self.cdll = cdll
+        """The ``ctypes.CDLL`` the functions are bound on."""
         self.libname = libname
+        """The short library name (``"common"``, ``"rdma"`` …)."""
         self.version = version
+        """The runtime version the signatures were chosen for."""
         self.decls = decls
+        """The declarations, by function name."""
         self.missing = frozenset()
+        """Names of declared functions the library does not export."""
         self.python_impl = frozenset()
+        """Names of header-inline C helpers provided as Python functions."""
 
     def has(self, name: str) -> bool:
         """Whether *name* can be called: an exported symbol or a Python inline helper.
@@ -225,7 +246,7 @@ def bind(cdll: ctypes.CDLL, decls: Iterable[Decl], version: Version, *, libname:
 
     Each present symbol gets a fresh function object (``cdll[name]``), so two
     bindings of one library never share ``argtypes``. Absent or foreign-platform
-    symbols become :class:`MissingFunction` stubs.
+    symbols become `MissingFunction` stubs.
     """
     table = {d.name: d for d in decls}
     lib = BoundLib(cdll, libname, version, table)

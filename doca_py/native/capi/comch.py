@@ -1,38 +1,40 @@
 """Raw declarations of libdoca_comch and its DOCA 2.6 predecessor libdoca_cc
 (``doca-c-api.md`` §2.10–2.12, §4.3, §6.2–6.5).
 
-:data:`COMCH` holds every exported function of the 3.0.0058 ``doca_comch.h``,
+[`COMCH`][doca_py.native.capi.comch.COMCH] holds every exported function of the 3.0.0058 ``doca_comch.h``,
 ``doca_comch_consumer.h`` and ``doca_comch_producer.h`` in header order, with its 3.x
-signature; rows added after 2.6 carry ``since=(3, 0)``. :data:`CC_26` holds the 70
+signature; rows added after 2.6 carry ``since=(3, 0)``. [`CC_26`][doca_py.native.capi.comch.CC_26] holds the 70
 DOCA 2.6 ``doca_cc_*`` functions of libdoca_cc (§6.3): the same functions under the
-old prefix, two of them differently named (:data:`RENAMES_26`), registered as their
+old prefix, two of them differently named ([`RENAMES_26`][doca_py.native.capi.comch.RENAMES_26]), registered as their
 own table under the library name ``"cc"``.
 
 One symbol changed ABI (§6.2 #15): ``doca_comch_producer_task_send_alloc_init`` gained
 ``uint8_t *imm_data, uint32_t imm_data_len`` before the consumer id. Its 2.x signature
-is a :class:`~doca_py.native.capi.Variant` chosen by the *absence* of
-:data:`IMM_MARKER` (``doca_comch_producer_task_send_get_imm_data``), which arrived
+is a [`Variant`][doca_py.native.capi.Variant] chosen by the *absence* of
+[`IMM_MARKER`][doca_py.native.capi.comch.IMM_MARKER] (``doca_comch_producer_task_send_get_imm_data``), which arrived
 with immediate data; ``doca_cc_producer_task_send_alloc_init`` has the old signature.
 
-Callbacks (§4.3): :data:`ComchEventMsgRecvCb` (``recv_buffer`` is a ``c_void_p``
+Callbacks (§4.3): [`ComchEventMsgRecvCb`][doca_py.native.capi.comch.ComchEventMsgRecvCb] (``recv_buffer`` is a ``c_void_p``
 address, valid only during the call: copy it with ``ctypes.string_at``),
-:data:`ComchEventConnectionStatusChangedCb` and :data:`ComchEventConsumerCb`; task
-callbacks are :data:`~doca_py.native.capi.TaskCompletionCb`. ``uint8_t *`` data
+[`ComchEventConnectionStatusChangedCb`][doca_py.native.capi.comch.ComchEventConnectionStatusChangedCb] and [`ComchEventConsumerCb`][doca_py.native.capi.comch.ComchEventConsumerCb]; task
+callbacks are [`TaskCompletionCb`][doca_py.native.capi.TaskCompletionCb]. ``uint8_t *`` data
 pointers (immediate data) are ``c_void_p`` (pass ``bytes`` or a ctypes buffer; the
 ``const uint8_t *`` returns come back as addresses). DPA handles
 (``doca_dpa_dev_comch_*_t``) are ``uint64_t``.
 
-:func:`load_comch` returns the comch functions under their 3.x names whichever
+[`load_comch`][doca_py.native.capi.comch.load_comch] returns the comch functions under their 3.x names whichever
 library the runtime has: libdoca_comch, or on DOCA 2.6 libdoca_cc seen through
-:data:`RENAMES_26` (3.x-only functions are then ``DocaNotSupported`` stubs)::
+[`RENAMES_26`][doca_py.native.capi.comch.RENAMES_26] (3.x-only functions are then ``DocaNotSupported`` stubs):
 
-    import ctypes
-    from doca_py import errors
-    from doca_py.native.capi.comch import load_comch
+```python
+import ctypes
+from doca_py import errors
+from doca_py.native.capi.comch import load_comch
 
-    lib = load_comch()
-    client = ctypes.c_void_p()
-    errors.check(lib.doca_comch_client_create(dev_ptr, b"svc", ctypes.byref(client)), "doca_comch_client_create")
+lib = load_comch()
+client = ctypes.c_void_p()
+errors.check(lib.doca_comch_client_create(dev_ptr, b"svc", ctypes.byref(client)), "doca_comch_client_create")
+```
 """
 
 from __future__ import annotations
@@ -237,7 +239,7 @@ def comch_view(cc: BoundLib) -> BoundLib:
     """The functions of a bound libdoca_cc under their 3.x ``doca_comch_*`` names.
 
     Functions 2.6 lacks (and ``doca_cc_*`` symbols the library does not export) are
-    :class:`~doca_py.native.capi.MissingFunction` stubs naming the 2.6 name and versions.
+    [`MissingFunction`][doca_py.native.capi.MissingFunction] stubs naming the 2.6 name and versions.
     """
     table = {d.name: d for d in COMCH}
     view = BoundLib(cc.cdll, cc.libname, cc.version, table)
@@ -265,7 +267,7 @@ def load_comch() -> BoundLib:
     """The comch functions under their 3.x names (cached until ``loader.reset()``).
 
     libdoca_comch if it can be opened, else DOCA 2.6's libdoca_cc through
-    :func:`comch_view`. Raises :class:`~doca_py.native.loader.DocaLibraryNotFound`
+    [`comch_view`][doca_py.native.capi.comch.comch_view]. Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound]
     (an ``ImportError``) listing the attempts for both when neither opens.
     """
     global _cached

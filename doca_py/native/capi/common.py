@@ -1,21 +1,23 @@
 """Raw declarations of libdoca_common (``doca-c-api.md`` §2.1–2.8 and §2.17).
 
-Every exported function of the 3.0.0058 headers is in :data:`COMMON`, in header
+Every exported function of the 3.0.0058 headers is in [`COMMON`][doca_py.native.capi.common.COMMON], in header
 order, plus the 3.1/3.2 additions the storage apps and samples use. Not declared,
 because the headers define them ``static inline`` and no symbol exists:
 ``doca_version``, ``doca_buf_inventory_buf_get_by_addr`` and ``_by_data`` — see
-:data:`INLINE` and :mod:`doca_py.native.inline`. ``doca_pe_set_notification_handle``
+[`INLINE`][doca_py.native.capi.common.INLINE] and `doca_py.native.inline`. ``doca_pe_set_notification_handle``
 is declared but Windows-only, so on Linux it is always a
-:class:`~doca_py.native.capi._decl.MissingFunction`.
+`MissingFunction`.
 
-Use :func:`load_common` for the bound functions::
+Use [`load_common`][doca_py.native.capi.common.load_common] for the bound functions:
 
-    from doca_py import errors
-    from doca_py.native.capi import load_common
+```python
+from doca_py import errors
+from doca_py.native.capi import load_common
 
-    lib = load_common()
-    pe = ctypes.c_void_p()
-    errors.check(lib.doca_pe_create(ctypes.byref(pe)), "doca_pe_create")
+lib = load_common()
+pe = ctypes.c_void_p()
+errors.check(lib.doca_pe_create(ctypes.byref(pe)), "doca_pe_create")
+```
 """
 
 from __future__ import annotations
@@ -256,7 +258,7 @@ INLINE: dict[str, str] = {
 def load_common() -> BoundLib:
     """The bound libdoca_common functions plus its header-inline helpers (cached).
 
-    Raises :class:`~doca_py.native.loader.DocaLibraryNotFound` (an ``ImportError``)
+    Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
     when libdoca_common cannot be opened.
     """
     from . import load

@@ -1,16 +1,16 @@
 """Raw declarations of libdoca_compress (``doca-c-api.md`` §2.14 and §6.3).
 
-:data:`COMPRESS` holds every exported function of the 3.0.0058 ``doca_compress.h``
+[`COMPRESS`][doca_py.native.capi.compress.COMPRESS] holds every exported function of the 3.0.0058 ``doca_compress.h``
 in header order, followed by the twelve ``doca_compress_*decompress_lz4*``
 functions of DOCA 2.6.0058, which 3.x replaced with ``…decompress_lz4_stream…``
 and ``…decompress_lz4_block…`` (§6.3). The 2.6 task takes no LZ4 flags and reports
 CRC and Adler-32 checksums; the 3.x tasks report CRC and xxHash-32. Presence is
 decided by looking the symbol up, so a runtime exporting both sets (some later
 2.x releases deprecate the 2.6 names next to the new ones) binds both; on any
-other runtime the names it lacks are :class:`~doca_py.native.capi.MissingFunction`
+other runtime the names it lacks are [`MissingFunction`][doca_py.native.capi.MissingFunction]
 stubs that say which DOCA versions have them.
 
-Use :func:`load_compress` for the bound functions.
+Use [`load_compress`][doca_py.native.capi.compress.load_compress] for the bound functions.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ register(LIBNAME, COMPRESS)
 def load_compress() -> BoundLib:
     """The bound libdoca_compress functions (cached; opens libdoca_common first).
 
-    Raises :class:`~doca_py.native.loader.DocaLibraryNotFound` (an ``ImportError``)
+    Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
     when libdoca_compress cannot be opened.
     """
     from . import load

@@ -2,16 +2,18 @@
 
 Every exported function of the 3.0.0058 ``doca_dma.h``, in header order. Both
 completion callbacks of ``doca_dma_task_memcpy_set_conf`` are
-:data:`~doca_py.native.capi.TaskCompletionCb` instances; ``union doca_data`` is a
-``c_uint64``. Use :func:`load_dma` for the bound functions::
+[`TaskCompletionCb`][doca_py.native.capi.TaskCompletionCb] instances; ``union doca_data`` is a
+``c_uint64``. Use [`load_dma`][doca_py.native.capi.dma.load_dma] for the bound functions:
 
-    import ctypes
-    from doca_py import errors
-    from doca_py.native.capi.dma import load_dma
+```python
+import ctypes
+from doca_py import errors
+from doca_py.native.capi.dma import load_dma
 
-    lib = load_dma()
-    dma = ctypes.c_void_p()
-    errors.check(lib.doca_dma_create(dev_ptr, ctypes.byref(dma)), "doca_dma_create")
+lib = load_dma()
+dma = ctypes.c_void_p()
+errors.check(lib.doca_dma_create(dev_ptr, ctypes.byref(dma)), "doca_dma_create")
+```
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ register(LIBNAME, DMA)
 def load_dma() -> BoundLib:
     """The bound libdoca_dma functions (cached; opens libdoca_common first).
 
-    Raises :class:`~doca_py.native.loader.DocaLibraryNotFound` (an ``ImportError``)
+    Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
     when libdoca_dma cannot be opened.
     """
     from . import load

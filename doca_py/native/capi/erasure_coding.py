@@ -3,15 +3,17 @@
 Every exported function of the 3.0.0058 ``doca_erasure_coding.h``, in header order;
 2.6.0058 has the same names and ABI. Index arrays (``uint32_t *``) are
 ``(c_uint32 * n)`` arrays, the raw matrix of ``doca_ec_matrix_create_from_raw`` a
-``(c_uint8 * (k * m))`` array. Use :func:`load_ec` for the bound functions::
+``(c_uint8 * (k * m))`` array. Use [`load_ec`][doca_py.native.capi.erasure_coding.load_ec] for the bound functions:
 
-    import ctypes
-    from doca_py import errors
-    from doca_py.native.capi.erasure_coding import load_ec
+```python
+import ctypes
+from doca_py import errors
+from doca_py.native.capi.erasure_coding import load_ec
 
-    lib = load_ec()
-    ec = ctypes.c_void_p()
-    errors.check(lib.doca_ec_create(dev_ptr, ctypes.byref(ec)), "doca_ec_create")
+lib = load_ec()
+ec = ctypes.c_void_p()
+errors.check(lib.doca_ec_create(dev_ptr, ctypes.byref(ec)), "doca_ec_create")
+```
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ register(LIBNAME, EC)
 def load_ec() -> BoundLib:
     """The bound libdoca_erasure_coding functions (cached; opens libdoca_common first).
 
-    Raises :class:`~doca_py.native.loader.DocaLibraryNotFound` (an ``ImportError``)
+    Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
     when the library cannot be opened.
     """
     from . import load

@@ -1,31 +1,33 @@
 """Raw declarations of libdoca_rdma (``doca-c-api.md`` §2.9, §6.2, §6.4).
 
-:data:`RDMA` holds every exported function of the 3.0.0058 ``doca_rdma.h`` in header
+[`RDMA`][doca_py.native.capi.rdma.RDMA] holds every exported function of the 3.0.0058 ``doca_rdma.h`` in header
 order with its 3.x signature, followed by the thirteen DOCA 2.6 shared-receive-queue
-functions (:data:`RDMA_SRQ_26`) that 3.0 removed.
+functions ([`RDMA_SRQ_26`][doca_py.native.capi.rdma.RDMA_SRQ_26]) that 3.0 removed.
 
 Thirteen symbols kept their names but changed ABI after 2.6 (§6.2): ``doca_rdma_export``
 gains a ``doca_rdma_connection **`` out-parameter, ``doca_rdma_connect`` a connection
 parameter, ``doca_rdma_get_dpa_handle`` writes a ``uint64_t`` instead of a pointer, and
 ten ``*_allocate_init`` functions (all but receive) take the connection as their
-second argument. Their 2.6 signatures are :class:`~doca_py.native.capi.Variant`\\ s
+second argument. Their 2.6 signatures are [`Variant`][doca_py.native.capi.Variant]\\ s
 selected by the *absence* of ``doca_rdma_connection_get_id``
-(:data:`CONNECTION_MARKER`), which arrived with the connection objects: that pins the
+([`CONNECTION_MARKER`][doca_py.native.capi.rdma.CONNECTION_MARKER]), which arrived with the connection objects: that pins the
 change more precisely than a version number, since it may have landed inside 2.x (§6.1).
 
-Connection callbacks (§4.3) are :data:`RdmaConnectionRequestCb` (request) and
-:data:`RdmaConnectionEventCb` (established, failure, disconnection); task callbacks are
-:data:`~doca_py.native.capi.TaskCompletionCb`. ``doca_be32_t`` immediates are plain
-``c_uint32`` values passed through unchanged. Use :func:`load_rdma` for the bound
-functions::
+Connection callbacks (§4.3) are [`RdmaConnectionRequestCb`][doca_py.native.capi.rdma.RdmaConnectionRequestCb] (request) and
+[`RdmaConnectionEventCb`][doca_py.native.capi.rdma.RdmaConnectionEventCb] (established, failure, disconnection); task callbacks are
+[`TaskCompletionCb`][doca_py.native.capi.TaskCompletionCb]. ``doca_be32_t`` immediates are plain
+``c_uint32`` values passed through unchanged. Use [`load_rdma`][doca_py.native.capi.rdma.load_rdma] for the bound
+functions:
 
-    import ctypes
-    from doca_py import errors
-    from doca_py.native.capi.rdma import load_rdma
+```python
+import ctypes
+from doca_py import errors
+from doca_py.native.capi.rdma import load_rdma
 
-    lib = load_rdma()
-    rdma = ctypes.c_void_p()
-    errors.check(lib.doca_rdma_create(dev_ptr, ctypes.byref(rdma)), "doca_rdma_create")
+lib = load_rdma()
+rdma = ctypes.c_void_p()
+errors.check(lib.doca_rdma_create(dev_ptr, ctypes.byref(rdma)), "doca_rdma_create")
+```
 """
 
 from __future__ import annotations
@@ -300,7 +302,7 @@ register(LIBNAME, RDMA + RDMA_SRQ_26)
 def load_rdma() -> BoundLib:
     """The bound libdoca_rdma functions (cached; opens libdoca_common first).
 
-    Raises :class:`~doca_py.native.loader.DocaLibraryNotFound` (an ``ImportError``)
+    Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
     when libdoca_rdma cannot be opened.
     """
     from . import load
