@@ -113,7 +113,8 @@ def test_galois_mul_and_raw_matrix(bench: Bench) -> None:
 
 
 @pytest.mark.parametrize("case", ["unaligned", "too_small", "short"])
-def test_bad_shapes_fail_the_task_and_write_nothing(bench: Bench, case: str) -> None:
+def test_bad_shapes_fail_the_task_and_write_nothing(bench: Bench, case: str,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
     ec = _ec(bench)
     coding = ec.matrix_create(d.EcMatrixType.VANDERMONDE, 2, 1)
     size = {"unaligned": 2 * 100, "too_small": 2 * 4096, "short": 2 * 32}[case]
@@ -123,10 +124,15 @@ def test_bad_shapes_fail_the_task_and_write_nothing(bench: Bench, case: str) -> 
     bench.mm.buffer[sentinel_at:sentinel_at + 64] = b"\xa5" * 64
     out = bench.dst(1 << 20, room)
     t = ec.task_create_allocate_init(coding, src, out)
-    assert bench.run(t) == "err"
+    with caplog.at_level("WARNING", logger="doca_py"):
+        assert bench.run(t) == "err"
     assert t.get_status() == d.ErrorCode.INVALID_VALUE and out.get_data_len() == 0
     assert bytes(bench.mm.buffer[sentinel_at:sentinel_at + 64]) == b"\xa5" * 64
     assert ec.get_state() == d.CtxState.STOPPING  # a failed task stops the ctx
+    if d.impl == "emulated":  # the failure says why, on the task, in its exception and once in the log
+        why = {"unaligned": "multiple of 64", "too_small": "bytes free", "short": "multiple of 64"}[case]
+        assert why in t.reason and why in str(t.exception())
+        assert [r for r in caplog.records if why in r.getMessage()] and len(caplog.records) == 1
     t.free()
     src.dec_refcount()
     out.dec_refcount()
