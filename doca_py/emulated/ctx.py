@@ -260,6 +260,10 @@ def _launch_local(task: EmuTask) -> None:
     except DocaError as exc:
         status = task.status = exc.code
         task.reason = str(exc)
+    except Exception as exc:  # noqa: BLE001 - an engine bug fails its task; it must not strand it in flight
+        logger.exception("emulated engine failed")
+        status = task.status = _UNEXPECTED
+        task.reason = f"emulated engine failed: {exc!r}"
     ctx = task.ctx
     if status or ctx.state != _RUNNING or task.pinned:
         complete_task(task)
