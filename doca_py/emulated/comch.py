@@ -28,6 +28,11 @@ Receiving: the I/O thread parses and validates frames, copies producer data stra
 into the consumer's posted buffer (through :meth:`EmuMmap.view`, which checks range and
 permission), and posts batches of control messages, events and completions to the
 owning ``Pe``. It never runs user code.
+
+Silent peers: while producer data waits for the peer's ACK or the socket refuses our bytes, a
+retry-window timer runs on the I/O thread (``DOCA_PY_COMCH_RETRY_WINDOW``, default 4 s); a peer
+that shows no sign of life (no byte read, no room made) for a whole window is dropped as a
+crashed one, its waiting tasks failing with ``DOCA_ERROR_IO_FAILED``. Nothing runs when idle.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import os
 import socket
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -107,6 +113,7 @@ __all__ = [
     "producer_cap_get_max_buf_size",
     "producer_cap_get_max_buf_list_len",
     "producer_cap_get_max_producers",
+    "configure", "DEFAULT_RETRY_WINDOW",
 ]
 
 _IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
@@ -144,6 +151,26 @@ _NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
 _PCI_READ = int(AccessFlag.PCI_READ_ONLY | AccessFlag.PCI_READ_WRITE)
 _PCI_WRITE = int(AccessFlag.PCI_READ_WRITE)
 _complete = complete_task
+_IO_FAILED = int(ErrorCode.IO_FAILED)
+_monotonic = time.monotonic
+
+#: Seconds output waiting for the peer (producer data not acknowledged, bytes its socket refused)
+#: may see no sign of life from it before the connection is declared dead
+#: (``DOCA_PY_COMCH_RETRY_WINDOW``); the same default as rdma's retry window.
+DEFAULT_RETRY_WINDOW = 4.0
+_retry_window = float(os.environ.get("DOCA_PY_COMCH_RETRY_WINDOW", "") or DEFAULT_RETRY_WINDOW)
+
+
+def configure(*, retry_window: float | None = None) -> None:
+    """Override the environment for connections made from now on (tests, tools).
+
+    *retry_window*: seconds work waiting for the peer may see no sign of life from it before it
+    fails with ``DOCA_ERROR_IO_FAILED`` and the connection goes down (``0`` restores
+    :data:`DEFAULT_RETRY_WINDOW`).
+    """
+    global _retry_window
+    if retry_window is not None:
+        _retry_window = retry_window if retry_window > 0 else DEFAULT_RETRY_WINDOW
 
 _MSG_HDRS: dict[int, bytes] = {}  # message headers by length (at most max_msg_size + 1 entries)
 _ids = itertools.count(1)  # consumer and producer ids: unique in the process, never 0
@@ -279,6 +306,11 @@ class EmuComchConnection:
         # Counters (doca_comch_counter): live values and the snapshot update_info() takes.
         self.live = [0, 0, 0, 0, 0]
         self.snap = [0, 0, 0, 0, 0]
+        # Retry window: output waits for the peer while pq is non-empty or the socket refused bytes.
+        self.window = _retry_window
+        self.since = 0.0  # when output last started waiting for the peer (under lock)
+        self.heard = 0.0  # when the peer last showed life: bytes read, room made (I/O thread)
+        self.rt_armed = False  # a retry-window timer runs (under lock)
 
     # -- public handle -------------------------------------------------------------------------
     def is_server_side(self) -> bool:
@@ -344,6 +376,8 @@ class EmuComchConnection:
                 self.want_write = False
                 self.r.call_soon(self._update_mask)
         elif not self.want_write:
+            if not self.pq:
+                self._waiting_locked()
             self.want_write = True
             self.r.call_soon(self._update_mask)
 
@@ -406,8 +440,38 @@ class EmuComchConnection:
             out += imm
         out += src
         self.enq += HDR_SIZE + len(imm) + n
+        if not self.pq and not self.want_write:
+            self._waiting_locked()
         self.pq.append(t)
         return _SUCCESS
+
+    # -- retry window ------------------------------------------------------------------------------
+    def _waiting_locked(self) -> None:
+        """Output starts waiting for the peer (lock held): run the retry-window timer."""
+        self.since = _monotonic()
+        if not self.rt_armed:
+            self.rt_armed = True
+            r = self.r
+            r.call_soon(lambda: r.call_later(self.window, self._retry_check))
+
+    def _retry_check(self) -> None:
+        """The retry-window timer (I/O thread): a peer silent for a whole window while output waits
+        for it is dead (or stopped); with nothing waiting the timer stops (idle costs nothing)."""
+        with self.lock:
+            if self.torn_down or self.closed or not (self.pq or self.want_write):
+                self.rt_armed = False
+                return
+            now = _monotonic()
+            if self.paused:  # we are not reading (our Pe is behind): the peer's answers wait in our socket
+                self.since = now
+            left = max(self.since, self.heard) + self.window - now
+            if left > 0:
+                self.r.call_later(left, self._retry_check)
+                return
+            self.rt_armed = False
+            what = f"{len(self.pq)} producer send(s) unacknowledged" if self.pq else "its socket full"
+        self.die(_IO_FAILED, f"the peer did not answer within the retry window ({self.window:g} s, "
+                             f"DOCA_PY_COMCH_RETRY_WINDOW), {what}")
 
     def _grant_locked(self, r: _Remote, n: int) -> bool:
         """Add *n* credits to *r*; waiting tasks take them first. Whether a frame was queued."""
@@ -459,6 +523,7 @@ class EmuComchConnection:
             _post_done(done)
 
     def _write_ready(self) -> None:
+        self.heard = _monotonic()  # the peer made room in its socket
         with self.lock:
             if self.closed:
                 return
@@ -549,6 +614,7 @@ class EmuComchConnection:
                 self.die(_RESET, None)
             return
         self.rend += n
+        self.heard = _monotonic()
         self._parse()
 
     def _bad(self, why: str) -> None:

@@ -41,6 +41,12 @@
   ``DOCA_ERROR_CONNECTION_RESET`` (the first failed task moves the ctx to STOPPING as
   any failed task does) and reports the connection's disconnection (or failure,
   before it was established) through the connection state callbacks.
+* **Silent peers.** Work waiting for the peer's response (``pending``) runs a retry-window
+  timer on the I/O thread (``DOCA_PY_RDMA_RETRY_WINDOW``, default 4 s): when the peer gave no
+  sign of life for a whole window (no byte on either stream, no room made in a full socket),
+  the connection breaks with ``DOCA_ERROR_IO_FAILED``, as an RC queue pair whose transport
+  retries ran out. A receiver stalled for want of a receive sends RNR NAKs (``R_RNR``) meanwhile.
+  No timer runs while nothing waits.
 """
 
 from __future__ import annotations
@@ -101,6 +107,11 @@ GID_TABLE_SIZE = 1
 
 #: Seconds a task on a connection waits for the peer to connect (``DOCA_PY_RDMA_CONNECT_WINDOW``).
 DEFAULT_CONNECT_WINDOW = 5.0
+#: Seconds work in flight on a connection waits without any sign of life from the peer before it
+#: fails as after RC transport-retry exhaustion (``DOCA_PY_RDMA_RETRY_WINDOW``). Hardware's window is
+#: retry_cnt (7) × the local ACK timeout (4.096 µs × 2^timeout; ~0.5 s at the usual 16-18), a few
+#: seconds; 4 s keeps a loaded 2-core machine clear of false alarms.
+DEFAULT_RETRY_WINDOW = 4.0
 
 _SUCCESS = 0
 _IO_FAILED = int(ErrorCode.IO_FAILED)
@@ -124,12 +135,14 @@ OP_RECV_SEND, OP_RECV_SEND_WITH_IMM, OP_RECV_WRITE_WITH_IMM = 0, 1, 2
 # Frame types: requests (dialer -> acceptor) and responses (acceptor -> dialer).
 T_SEND, T_WRITE, T_READ, T_MAP, T_ATOMIC, T_DISC = 1, 2, 3, 4, 5, 6
 R_ACK, R_ERR, R_DATA = 16, 17, 18
+R_RNR = 19  # receiver not ready, still alive (the responder's RNR NAK): keeps the requester's retry window open
 F_IMM = 1  # the frame carries immediate data (in *b* for writes, *a* for sends)
 F_NODATA = 2  # write-with-imm whose bytes were placed already (same host): *a* = length
 F_CAS = 4  # atomic: compare-and-swap (else fetch-and-add)
 
 _small = 1 << 16
 _memmove = ctypes.memmove
+_monotonic = time.monotonic
 
 
 # -- configuration ----------------------------------------------------------------------------
@@ -143,6 +156,7 @@ class _Config:
         self.rnr_timeout: float | None = float(rnr) if rnr else None
         self.connect_timeout = float(os.environ.get("DOCA_PY_RDMA_CONNECT_TIMEOUT", "5.0"))
         self.connect_window = float(os.environ.get("DOCA_PY_RDMA_CONNECT_WINDOW", "") or DEFAULT_CONNECT_WINDOW)
+        self.retry_window = float(os.environ.get("DOCA_PY_RDMA_RETRY_WINDOW", "") or DEFAULT_RETRY_WINDOW)
 
 
 def _hash_id(text: str) -> bytes:
@@ -154,13 +168,15 @@ _cfg = _Config()
 
 def configure(*, bind_addr: str | None = None, advertise_addr: str | None = None, host_id: str | None = None,
               rnr_timeout: float | None = None, connect_timeout: float | None = None,
-              connect_window: float | None = None) -> None:
+              connect_window: float | None = None, retry_window: float | None = None) -> None:
     """Override the environment for contexts started from now on (tests, tools).
 
     *host_id* fakes the host identity (any string; ``""`` restores the boot id): peers
     with different host ids use the TCP path for one-sided access, as across hosts.
     *connect_window* is how long tasks on a connection wait for the peer to connect
-    (``0`` restores the default, :data:`DEFAULT_CONNECT_WINDOW`).
+    (``0`` restores the default, :data:`DEFAULT_CONNECT_WINDOW`). *retry_window* is how long work in
+    flight on a connection waits without any sign of life from the peer before it fails with
+    ``DOCA_ERROR_IO_FAILED`` and the connection goes down (``0`` restores :data:`DEFAULT_RETRY_WINDOW`).
     """
     if bind_addr is not None:
         _cfg.bind_addr = bind_addr
@@ -174,6 +190,8 @@ def configure(*, bind_addr: str | None = None, advertise_addr: str | None = None
         _cfg.connect_timeout = connect_timeout
     if connect_window is not None:
         _cfg.connect_window = connect_window if connect_window > 0 else DEFAULT_CONNECT_WINDOW
+    if retry_window is not None:
+        _cfg.retry_window = retry_window if retry_window > 0 else DEFAULT_RETRY_WINDOW
 
 
 def host_id() -> bytes:
@@ -304,6 +322,8 @@ class EmuRdmaConnection:
         self.err = _RESET  # status of tasks started after the connection broke
         self.err_reason = "the connection is down"
         self.window_armed = False  # a connect-window timer runs for tasks waiting on the peer
+        self.since = 0.0  # when :attr:`pending` last became non-empty (retry window)
+        self.rt_armed = False  # a retry-window timer runs (set while :attr:`pending` is non-empty)
 
     # -- public verbs ---------------------------------------------------------------------------
     def get_id(self) -> int:
@@ -399,6 +419,17 @@ class EmuRdmaConnection:
             raise _Fail(int(ErrorCode.NOT_CONNECTED), "the connection is not established")
         return st
 
+    def _push(self, t: _RdmaTask) -> None:
+        """*t* now waits for the peer's response (st.lock held): the retry window runs while any does."""
+        p = self.pending
+        if not p:
+            self.since = _monotonic()
+            if not self.rt_armed:
+                self.rt_armed = True
+                r = reactor()
+                r.call(functools.partial(r.call_later, self.ctx.retry_window, functools.partial(_retry_check, self)))
+        p.append(t)
+
     def _schedule(self, st: Stream) -> None:
         if not st.flush_posted:
             st.flush_posted = True
@@ -433,6 +464,38 @@ class _Fail(Exception):
 
 def _flush(st: Stream) -> None:
     st.flush()
+
+
+def _retry_check(conn: EmuRdmaConnection) -> None:
+    """The retry-window timer of *conn* (I/O thread).
+
+    Work waits for the peer: if the peer showed no life (no byte on either stream, no room made in a
+    full socket) for a whole window since the oldest waiting work was sent or the peer last answered,
+    the connection fails as an RC queue pair whose transport retries ran out. Otherwise the timer
+    runs again for the rest of the window; with nothing waiting it stops (an idle connection costs
+    nothing).
+    """
+    st = conn.req
+    ctx = conn.ctx
+    window = ctx.retry_window
+    if st is None or conn.state != C_ESTABLISHED:
+        conn.rt_armed = False
+        return
+    with st.lock:
+        if not conn.pending or st.closed:
+            conn.rt_armed = False
+            return
+        srv = conn.srv
+        last = max(conn.since, st.heard, srv.heard if srv is not None else 0.0)
+        left = last + window - _monotonic()
+        if left > 0:
+            st.r.call_later(left, functools.partial(_retry_check, conn))
+            return
+        conn.rt_armed = False
+        n = len(conn.pending)
+    ctx._break(conn, _IO_FAILED, reason=f"the peer did not answer within the retry window ({window:g} s, "
+                                        f"DOCA_PY_RDMA_RETRY_WINDOW) with {n} request(s) in flight: transport "
+                                        f"retries exhausted, the connection is down")
 
 
 def _send_reply_and_close(st: Stream, status: int, ctx: EmuRdma) -> None:
@@ -770,7 +833,7 @@ class EmuRdmaTaskSend(_RdmaTask):
             put_frame(out, T_SEND, F_IMM if self.has_imm else 0, 0, n, self.imm, 0)
             for s in segs:
                 out += s
-            conn.pending.append(self)
+            conn._push(self)
         conn._schedule(st)
 
     def set_src_buf(self, buf: BufHandle | None) -> None:
@@ -844,7 +907,7 @@ class EmuRdmaTaskRead(_RdmaTask):
                 raise _Fail(_RESET, "the connection is down")
             mid = conn._map_id(st, rm)
             put_frame(st.out, T_READ, 0, mid, 0, src.data, n)
-            conn.pending.append(self)
+            conn._push(self)
         conn._schedule(st)
 
     def _ok(self) -> None:
@@ -950,7 +1013,7 @@ class EmuRdmaTaskWrite(_RdmaTask):
                 if st.closed:
                     raise _Fail(_RESET, "the connection is down")
                 put_frame(st.out, T_WRITE, F_IMM | F_NODATA, 0, 0, n, self.imm)
-                conn.pending.append(self)
+                conn._push(self)
             conn._schedule(st)
             return
         with st.lock:
@@ -963,7 +1026,7 @@ class EmuRdmaTaskWrite(_RdmaTask):
                 out += sm.mv[src.data - sm.addr:src.data - sm.addr + n]
             for s in segs:
                 out += s
-            conn.pending.append(self)
+            conn._push(self)
         conn._schedule(st)
 
     def _ok(self) -> None:
@@ -1020,7 +1083,7 @@ class EmuRdmaTaskAtomic(_RdmaTask):
             mid = conn._map_id(st, rm)
             put_frame(st.out, T_ATOMIC, F_CAS if self.is_cas else 0, mid, 16, dst.data, 0)
             st.out += _Q2.pack(a1 & _U64, a2 & _U64)
-            conn.pending.append(self)
+            conn._push(self)
         conn._schedule(st)
 
     def _ok(self) -> None:
@@ -1060,6 +1123,7 @@ class EmuRdma(EmuCtx):
         self.sl = 0
         self.rnr_retry = 7
         self.cm_timeout_ms = 5000
+        self.retry_window = _cfg.retry_window  # read again at start
         self.receive = TaskPool(self, EmuRdmaTaskReceive)
         self.send = TaskPool(self, EmuRdmaTaskSend)
         self.send_imm = TaskPool(self, EmuRdmaTaskSend)
@@ -1150,6 +1214,7 @@ class EmuRdma(EmuCtx):
                 from None
         self.listener = listener
         self.epoch += 1
+        self.retry_window = _cfg.retry_window
         self.host = host_id()
         self.v3 = emu_version.VERSION >= (3, 0)
         for pool in self.pools:
@@ -1684,6 +1749,8 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
             for at in acked:
                 at._ok()
                 post(_complete, at)
+        elif typ == R_RNR:
+            pos += HDR_SIZE  # the peer lives (Stream.heard), its receive queue is empty
         elif typ == R_ERR:
             pos += HDR_SIZE
             with st.lock:
@@ -1856,6 +1923,7 @@ def _serve(st: Stream) -> None:
                     token = srv.stall_token
                     st.pause()
                     st.r.call_later(max(conn.peer_rnr, 0.001), lambda: _rnr_expired(st, token))
+                    st.r.call_later(_nak_interval(ctx), functools.partial(_rnr_nak, st, token))
                     return
                 task.result_conn = conn
                 if typ == T_SEND:
@@ -2014,6 +2082,21 @@ def _finish_ack(st: Stream, srv: _SrvState) -> None:
     with st.lock:
         _respond_acks(st, srv)
     st.flush()
+
+
+def _nak_interval(ctx: EmuRdma) -> float:
+    return min(ctx.retry_window / 4, 0.25)
+
+
+def _rnr_nak(st: Stream, token: int) -> None:
+    """While a request stalls for want of a receive, tell the requester we live (as RNR NAKs do)."""
+    srv: _SrvState = st.ctx
+    if st.closed or srv.stall_token != token or not st.paused:
+        return
+    with st.lock:
+        put_frame(st.out, R_RNR, 0, 0, 0, 0, 0)
+    st.flush()
+    st.r.call_later(_nak_interval(srv.conn.ctx), functools.partial(_rnr_nak, st, token))
 
 
 def _rnr_expired(st: Stream, token: int) -> None:

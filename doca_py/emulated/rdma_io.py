@@ -19,6 +19,7 @@ import selectors
 import socket
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,7 @@ HDR_SIZE = HDR.size
 RX_SIZE = 1 << 18
 _ZERO_HDR = bytes(HDR_SIZE)
 _EVR, _EVW = selectors.EVENT_READ, selectors.EVENT_WRITE
+_monotonic = time.monotonic
 
 
 
@@ -124,6 +126,9 @@ class Stream:
         self.on_close = on_close
         self.flush_posted = False
         self.ctx: Any = None  # the owner's bookkeeping (set by the rdma layer)
+        #: ``time.monotonic()`` when the peer last showed life on this stream: bytes read from it,
+        #: or room it made in a socket that had refused our bytes (retry windows, I/O thread).
+        self.heard = 0.0
 
     # -- registration (I/O thread) ------------------------------------------------------------
     def start(self) -> None:
@@ -172,6 +177,7 @@ class Stream:
                 seg = sink[0]
                 n = self.sock.recv_into(seg)
                 if n:
+                    self.heard = _monotonic()
                     if n < len(seg):
                         sink[0] = seg[n:]
                     else:
@@ -190,6 +196,7 @@ class Stream:
                     self.rpos, self.rend = 0, n
                 n = self.sock.recv_into(self.mv[self.rend:])
                 if n:
+                    self.heard = _monotonic()
                     self.rend += n
                     self.on_data(self)
                     return
@@ -232,6 +239,7 @@ class Stream:
         return True
 
     def _write_ready(self) -> None:
+        self.heard = _monotonic()  # the peer drained what its socket had refused
         with self.lock:
             if not self.closed:
                 self._send_locked()
