@@ -1263,9 +1263,11 @@ class EmuRdma(EmuCtx):
                 claimed.extend(c.pending)
                 c.pending.clear()
             req.r.call(req.close)
-        for st in (c.srv, c.cm_sock):
-            if st is not None:
-                st.r.call(st.close)
+        srv_st = c.srv
+        if srv_st is not None:
+            srv_st.r.call(functools.partial(_close_answering, srv_st))
+        if c.cm_sock is not None:
+            c.cm_sock.r.call(c.cm_sock.close)
         return claimed
 
     def destroy(self) -> None:
@@ -1862,6 +1864,20 @@ def _srv_closed(st: Stream, code: int) -> None:
         t.status = _RESET
         pe.post(_complete, t)
     conn.ctx._break(conn, _RESET)
+
+
+def _close_answering(st: Stream) -> None:
+    """Close the stream the peer sends on, after answering what was received (I/O thread).
+
+    On hardware the acknowledgement leaves when the data lands, before the receiver's
+    software even sees its completion: a receiver that stops right after its receive
+    completed must not turn the sender's delivered send into CONNECTION_RESET."""
+    srv = st.ctx
+    if isinstance(srv, _SrvState):
+        with st.lock:
+            _respond_acks(st, srv)
+    st.flush()  # what the socket takes now is delivered before the FIN
+    st.close()
 
 
 def _respond_acks(st: Stream, srv: _SrvState) -> None:
