@@ -17,14 +17,13 @@ that goes away ends the run with an error instead of a hang.
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging
+from apps.storage.signals import abort_on_signals
 
 from .app import ABORT_BUDGET, APP_NAME, RESPONSE_TIMEOUT, Initiator
 from .config import InitiatorAppConfig
@@ -50,28 +49,10 @@ def parse_args(argv: Sequence[str] | None = None) -> InitiatorAppConfig:
     return parse_config(InitiatorAppConfig, build_parser(), argv)
 
 
-@contextmanager
-def abort_on_sigint(abort: threading.Event) -> Iterator[threading.Event]:
+def abort_on_sigint(abort: threading.Event) -> AbstractContextManager[threading.Event]:
     """Make the first ``SIGINT`` (and ``SIGTERM``) set *abort*; a second ``SIGINT`` raises
     ``KeyboardInterrupt`` as usual. Only in the main thread; handlers restored on exit."""
-    if threading.current_thread() is not threading.main_thread():
-        yield abort
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if abort.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        if not abort.is_set():
-            sys.stderr.write("Aborted: User requested abort\n")
-            sys.stderr.flush()
-        abort.set()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield abort
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+    return abort_on_signals(abort, announce="Aborted: User requested abort\n", second_interrupt_raises=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

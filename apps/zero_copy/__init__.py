@@ -19,14 +19,12 @@ See ``docs/zero-copy.md`` for usage and the differences from the reference.
 
 from __future__ import annotations
 
-import signal
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Sequence
 
 from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
     version_text
+from apps.storage.signals import abort_on_signals
 from apps.storage.config import ZeroCopyConfig
 
 from .forwarding import RequestProblem, check_request, finish_response_in_place
@@ -54,28 +52,6 @@ def build_parser() -> DocaArgumentParser:
 def parse_args(argv: Sequence[str] | None = None) -> ZeroCopyConfig:
     """Parse and validate a command line (exits with status 1 on errors)."""
     return parse_config(ZeroCopyConfig, build_parser(), argv)
-
-
-@contextmanager
-def abort_on_signals(abort: threading.Event) -> Iterator[threading.Event]:
-    """Make ``SIGINT`` and ``SIGTERM`` set *abort* (main thread only; restored on exit).
-
-    The handler only sets the flag (§11.9); every wait of the bridge, including its running
-    data path, looks at it at least every 100 ms.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield abort
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        abort.set()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield abort
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 def _print(text: str) -> None:
