@@ -89,7 +89,8 @@ def _print_config(config: GgaOffloadConfig) -> None:
     _print(f"\tmatrix-type : \"{config.matrix_type}\",")
     _print(f"\tcommand-channel-name : \"{config.command_channel_name}\",")
     _print(f"\tcontrol-timeout : {config.control_timeout},")
-    _print(f"\ttrigger-recovery-read-every-n : {config.trigger_recovery_read_every_n}")
+    _print(f"\ttrigger-recovery-read-every-n : {config.trigger_recovery_read_every_n},")
+    _print(f"\ttarget-io-timeout : {config.target_io_timeout}")
     _print("}")
 
 

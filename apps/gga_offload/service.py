@@ -49,6 +49,7 @@ from apps.storage.device import open_device
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.storage.stats import WorkerStats, format_worker_stats
 
+from .health import TargetHealth
 from .planning import check_target_geometry
 from .worker import SharedResources, Worker
 
@@ -110,6 +111,8 @@ class GgaService:
     region: d.Mmap | None = None
     host: d.Mmap | None = None
     _reported_worker_errors: set[int] = field(default_factory=set)
+    health: TargetHealth = field(default_factory=TargetHealth)
+    data_path_started: bool = False
 
     @property
     def timeout(self) -> float:
@@ -121,17 +124,34 @@ class GgaService:
         if self.abort.is_set():
             raise _aborted()
 
+    def may_degrade(self, link: TargetLink) -> bool:
+        """Whether losing *link* leaves a degraded service (the data path runs and the two
+        others are usable) rather than ending it."""
+        return self.data_path_started and not (self.health.out - {link.role})
+
+    def _lose_target(self, link: TargetLink, error: StorageAppError) -> None:
+        """*link* failed: take it out (degraded mode) if possible, else end the service."""
+        if not self.may_degrade(link):
+            raise TargetFailure(error.code, str(error)) from None
+        self.health.mark_out(link.role, f"was lost ({error})")
+
+    def live_targets(self) -> list[TargetLink]:
+        """The targets that are not out."""
+        return [link for link in self.targets if link.role not in self.health.out]
+
     def _watch_targets(self) -> None:
-        """Raise :class:`TargetFailure` if a target closed its connection (or sent garbage);
-        log (and drop) unsolicited target messages."""
-        for link in self.targets:
+        """Raise :class:`TargetFailure` if a target closed its connection (or sent garbage) and
+        the service cannot go on degraded; log (and drop) unsolicited target messages."""
+        for link in self.live_targets():
             try:
                 msg = link.channel.poll(0.0)
             except PeerClosedError:
-                raise TargetFailure(ErrorCode.CONNECTION_RESET,
-                                    f"storage target {link.name} closed its control connection") from None
+                self._lose_target(link, StorageAppError(ErrorCode.CONNECTION_RESET, f"storage target {link.name} "
+                                                                                     f"closed its control connection"))
+                continue
             except ProtocolError as exc:
-                raise TargetFailure(exc.code, f"storage target {link.name}: {exc}") from None
+                self._lose_target(link, StorageAppError(exc.code, f"storage target {link.name}: {exc}"))
+                continue
             if msg is not None:
                 log.warning("ignoring an unsolicited %s from storage target %s", msg, link.name)
 
@@ -162,9 +182,11 @@ class GgaService:
 
         A target's ``error_response`` becomes a :class:`StorageAppError` with its code and
         text; a wrong type is ``UNEXPECTED``; a closed connection or the timeout ends the
-        service (:class:`TargetFailure`).
+        service (:class:`TargetFailure`) — unless the data path has run and the two other
+        targets are usable: then that target is taken out (degraded mode) and the others answer.
+        Targets that are out are skipped.
         """
-        links = list(self.targets if links is None else links)
+        links = list(self.live_targets() if links is None else links)
         requests: dict[int, tuple[TargetLink, ControlMessage]] = {}
         for i, link in enumerate(links):
             payload = None if payloads is None else payloads[i]
@@ -172,24 +194,35 @@ class GgaService:
             try:
                 link.channel.send(msg)
             except StorageAppError as exc:
-                raise TargetFailure(exc.code, f"storage target {link.name}: {exc}") from None
+                self._lose_target(link, StorageAppError(exc.code, f"storage target {link.name}: {exc}"))
+                continue
             requests[msg.message_id] = (link, msg)
         responses: dict[int, ControlMessage] = {}
         deadline = time.monotonic() + self.timeout
-        while len(responses) < len(requests):
+        while True:
+            for mid in [m for m, (link, _r) in requests.items() if link.role in self.health.out]:
+                del requests[mid]  # taken out meanwhile (here or by a worker): not awaited any more
+            if all(m in responses for m in requests):
+                break
             self._check_abort()
             progressed = False
             answered = {responses[m_id].message_id for m_id in responses}
             for mid, (link, _req) in requests.items():
                 if mid in answered:
                     continue
+                if link.role in self.health.out:
+                    continue
                 try:
                     msg2 = link.channel.poll(0.0)
                 except PeerClosedError:
-                    raise TargetFailure(ErrorCode.CONNECTION_RESET,
-                                        f"storage target {link.name} closed its control connection") from None
+                    self._lose_target(link, StorageAppError(ErrorCode.CONNECTION_RESET, f"storage target "
+                                                            f"{link.name} closed its control connection"))
+                    progressed = True
+                    continue
                 except ProtocolError as exc:
-                    raise TargetFailure(exc.code, f"storage target {link.name}: {exc}") from None
+                    self._lose_target(link, StorageAppError(exc.code, f"storage target {link.name}: {exc}"))
+                    progressed = True
+                    continue
                 if msg2 is None:
                     continue
                 progressed = True
@@ -200,6 +233,11 @@ class GgaService:
             if progressed:
                 continue
             if time.monotonic() >= deadline:
+                late = [requests[m][0] for m in requests if m not in responses]
+                if len(late) == 1 and self.may_degrade(late[0]):
+                    self.health.mark_out(late[0].role, f"({late[0].endpoint}) did not answer a "
+                                         f"{mtype.wire_name} within {self.timeout:g} s")
+                    continue
                 waiting = [f"{requests[m][0].name} mid {m}" for m in requests if m not in responses]
                 raise TargetFailure(ErrorCode.TIME_OUT, f"Timed out after {self.timeout:g} s waiting for the "
                                                         f"{mtype.response_type.wire_name} of {', '.join(waiting)}")
@@ -210,6 +248,8 @@ class GgaService:
             select.select([f for f in fds if f >= 0], [], [], min(_TICK, max(0.0, deadline - time.monotonic())))
         out = []
         for mid, (link, req) in requests.items():
+            if mid not in responses:
+                continue
             resp = responses[mid]
             if resp.type is M.ERROR_RESPONSE:
                 assert isinstance(resp.payload, ErrorPayload)
@@ -306,7 +346,8 @@ class GgaService:
         self.relay(M.INIT_STORAGE_REQUEST, msg.correlation_id, [InitStorage(n, p.core_count, blob)] * 3)
         shared = SharedResources(self.dev, self.connection, region, region.get_memrange()[0], host, host_base,
                                  host_size, layout, 2 * self.target_details.total_size, self.config.matrix_type,
-                                 self.config.trigger_recovery_read_every_n)
+                                 self.config.trigger_recovery_read_every_n, float(self.config.target_io_timeout),
+                                 self.health)
         for i in range(p.core_count):
             w = Worker(i, cpus[i], shared, self.abort)
             self.workers.append(w)
@@ -361,6 +402,7 @@ class GgaService:
         consumers = self.live_consumers()
         for w, consumer_id in zip(self.workers, consumers):
             w.start_data_path(consumer_id)
+        self.data_path_started = True  # from now on, one lost target degrades the service instead of ending it
         log.info("data path started on %d worker(s)", len(self.workers))
         return make_response(msg)
 

@@ -38,7 +38,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import doca_py as d
@@ -62,7 +62,9 @@ from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, m
 from apps.storage.offload import matrix_type_from_name
 from apps.storage.stats import WorkerStats
 
-from .planning import BlockPlan, RecoverySchedule, RequestProblem, check_compressed_size, check_initiator_request
+from .health import TargetHealth, role_name
+from .planning import BlockPlan, RecoverySchedule, RequestProblem, check_compressed_size, check_initiator_request, \
+    recovery_roles
 
 __all__ = ["SharedResources", "Worker", "COMMAND_TIMEOUT", "RDMA_PERMISSIONS", "Transaction"]
 
@@ -75,6 +77,8 @@ _DATA_SLEEP = 0.02
 _IDLE_SLEEP = 0.1
 _RETRY_SLEEP = 0.001
 _MAX_WARNINGS = 8
+_MAX_SPIN_LOOPS = 1024  # progress rounds between two housekeeping rounds under continuous load
+_DEADLINE_SCAN = 0.1    # seconds between two scans for target requests past --target-io-timeout
 _ABORT_DRAIN = 0.3  # longest drain once Ctrl-C was pressed
 _U32 = struct.Struct(">I")
 # The io message (apps.storage.io_message), packed and unpacked here without building IoMessage objects
@@ -122,6 +126,8 @@ class SharedResources:
     capacity: int           # initiator-visible bytes (2 × target capacity)
     matrix_type: str
     recovery_every_n: int
+    target_io_timeout: float = 0.0  # seconds; 0 = no per-IO deadline towards the targets
+    health: TargetHealth = field(default_factory=TargetHealth)  # targets that are out (degraded mode)
 
 
 class Transaction:
@@ -129,16 +135,22 @@ class Transaction:
 
     __slots__ = ("index", "slot_addr", "slot", "req_slots", "recv_task", "send_task", "rdma_sends", "pending",
                  "actions", "request", "blocks", "block", "mode", "error", "error_text", "send_mask", "resp_mask",
-                 "op_busy", "busy", "chunk_base", "half_offsets")
+                 "op_busy", "busy", "chunk_base", "half_offsets", "alt_offsets", "alt_base", "where", "data_base",
+                 "deadline")
 
     def __init__(self, index: int, slot_addr: int, slot: memoryview, req_slots: list[memoryview],
-                 chunk_base: int = 0, half_offsets: tuple[int, int, int] = (0, 0, 0)) -> None:
+                 chunk_base: int = 0, half_offsets: tuple[int, int, int] = (0, 0, 0),
+                 alt_offsets: tuple[int, int, int] | None = None) -> None:
         self.index = index
         self.slot_addr = slot_addr
         self.slot = slot
         self.req_slots = req_slots
         self.chunk_base = chunk_base          # this transaction's chunk in the local region
         self.half_offsets = half_offsets      # where data_1 / data_2 / data_p halves live in it
+        # Degraded recovery reads put the halves at 1.5·B (data_1) and 2·B (data_2) of the chunk (the
+        # parity stays at B): a stalled target's late RDMA write lands at its normal place, never there.
+        self.alt_offsets = alt_offsets
+        self.alt_base = alt_offsets[0] if alt_offsets is not None else chunk_base
         self.recv_task: ComchConsumerTaskPostRecv | None = None
         self.send_task: ComchProducerTaskSend | None = None
         self.rdma_sends: list[RdmaTaskSend] = []
@@ -158,6 +170,9 @@ class Transaction:
         self.resp_mask = 0
         self.op_busy = False
         self.busy = False
+        self.where = self.half_offsets        # the data_1 / data_2 / data_p places of the current block
+        self.data_base = self.chunk_base      # where the current block's compressed form starts
+        self.deadline = 0.0                   # when the current target requests are overdue
 
     @property
     def outstanding(self) -> bool:
@@ -204,7 +219,12 @@ class Worker(WorkerThread):
         self._running = False
         self._closing = False
         self._in_flight = 0
-        self.dead_targets: set[TargetRole] = set()
+        self.dead_targets: set[TargetRole] = set()  # targets out, as applied by this worker
+        self._health_version = 0
+        self._io_timeout = float(shared.target_io_timeout)
+        self._next_scan = 0.0
+        self.degraded_reads = 0
+        self.io_warnings = 0
         self.error: str | None = None
         self.operation_count = 0
         self.refused_count = 0
@@ -230,7 +250,7 @@ class Worker(WorkerThread):
     def stats(self) -> WorkerStats:
         """The §7.4 counters."""
         return WorkerStats(self.cpu, self.operation_count, self.pe_hits, self.pe_misses,
-                           recovery_count=self.schedule.recovery_count)
+                           recovery_count=self.schedule.recovery_count, degraded_read_count=self.degraded_reads)
 
     def start(self) -> None:
         """Start the thread and create the worker's objects."""
@@ -263,8 +283,9 @@ class Worker(WorkerThread):
             return
         self._housekeeping()
         if self._running or self._in_flight:
-            idle = 0
-            while idle < _SPIN:
+            idle = loops = 0
+            while idle < _SPIN and loops < _MAX_SPIN_LOOPS:
+                loops += 1
                 if pe.progress():
                     self.pe_hits += 1
                     idle = 0
@@ -281,7 +302,14 @@ class Worker(WorkerThread):
             self._sleep(_IDLE_SLEEP)
 
     def _housekeeping(self) -> None:
-        """Restart failed engines, resume transactions that waited for them, retry replies."""
+        """Apply targets taken out elsewhere, fail over overdue target requests, restart failed
+        engines, resume transactions that waited for them, retry replies."""
+        self._sync_health()
+        if self._io_timeout and self._txns:
+            now = time.monotonic()
+            if now >= self._next_scan:
+                self._next_scan = now + min(_DEADLINE_SCAN, self._io_timeout / 4)
+                self._check_deadlines(now)
         if self._restart:
             for ctx in (self._ec, self._compress, self._dma):
                 if ctx is not None and id(ctx) in self._restart and ctx.get_state() == CtxState.IDLE:
@@ -407,9 +435,12 @@ class Worker(WorkerThread):
             off = j * _SLOTS_PER_TXN * m
             chunk = layout.chunk_base(self.index, j)
             where = layout.offsets(chunk)
+            b, h = layout.block_size, layout.half
+            alt = (chunk + b + h, chunk + 2 * b, chunk + b) if layout.chunk_size >= 2 * b + h else None
             t = Transaction(j, base + off, mem[off:off + m],
                             [mem[off + (1 + r) * m:off + (2 + r) * m] for r in range(3)],
-                            chunk, (where[TargetRole.DATA_1], where[TargetRole.DATA_2], where[TargetRole.DATA_P]))
+                            chunk, (where[TargetRole.DATA_1], where[TargetRole.DATA_2], where[TargetRole.DATA_P]),
+                            alt)
             t.recv_task = consumer.task_post_recv_alloc_init(inv.buf_get_by_addr(io_mm, t.slot_addr, m), t)
             t.send_task = producer.task_send_alloc_init(inv.buf_get_by_data(io_mm, t.slot_addr, m), None,
                                                         remote_consumer_id, t)
@@ -513,9 +544,11 @@ class Worker(WorkerThread):
             self._refuse(t, checked.code, checked.reason)
         elif not self._running or self.error is not None:
             self._refuse(t, ErrorCode.BAD_STATE, f"the service cannot serve requests now ({self.error or 'stopped'})")
-        elif self.dead_targets:
-            dead = ", ".join(r.name.lower() for r in sorted(self.dead_targets))
-            self._refuse(t, ErrorCode.CONNECTION_RESET, f"storage target(s) {dead} failed")
+        elif self._sync_health() and checked.kind is IoMessageType.WRITE:
+            self._refuse(t, ErrorCode.NOT_PERMITTED, f"write refused: degraded mode, storage target(s) "
+                                                     f"{self.shared.health.describe()} out")
+        elif len(self.dead_targets) > 1:
+            self._refuse(t, ErrorCode.CONNECTION_RESET, f"storage targets {self.shared.health.describe()} are out")
         else:
             t.request = checked.message
             t.blocks = checked.blocks
@@ -619,7 +652,8 @@ class Worker(WorkerThread):
         if self.dead_targets:
             dead = [r for r in roles if TargetRole(r) in self.dead_targets]
             if dead:
-                t.set_error(ErrorCode.CONNECTION_RESET, f"storage target {_ROLE_NAMES[dead[0]]} failed")
+                t.set_error(ErrorCode.NOT_PERMITTED if kind == _WRITE_TYPE else ErrorCode.CONNECTION_RESET,
+                            f"storage target {_ROLE_NAMES[dead[0]]} is out (degraded mode)")
                 return
         req = t.request
         assert req is not None
@@ -627,7 +661,9 @@ class Worker(WorkerThread):
         h = layout.half
         # target_storage_offset(): (s / B)·H + k·H (s is a multiple of B: checked on arrival)
         storage = (req.storage_offset // layout.block_size + t.block) * h
-        where = t.half_offsets
+        where = t.where
+        if self._io_timeout:
+            t.deadline = time.monotonic() + self._io_timeout
         pack = _IO_MSG.pack_into
         for r in roles:
             pack(t.req_slots[r], 0, kind, t.index, 0, h, where[r], storage)
@@ -640,14 +676,33 @@ class Worker(WorkerThread):
             t.resp_mask |= 1 << r
 
     def _fetch_from_storage(self, t: Transaction) -> None:
-        t.pending &= ~FETCH_FROM_STORAGE
-        t.mode = mode = self.schedule.next_mode()
+        t.pending &= ~(FETCH_FROM_STORAGE | RECOVER)
+        out = self.dead_targets
+        if not out:
+            t.mode = mode = self.schedule.next_mode()
+            t.where, t.data_base = t.half_offsets, t.chunk_base
+        else:
+            # Degraded read: the two survivors (data_p out: a plain read; data_1 / data_2 out: the other
+            # half and the parity, recovered into the alternative places of the chunk).
+            lost = next(iter(out))
+            if len(out) > 1 or (lost is not TargetRole.DATA_P and t.alt_offsets is None):
+                t.set_error(ErrorCode.CONNECTION_RESET, f"storage target(s) {self.shared.health.describe()} out")
+                return
+            self.degraded_reads += 1
+            if lost is TargetRole.DATA_P:
+                t.mode = mode = ReadMode.NORMAL
+                t.where, t.data_base = t.half_offsets, t.chunk_base
+            else:
+                assert t.alt_offsets is not None
+                t.mode = mode = ReadMode.RECOVER_A if lost is TargetRole.DATA_1 else ReadMode.RECOVER_B
+                t.where, t.data_base = t.alt_offsets, t.alt_base
         if mode is not ReadMode.NORMAL:
             t.pending |= RECOVER
         self._send_to_targets(t, _READ_TYPE, _READ_ROLES[mode])
 
     def _commit(self, t: Transaction) -> None:
         t.pending &= ~COMMIT
+        t.where = t.half_offsets
         self._send_to_targets(t, _WRITE_TYPE, _WRITE_ROLES)
 
     def _engine_ready(self, t: Transaction, ctx: d.Ctx | None) -> bool:
@@ -689,7 +744,11 @@ class Worker(WorkerThread):
         if not self._engine_ready(t, ec):
             return
         assert ec is not None
-        survivors, (out_off, out_len) = self._plan(t).recover_spans(t.mode)
+        # BlockPlan.recover_spans(), at the transaction's current places (normal or alternative)
+        h = self.shared.layout.half
+        where = t.where
+        survivors = [(where[r], h) for r in recovery_roles(t.mode)]
+        out_off, out_len = where[TargetRole.DATA_1 if t.mode is ReadMode.RECOVER_A else TargetRole.DATA_2], h
         matrix = self._matrices[t.mode.value]
 
         def make() -> d.Task:
@@ -707,7 +766,7 @@ class Worker(WorkerThread):
         assert comp is not None
         sh = self.shared
         b = sh.layout.block_size
-        base = t.chunk_base
+        base = t.data_base
         assert t.request is not None
         host_offset = t.request.requester_offset + t.block * b  # ChunkLayout.host_offset
         (size,) = _U32.unpack_from(sh.region.buffer, base + COMPRESSED_SIZE_OFFSET)
@@ -828,18 +887,26 @@ class Worker(WorkerThread):
             self._target_failed(TargetRole(r), f"posting a receive failed: {exc}")
 
     def _on_storage_sent(self, task: RdmaTaskSend, t: Transaction, role: Any) -> None:
-        t.send_mask &= ~(1 << int(role))
+        bit = 1 << int(role)
+        if not t.send_mask & bit:
+            return  # written off: its target was taken out meanwhile
+        t.send_mask &= ~bit
         if not t.outstanding and not self._closing:
             self._progress(t)
 
     def _on_storage_send_error(self, task: RdmaTaskSend, t: Transaction, role: Any) -> None:
         r = int(role)
-        t.send_mask &= ~(1 << r)
-        t.resp_mask &= ~(1 << r)  # no response can come for a request that was not sent
-        t.set_error(task.get_status(), f"sending to {TargetRole(r).name.lower()} failed")
+        bit = 1 << r
+        if not t.send_mask & bit:
+            return  # written off: its target was taken out meanwhile
+        # Taking the target out writes this request off too (a read is served again from the others).
         self._target_failed(TargetRole(r), f"a send failed: {task.get_status().name}")
-        if not t.outstanding and not self._closing:
-            self._progress(t)
+        if t.send_mask & bit:  # closing (or the target was already out): fail the transaction
+            t.send_mask &= ~bit
+            t.resp_mask &= ~bit  # no response can come for a request that was not sent
+            t.set_error(task.get_status(), f"sending to {TargetRole(r).name.lower()} failed")
+            if not t.outstanding and not self._closing:
+                self._progress(t)
 
     def _on_storage_response(self, task: RdmaTaskReceive, where: tuple[int, int], _role: Any) -> None:
         if self._closing:
@@ -855,6 +922,9 @@ class Worker(WorkerThread):
         txns = self._txns
         bit = 1 << r
         if not 0 <= ud < len(txns) or not txns[ud].resp_mask & bit:
+            if TargetRole(r) in self.dead_targets:  # a late answer of a target that is out: written off
+                log.debug("%s: ignoring a late response from %s (out)", self.name, _ROLE_NAMES[r])
+                return
             log.warning("%s: ignoring an unexpected response from %s (%d bytes, user_data %d)", self.name,
                         _ROLE_NAMES[r], n, ud)
             return
@@ -872,19 +942,72 @@ class Worker(WorkerThread):
             self._target_failed(TargetRole(where[0]), f"a receive failed: {task.get_status().name}")
 
     def _target_failed(self, role: TargetRole, why: str) -> None:
-        """Target *role* is unusable: fail every transaction waiting for it."""
+        """Target *role* is lost (an RDMA task or context failed)."""
+        self._target_out(role, f"was lost ({why})", ErrorCode.CONNECTION_RESET)
+
+    def _target_out(self, role: TargetRole, why: str, code: ErrorCode) -> None:
+        """Take *role* out for the session (every thread), then write off this worker's requests to it."""
+        if self._closing:
+            return
+        self.shared.health.mark_out(role, why)  # logs the WARNING once per target
+        self._apply_out(role, why, code)
+
+    def _sync_health(self) -> bool:
+        """Apply the targets taken out by other threads; whether any target is out."""
+        health = self.shared.health
+        if health.version != self._health_version:
+            self._health_version = health.version
+            for role in sorted(health.out - self.dead_targets):
+                self._apply_out(role, health.reasons.get(role, "is out"), ErrorCode.CONNECTION_RESET)
+        return bool(self.dead_targets)
+
+    def _apply_out(self, role: TargetRole, why: str, code: ErrorCode) -> None:
+        """Nothing is sent to *role* any more; requests of it still unanswered are written off: a read
+        fetches its block again from the two others (degraded), anything else is answered with *code*.
+
+        A stalled target may still RDMA-write its late answer into the transaction's chunk, at the
+        normal place of its half; degraded reads never use that place (see :attr:`Transaction.alt_offsets`,
+        and data_p's place is unused by plain reads), writes are refused, and the target is never used
+        again: so the chunk stays safe to reuse at once."""
         if self._closing or role in self.dead_targets:
             return
         self.dead_targets.add(role)
-        log.error("%s: storage target %s failed (%s); requests that need it are answered with an error",
-                  self.name, role.name.lower(), why)
+        log.info("%s: storage target %s is out; %s", self.name, role_name(role),
+                 "serving reads from the two others" if len(self.dead_targets) == 1 else "failing every IO")
         bit = 1 << int(role)
+        readable = len(self.dead_targets) == 1
         for t in self._txns:
-            if t.resp_mask & bit and not t.send_mask & bit:
-                t.resp_mask &= ~bit
-                t.set_error(ErrorCode.CONNECTION_RESET, f"storage target {role.name.lower()} failed")
-                if not t.outstanding:
-                    self._progress(t)
+            if not (t.send_mask | t.resp_mask) & bit:
+                continue
+            t.send_mask &= ~bit
+            t.resp_mask &= ~bit
+            if t.actions == READ_ACTIONS and readable and t.error == _SUCCESS:
+                t.pending = (t.pending | FETCH_FROM_STORAGE) & ~RECOVER  # this block again, degraded
+            else:
+                text = f"storage target {role_name(role)} {why}"
+                self._warn_io(t, code, text)
+                t.set_error(code, text)
+            if not t.outstanding:
+                self._progress(t)
+
+    def _check_deadlines(self, now: float) -> None:
+        """Take out the target with the most requests past ``--target-io-timeout`` (one per scan: a
+        target that is merely slow behind a stalled one gets a new window, not the blame)."""
+        late = [t for t in self._txns if (t.send_mask | t.resp_mask) and t.deadline <= now]
+        if not late:
+            return
+        counts = [sum(1 for t in late if (t.send_mask | t.resp_mask) & (1 << r)) for r in range(3)]
+        r = max(range(3), key=counts.__getitem__)
+        self._target_out(TargetRole(r), f"did not answer an IO request within {self._io_timeout:g} s "
+                                        f"(--target-io-timeout)", ErrorCode.TIME_OUT)
+        for t in late:
+            if (t.send_mask | t.resp_mask) and t.deadline <= now:
+                t.deadline = now + self._io_timeout
+
+    def _warn_io(self, t: Transaction, code: ErrorCode, why: str) -> None:
+        self.io_warnings += 1
+        level = logging.WARNING if self.io_warnings <= _MAX_WARNINGS else logging.DEBUG
+        log.log(level, "%s: answering transaction %d with %s: %s", self.name, t.index, code.name, why)
 
     # ------------------------------------------------------------------ teardown
     def _teardown(self) -> None:

@@ -2,11 +2,11 @@
 
 Every field is one command-line flag: the long flag is the field name with ``_``
 replaced by ``-`` (``block_size`` ↔ ``--block-size``), which is also the key in a
-DOCA ``--json`` file. Field metadata (:func:`flag`) gives the short name, the argp
-type (``string``/``int``/``bool``) and whether the flag may repeat. :mod:`.cli` builds
+DOCA ``--json`` file. Field metadata (`flag`) gives the short name, the argp
+type (``string``/``int``/``bool``) and whether the flag may repeat. `.cli` builds
 the argparse parser from these models, so help, JSON keys and validation never drift.
 
-Validation messages name the flag: :func:`validation_messages` turns a pydantic
+Validation messages name the flag: `validation_messages` turns a pydantic
 ``ValidationError`` into one ``--flag: problem`` line per problem.
 """
 
@@ -32,7 +32,7 @@ MatrixType = Literal["vandermonde", "cauchy"]
 ExecutionStrategy = Literal["read_throughput_test", "write_throughput_test", "read_write_data_validity_test",
                             "read_only_data_validity_test"]
 GENERAL_FIELDS = ("log_level", "sdk_log_level")
-"""Fields of :class:`CommonConfig` (DOCA's "general" flags, not the program's)."""
+"""Fields of `CommonConfig` (DOCA's "general" flags, not the program's)."""
 
 
 def flag(default: Any = ..., *, help: str, kind: FlagKind = "string", short: str | None = None,
@@ -52,7 +52,7 @@ def flag_name(field: str) -> str:
 
 
 def flag_info(model: type[BaseModel], field: str) -> dict[str, Any]:
-    """The :func:`flag` metadata of *field* (kind, multi, short, metavar)."""
+    """The `flag` metadata of *field* (kind, multi, short, metavar)."""
     extra = model.model_fields[field].json_schema_extra
     return dict(extra) if isinstance(extra, dict) else {"kind": "string", "multi": False}
 
@@ -290,12 +290,23 @@ class GgaOffloadConfig(_ServiceConfig):
                                    metavar="TYPE")
     trigger_recovery_read_every_n: int = flag(0, kind="int", help="make every N-th block read a recovery read "
                                                                   "(0 = never)")
+    target_io_timeout: int = flag(5, kind="int",
+                                  help="seconds a storage target may take to answer an IO request before it is "
+                                       "treated as stalled (reads are then served from the two other targets, "
+                                       "writes refused); 0 = no deadline")
 
     @field_validator("trigger_recovery_read_every_n")
     @classmethod
     def _every_n(cls, v: int) -> int:
         if not 0 <= v <= 0xFFFF:
             raise ValueError(f"{v} does not fit in u16 (0-65535)")
+        return v
+
+    @field_validator("target_io_timeout")
+    @classmethod
+    def _target_io_timeout(cls, v: int) -> int:
+        if not 0 <= v <= 3600:
+            raise ValueError(f"{v} must be from 0 (no deadline) to 3600 seconds")
         return v
 
 

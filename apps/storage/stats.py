@@ -37,6 +37,7 @@ class WorkerStats:
     pe_hits: int
     pe_misses: int
     recovery_count: int | None = None
+    degraded_read_count: int | None = None  # gga only: blocks read while a target was out (not in the reference)
 
 
 def format_worker_stats(workers: Sequence[WorkerStats]) -> str:
@@ -46,6 +47,8 @@ def format_worker_stats(workers: Sequence[WorkerStats]) -> str:
         lines += [RULE, f"| Core: {w.core}", f"| Operation count: {w.operation_count}"]
         if w.recovery_count is not None:
             lines.append(f"| Recovery count: {w.recovery_count}")
+        if w.degraded_read_count is not None:
+            lines.append(f"| Degraded read count: {w.degraded_read_count}")
         lines.append(f"| PE hit rate: {format_pe_hit_rate(w.pe_hits, w.pe_misses)}")
     return "\n".join(lines)
 

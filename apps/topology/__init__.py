@@ -59,6 +59,7 @@ class Test:
     strategy: str
     operations: int
     recovery_every_n: int = 0
+    bridge_args: tuple[str, ...] = ()  # extra gga_offload flags (e.g. --target-io-timeout)
 
 
 BRIDGES = ("gga-offload", "zero-copy")
@@ -281,6 +282,7 @@ def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str,
                        "--matrix-type", args.matrix_type, "--control-timeout", "10"]
         if test.recovery_every_n:
             bridge_args += ["--trigger-recovery-read-every-n", str(test.recovery_every_n)]
+        bridge_args += list(test.bridge_args)
         bridge = topo.spawn("gga_offload", "apps.gga_offload", bridge_args, env=bridge_env)
     init_args = ["-d", HOST_DEV, *cpu_args, "--command-channel-name", channel, "--control-timeout", "10",
                  "--execution-strategy", test.strategy, "--storage-plain-content", str(plain),

@@ -141,7 +141,7 @@ class Deployment:
     """Three targets and the gga service in front of them."""
 
     def __init__(self, files: Sequence[Path], *, matrix: str = "vandermonde", every_n: int = 0,
-                 control_timeout: int = 5, cpus: Sequence[int] = (0,)) -> None:
+                 control_timeout: int = 5, cpus: Sequence[int] = (0,), extra: Sequence[str] = ()) -> None:
         self.name = f"gga-test-{uuid.uuid4().hex[:12]}"
         self.targets: list[Proc] = []
         self.service: Proc | None = None
@@ -157,7 +157,8 @@ class Deployment:
                                 "--data-2-storage", f"127.0.0.1:{ports[1]}",
                                 "--data-p-storage", f"127.0.0.1:{ports[2]}",
                                 "--matrix-type", matrix, "--trigger-recovery-read-every-n", str(every_n),
-                                "--command-channel-name", self.name, "--control-timeout", str(control_timeout))
+                                "--command-channel-name", self.name, "--control-timeout", str(control_timeout),
+                                *extra)
         except BaseException:
             self.kill()
             raise

@@ -130,19 +130,60 @@ def test_reads_recovery_malformed_and_write(sbc_files: Callable[[str], Files], p
     _session(sbc_files(matrix), plain, every_n)
 
 
-def test_target_killed_ends_the_service(sbc_files: Callable[[str], Files]) -> None:
-    dep = Deployment(sbc_files("vandermonde")[1], control_timeout=2)
+ROLES = ("data_1", "data_2", "data_p")
+
+
+def _degraded_session(dep: Deployment, plain: bytes, lose: Callable[[], None], role: str) -> None:
+    """Reads before and after *lose* (a target dies or stalls) are byte exact; a write is refused;
+    the session still ends cleanly and the statistics count the degraded reads."""
     ini: TestInitiator | None = None
     try:
         ini = TestInitiator(dep.name)
-        ini.setup(transactions=2)
+        ini.setup(transactions=4)
         assert [r.result for r in ini.run([IoMessage(R, 0, 0, B, 0, 0)])] == [0]
-        dep.targets[1].kill()
-        assert dep.svc.wait(DEADLINE) == 1, dep.svc.output
-        assert "EXCEPTION: storage target data_2" in dep.svc.stderr, dep.svc.output
+        lose()
+        for first in (100, 200):  # twice: what was in flight when it failed, then steady degraded reads
+            assert [r.result for r in _read_all(ini, first)] == [0] * BLOCKS
+            assert bytes(ini.region) == plain
+        ini.region[:B] = plain[:B]
+        (w,) = ini.run([IoMessage(W, 300, 0, B, 0, 2 * B)])
+        assert w.result == ErrorCode.NOT_PERMITTED, w
+        (r,) = ini.run([IoMessage(R, 301, 0, 2 * B, 0, 2 * B)])  # the refused write changed nothing
+        assert r.result == 0 and bytes(ini.region[:2 * B]) == plain[2 * B:4 * B]
+        ini.finish()
+        ini.close()
+        ini = None
+        assert dep.svc.wait() == 0, dep.svc.output
+        err = dep.svc.output  # the log goes to stdout
+        assert f"storage target {role} " in err and "entering degraded mode" in err, dep.svc.output
+        assert "write refused: degraded mode" in err, dep.svc.output
+        degraded = int(dep.svc.wait_for(lambda s: s.startswith("| Degraded read count: "), "stats").split()[-1])
+        assert degraded >= BLOCKS + 2, dep.svc.stdout  # at least the second pass and the last read
     finally:
         if ini is not None:
             ini.close()
+        dep.kill()
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_a_killed_target_degrades_reads_and_refuses_writes(sbc_files: Callable[[str], Files], plain: bytes,
+                                                           role: str) -> None:
+    matrix, files = sbc_files("cauchy")
+    dep = Deployment(files, matrix=matrix, every_n=3, control_timeout=3)
+    victim = dep.targets[ROLES.index(role)]
+    _degraded_session(dep, plain, victim.kill, role)
+
+
+def test_a_stalled_target_degrades_reads_after_the_io_deadline(sbc_files: Callable[[str], Files],
+                                                               plain: bytes) -> None:
+    matrix, files = sbc_files("vandermonde")
+    dep = Deployment(files, matrix=matrix, control_timeout=3, extra=("--target-io-timeout", "1"))
+    victim = dep.targets[1]
+    try:
+        _degraded_session(dep, plain, lambda: victim.signal(signal.SIGSTOP), "data_2")
+        assert "did not answer an IO request within 1 s" in dep.svc.output, dep.svc.output
+    finally:
+        victim.signal(signal.SIGCONT)
         dep.kill()
 
 

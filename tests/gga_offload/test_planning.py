@@ -226,3 +226,28 @@ def test_doctests() -> None:
 
     result = doctest.testmod(planning)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_target_io_timeout_flag_is_validated() -> None:
+    base = ["-d", "03:00.0", "-r", "3b:00.0", "--cpu", "0", "--data-1-storage", "127.0.0.1:1",
+            "--data-2-storage", "127.0.0.1:2", "--data-p-storage", "127.0.0.1:3"]
+    assert parse_args(base).target_io_timeout == 5
+    assert parse_args([*base, "--target-io-timeout", "0"]).target_io_timeout == 0
+    for bad in ("-1", "3601", "x"):
+        with pytest.raises(SystemExit):
+            parse_args([*base, "--target-io-timeout", bad])
+    assert "--target-io-timeout" in build_parser().format_help()
+
+
+def test_target_health_logs_entering_degraded_mode_once(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from apps.gga_offload.health import TargetHealth
+
+    h = TargetHealth()
+    with caplog.at_level(logging.WARNING, logger="apps.gga_offload"):
+        assert h.mark_out(TargetRole.DATA_2, "was lost (test)")
+        assert not h.mark_out(TargetRole.DATA_2, "again")
+    assert h.out == {TargetRole.DATA_2} and h.version == 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "storage target data_2 was lost (test): entering degraded mode" in warnings[0]
