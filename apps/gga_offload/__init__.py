@@ -18,14 +18,12 @@ See ``docs/gga-offload.md`` for usage and the differences from the reference.
 
 from __future__ import annotations
 
-import signal
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Sequence
 
 from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
     version_text
+from apps.storage.signals import abort_on_signals
 from apps.storage.config import GgaOffloadConfig
 
 from .planning import RecoverySchedule, check_initiator_request
@@ -54,24 +52,6 @@ def build_parser() -> DocaArgumentParser:
 def parse_args(argv: Sequence[str] | None = None) -> GgaOffloadConfig:
     """Parse and validate a command line (exits with status 1 on errors)."""
     return parse_config(GgaOffloadConfig, build_parser(), argv)
-
-
-@contextmanager
-def abort_on_signals(abort: threading.Event) -> Iterator[threading.Event]:
-    """Make ``SIGINT`` and ``SIGTERM`` set *abort* (main thread only; restored on exit)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield abort
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        abort.set()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield abort
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 def _print(text: str) -> None:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import doca_py as d
-from doca_py.comch import ComchConnection, ComchServer
+from doca_py.comch import ComchConnection
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import AccessFlag
 
