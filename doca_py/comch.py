@@ -43,7 +43,6 @@ the task. The producer's error callback reports fatal errors only.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
@@ -53,6 +52,7 @@ from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo, DevRep
 from .errors import DocaInvalidValue, DocaUsageError
+from .types import NamedIntEnum
 from .mmap import Mmap
 
 __all__ = [
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 
-class ComchCounter(enum.IntEnum):
+class ComchCounter(NamedIntEnum):
     """``enum doca_comch_counter`` (read with [`ComchConnection.get_counter`][doca_py.comch.ComchConnection.get_counter])."""
 
     SENT_MESSAGES = 1

@@ -17,7 +17,6 @@ emulated backend is bit-compatible with ISA-L's ``gf_gen_rs_matrix``
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
@@ -28,12 +27,13 @@ from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo
 from .errors import DocaInvalidValue
+from .types import NamedIntEnum
 
 __all__ = ["Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
            "EcHandle", "EcBackend"]
 
 
-class EcMatrixType(enum.IntEnum):
+class EcMatrixType(NamedIntEnum):
     """``enum doca_ec_matrix_type``."""
 
     CAUCHY = 1

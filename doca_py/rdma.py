@@ -30,7 +30,6 @@ an integer, passed through unchanged.
 
 from __future__ import annotations
 
-import enum
 import ipaddress
 from collections.abc import Callable
 from typing import Any, Protocol, cast
@@ -42,7 +41,7 @@ from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo
 from .errors import DocaInvalidValue, DocaUsageError
-from .types import AccessFlag, MtuSize
+from .types import AccessFlag, MtuSize, NamedIntEnum
 
 __all__ = [
     "Rdma", "RdmaConnection", "RdmaAddr", "RdmaTransportType", "RdmaAddrType", "RdmaOpcode",
@@ -52,7 +51,7 @@ __all__ = [
 ]
 
 
-class RdmaTransportType(enum.IntEnum):
+class RdmaTransportType(NamedIntEnum):
     """``enum doca_rdma_transport_type``."""
 
     RC = 0
@@ -61,7 +60,7 @@ class RdmaTransportType(enum.IntEnum):
     """``DOCA_RDMA_TRANSPORT_TYPE_DC``."""
 
 
-class RdmaAddrType(enum.IntEnum):
+class RdmaAddrType(NamedIntEnum):
     """``enum doca_rdma_addr_type`` (RDMA-CM addresses)."""
 
     IPv4 = 0
@@ -72,7 +71,7 @@ class RdmaAddrType(enum.IntEnum):
     """``DOCA_RDMA_ADDR_TYPE_GID``."""
 
 
-class RdmaOpcode(enum.IntEnum):
+class RdmaOpcode(NamedIntEnum):
     """``enum doca_rdma_opcode``: what filled a receive task."""
 
     RECV_SEND = 0
