@@ -18,11 +18,10 @@ See ``docs/gga-offload.md`` for usage and the differences from the reference.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
-from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
-    version_text
+from apps.storage.app_main import print_config, run_app
+from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config
 from apps.storage.signals import abort_on_signals
 from apps.storage.config import GgaOffloadConfig
 
@@ -54,37 +53,23 @@ def parse_args(argv: Sequence[str] | None = None) -> GgaOffloadConfig:
     return parse_config(GgaOffloadConfig, build_parser(), argv)
 
 
-def _print(text: str) -> None:
-    print(text, flush=True)
-
-
 def _print_config(config: GgaOffloadConfig) -> None:
-    _print("Configuration: {")
-    _print(f"\tdevice : \"{config.device}\",")
-    _print(f"\trepresentor : \"{config.representor}\",")
-    _print(f"\tcpu : [{', '.join(str(c) for c in config.cpu)}],")
-    _print(f"\tdata-1-storage : \"{config.data_1_storage}\",")
-    _print(f"\tdata-2-storage : \"{config.data_2_storage}\",")
-    _print(f"\tdata-p-storage : \"{config.data_p_storage}\",")
-    _print(f"\tmatrix-type : \"{config.matrix_type}\",")
-    _print(f"\tcommand-channel-name : \"{config.command_channel_name}\",")
-    _print(f"\tcontrol-timeout : {config.control_timeout},")
-    _print(f"\ttrigger-recovery-read-every-n : {config.trigger_recovery_read_every_n},")
-    _print(f"\ttarget-io-timeout : {config.target_io_timeout}")
-    _print("}")
+    print_config("Configuration", [
+        ("device", f"\"{config.device}\""),
+        ("representor", f"\"{config.representor}\""),
+        ("cpu", f"[{', '.join(str(c) for c in config.cpu)}]"),
+        ("data-1-storage", f"\"{config.data_1_storage}\""),
+        ("data-2-storage", f"\"{config.data_2_storage}\""),
+        ("data-p-storage", f"\"{config.data_p_storage}\""),
+        ("matrix-type", f"\"{config.matrix_type}\""),
+        ("command-channel-name", f"\"{config.command_channel_name}\""),
+        ("control-timeout", f"{config.control_timeout}"),
+        ("trigger-recovery-read-every-n", f"{config.trigger_recovery_read_every_n}"),
+        ("target-io-timeout", f"{config.target_io_timeout}"),
+    ])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 after the initiator's ``shutdown_request``, 1 on any failure or Ctrl-C."""
-    config = parse_args(argv)
-    setup_logging(config)
-    abort = threading.Event()
-
-    def run() -> int:
-        _print(version_text(APP_NAME))
-        _print(f"\tWrite flow supported: {'yes' if WRITE_FLOW_SUPPORTED else 'no'}")
-        _print_config(config)
-        return run_service(config, abort, _print)
-
-    with abort_on_signals(abort):
-        return run_main(run)
+    return run_app(parse_args(argv), APP_NAME,
+                   (f"\tWrite flow supported: {'yes' if WRITE_FLOW_SUPPORTED else 'no'}",), _print_config, run_service)

@@ -28,7 +28,7 @@ import logging
 import select
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import doca_py as d
@@ -36,18 +36,21 @@ from doca_py.comch import ComchConnection
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import AccessFlag
 
-from apps.storage.addressing import ChunkLayout, TargetRole, doubled_storage_details, doubled_transaction_count, \
-    merge_target_details
+from apps.storage.addressing import ChunkLayout, TargetRole, doubled_storage_details, merge_target_details
 from apps.storage.channel import ControlChannel, TcpTransport, connect_tcp
 from apps.storage.comch_channel import ComchTransport, listen_comch_server
 from apps.storage.config import GgaOffloadConfig, Ipv4Endpoint
 from apps.storage.control import (
     ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, PhaseChecker, RdmaConnection,
-    RdmaConnectionRole, StorageDetails, error_response_for_exception, make_response, unexpected_message_text,
+    RdmaConnectionRole, StorageDetails, make_response, unexpected_message_text,
 )
 from apps.storage.device import open_device
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
-from apps.storage.stats import WorkerStats, format_worker_stats
+from apps.storage.service_control import (
+    ABORT_DRAIN_TIMEOUT, ABORTED_TEXT, DRAIN_TIMEOUT, TICK, BridgeControl, Printer, TargetFailure,
+    open_host_representor, serve_session,
+)
+from apps.storage.stats import WorkerStats
 
 from .health import TargetHealth
 from .planning import check_target_geometry
@@ -57,19 +60,10 @@ __all__ = ["GgaService", "run_service", "ABORTED_TEXT", "TargetLink", "DRAIN_TIM
 
 log = logging.getLogger("apps.gga_offload")
 
-Printer = Callable[[str], None]
-ABORTED_TEXT = "Aborted: User requested abort"
-DRAIN_TIMEOUT = 5.0
-"""Seconds ``stop_storage_request`` lets in-flight transactions finish."""
-ABORT_DRAIN_TIMEOUT = 0.3
-_TICK = 0.05
+_TICK = TICK
 REGION_PERMISSIONS = (AccessFlag.LOCAL_READ_WRITE | AccessFlag.PCI_READ_WRITE | AccessFlag.RDMA_READ
                       | AccessFlag.RDMA_WRITE)
 M = MessageType
-
-
-def _aborted() -> StorageAppError:
-    return StorageAppError(ErrorCode.CONNECTION_ABORTED, ABORTED_TEXT)
 
 
 @dataclass
@@ -86,13 +80,11 @@ class TargetLink:
         return f"{self.role.name.lower()} ({self.endpoint})"
 
 
-class TargetFailure(StorageAppError):
-    """A target closed its control connection or broke the protocol: the service must end."""
-
-
 @dataclass
-class GgaService:
+class GgaService(BridgeControl[Worker]):
     """One initiator's session (runs on the control thread)."""
+
+    log = log
 
     config: GgaOffloadConfig
     dev: d.Dev
@@ -113,16 +105,6 @@ class GgaService:
     _reported_worker_errors: set[int] = field(default_factory=set)
     health: TargetHealth = field(default_factory=TargetHealth)
     data_path_started: bool = False
-
-    @property
-    def timeout(self) -> float:
-        """``--control-timeout`` in seconds (bounds every wait for the targets)."""
-        return float(self.config.control_timeout)
-
-    # ------------------------------------------------------------------ waiting
-    def _check_abort(self) -> None:
-        if self.abort.is_set():
-            raise _aborted()
 
     def may_degrade(self, link: TargetLink) -> bool:
         """Whether losing *link* leaves a degraded service (the data path runs and the two
@@ -154,26 +136,6 @@ class GgaService:
                 continue
             if msg is not None:
                 log.warning("ignoring an unsolicited %s from storage target %s", msg, link.name)
-
-    def _watch_workers(self) -> None:
-        for w in self.workers:
-            if w.error is not None and w.index not in self._reported_worker_errors:
-                self._reported_worker_errors.add(w.index)
-                log.error("%s reported: %s", w.name, w.error)
-
-    def next_client_message(self) -> ControlMessage:
-        """The initiator's next control message, watching the targets and workers meanwhile."""
-        while True:
-            self._check_abort()
-            self._watch_targets()
-            self._watch_workers()
-            try:
-                msg = self.client.poll(_TICK)
-            except PeerClosedError:
-                raise StorageAppError(ErrorCode.CONNECTION_RESET, "the initiator closed the comch connection") \
-                    from None
-            if msg is not None:
-                return msg
 
     def relay(self, mtype: MessageType, correlation_id: int, payloads: Sequence[object] | None = None,
               links: Sequence[TargetLink] | None = None) -> list[ControlMessage]:
@@ -260,44 +222,8 @@ class GgaService:
             out.append(resp)
         return out
 
-    # ------------------------------------------------------------------ phase loop
-    def serve(self, out: Printer) -> None:
-        """Answer the initiator until ``shutdown_request`` has been handled."""
-        while not self.phases.done:
-            msg = self.next_client_message()
-            log.debug("received %s", msg)
-            response = self.phases.check(msg)
-            if response is None:
-                response = self.handle(msg)
-            else:
-                log.warning("%s", getattr(response.payload, "message", response))
-            try:
-                self.client.send(response)
-            except StorageAppError as exc:
-                raise StorageAppError(exc.code, f"Failed to answer the initiator: {exc}") from None
-        if self.stats:
-            out(format_worker_stats(self.stats))
-
-    def handle(self, msg: ControlMessage) -> ControlMessage:
-        """The response to an in-order request (an ``error_response`` if it fails)."""
-        handlers: dict[MessageType, Callable[[ControlMessage], ControlMessage]] = {
-            M.QUERY_STORAGE_REQUEST: self._query,
-            M.INIT_STORAGE_REQUEST: self._init,
-            M.START_STORAGE_REQUEST: self._start,
-            M.STOP_STORAGE_REQUEST: self._stop,
-            M.SHUTDOWN_REQUEST: self._shutdown,
-        }
-        try:
-            return handlers[msg.type](msg)
-        except TargetFailure:
-            raise
-        except (StorageAppError, DocaError, ValueError) as exc:
-            if self.abort.is_set():
-                raise _aborted() from None
-            log.error("%s failed: %s", msg.type.wire_name, exc)
-            if isinstance(exc, ValueError):
-                return error_response_for_exception(msg, StorageAppError(ErrorCode.INVALID_VALUE, str(exc)))
-            return error_response_for_exception(msg, exc)
+    def relay_simple(self, mtype: MessageType, correlation_id: int) -> None:
+        self.relay(mtype, correlation_id)
 
     # ------------------------------------------------------------------ handlers
     def _query(self, msg: ControlMessage) -> ControlMessage:
@@ -315,17 +241,8 @@ class GgaService:
         return make_response(msg, doubled)
 
     def _init(self, msg: ControlMessage) -> ControlMessage:
-        p = msg.payload
-        assert isinstance(p, InitStorage)
-        if self.target_details is None:
-            raise StorageAppError(ErrorCode.BAD_STATE, "init_storage_request before a successful query")
-        cpus = self.config.cpu
-        if not 0 < p.core_count <= len(cpus):
-            raise StorageAppError(ErrorCode.INVALID_VALUE, f"Requested storage to use {p.core_count} cores but "
-                                                           f"only {len(cpus)} are configured")
-        if p.transaction_count == 0:
-            raise StorageAppError(ErrorCode.INVALID_VALUE, "transaction_count must not be 0")
-        n = doubled_transaction_count(p.transaction_count)
+        p, n = self._init_request(msg, self.target_details is not None)
+        assert self.target_details is not None
         b = self.target_details.block_size * 2
         layout = ChunkLayout(block_size=b, transactions_per_worker=n, write_flow=self.write_flow)
         size = layout.region_size(p.core_count)
@@ -348,20 +265,10 @@ class GgaService:
                                  host_size, layout, 2 * self.target_details.total_size, self.config.matrix_type,
                                  self.config.trigger_recovery_read_every_n, float(self.config.target_io_timeout),
                                  self.health)
-        for i in range(p.core_count):
-            w = Worker(i, cpus[i], shared, self.abort)
-            self.workers.append(w)
-            w.start()
-            for role in (RdmaConnectionRole.IO_DATA, RdmaConnectionRole.IO_CONTROL):
-                self._connect_rdma(w, role, msg.correlation_id)
+        self._start_workers(lambda i, cpu: Worker(i, cpu, shared, self.abort), p.core_count, msg.correlation_id)
         log.info("initialised %d worker(s), %d transactions each, region of %d bytes; host region of %d bytes",
                  p.core_count, n, size, host_size)
         return make_response(msg)
-
-    def live_consumers(self) -> list[int]:
-        """Announced initiator consumers that have not expired, in arrival order."""
-        expired = set(self.comch.expired_consumer_ids)
-        return [c for c in self.comch.remote_consumer_ids if c not in expired]
 
     def _connect_rdma(self, w: Worker, role: RdmaConnectionRole, correlation_id: int) -> None:
         blobs = w.export(role)
@@ -378,73 +285,16 @@ class GgaService:
             peer.append(rp.connection_details)
         w.connect(role, peer)
 
-    def _start(self, msg: ControlMessage) -> ControlMessage:
-        if not self.workers:
-            raise StorageAppError(ErrorCode.BAD_STATE, "start_storage_request before a successful init")
-        self.relay(M.START_STORAGE_REQUEST, msg.correlation_id)
-        deadline = time.monotonic() + self.timeout
-        while len(self.live_consumers()) < len(self.workers) or not all(w.ready for w in self.workers):
-            self._check_abort()
-            self._watch_targets()
-            if self.client.poll(0.0) is not None:
-                raise StorageAppError(ErrorCode.UNEXPECTED, "Received an unexpected control message while waiting "
-                                                            "for the data path to be ready")
-            dead = [w.name for w in self.workers if not w.alive]
-            if dead:
-                raise StorageAppError(ErrorCode.BAD_STATE, f"{', '.join(dead)} stopped")
-            if time.monotonic() >= deadline:
-                waiting = [f"{w.name}: {', '.join(w.not_ready())}" for w in self.workers if not w.ready]
-                have = len(self.live_consumers())
-                raise StorageAppError(ErrorCode.TIME_OUT, f"the data path was not ready within {self.timeout:g} s "
-                                      f"({have} of {len(self.workers)} initiator consumers announced"
-                                      + (f"; not running: {'; '.join(waiting)}" if waiting else "") + ")")
-            self.comch.pump(_TICK / 5)
-        consumers = self.live_consumers()
-        for w, consumer_id in zip(self.workers, consumers):
-            w.start_data_path(consumer_id)
+    def _unexpected_during_start(self, other: ControlMessage) -> str:
+        return "Received an unexpected control message while waiting for the data path to be ready"
+
+    def _data_path_started(self) -> None:
         self.data_path_started = True  # from now on, one lost target degrades the service instead of ending it
-        log.info("data path started on %d worker(s)", len(self.workers))
-        return make_response(msg)
 
-    def _stop(self, msg: ControlMessage) -> ControlMessage:
-        self.relay(M.STOP_STORAGE_REQUEST, msg.correlation_id)
-        self._stop_workers(DRAIN_TIMEOUT)
-        return make_response(msg)
+    def _after_close_workers(self) -> None:
+        self._release_memory()
 
-    def _shutdown(self, msg: ControlMessage) -> ControlMessage:
-        deadline = time.monotonic() + self.timeout
-        while self.live_consumers():
-            self._check_abort()
-            if time.monotonic() >= deadline:
-                log.warning("%d initiator consumer(s) did not expire within %g s; shutting down anyway",
-                            len(self.live_consumers()), self.timeout)
-                break
-            self.comch.pump(_TICK)
-        self.relay(M.SHUTDOWN_REQUEST, msg.correlation_id)
-        self.close_workers()
-        return make_response(msg)
-
-    # ------------------------------------------------------------------ teardown
-    def _stop_workers(self, drain_timeout: float) -> None:
-        for w in self.workers:
-            if not w.alive:
-                continue
-            try:
-                w.stop_data_path(drain_timeout)
-            except StorageAppError as exc:
-                log.error("stopping %s: %s", w.name, exc)
-
-    def close_workers(self, *, failing: bool = False) -> None:
-        """Stop and destroy every worker; keep their statistics. The drain is brief when
-        aborted, at most 1 s when the service is failing, else :data:`DRAIN_TIMEOUT`."""
-        if self.workers:
-            drain = ABORT_DRAIN_TIMEOUT if self.abort.is_set() else \
-                min(1.0, self.timeout) if failing else DRAIN_TIMEOUT
-            self._stop_workers(drain)
-            for w in self.workers:
-                w.destroy()
-            self.stats = [w.stats() for w in self.workers]
-            self.workers = []
+    def release_resources(self) -> None:
         self._release_memory()
 
     def _release_memory(self) -> None:
@@ -474,14 +324,9 @@ def _connect_targets(config: GgaOffloadConfig, abort: threading.Event) -> list[T
 def run_service(config: GgaOffloadConfig, abort: threading.Event, out: Printer = print) -> int:
     """Serve one initiator (§3.7); 0 after ``shutdown_request``, else raise (→ ``EXCEPTION:``)."""
     with open_device(config.device) as dev:
-        try:
-            rep = dev.open_rep_by_pci_addr(config.representor)
-        except DocaError as exc:
-            raise StorageAppError(exc.code, f"no representor with PCI address {config.representor!r} on "
-                                            f"{config.device!r}: {exc}") from None
+        rep = open_host_representor(dev, config.device, config.representor)
         with rep, d.Pe() as pe:
             targets = _connect_targets(config, abort)
-            service: GgaService | None = None
             try:
                 out(f"Connected to the storage targets; waiting for an initiator on comch "
                     f"'{config.command_channel_name}'")
@@ -490,15 +335,7 @@ def run_service(config: GgaOffloadConfig, abort: threading.Event, out: Printer =
                 transport = client.transport
                 assert isinstance(transport, ComchTransport)
                 try:
-                    service = GgaService(config, dev, pe, targets, client, transport, conn, abort)
-                    try:
-                        service.serve(out)
-                    finally:
-                        if service.workers:
-                            service.close_workers(failing=True)
-                            if service.stats:
-                                out(format_worker_stats(service.stats))
-                        service._release_memory()
+                    serve_session(GgaService(config, dev, pe, targets, client, transport, conn, abort), out)
                 finally:
                     client.close()
                     try:

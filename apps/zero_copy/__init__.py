@@ -19,11 +19,10 @@ See ``docs/zero-copy.md`` for usage and the differences from the reference.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
-from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
-    version_text
+from apps.storage.app_main import print_config, run_app
+from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config
 from apps.storage.signals import abort_on_signals
 from apps.storage.config import ZeroCopyConfig
 
@@ -54,31 +53,17 @@ def parse_args(argv: Sequence[str] | None = None) -> ZeroCopyConfig:
     return parse_config(ZeroCopyConfig, build_parser(), argv)
 
 
-def _print(text: str) -> None:
-    print(text, flush=True)
-
-
 def _print_config(config: ZeroCopyConfig) -> None:
-    _print("zero_copy_app_configuration: {")
-    _print(f"\tcpu_set : [{', '.join(str(c) for c in config.cpu)}],")
-    _print(f"\tdevice : \"{config.device}\",")
-    _print(f"\trepresentor : \"{config.representor}\",")
-    _print(f"\tcommand_channel_name : \"{config.command_channel_name}\",")
-    _print(f"\tcontrol_timeout : {config.control_timeout},")
-    _print(f"\tstorage_server : {config.storage_server}")
-    _print("}")
+    print_config("zero_copy_app_configuration", [
+        ("cpu_set", f"[{', '.join(str(c) for c in config.cpu)}]"),
+        ("device", f"\"{config.device}\""),
+        ("representor", f"\"{config.representor}\""),
+        ("command_channel_name", f"\"{config.command_channel_name}\""),
+        ("control_timeout", f"{config.control_timeout}"),
+        ("storage_server", f"{config.storage_server}"),
+    ])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 after the initiator's ``shutdown_request``, 1 on any failure or Ctrl-C."""
-    config = parse_args(argv)
-    setup_logging(config)
-    abort = threading.Event()
-
-    def run() -> int:
-        _print(version_text(APP_NAME))
-        _print_config(config)
-        return run_service(config, abort, _print)
-
-    with abort_on_signals(abort):
-        return run_main(run)
+    return run_app(parse_args(argv), APP_NAME, (), _print_config, run_service)

@@ -46,18 +46,21 @@ import doca_py as d
 from doca_py.comch import ComchConnection, ComchServer
 from doca_py.errors import DocaAlreadyExist, DocaError, ErrorCode
 
-from apps.storage.addressing import doubled_transaction_count
 from apps.storage.channel import ControlChannel, TcpTransport
 from apps.storage.comch_channel import CONNECT_POLL_INTERVAL, ComchTransport
 from apps.storage.config import Ipv4Endpoint, ZeroCopyConfig
 from apps.storage.control import (
     HEADER_SIZE, ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, Payload, PhaseChecker,
-    RdmaConnection, RdmaConnectionRole, StorageDetails, error_response_for_exception, make_response,
+    RdmaConnection, RdmaConnectionRole, StorageDetails, make_response,
     unexpected_message_text,
 )
 from apps.storage.device import open_device
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
-from apps.storage.stats import WorkerStats, format_worker_stats
+from apps.storage.service_control import (
+    ABORT_DRAIN_TIMEOUT, ABORTED_TEXT, DRAIN_TIMEOUT, TICK, BridgeControl, Printer, TargetFailure, aborted,
+    open_host_representor, serve_session,
+)
+from apps.storage.stats import WorkerStats
 
 from .worker import SharedResources, Worker
 
@@ -66,26 +69,12 @@ __all__ = ["ZeroCopyService", "TargetLink", "TargetFailure", "run_service", "con
 
 log = logging.getLogger("apps.zero_copy")
 
-Printer = Callable[[str], None]
-ABORTED_TEXT = "Aborted: User requested abort"
-DRAIN_TIMEOUT = 5.0
-"""Seconds ``stop_storage_request`` lets the requests in flight be answered."""
-ABORT_DRAIN_TIMEOUT = 0.3
 RETRY_INTERVAL = 0.1
 """Seconds between connection attempts to the target (the reference's 100 ms)."""
-_TICK = 0.05
+_TICK = TICK
 _RETRY_ERRNOS = {errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.ENOTCONN, errno.ETIMEDOUT,
                  errno.EHOSTUNREACH, errno.ENETUNREACH}
 M = MessageType
-
-
-def _aborted(what: str = "") -> StorageAppError:
-    return StorageAppError(ErrorCode.CONNECTION_ABORTED, ABORTED_TEXT + (f" ({what})" if what else ""))
-
-
-class TargetFailure(StorageAppError):
-    """The target closed its control connection, broke the protocol or did not answer in
-    time: the bridge must end."""
 
 
 class _TargetClosed(Exception):
@@ -104,7 +93,7 @@ def connect_target(endpoint: Ipv4Endpoint, should_abort: Callable[[], bool],
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         if should_abort():
-            raise _aborted("while connecting to the storage target")
+            raise aborted("while connecting to the storage target")
         if deadline is not None and time.monotonic() >= deadline:
             raise StorageAppError(ErrorCode.TIME_OUT, f"Unable to connect to {endpoint} within {timeout:g} s")
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -113,7 +102,7 @@ def connect_target(endpoint: Ipv4Endpoint, should_abort: Callable[[], bool],
             err = sock.connect_ex((endpoint.host, endpoint.port))
             while err in (errno.EINPROGRESS, errno.EALREADY, errno.EWOULDBLOCK):
                 if should_abort():
-                    raise _aborted("while connecting to the storage target")
+                    raise aborted("while connecting to the storage target")
                 if deadline is not None and time.monotonic() >= deadline:
                     err = errno.ETIMEDOUT
                     break
@@ -135,7 +124,7 @@ def connect_target(endpoint: Ipv4Endpoint, should_abort: Callable[[], bool],
         retry_at = time.monotonic() + retry_interval
         while (left := retry_at - time.monotonic()) > 0:
             if should_abort():
-                raise _aborted("while connecting to the storage target")
+                raise aborted("while connecting to the storage target")
             if idle is not None:
                 idle()
             select.select([], [], [], min(left, _TICK))
@@ -203,8 +192,13 @@ def open_comch_server(dev: d.Dev, rep: d.DevRep, name: str, pe: d.Pe) -> tuple[C
 
 
 @dataclass
-class ZeroCopyService:
+class ZeroCopyService(BridgeControl[Worker]):
     """One initiator's session (runs on the control thread)."""
+
+    log = log
+    tell_client_on_target_failure = True
+    initiator_close_ends = True
+    start_timeout_code = ErrorCode.INITIALIZATION
 
     config: ZeroCopyConfig
     dev: d.Dev
@@ -221,18 +215,11 @@ class ZeroCopyService:
     host: d.Mmap | None = None
     _reported_worker_errors: set[int] = field(default_factory=set)
 
-    @property
-    def timeout(self) -> float:
-        """``--control-timeout`` in seconds (bounds every wait for the target and the data path)."""
-        return float(self.config.control_timeout)
-
-    # ------------------------------------------------------------------ waiting
-    def _check_abort(self) -> None:
-        if self.abort.is_set():
-            raise _aborted()
-
     def _pump_comch(self) -> None:
         self.comch.progress()
+
+    def _watch_targets(self) -> None:
+        self.watch_target()
 
     def _target_closed(self) -> TargetFailure:
         return TargetFailure(ErrorCode.CONNECTION_RESET, f"{self.target.name} closed its control connection")
@@ -253,26 +240,6 @@ class ZeroCopyService:
             raise TargetFailure(exc.code, f"{self.target.name}: {exc}") from None
         if msg is not None:
             log.warning("ignoring an unsolicited %s from %s", msg, self.target.name)
-
-    def _watch_workers(self) -> None:
-        for w in self.workers:
-            if w.error is not None and w.index not in self._reported_worker_errors:
-                self._reported_worker_errors.add(w.index)
-                log.error("%s reported: %s", w.name, w.error)
-
-    def next_client_message(self) -> ControlMessage:
-        """The initiator's next control message, watching the target and the workers meanwhile."""
-        while True:
-            self._check_abort()
-            self.watch_target()
-            self._watch_workers()
-            try:
-                msg = self.client.poll(_TICK)
-            except PeerClosedError:
-                raise StorageAppError(ErrorCode.CONNECTION_RESET, "the initiator closed the comch connection") \
-                    from None
-            if msg is not None:
-                return msg
 
     def _await_target(self, request: ControlMessage) -> ControlMessage:
         deadline = time.monotonic() + self.timeout
@@ -337,59 +304,8 @@ class ZeroCopyService:
             raise StorageAppError(ErrorCode.UNEXPECTED, unexpected_message_text(resp.type, mtype.response_type))
         return resp
 
-    # ------------------------------------------------------------------ phase loop
-    def serve(self, out: Printer) -> None:
-        """Answer the initiator until ``shutdown_request`` has been handled; then print the
-        statistics."""
-        while not self.phases.done:
-            msg = self.next_client_message()
-            log.debug("received %s", msg)
-            response = self.phases.check(msg)
-            if response is None:
-                try:
-                    response = self.handle(msg)
-                except TargetFailure as exc:
-                    self._tell_client(error_response_for_exception(msg, exc))
-                    raise
-            else:
-                log.warning("%s", getattr(response.payload, "message", response))
-            try:
-                self.client.send(response)
-            except StorageAppError as exc:
-                raise StorageAppError(exc.code, f"Failed to answer the initiator: {exc}") from None
-        if self.stats:
-            out(format_worker_stats(self.stats))
-
-    def _tell_client(self, response: ControlMessage) -> None:
-        """Best effort: the initiator learns why the bridge is ending."""
-        try:
-            self.client.send(response)
-            self.comch.flush(0.5)
-        except (StorageAppError, DocaError) as exc:
-            log.debug("could not answer the initiator: %s", exc)
-
-    def handle(self, msg: ControlMessage) -> ControlMessage:
-        """The response to an in-order request (an ``error_response`` if it fails)."""
-        handlers: dict[MessageType, Callable[[ControlMessage], ControlMessage]] = {
-            M.QUERY_STORAGE_REQUEST: self._query,
-            M.INIT_STORAGE_REQUEST: self._init,
-            M.START_STORAGE_REQUEST: self._start,
-            M.STOP_STORAGE_REQUEST: self._stop,
-            M.SHUTDOWN_REQUEST: self._shutdown,
-        }
-        try:
-            return handlers[msg.type](msg)
-        except TargetFailure:
-            raise
-        except PeerClosedError:
-            raise StorageAppError(ErrorCode.CONNECTION_RESET, "the initiator closed the comch connection") from None
-        except (StorageAppError, DocaError, ValueError) as exc:
-            if self.abort.is_set():
-                raise _aborted() from None
-            log.error("%s failed: %s", msg.type.wire_name, exc)
-            if isinstance(exc, ValueError):
-                return error_response_for_exception(msg, StorageAppError(ErrorCode.INVALID_VALUE, str(exc)))
-            return error_response_for_exception(msg, exc)
+    def relay_simple(self, mtype: MessageType, correlation_id: int) -> None:
+        self.relay(mtype, correlation_id)
 
     # ------------------------------------------------------------------ handlers
     def _query(self, msg: ControlMessage) -> ControlMessage:
@@ -404,17 +320,8 @@ class ZeroCopyService:
         return make_response(msg, p)  # unchanged: nothing is doubled (§11.4.2)
 
     def _init(self, msg: ControlMessage) -> ControlMessage:
-        p = msg.payload
-        assert isinstance(p, InitStorage)
-        if self.details is None:
-            raise StorageAppError(ErrorCode.BAD_STATE, "init_storage_request before a successful query")
-        cpus = self.config.cpu
-        if not 0 < p.core_count <= len(cpus):
-            raise StorageAppError(ErrorCode.INVALID_VALUE, f"Requested storage to use {p.core_count} cores but "
-                                                           f"only {len(cpus)} are configured")
-        if p.transaction_count == 0:
-            raise StorageAppError(ErrorCode.INVALID_VALUE, "transaction_count must not be 0")
-        n = doubled_transaction_count(p.transaction_count)
+        p, n = self._init_request(msg, self.details is not None)
+        assert self.details is not None
         self._release_host()
         try:
             self.host = host = d.Mmap.create_from_export(p.mmap_export_blob, self.dev)
@@ -428,12 +335,7 @@ class ZeroCopyService:
             raise StorageAppError(exc.code, f"Failed to re-export host mmap for rdma: {exc}") from None
         self.relay(M.INIT_STORAGE_REQUEST, msg.correlation_id, InitStorage(n, p.core_count, rdma_blob))
         shared = SharedResources(self.dev, self.connection, self.details.total_size, host_size, n)
-        for i in range(p.core_count):
-            w = Worker(i, cpus[i], shared, self.abort)
-            self.workers.append(w)
-            w.start()
-            for role in (RdmaConnectionRole.IO_DATA, RdmaConnectionRole.IO_CONTROL):
-                self._connect_rdma(w, role, msg.correlation_id)
+        self._start_workers(lambda i, cpu: Worker(i, cpu, shared, self.abort), p.core_count, msg.correlation_id)
         log.info("initialised %d worker(s) of %d slots; the host region [%#x, +%d) is re-exported to %s",
                  p.core_count, n, host_base, host_size, self.target.name)
         return make_response(msg)
@@ -449,81 +351,14 @@ class ZeroCopyService:
                                                         f"{rp.context_idx} role {int(rp.role)}")
         w.connect(role, rp.connection_details)
 
-    def live_consumers(self) -> list[int]:
-        """Announced initiator consumers that have not expired, in arrival order."""
-        expired = set(self.comch.expired_consumer_ids)
-        return [c for c in self.comch.remote_consumer_ids if c not in expired]
-
-    def _start(self, msg: ControlMessage) -> ControlMessage:
-        if not self.workers:
-            raise StorageAppError(ErrorCode.BAD_STATE, "start_storage_request before a successful init")
-        self.relay(M.START_STORAGE_REQUEST, msg.correlation_id)
-        deadline = time.monotonic() + self.timeout
-        while len(self.live_consumers()) < len(self.workers) or not all(w.ready for w in self.workers):
-            self._check_abort()
-            self.watch_target()
-            other = self.client.poll(0.0)
-            if other is not None:
-                raise StorageAppError(ErrorCode.UNEXPECTED, f"Unexpected {other.type.wire_name} while processing "
-                                                            f"start_storage_request")
-            dead = [w.name for w in self.workers if not w.alive]
-            if dead:
-                raise StorageAppError(ErrorCode.BAD_STATE, f"{', '.join(dead)} stopped")
-            if time.monotonic() >= deadline:
-                waiting = [f"{w.name}: {', '.join(w.not_ready())}" for w in self.workers if not w.ready]
-                raise StorageAppError(ErrorCode.INITIALIZATION,
-                                      f"the data path was not ready within {self.timeout:g} s "
-                                      f"({len(self.live_consumers())} of {len(self.workers)} initiator consumers "
-                                      f"announced" + (f"; not running: {'; '.join(waiting)}" if waiting else "") + ")")
-            self.comch.pump(_TICK / 5)
-        for w, consumer_id in zip(self.workers, self.live_consumers()):
-            w.start_data_path(consumer_id)
-        log.info("data path started on %d worker(s)", len(self.workers))
-        return make_response(msg)
-
-    def _stop(self, msg: ControlMessage) -> ControlMessage:
-        self.relay(M.STOP_STORAGE_REQUEST, msg.correlation_id)
-        self._stop_workers(DRAIN_TIMEOUT)
-        return make_response(msg)
-
-    def _shutdown(self, msg: ControlMessage) -> ControlMessage:
-        deadline = time.monotonic() + self.timeout
-        while self.live_consumers():
-            self._check_abort()
-            if time.monotonic() >= deadline:
-                log.warning("%d initiator consumer(s) did not expire within %g s; shutting down anyway",
-                            len(self.live_consumers()), self.timeout)
-                break
-            self.comch.pump(_TICK)
-        self.relay(M.SHUTDOWN_REQUEST, msg.correlation_id)
-        self.close_workers()
-        return make_response(msg)
-
-    # ------------------------------------------------------------------ teardown
-    def _stop_workers(self, drain_timeout: float) -> None:
+    def _report_closed_workers(self) -> None:
         for w in self.workers:
-            if not w.alive:
-                continue
-            try:
-                w.stop_data_path(drain_timeout)
-            except StorageAppError as exc:
-                log.error("stopping %s: %s", w.name, exc)
+            if w.refused_count or w.target_error_count:
+                log.info("%s: %d request(s) answered by the bridge, %d target error(s) passed on", w.name,
+                         w.refused_count, w.target_error_count)
 
-    def close_workers(self, *, failing: bool = False) -> None:
-        """Stop and destroy every worker; keep their statistics. The drain is brief when
-        aborted, at most 1 s when the bridge is failing, else :data:`DRAIN_TIMEOUT`."""
-        if self.workers:
-            drain = ABORT_DRAIN_TIMEOUT if self.abort.is_set() else \
-                min(1.0, self.timeout) if failing else DRAIN_TIMEOUT
-            self._stop_workers(drain)
-            for w in self.workers:
-                w.destroy()
-            self.stats = [w.stats() for w in self.workers]
-            for w in self.workers:
-                if w.refused_count or w.target_error_count:
-                    log.info("%s: %d request(s) answered by the bridge, %d target error(s) passed on", w.name,
-                             w.refused_count, w.target_error_count)
-            self.workers = []
+    def release_resources(self) -> None:
+        self._release_host()
 
     def _release_host(self) -> None:
         host, self.host = self.host, None
@@ -540,7 +375,7 @@ def _wait_for_client(transport: ComchTransport, target: TargetLink, abort: threa
     keep the target connection alive meanwhile (reconnect if the target drops it)."""
     while transport.connection is None:
         if abort.is_set():
-            raise _aborted("while waiting for the initiator")
+            raise aborted("while waiting for the initiator")
         try:
             target.channel.poll(0.0)
         except PeerClosedError:
@@ -557,11 +392,7 @@ def _wait_for_client(transport: ComchTransport, target: TargetLink, abort: threa
 def run_service(config: ZeroCopyConfig, abort: threading.Event, out: Printer = print) -> int:
     """Serve one initiator (§11.3, §11.4); 0 after ``shutdown_request``, else raise (→ ``EXCEPTION:``)."""
     with open_device(config.device) as dev:
-        try:
-            rep = dev.open_rep_by_pci_addr(config.representor)
-        except DocaError as exc:
-            raise StorageAppError(exc.code, f"no representor with PCI address {config.representor!r} on "
-                                            f"{config.device!r}: {exc}") from None
+        rep = open_host_representor(dev, config.device, config.representor)
         with rep, d.Pe() as pe:
             server, transport = open_comch_server(dev, rep, config.command_channel_name, pe)
             target: TargetLink | None = None
@@ -575,15 +406,7 @@ def run_service(config: ZeroCopyConfig, abort: threading.Event, out: Printer = p
                 conn = _wait_for_client(transport, target, abort, float(config.control_timeout))
                 client = ControlChannel(transport, max_body=transport.max_frame_size - HEADER_SIZE,
                                         name=transport.name)
-                service = ZeroCopyService(config, dev, target, client, transport, conn, abort)
-                try:
-                    service.serve(out)
-                finally:
-                    if service.workers:
-                        service.close_workers(failing=True)
-                        if service.stats:
-                            out(format_worker_stats(service.stats))
-                    service._release_host()
+                serve_session(ZeroCopyService(config, dev, target, client, transport, conn, abort), out)
             finally:
                 if client is not None:
                     client.close()

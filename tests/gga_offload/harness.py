@@ -178,6 +178,11 @@ class TestInitiator:
 
     __test__ = False  # not a pytest class
 
+    #: The permissions of the exported region (a subclass may add RDMA access).
+    region_permissions = A.LOCAL_READ_WRITE | A.PCI_READ_WRITE
+    #: What the tests call the DPU side in wait messages.
+    peer = "service"
+
     def __init__(self, name: str) -> None:
         self.dev = d.Dev.open_by_pci_addr(HOST)
         self.pe = d.Pe()
@@ -229,12 +234,13 @@ class TestInitiator:
 
     def init(self, transactions: int, cores: int = 1) -> None:
         """init_storage_request, then one producer/consumer pair per core, waiting for the
-        service's consumers (core *i* sends to the *i*-th one announced)."""
+        service's consumers (core *i* sends to the *i*-th one announced); the region gets
+        :attr:`region_permissions`."""
         self.transactions = t = transactions
         self.cores = cores
         self.mm = mm = d.Mmap()
         self.region = mm.allocate(self.capacity)
-        mm.set_permissions(A.LOCAL_READ_WRITE | A.PCI_READ_WRITE)
+        mm.set_permissions(self.region_permissions)
         mm.add_dev(self.dev)
         mm.start()
         self.call(M.INIT_STORAGE_REQUEST, InitStorage(t, cores, mm.export_pci(self.dev)))
@@ -259,7 +265,7 @@ class TestInitiator:
             self.producers.append(p)
         self.wait(lambda: len(self.transport.remote_consumer_ids) >= cores
                   and all(x.state == CtxState.RUNNING for x in self.consumers + self.producers),
-                  "the service's consumers")
+                  f"the {self.peer}'s consumers")
         self.remote_consumers = self.transport.remote_consumer_ids[:cores]
         for k, c in enumerate(self.consumers):
             for i in range(2 * t):

@@ -17,13 +17,9 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-import doca_py as d
-from doca_py.comch import ComchConsumer, ComchProducer
 from doca_py.types import AccessFlag as A
-from doca_py.types import CtxState
 
-from apps.storage.control import InitStorage, MessageType
-from apps.storage.io_message import IO_MESSAGE_SIZE
+from apps.storage.control import MessageType
 from tests.gga_offload.harness import DEADLINE, DPU, HOST, Proc, TestInitiator, interrupt, plain_content
 
 __all__ = ["DEADLINE", "DPU", "HOST", "Proc", "Deployment", "ZeroCopyInitiator", "interrupt", "plain_content",
@@ -78,43 +74,4 @@ class ZeroCopyInitiator(TestInitiator):
     __test__ = False
 
     region_permissions = REGION_PERMISSIONS
-
-    def init(self, transactions: int, cores: int = 1) -> None:
-        """init_storage_request, then one producer/consumer pair per core (as the base class,
-        with :attr:`region_permissions` on the exported region)."""
-        self.transactions = t = transactions
-        self.cores = cores
-        self.mm = mm = d.Mmap()
-        self.region = mm.allocate(self.capacity)
-        mm.set_permissions(self.region_permissions)
-        mm.add_dev(self.dev)
-        mm.start()
-        self.call(M.INIT_STORAGE_REQUEST, InitStorage(t, cores, mm.export_pci(self.dev)))
-        self.io_mm = io_mm = d.Mmap()
-        self.io_mem = io_mm.allocate(3 * t * cores * IO_MESSAGE_SIZE)
-        io_mm.set_permissions(A.LOCAL_READ_WRITE | A.PCI_READ_WRITE)
-        io_mm.add_dev(self.dev)
-        io_mm.start()
-        self.io_base = io_mm.get_memrange()[0]
-        self.inv = d.BufInventory(8 * t * cores + 8)
-        conn = self.client.get_connection()
-        for _ in range(cores):
-            c = ComchConsumer(conn, io_mm)
-            self.pe.connect_ctx(c)
-            c.task_post_recv_set_conf(self._on_recv, self._on_recv_error, 2 * t)
-            p = ComchProducer(conn)
-            self.pe.connect_ctx(p)
-            p.task_send_set_conf(self._on_sent, self._on_send_error, t)
-            c.start()
-            p.start()
-            self.consumers.append(c)
-            self.producers.append(p)
-        self.wait(lambda: len(self.transport.remote_consumer_ids) >= cores
-                  and all(x.state == CtxState.RUNNING for x in self.consumers + self.producers),
-                  "the bridge's consumers")
-        self.remote_consumers = self.transport.remote_consumer_ids[:cores]
-        for k, c in enumerate(self.consumers):
-            for i in range(2 * t):
-                slot = k * 2 * t + i
-                b = self.inv.buf_get_by_addr(io_mm, self.io_base + slot * IO_MESSAGE_SIZE, IO_MESSAGE_SIZE)
-                c.task_post_recv_alloc_init(b, slot).submit()
+    peer = "bridge"
