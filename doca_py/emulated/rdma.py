@@ -1333,9 +1333,15 @@ class EmuRdma(EmuCtx):
             _used_keys.add(peer_key)
         st = Stream(sock, conn_responses(conn), _req_closed(conn))
         with self.lock:
-            if conn.state in (C_BROKEN, C_CLOSED) or self.state not in (_STARTING, _RUNNING):
+            if self.state not in (_STARTING, _RUNNING):
                 sock.close()
-                raise DocaConnectionAborted("the connection was closed while connecting")
+                raise DocaConnectionAborted("the ctx stopped while connecting")
+            if conn.state in (C_BROKEN, C_CLOSED):
+                # The peer accepted, then left before we got here. doca_rdma_connect only moves
+                # the local QP, so it succeeds; the loss is reported by the connection's
+                # callbacks and by its tasks, as it already was.
+                sock.close()
+                return
             conn.req = st
             conn.peer_key = peer_key
             conn.peer_host, conn.peer_pid, conn.peer_perms, conn.peer_rnr = phost, ppid, pperms, prnr / 1000.0
