@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode
 from .buf import EmuBuf, data_views, room, tail_view
-from .ctx import EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
+from .ctx import OFFLOAD, EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
 from .mmap import dev_key
 from ..engines import checksums, deflate, lz4_stream
 
@@ -87,9 +87,6 @@ class EmuCompressTask(EmuSrcDstTask):
         # with htobe32() of the frame's little-endian content checksum.
         return self._checksum("xxh", _xxh32_as_doca)
 
-    def _work_bytes(self) -> int:
-        return self.src.data_len if self.src is not None else 0
-
     def _validate(self) -> None:
         src, dst = self.src, self.dst
         if src is None or dst is None or not src.refcount or not dst.refcount:
@@ -113,6 +110,8 @@ class EmuCompressTask(EmuSrcDstTask):
         assert src is not None and dst is not None
         if not unreachable_ok(self, src, dst):
             return _NOT_PERMITTED
+        if self._offload(src.data_len):
+            return OFFLOAD
         kernel: Kernel = self.pool.kernel  # type: ignore[attr-defined]
         s = data_views(src)[0]
         out = tail_view(dst, room(dst))

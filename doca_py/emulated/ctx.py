@@ -28,7 +28,7 @@ from .pe import SHUFFLED, EmuPe
 
 from .buf import EmuBuf
 
-__all__ = ["EmuCtx", "EmuTask", "EmuSrcDstTask", "TaskPool", "FLUSHED", "complete_task", "pin_bufs", "unpin_bufs", "unreachable_ok"]
+__all__ = ["EmuCtx", "EmuTask", "EmuSrcDstTask", "TaskPool", "FLUSHED", "OFFLOAD", "complete_task", "pin_bufs", "unpin_bufs", "unreachable_ok"]
 
 _IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
 #: Status of a task flushed by ``stop`` (hardware leaves the code unspecified).
@@ -40,6 +40,8 @@ _SUCCESS = 0
 #: so only work that takes longer than that is worth it.
 OFFLOAD_BYTES = 1 << 18
 _UNEXPECTED = int(ErrorCode.UNEXPECTED)
+#: What ``_execute`` returns for work too large for the caller's thread: run it on an engine thread.
+OFFLOAD = -1
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -252,20 +254,25 @@ def _launch_local(task: EmuTask) -> None:
     if task.ctx.state != _RUNNING or strict.FAULTS:
         if _flush_or_fault(task):
             return
-    if task._work_bytes() >= task.offload_bytes:
-        _engine_pool().submit(task._run_offloaded)
-        return
     try:
-        status = task.status = task._execute()
+        status = task._execute()
     except DocaError as exc:
-        status = task.status = exc.code
+        status = exc.code
         task.reason = str(exc)
     except Exception as exc:  # noqa: BLE001 - an engine bug fails its task; it must not strand it in flight
         logger.exception("emulated engine failed")
-        status = task.status = _UNEXPECTED
+        status = _UNEXPECTED
         task.reason = f"emulated engine failed: {exc!r}"
+    if status:
+        if status == OFFLOAD:  # decided by _execute, which knows the size: no extra call per task
+            _engine_pool().submit(task._run_offloaded)
+            return
+        task.status = status
+        complete_task(task)
+        return
+    task.status = 0
     ctx = task.ctx
-    if status or ctx.state != _RUNNING or task.pinned:
+    if ctx.state != _RUNNING or task.pinned:
         complete_task(task)
         return
     # complete_task's success path, inlined: the one completion every engine task takes.
@@ -322,7 +329,7 @@ def unpin_bufs(task: EmuTask) -> None:
 class EmuTask:
     """Base of emulated tasks: submission, status, ownership."""
 
-    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason")
+    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "on_engine")
     offload_bytes = OFFLOAD_BYTES
     #: The task kind of fault injection (:data:`strict.KINDS`); empty: the pool's kind.
     kind = ""
@@ -339,6 +346,7 @@ class EmuTask:
         self.pinned = False
         #: Why the task failed, when the backend knows more than the status code.
         self.reason = ""
+        self.on_engine = False  # running on an engine thread (its _execute must not offload again)
 
     def _execute(self) -> int:
         """Do the work; return the completion status (a ``doca_error_t``)."""
@@ -393,11 +401,8 @@ class EmuTask:
         tasks never get here: their launcher runs this inline.)"""
         _launch_local(self)
 
-    def _work_bytes(self) -> int:
-        """How many bytes the task moves (decides whether it runs on an engine thread)."""
-        return 0
-
     def _run_offloaded(self) -> None:
+        self.on_engine = True
         try:
             self.status = self._execute()
         except DocaError as exc:
@@ -406,7 +411,13 @@ class EmuTask:
         except Exception:  # noqa: BLE001 - a bug must fail the task, not kill the thread silently
             logger.exception("emulated engine failed")
             self.status = _UNEXPECTED
+        finally:
+            self.on_engine = False
         self.ctx.pe.post(complete_task, self)  # type: ignore[union-attr]
+
+    def _offload(self, nbytes: int) -> bool:
+        """For ``_execute``: whether *nbytes* of work should leave the Pe's thread (return :data:`OFFLOAD`)."""
+        return nbytes >= self.offload_bytes and not self.on_engine
 
     def try_submit(self) -> None:
         self._validate()

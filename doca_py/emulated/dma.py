@@ -12,7 +12,7 @@ import ctypes
 from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode
 from .buf import EmuBuf
-from .ctx import EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
+from .ctx import OFFLOAD, EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
 from .mmap import EmuMmap, dev_key
 
 __all__ = ["EmuDma", "EmuDmaTaskMemcpy", "dma_create", "cap_task_memcpy_is_supported",
@@ -72,19 +72,16 @@ class EmuDmaTaskMemcpy(EmuSrcDstTask):
                 return _NOT_PERMITTED
             self.reached_src, self.reached_dst = sm, dm
         # Fast path: two started local maps (bounds and write permission precomputed).
-        if sm.fast and dm.fast and dm.writable and sm.addr <= s and s + n <= sm.hi and dm.addr <= d and d + n <= dm.hi:
-            if n <= _SMALL:
-                so, do = s - sm.addr, d - dm.addr
-                dm.mv[do:do + n] = sm.mv[so:so + n]  # type: ignore[index]
-            else:
-                _memmove(d, s, n)  # releases the GIL for big copies
+        if n <= _SMALL and sm.fast and dm.fast and dm.writable and sm.addr <= s and s + n <= sm.hi \
+                and dm.addr <= d and d + n <= dm.hi:
+            so, do = s - sm.addr, d - dm.addr
+            dm.mv[do:do + n] = sm.mv[so:so + n]  # type: ignore[index]
+        elif self._offload(n):
+            return OFFLOAD
         else:
-            _memmove(dm.ptr(d, n, True), sm.ptr(s, n, False), n)
+            _memmove(dm.ptr(d, n, True), sm.ptr(s, n, False), n)  # releases the GIL for big copies
         dst.data_len += n
         return 0
-
-    def _work_bytes(self) -> int:
-        return self.src.data_len if self.src is not None else 0
 
 
 class EmuDma(EmuCtx):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..abc import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotPermitted, ErrorCode
 from .buf import EmuBuf, data_views, room, tail_view
-from .ctx import EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
+from .ctx import OFFLOAD, EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
 from ..engines import ec as kernels
 from ..engines import gf256
 from .mmap import dev_key
@@ -101,6 +101,8 @@ class EmuEcTask(EmuSrcDstTask):
             return _INVALID
         if not unreachable_ok(self, src, dst):
             return _NOT_PERMITTED
+        if self._offload(m.k_in * block):
+            return OFFLOAD
         if self._execute_addresses(m, src, dst, block):
             return 0
         blocks: list[memoryview | bytes] = []
