@@ -42,8 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import doca_py as d
-from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostRecv, ComchProducer, \
-    ComchProducerTaskSend
+from doca_py.comch import ComchConnection, ComchConsumerTaskPostRecv, ComchProducerTaskSend
 from doca_py.compress import CompressTaskDecompressLz4Stream
 from doca_py.dma import DmaTaskMemcpy
 from doca_py.ec import EcTaskCreate, EcTaskRecover
@@ -55,9 +54,10 @@ from apps.storage import compressed_block as cb
 from apps.storage import lz4_blocks
 from apps.storage.addressing import COMPRESSED_DATA_OFFSET, COMPRESSED_SIZE_OFFSET, ChunkLayout, ReadMode, \
     TargetRole
+from apps.storage.bridge_worker import ABORT_DRAIN, BridgeWorkerThread
 from apps.storage.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
-from apps.storage.worker_thread import COMMAND_TIMEOUT, WorkerThread
+from apps.storage.worker_thread import COMMAND_TIMEOUT
 from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
 from apps.storage.offload import matrix_type_from_name
 from apps.storage.stats import WorkerStats
@@ -72,14 +72,9 @@ log = logging.getLogger("apps.gga_offload")
 
 """Seconds the control thread waits for a worker command (as the reference's mailbox)."""
 RDMA_PERMISSIONS = AccessFlag.LOCAL_READ_WRITE | AccessFlag.RDMA_READ | AccessFlag.RDMA_WRITE
-_SPIN = 32
-_DATA_SLEEP = 0.02
-_IDLE_SLEEP = 0.1
-_RETRY_SLEEP = 0.001
 _MAX_WARNINGS = 8
 _MAX_SPIN_LOOPS = 1024  # progress rounds between two housekeeping rounds under continuous load
 _DEADLINE_SCAN = 0.1    # seconds between two scans for target requests past --target-io-timeout
-_ABORT_DRAIN = 0.3  # longest drain once Ctrl-C was pressed
 _U32 = struct.Struct(">I")
 # The io message (apps.storage.io_message), packed and unpacked here without building IoMessage objects
 # on the data path: type, user_data, result, io_size, requester_offset, storage_offset (padding zeroed).
@@ -186,19 +181,14 @@ class Transaction:
             self.error_text = text
 
 
-class Worker(WorkerThread):
+class Worker(BridgeWorkerThread[SharedResources]):
     """A worker thread; the public methods run on the control thread."""
 
+    _log = log
+    _SPIN_ROUNDS = range(_MAX_SPIN_LOOPS)
+
     def __init__(self, index: int, cpu: int, shared: SharedResources, abort: threading.Event) -> None:
-        self.index, self.cpu = index, cpu
-        self.shared = shared
-        self.n = shared.layout.transactions_per_worker
-        super().__init__(cpu, abort, f"gga-worker-{index}", work_units=self.n)  # budgets scale with the count
-        self._pe: d.Pe | None = None
-        self._inv: d.BufInventory | None = None
-        self._io_mm: d.Mmap | None = None
-        self._consumer: ComchConsumer | None = None
-        self._producer: ComchProducer | None = None
+        super().__init__(index, cpu, shared, abort, f"gga-worker-{index}", shared.layout.transactions_per_worker)
         self._ctrl: list[Rdma] = []
         self._data: list[Rdma] = []
         self._ctrl_conns: list[RdmaConnection | None] = [None, None, None]
@@ -214,29 +204,15 @@ class Worker(WorkerThread):
         self._retry: deque[Transaction] = deque()
         self._blocked: deque[Transaction] = deque()
         self._restart: set[int] = set()  # id() of offload contexts to start again
-        self._states: dict[str, CtxState] = {}
         self.schedule = RecoverySchedule(shared.recovery_every_n)
-        self._running = False
-        self._closing = False
-        self._in_flight = 0
         self.dead_targets: set[TargetRole] = set()  # targets out, as applied by this worker
         self._health_version = 0
         self._io_timeout = float(shared.target_io_timeout)
         self._next_scan = 0.0
         self.degraded_reads = 0
         self.io_warnings = 0
-        self.error: str | None = None
-        self.operation_count = 0
-        self.refused_count = 0
-        self.pe_hits = 0
-        self.pe_misses = 0
 
     # ------------------------------------------------------------------ control-thread API
-    @property
-    def name(self) -> str:
-        """``worker <index> (cpu <id>)``."""
-        return f"worker {self.index} (cpu {self.cpu})"
-
     @property
     def ready(self) -> bool:
         """Whether the comch producer/consumer and the six RDMA contexts are RUNNING."""
@@ -252,11 +228,6 @@ class Worker(WorkerThread):
         return WorkerStats(self.cpu, self.operation_count, self.pe_hits, self.pe_misses,
                            recovery_count=self.schedule.recovery_count, degraded_read_count=self.degraded_reads)
 
-    def start(self) -> None:
-        """Start the thread and create the worker's objects."""
-        self._thread.start()
-        self._call(self._create, COMMAND_TIMEOUT, "create its contexts")
-
     def export(self, role: RdmaConnectionRole) -> list[bytes]:
         """Export the *role* context towards each target (data_1, data_2, data_p)."""
         return self._call(lambda: self._export(role), COMMAND_TIMEOUT, f"export its {role.name} contexts")
@@ -265,42 +236,7 @@ class Worker(WorkerThread):
         """Connect the *role* contexts with the targets' blobs."""
         self._call(lambda: self._connect(role, blobs), COMMAND_TIMEOUT, f"connect its {role.name} contexts")
 
-    def start_data_path(self, remote_consumer_id: int) -> None:
-        """Prepare the tasks (replies go to *remote_consumer_id*) and post every receive."""
-        self._call(lambda: self._start_data_path(remote_consumer_id), COMMAND_TIMEOUT, "start its data path")
-
-    def stop_data_path(self, drain_timeout: float) -> None:
-        """Stop taking requests, let in-flight ones finish (≤ *drain_timeout*), destroy the
-        comch producer and consumer."""
-        self._call(lambda: self._stop_data_path(drain_timeout), drain_timeout + COMMAND_TIMEOUT,
-                   "stop its data path", abortable=False)
-
     # ------------------------------------------------------------------ thread main loop
-    def _step(self) -> None:
-        pe = self._pe
-        if pe is None:
-            self._sleep(_IDLE_SLEEP)
-            return
-        self._housekeeping()
-        if self._running or self._in_flight:
-            idle = loops = 0
-            while idle < _SPIN and loops < _MAX_SPIN_LOOPS:
-                loops += 1
-                if pe.progress():
-                    self.pe_hits += 1
-                    idle = 0
-                else:
-                    self.pe_misses += 1
-                    idle += 1
-                if not self._commands.empty() or self._exit or self._retry or self._blocked or self._restart:
-                    break
-            if self._retry or self._restart or self._blocked:
-                self._sleep(_RETRY_SLEEP)
-            elif idle >= _SPIN:
-                self._sleep(_DATA_SLEEP)
-        elif not pe.progress():
-            self._sleep(_IDLE_SLEEP)
-
     def _housekeeping(self) -> None:
         """Apply targets taken out elsewhere, fail over overdue target requests, restart failed
         engines, resume transactions that waited for them, retry replies."""
@@ -345,22 +281,10 @@ class Worker(WorkerThread):
     def _create(self) -> None:
         sh = self.shared
         dev, n = sh.dev, self.n
-        self._pe = pe = d.Pe()
-        self._inv = d.BufInventory(12 * n + 16)
-        self._io_mm = io_mm = d.Mmap()
-        io_mm.allocate((_SLOTS_PER_TXN + 3) * n * IO_MESSAGE_SIZE)
-        io_mm.set_permissions(AccessFlag.LOCAL_READ_WRITE | AccessFlag.PCI_READ_WRITE)
-        io_mm.add_dev(dev)
-        io_mm.start()
         # comch fast path on the initiator's connection
-        self._consumer = consumer = ComchConsumer(sh.connection, io_mm)
-        pe.connect_ctx(consumer)
-        consumer.set_state_changed_cb(self._state_cb("consumer"))
-        consumer.task_post_recv_set_conf(self._on_request, self._on_request_error, n)
-        self._producer = producer = ComchProducer(sh.connection)
-        pe.connect_ctx(producer)
-        producer.set_state_changed_cb(self._state_cb("producer"))
-        producer.task_send_set_conf(self._on_replied, self._on_reply_error, n)
+        pe, consumer, producer = self._open_comch(12 * n + 16, (_SLOTS_PER_TXN + 3) * n * IO_MESSAGE_SIZE,
+                                                  self._on_request, self._on_request_error, self._on_replied,
+                                                  self._on_reply_error, n)
         # engines
         self._ec = ec = d.Ec(dev)
         pe.connect_ctx(ec)
@@ -471,28 +395,16 @@ class Worker(WorkerThread):
         if self.error is not None:
             raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name}: {self.error}")
 
-    def _stop_data_path(self, drain_timeout: float) -> None:
-        self._running = False
-        pe = self._pe
-        if pe is not None:
-            deadline = time.monotonic() + drain_timeout
-            while self._in_flight > 0:
-                if self._abort.is_set() and time.monotonic() >= deadline - drain_timeout + _ABORT_DRAIN:
-                    log.warning("%s: aborted with %d transactions in flight", self.name, self._in_flight)
-                    break
-                if time.monotonic() >= deadline:
-                    log.warning("%s: %d transactions still in flight after %.1f s; dropping them", self.name,
-                                self._in_flight, drain_timeout)
-                    break
-                self._housekeeping()
-                if pe.progress():
-                    self.pe_hits += 1
-                else:
-                    self.pe_misses += 1
-                    self._sleep(_RETRY_SLEEP if self._retry or self._blocked else _DATA_SLEEP)
-        # The reference destroys the comch producer/consumer at stop: the initiator waits for
-        # the consumer to expire before it shuts down.
-        self._close_comch()
+    def _drain_over(self, start: float, drain_timeout: float) -> bool:
+        now = time.monotonic()
+        if self._abort.is_set() and now >= start + ABORT_DRAIN:
+            log.warning("%s: aborted with %d transactions in flight", self.name, self._in_flight)
+            return True
+        if now >= start + drain_timeout:
+            log.warning("%s: %d transactions still in flight after %.1f s; dropping them", self.name,
+                        self._in_flight, drain_timeout)
+            return True
+        return False
 
     def _close_comch(self) -> None:
         for name, ctx in (("consumer", self._consumer), ("producer", self._producer)):
@@ -507,15 +419,6 @@ class Worker(WorkerThread):
             t.recv_task = None
             t.send_task = None
         self._consumer = self._producer = None
-
-    def _fail(self, reason: str) -> None:
-        """A fatal problem of this worker: stop taking requests (in-flight ones still answer)."""
-        if self._closing:
-            return
-        if self.error is None:
-            log.error("%s: %s; it stops taking requests", self.name, reason)
-            self.error = reason
-        self._running = False
 
     # ------------------------------------------------------------------ initiator side
     def _post_request_receive(self, t: Transaction) -> None:
@@ -1019,13 +922,7 @@ class Worker(WorkerThread):
         objs += [(f"{r.name.lower()} io_data context", c) for r, c in zip(TargetRole, self._data)]
         objs += [("Ec", self._ec), ("Compress", self._compress), ("Dma", self._dma),
                  ("buffer inventory", self._inv)]
-        for name, obj in objs:
-            if obj is None:
-                continue
-            try:
-                obj.close()
-            except Exception as exc:  # noqa: BLE001 - keep closing the rest
-                log.error("%s: closing its %s failed: %s", self.name, name, exc)
+        self._close_quietly(objs)
         for t in self._txns:
             t.slot.release()
             for s in t.req_slots:
@@ -1037,13 +934,7 @@ class Worker(WorkerThread):
         self._resp_slots.clear()
         self._resp_tasks.clear()
         self._resp_bufs.clear()
-        for name, obj in (("io-message mmap", self._io_mm), ("progress engine", self._pe)):
-            if obj is None:
-                continue
-            try:
-                obj.close()
-            except Exception as exc:  # noqa: BLE001
-                log.error("%s: closing its %s failed: %s", self.name, name, exc)
+        self._close_quietly((("io-message mmap", self._io_mm), ("progress engine", self._pe)))
         self._ctrl, self._data = [], []
         self._ec = self._compress = self._dma = None
         self._inv = self._io_mm = self._pe = None

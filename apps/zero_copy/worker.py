@@ -48,17 +48,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import doca_py as d
-from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostRecv, ComchProducer, \
-    ComchProducerTaskSend
+from doca_py.comch import ComchConnection, ComchConsumerTaskPostRecv, ComchProducerTaskSend
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskReceive, RdmaTaskSend
 from doca_py.types import AccessFlag, CtxState
 
+from apps.storage.bridge_worker import ABORT_DRAIN, IO_MESSAGE_PERMISSIONS, BridgeWorkerThread
 from apps.storage.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
 from apps.storage.io_message import IO_MESSAGE_SIZE, make_response_in_place
 from apps.storage.stats import WorkerStats
-from apps.storage.worker_thread import COMMAND_TIMEOUT, WorkerThread
+from apps.storage.worker_thread import COMMAND_TIMEOUT
 
 from .forwarding import check_request, finish_response_in_place, user_data_of
 
@@ -67,14 +67,8 @@ __all__ = ["SharedResources", "Worker", "RDMA_PERMISSIONS", "IO_MESSAGE_PERMISSI
 log = logging.getLogger("apps.zero_copy")
 
 RDMA_PERMISSIONS = AccessFlag.LOCAL_READ_WRITE | AccessFlag.RDMA_READ | AccessFlag.RDMA_WRITE
-IO_MESSAGE_PERMISSIONS = AccessFlag.LOCAL_READ_WRITE | AccessFlag.PCI_READ_WRITE
 SLOT_STRIDE = 2 * IO_MESSAGE_SIZE
 """Bytes per slot *j*: A_j then B_j (§11.6)."""
-_SPIN = 32           # consecutive empty progress() calls before the data path sleeps
-_DATA_SLEEP = 0.02   # longest sleep of the data path (woken early by completions)
-_IDLE_SLEEP = 0.1
-_RETRY_SLEEP = 0.001
-_ABORT_DRAIN = 0.3   # longest drain once Ctrl-C was pressed
 _MAX_WARNINGS = 8    # per kind of problem, then DEBUG
 _ZERO = bytes(IO_MESSAGE_SIZE)
 _U64 = struct.Struct(">Q")
@@ -121,43 +115,27 @@ class _Response:
         self.forward_task: ComchProducerTaskSend | None = None
 
 
-class Worker(WorkerThread):
+class Worker(BridgeWorkerThread[SharedResources]):
     """A worker thread and its DOCA objects; the public methods run on the control thread."""
 
+    _log = log
+
     def __init__(self, index: int, cpu: int, shared: SharedResources, abort: threading.Event) -> None:
-        self.index = index
-        self.shared = shared
-        self.n = shared.transactions
-        super().__init__(cpu, abort, f"zero-copy-worker-{index}", work_units=shared.transactions)
-        self._inv: d.BufInventory | None = None
-        self._io_mm: d.Mmap | None = None
-        self._consumer: ComchConsumer | None = None
-        self._producer: ComchProducer | None = None
+        super().__init__(index, cpu, shared, abort, f"zero-copy-worker-{index}", shared.transactions)
         self._ctrl: Rdma | None = None
         self._data: Rdma | None = None
         self._conns: dict[RdmaConnectionRole, RdmaConnection] = {}
-        self._states: dict[str, CtxState] = {}
         self._requests: list[_Request] = []
         self._responses: list[_Response] = []
         self._tracked: dict[int, _Request] = {}     # user_data -> request waiting for the target
         self._retry: deque[_Request | _Response] = deque()
-        self._closing = False        # teardown: completions are flushes, not work
         self._comch_closing = False  # the comch objects are being destroyed (stop)
-        self._in_flight = 0          # requests received and not yet answered
         self.target_failed: str | None = None
-        self.operation_count = 0     # target answers forwarded to the initiator (producer completions)
-        self.refused_count = 0       # requests the bridge answered itself
+        # operation_count: target answers forwarded to the initiator (producer completions)
         self.target_error_count = 0  # forwarded answers that carry an error
-        self.pe_hits = 0
-        self.pe_misses = 0
         self._warned: dict[str, int] = {}
 
     # ------------------------------------------------------------------ control-thread API
-    @property
-    def name(self) -> str:
-        """``worker <index> (cpu <id>)``."""
-        return f"worker {self.index} (cpu {self.cpu})"
-
     @property
     def ready(self) -> bool:
         """Whether the comch consumer and producer and both RDMA contexts are RUNNING."""
@@ -176,11 +154,6 @@ class Worker(WorkerThread):
         """The §11.8 counters (no recovery count)."""
         return WorkerStats(self.cpu, self.operation_count, self.pe_hits, self.pe_misses)
 
-    def start(self) -> None:
-        """Start the thread and create the worker's objects (raises what creation raised)."""
-        self._thread.start()
-        self._call(self._create, COMMAND_TIMEOUT, "create its contexts")
-
     def export(self, role: RdmaConnectionRole) -> bytes:
         """Export the *role* context (one connection towards the target); its blob."""
         return self._call(lambda: self._export(role), COMMAND_TIMEOUT, f"export its {role.name.lower()} context")
@@ -189,41 +162,11 @@ class Worker(WorkerThread):
         """Connect the *role* context with the target's blob."""
         self._call(lambda: self._connect(role, blob), COMMAND_TIMEOUT, f"connect its {role.name.lower()} context")
 
-    def start_data_path(self, remote_consumer_id: int) -> None:
-        """Allocate the tasks (answers go to *remote_consumer_id*) and post every receive."""
-        self._call(lambda: self._start_data_path(remote_consumer_id), COMMAND_TIMEOUT, "start its data path")
-
-    def stop_data_path(self, drain_timeout: float) -> None:
-        """Stop taking requests, let those in flight be answered (≤ *drain_timeout*), destroy
-        the comch consumer and producer (the initiator waits for them to expire)."""
-        self._call(lambda: self._stop_data_path(drain_timeout), drain_timeout + COMMAND_TIMEOUT,
-                   "stop its data path", abortable=False)
-
     # ------------------------------------------------------------------ thread main loop
-    def _step(self) -> None:
-        pe = self._pe
-        if pe is None:
-            self._sleep(_IDLE_SLEEP)
-            return
+    def _housekeeping(self) -> None:
+        """Send the answers the initiator could not take yet again."""
         if self._retry:
             self._resubmit()
-        if self._running or self._in_flight:
-            idle = 0
-            while idle < _SPIN:
-                if pe.progress():
-                    self.pe_hits += 1
-                    idle = 0
-                else:
-                    self.pe_misses += 1
-                    idle += 1
-                if not self._commands.empty() or self._exit or self._retry:
-                    break
-            if self._retry:
-                self._sleep(_RETRY_SLEEP)
-            elif idle >= _SPIN:
-                self._sleep(_DATA_SLEEP)
-        elif not pe.progress():
-            self._sleep(_IDLE_SLEEP)
 
     # ------------------------------------------------------------------ creation
     def _state_cb(self, name: str) -> Callable[[Any, d.Ctx, CtxState, CtxState], None]:
@@ -239,23 +182,9 @@ class Worker(WorkerThread):
         return changed
 
     def _create(self) -> None:
-        sh, n = self.shared, self.n
-        dev = sh.dev
-        self._pe = pe = d.Pe()
-        self._inv = d.BufInventory(2 * n)
-        self._io_mm = io_mm = d.Mmap()
-        io_mm.allocate(n * SLOT_STRIDE)
-        io_mm.set_permissions(IO_MESSAGE_PERMISSIONS)
-        io_mm.add_dev(dev)
-        io_mm.start()
-        self._consumer = consumer = ComchConsumer(sh.connection, io_mm)
-        pe.connect_ctx(consumer)
-        consumer.set_state_changed_cb(self._state_cb("consumer"))
-        consumer.task_post_recv_set_conf(self._on_request, self._on_request_error, n)
-        self._producer = producer = ComchProducer(sh.connection)
-        pe.connect_ctx(producer)
-        producer.set_state_changed_cb(self._state_cb("producer"))
-        producer.task_send_set_conf(self._on_answered, self._on_answer_error, 2 * n)
+        n, dev = self.n, self.shared.dev
+        pe, consumer, producer = self._open_comch(2 * n, n * SLOT_STRIDE, self._on_request, self._on_request_error,
+                                                  self._on_answered, self._on_answer_error, 2 * n)
         self._ctrl = ctrl = Rdma(dev, RdmaConnectionRole.IO_CONTROL)
         self._data = data = Rdma(dev, RdmaConnectionRole.IO_DATA)
         for ctx, name in ((ctrl, "io_control"), (data, "io_data")):
@@ -328,27 +257,14 @@ class Worker(WorkerThread):
         if self.error is not None:
             raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name}: {self.error}")
 
-    def _stop_data_path(self, drain_timeout: float) -> None:
-        self._running = False
-        pe = self._pe
-        if pe is not None:
-            start = time.monotonic()
-            deadline = start + drain_timeout
-            while self._in_flight > 0:
-                if self._abort.is_set():  # Ctrl-C: do not wait the whole drain time
-                    deadline = min(deadline, start + _ABORT_DRAIN)
-                if time.monotonic() >= deadline:
-                    log.warning("%s: %d request(s) still unanswered after %.1f s; dropping them", self.name,
-                                self._in_flight, time.monotonic() - start)
-                    break
-                if self._retry:
-                    self._resubmit()
-                if pe.progress():
-                    self.pe_hits += 1
-                else:
-                    self.pe_misses += 1
-                    self._sleep(_RETRY_SLEEP if self._retry else _DATA_SLEEP)
-        self._close_comch()
+    def _drain_over(self, start: float, drain_timeout: float) -> bool:
+        if self._abort.is_set():  # Ctrl-C: do not wait the whole drain time
+            drain_timeout = min(drain_timeout, ABORT_DRAIN)
+        if time.monotonic() < start + drain_timeout:
+            return False
+        log.warning("%s: %d request(s) still unanswered after %.1f s; dropping them", self.name, self._in_flight,
+                    time.monotonic() - start)
+        return True
 
     def _close_comch(self) -> None:
         self._comch_closing = True
@@ -369,15 +285,6 @@ class Worker(WorkerThread):
             b.forward_task = None
         self._retry.clear()
         self._consumer = self._producer = None
-
-    def _fail(self, reason: str) -> None:
-        """A fatal problem of this worker: it stops taking requests (the control thread reports it)."""
-        if self._closing:
-            return
-        if self.error is None:
-            log.error("%s: %s; it stops taking requests", self.name, reason)
-            self.error = reason
-        self._running = False
 
     def _warn(self, kind: str, text: str, *args: Any) -> None:
         n = self._warned.get(kind, 0) + 1
@@ -588,29 +495,15 @@ class Worker(WorkerThread):
         self._closing = True
         self._running = False
         self._close_comch()
-        first: list[tuple[str, Any]] = [("io_control context", self._ctrl), ("io_data context", self._data),
-                                        ("buffer inventory", self._inv)]
-        for name, obj in first:
-            if obj is None:
-                continue
-            try:
-                obj.close()
-            except Exception as exc:  # noqa: BLE001 - keep closing the rest
-                log.error("%s: closing its %s failed: %s", self.name, name, exc)
+        self._close_quietly([("io_control context", self._ctrl), ("io_data context", self._data),
+                             ("buffer inventory", self._inv)])
         slots: list[_Request | _Response] = [*self._requests, *self._responses]
         for slot in slots:
             slot.view.release()
         self._requests.clear()
         self._responses.clear()
         self._tracked.clear()
-        last: list[tuple[str, Any]] = [("io-message mmap", self._io_mm), ("progress engine", self._pe)]
-        for name, obj in last:
-            if obj is None:
-                continue
-            try:
-                obj.close()
-            except Exception as exc:  # noqa: BLE001
-                log.error("%s: closing its %s failed: %s", self.name, name, exc)
+        self._close_quietly([("io-message mmap", self._io_mm), ("progress engine", self._pe)])
         self._ctrl = self._data = None
         self._inv = self._io_mm = self._pe = None
         self._in_flight = 0

@@ -7,13 +7,16 @@
   ``python -m apps.gga_offload`` in front of them.
 * :class:`TestInitiator` is the host side in the test process: a comch client
   (:func:`~apps.storage.comch_channel.connect_comch_client`), a PCI-exported local region,
-  one comch producer/consumer pair, and pipelined io messages.
+  one comch producer/consumer pair, and pipelined io messages. ``with
+  TestInitiator.session(dep) as ini:`` closes it and kills the deployment however the test
+  ends; :func:`end_session` ends a session cleanly (the service must exit with 0).
 
 Every wait is bounded by :data:`DEADLINE`; nothing sleeps for a fixed time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -21,9 +24,9 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Self
 
 import doca_py as d
 from doca_py.comch import ComchConsumer, ComchConsumerTaskPostRecv, ComchProducer, ComchProducerTaskSend
@@ -33,15 +36,16 @@ from doca_py.types import CtxState
 
 from apps.storage.channel import ControlChannel
 from apps.storage.comch_channel import ComchTransport, connect_comch_client
-from apps.storage.control import ControlMessage, IdAllocator, InitStorage, MessageType, StorageDetails, \
-    check_response
-from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage
+from apps.storage.control import ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, \
+    StorageDetails, check_response
+from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
 
 ROOT = Path(__file__).resolve().parents[2]
 DPU = "03:00.0"
 HOST = "3b:00.0"
 DEADLINE = 20.0
 M = MessageType
+W = IoMessageType.WRITE
 
 
 class Proc:
@@ -173,6 +177,14 @@ class Deployment:
             p.kill()
 
 
+class Deployed(Protocol):
+    """A deployment a test initiator connects to (this module's or the zero-copy harness's)."""
+
+    name: str
+
+    def kill(self) -> None: ...
+
+
 class TestInitiator:
     """The initiator side in the calling thread: control over comch, one producer/consumer."""
 
@@ -204,6 +216,21 @@ class TestInitiator:
         self.transactions = 0
         self.cores = 1
         self.remote_consumers: list[int] = []
+        self._closed = False
+
+    @classmethod
+    @contextlib.contextmanager
+    def session(cls, dep: Deployed) -> Iterator[Self]:
+        """An initiator connected to *dep*; on the way out, however the block ends, it is closed
+        (again: :meth:`close` may already have run) and *dep* is killed."""
+        try:
+            ini = cls(dep.name)
+            try:
+                yield ini
+            finally:
+                ini.close()
+        finally:
+            dep.kill()
 
     # -- control -------------------------------------------------------------------------------
     def exchange(self, mtype: MessageType, payload: Any = None) -> ControlMessage:
@@ -354,6 +381,10 @@ class TestInitiator:
                 ctx.close()
 
     def close(self) -> None:
+        """Destroy everything (a second call does nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         self.close_fast_path()
         for obj in (self.inv, self.io_mm, self.mm):
             if obj is not None and not obj.closed:
@@ -362,6 +393,50 @@ class TestInitiator:
         self.client.close()
         self.pe.close()
         self.dev.close()
+
+
+def end_session(ini: TestInitiator, svc: Proc, *, finish: bool = True) -> None:
+    """End *ini*'s session cleanly: stop and shut down (*finish*), close the initiator; then
+    *svc* must exit with 0."""
+    if finish:
+        ini.finish()
+    ini.close()
+    assert svc.wait() == 0, svc.output
+
+
+def write_four_blocks(ini: TestInitiator, plain: bytes, new: bytes) -> bytearray:
+    """Write *new* (4 blocks, from the start of the region) as one 2-block IO to storage blocks 8
+    and 9 and two single ones to blocks 10 and 15 (``user_data`` 20 to 22), each answered with
+    success; what the storage holds afterwards (*plain* with those blocks replaced)."""
+    b = ini.block_size
+    expect = bytearray(plain)
+    ini.region[:4 * b] = new
+    wr = ini.run([IoMessage(W, 20, 0, 2 * b, 0, 8 * b), IoMessage(W, 21, 0, b, 2 * b, 10 * b),
+                  IoMessage(W, 22, 0, b, 3 * b, 15 * b)])
+    assert [x.result for x in wr] == [0, 0, 0]
+    expect[8 * b:10 * b] = new[:2 * b]
+    expect[10 * b:11 * b] = new[2 * b:3 * b]
+    expect[15 * b:16 * b] = new[3 * b:]
+    return expect
+
+
+def end_after_a_failed_init(ini: TestInitiator, svc: Proc) -> None:
+    """The rest of a session whose init failed (and consumed its position): a start is answered
+    with ``BAD_STATE``, a query out of order with ``UNEXPECTED``; the shutdown is relayed and the
+    target(s), which never got an init, answer it positionally (``UNEXPECTED``), passed on with
+    their code and text; then the session ends cleanly (:func:`end_session`, no stop)."""
+    s = ini.exchange(M.START_STORAGE_REQUEST)
+    assert s.type is M.ERROR_RESPONSE and isinstance(s.payload, ErrorPayload)
+    assert s.payload.code == ErrorCode.BAD_STATE
+    u = ini.exchange(M.QUERY_STORAGE_REQUEST)          # out of order: stop expected
+    assert u.type is M.ERROR_RESPONSE and isinstance(u.payload, ErrorPayload)
+    assert u.payload.code == ErrorCode.UNEXPECTED
+    assert u.payload.message == "Unexpected query_storage_request while expecting a stop_storage_request"
+    sd = ini.exchange(M.SHUTDOWN_REQUEST)
+    assert sd.type is M.ERROR_RESPONSE and isinstance(sd.payload, ErrorPayload)
+    assert sd.payload.code == ErrorCode.UNEXPECTED
+    assert "while expecting a init_storage_request" in sd.payload.message
+    end_session(ini, svc, finish=False)
 
 
 def interrupt(proc: Proc) -> float:

@@ -14,7 +14,8 @@ from doca_py.errors import ErrorCode
 
 from apps.storage.io_message import IoMessage, IoMessageType
 
-from .harness import DEADLINE, Deployment, Proc, TestInitiator, interrupt, make_sbc_files, plain_content
+from .harness import DEADLINE, Deployment, Proc, TestInitiator, end_after_a_failed_init, end_session, interrupt, \
+    make_sbc_files, plain_content, write_four_blocks
 
 pytestmark = pytest.mark.multiprocess
 
@@ -53,9 +54,7 @@ def _read_all(ini: TestInitiator, first_ud: int = 0) -> list[IoMessage]:
 def _session(sbc: Files, plain: bytes, every_n: int) -> None:
     matrix, files = sbc
     dep = Deployment(files, matrix=matrix, every_n=every_n)
-    ini: TestInitiator | None = None
-    try:
-        ini = TestInitiator(dep.name)
+    with TestInitiator.session(dep) as ini:
         details = ini.setup(transactions=4)
         assert (details.block_size, details.total_size) == (B, BLOCKS * B)  # doubled
 
@@ -95,31 +94,17 @@ def _session(sbc: Files, plain: bytes, every_n: int) -> None:
 
         # write 4 blocks (one 2-block IO and two single ones), then read everything back
         new = plain_content(4, B)[::-1]
-        expect = bytearray(plain)
-        ini.region[:4 * B] = new
-        wr = ini.run([IoMessage(W, 20, 0, 2 * B, 0, 8 * B), IoMessage(W, 21, 0, B, 2 * B, 10 * B),
-                      IoMessage(W, 22, 0, B, 3 * B, 15 * B)])
-        assert [x.result for x in wr] == [0, 0, 0]
-        expect[8 * B:10 * B] = new[:2 * B]
-        expect[10 * B:11 * B] = new[2 * B:3 * B]
-        expect[15 * B:16 * B] = new[3 * B:]
+        expect = write_four_blocks(ini, plain, new)
         assert [x.result for x in _read_all(ini, 30)] == [0] * BLOCKS
         assert bytes(ini.region) == bytes(expect)
 
-        ini.finish()
-        ini.close()
-        ini = None
-        assert dep.svc.wait() == 0, dep.svc.output
+        end_session(ini, dep.svc)
         out = dep.svc.stdout
         reads = 2 * BLOCKS + 3 + 1
         assert f"| Recovery count: {reads // every_n}" in out, out
         assert "| Operation count: " in out
         for t in dep.targets:
             assert t.wait() == 0, t.output
-    finally:
-        if ini is not None:
-            ini.close()
-        dep.kill()
 
 
 @pytest.mark.parametrize(("matrix", "every_n"), [("vandermonde", 2), ("cauchy", 1)])
@@ -136,9 +121,7 @@ ROLES = ("data_1", "data_2", "data_p")
 def _degraded_session(dep: Deployment, plain: bytes, lose: Callable[[], None], role: str) -> None:
     """Reads before and after *lose* (a target dies or stalls) are byte exact; a write is refused;
     the session still ends cleanly and the statistics count the degraded reads."""
-    ini: TestInitiator | None = None
-    try:
-        ini = TestInitiator(dep.name)
+    with TestInitiator.session(dep) as ini:
         ini.setup(transactions=4)
         assert [r.result for r in ini.run([IoMessage(R, 0, 0, B, 0, 0)])] == [0]
         lose()
@@ -150,19 +133,12 @@ def _degraded_session(dep: Deployment, plain: bytes, lose: Callable[[], None], r
         assert w.result == ErrorCode.NOT_PERMITTED, w
         (r,) = ini.run([IoMessage(R, 301, 0, 2 * B, 0, 2 * B)])  # the refused write changed nothing
         assert r.result == 0 and bytes(ini.region[:2 * B]) == plain[2 * B:4 * B]
-        ini.finish()
-        ini.close()
-        ini = None
-        assert dep.svc.wait() == 0, dep.svc.output
+        end_session(ini, dep.svc)
         err = dep.svc.output  # the log goes to stdout
         assert f"storage target {role} " in err and "entering degraded mode" in err, dep.svc.output
         assert "write refused: degraded mode" in err, dep.svc.output
         degraded = int(dep.svc.wait_for(lambda s: s.startswith("| Degraded read count: "), "stats").split()[-1])
         assert degraded >= BLOCKS + 2, dep.svc.stdout  # at least the second pass and the last read
-    finally:
-        if ini is not None:
-            ini.close()
-        dep.kill()
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -189,9 +165,7 @@ def test_a_stalled_target_degrades_reads_after_the_io_deadline(sbc_files: Callab
 
 def test_sigint_in_the_data_path(sbc_files: Callable[[str], Files]) -> None:
     dep = Deployment(sbc_files("vandermonde")[1])
-    ini: TestInitiator | None = None
-    try:
-        ini = TestInitiator(dep.name)
+    with TestInitiator.session(dep) as ini:
         ini.setup(transactions=2)
         assert [r.result for r in ini.run([IoMessage(R, 0, 0, B, 0, 0)])] == [0]
         elapsed = interrupt(dep.svc)
@@ -199,10 +173,6 @@ def test_sigint_in_the_data_path(sbc_files: Callable[[str], Files]) -> None:
         assert dep.svc.p.returncode == 1
         assert "Aborted: User requested abort" in dep.svc.stderr, dep.svc.output
         assert "| Core: 0" in dep.svc.stdout  # statistics still printed
-    finally:
-        if ini is not None:
-            ini.close()
-        dep.kill()
 
 
 def test_sigint_while_connecting_to_targets() -> None:
@@ -232,35 +202,14 @@ def test_control_phase_errors_are_answered_positionally(sbc_files: Callable[[str
     from apps.storage.control import ErrorPayload, InitStorage, MessageType as M, StorageDetails
 
     dep = Deployment(sbc_files("vandermonde")[1])
-    ini: TestInitiator | None = None
-    try:
-        ini = TestInitiator(dep.name)
+    with TestInitiator.session(dep) as ini:
         q = ini.exchange(M.QUERY_STORAGE_REQUEST)
         assert q.payload == StorageDetails(BLOCKS * B, B)
         e = ini.exchange(M.INIT_STORAGE_REQUEST, InitStorage(4, 2, b"not a blob"))
         assert e.type is M.ERROR_RESPONSE and isinstance(e.payload, ErrorPayload)
         assert e.payload.code == ErrorCode.INVALID_VALUE
         assert "Requested storage to use 2 cores but only 1 are configured" in e.payload.message
-        s = ini.exchange(M.START_STORAGE_REQUEST)
-        assert s.type is M.ERROR_RESPONSE and isinstance(s.payload, ErrorPayload)
-        assert s.payload.code == ErrorCode.BAD_STATE
-        u = ini.exchange(M.QUERY_STORAGE_REQUEST)          # out of order: stop expected
-        assert u.type is M.ERROR_RESPONSE and isinstance(u.payload, ErrorPayload)
-        assert u.payload.code == ErrorCode.UNEXPECTED
-        assert u.payload.message == "Unexpected query_storage_request while expecting a stop_storage_request"
-        # Shutdown is relayed; the targets never got an init (it failed in the service), so
-        # their positional answer (UNEXPECTED) is passed on with their code and text.
-        sd = ini.exchange(M.SHUTDOWN_REQUEST)
-        assert sd.type is M.ERROR_RESPONSE and isinstance(sd.payload, ErrorPayload)
-        assert sd.payload.code == ErrorCode.UNEXPECTED
-        assert "while expecting a init_storage_request" in sd.payload.message
-        ini.close()
-        ini = None
-        assert dep.svc.wait() == 0, dep.svc.output
-    finally:
-        if ini is not None:
-            ini.close()
-        dep.kill()
+        end_after_a_failed_init(ini, dep.svc)
 
 
 def test_bad_data_is_answered_with_errors(tmp_path: Path, sbc_files: Callable[[str], Files], plain: bytes) -> None:
@@ -274,9 +223,7 @@ def test_bad_data_is_answered_with_errors(tmp_path: Path, sbc_files: Callable[[s
     bad_d1 = tmp_path / "d1-corrupt.sbc"
     bad_d1.write_bytes(bytes(d1))
     dep = Deployment((bad_d1, files[1], files[2]))
-    ini: TestInitiator | None = None
-    try:
-        ini = TestInitiator(dep.name)
+    with TestInitiator.session(dep) as ini:
         ini.setup(transactions=4)
         res = ini.run([IoMessage(R, i, 0, B, i * B, i * B) for i in range(4)])
         assert [r.result != 0 for r in res] == [False, False, True, False], res
@@ -290,23 +237,14 @@ def test_bad_data_is_answered_with_errors(tmp_path: Path, sbc_files: Callable[[s
         again = ini.run([IoMessage(R, 8 + i, 0, B, i * B, (4 + i) * B) for i in range(4)])
         assert [r.result for r in again] == [0, 0, 0, 0]
         assert bytes(ini.region[:4 * B]) == plain[4 * B:8 * B]
-        ini.finish()
-        ini.close()
-        ini = None
-        assert dep.svc.wait() == 0, dep.svc.output
-    finally:
-        if ini is not None:
-            ini.close()
-        dep.kill()
+        end_session(ini, dep.svc)
 
 
 def test_two_workers(sbc_files: Callable[[str], Files], plain: bytes) -> None:
     """Two cores: two worker threads sharing the local region, each paired with one of the
     initiator's consumers; reads (with recovery) and a write through both."""
     dep = Deployment(sbc_files("cauchy")[1], matrix="cauchy", every_n=3, cpus=(0, 1))
-    ini: TestInitiator | None = None
-    try:
-        ini = TestInitiator(dep.name)
+    with TestInitiator.session(dep) as ini:
         ini.setup(transactions=3, cores=2)
         assert [r.result for r in _read_all(ini)] == [0] * BLOCKS
         assert bytes(ini.region) == plain
@@ -318,12 +256,5 @@ def test_two_workers(sbc_files: Callable[[str], Files], plain: bytes) -> None:
         back = ini.run([IoMessage(R, 60, 0, B, 0, 4 * B), IoMessage(R, 61, 0, B, B, 9 * B)])
         assert [r.result for r in back] == [0, 0]
         assert bytes(ini.region[:2 * B]) == new
-        ini.finish()
-        ini.close()
-        ini = None
-        assert dep.svc.wait() == 0, dep.svc.output
+        end_session(ini, dep.svc)
         assert dep.svc.stdout.count("| Core: ") == 2
-    finally:
-        if ini is not None:
-            ini.close()
-        dep.kill()

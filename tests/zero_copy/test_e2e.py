@@ -12,9 +12,11 @@ import pytest
 from doca_py.errors import ErrorCode
 from doca_py.types import AccessFlag as A
 
-from apps.storage.control import ErrorPayload, MessageType as M, StorageDetails
+from apps.storage.control import StorageDetails
 from apps.storage.errors import ControlRequestError
 from apps.storage.io_message import IoMessage, IoMessageType
+
+from tests.gga_offload.harness import end_after_a_failed_init, end_session, write_four_blocks
 
 from .harness import DPU, HOST, Deployment, Proc, ZeroCopyInitiator, interrupt, write_plain
 
@@ -35,9 +37,7 @@ def test_reads_writes_and_malformed_messages_on_two_workers(content: tuple[Path,
     context *i*; the test initiator spreads its messages over both."""
     path, plain = content
     dep = Deployment(path, B, cpus=(0, 1), target_args=("--log-level", "debug"))
-    ini: ZeroCopyInitiator | None = None
-    try:
-        ini = ZeroCopyInitiator(dep.name)
+    with ZeroCopyInitiator.session(dep) as ini:
         details = ini.setup(transactions=4, cores=2)
         assert details == StorageDetails(BLOCKS * B, B)  # the target's geometry, not doubled
 
@@ -81,23 +81,13 @@ def test_reads_writes_and_malformed_messages_on_two_workers(content: tuple[Path,
 
         # writes from the initiator's memory (the target RDMA-reads it), then everything read back
         new = plain[::-1][:4 * B]
-        expect = bytearray(plain)
-        ini.region[:4 * B] = new
-        wr = ini.run([IoMessage(W, 20, 0, 2 * B, 0, 8 * B), IoMessage(W, 21, 0, B, 2 * B, 10 * B),
-                      IoMessage(W, 22, 0, B, 3 * B, 15 * B)])
-        assert [x.result for x in wr] == [0, 0, 0]
-        expect[8 * B:10 * B] = new[:2 * B]
-        expect[10 * B:11 * B] = new[2 * B:3 * B]
-        expect[15 * B:16 * B] = new[3 * B:]
+        expect = write_four_blocks(ini, plain, new)
         ini.region[:] = bytes(len(ini.region))
         back = ini.run([IoMessage(R, 30 + i, 0, B, i * B, i * B) for i in range(BLOCKS)])
         assert [x.result for x in back] == [0] * BLOCKS
         assert bytes(ini.region) == bytes(expect)
 
-        ini.finish()
-        ini.close()
-        ini = None
-        assert dep.svc.wait() == 0, dep.svc.output
+        end_session(ini, dep.svc)
         out = dep.svc.stdout
         forwarded = BLOCKS + 2 + 1 + 3 + BLOCKS  # answered by the target, not by the bridge
         counts = [int(line.split(":")[1]) for line in out.splitlines() if line.startswith("| Operation count:")]
@@ -112,10 +102,6 @@ def test_reads_writes_and_malformed_messages_on_two_workers(content: tuple[Path,
                         "start_storage_request(mid=6, cid=2)", "stop_storage_request(mid=7, cid=3)",
                         "shutdown_request(mid=8, cid=4)"], dep.target.stdout
         assert "initialised 2 worker(s) with 8 transactions each" in dep.target.stdout
-    finally:
-        if ini is not None:
-            ini.close()
-        dep.kill()
 
 
 def test_control_phase_errors_are_answered_positionally(content: tuple[Path, bytes]) -> None:
@@ -124,33 +110,13 @@ def test_control_phase_errors_are_answered_positionally(content: tuple[Path, byt
     workers and a request out of order; the session still ends."""
     path, _ = content
     dep = Deployment(path, B)
-    ini: ZeroCopyInitiator | None = None
-    try:
-        ini = ZeroCopyInitiator(dep.name)
+    with ZeroCopyInitiator.session(dep) as ini:
         ini.region_permissions = A.LOCAL_READ_WRITE | A.PCI_READ_WRITE
         assert ini.query() == StorageDetails(BLOCKS * B, B)
         with pytest.raises(ControlRequestError, match="Failed to re-export host mmap for rdma") as err:
             ini.init(2)
         assert err.value.code == ErrorCode.NOT_PERMITTED
-        s = ini.exchange(M.START_STORAGE_REQUEST)
-        assert s.type is M.ERROR_RESPONSE and isinstance(s.payload, ErrorPayload)
-        assert s.payload.code == ErrorCode.BAD_STATE
-        u = ini.exchange(M.QUERY_STORAGE_REQUEST)          # out of order: stop expected
-        assert u.type is M.ERROR_RESPONSE and isinstance(u.payload, ErrorPayload)
-        assert u.payload.code == ErrorCode.UNEXPECTED
-        assert u.payload.message == "Unexpected query_storage_request while expecting a stop_storage_request"
-        # Shutdown is relayed; the target never got an init, so its positional answer is passed on.
-        sd = ini.exchange(M.SHUTDOWN_REQUEST)
-        assert sd.type is M.ERROR_RESPONSE and isinstance(sd.payload, ErrorPayload)
-        assert sd.payload.code == ErrorCode.UNEXPECTED
-        assert "while expecting a init_storage_request" in sd.payload.message
-        ini.close()
-        ini = None
-        assert dep.svc.wait() == 0, dep.svc.output
-    finally:
-        if ini is not None:
-            ini.close()
-        dep.kill()
+        end_after_a_failed_init(ini, dep.svc)
 
 
 def test_the_target_dropping_an_idle_connection_is_reconnected(content: tuple[Path, bytes]) -> None:
@@ -158,21 +124,15 @@ def test_the_target_dropping_an_idle_connection_is_reconnected(content: tuple[Pa
     which has sent nothing yet (it waits for the initiator), connects again."""
     path, plain = content
     dep = Deployment(path, B, target_args=("--first-message-timeout", "1"))
-    ini: ZeroCopyInitiator | None = None
     try:
         dep.target.wait_for(lambda s: "dropping control client" in s, "the target dropping the idle bridge")
         dep.svc.wait_for(lambda s: "reconnecting" in s, "the bridge reconnecting")
-        ini = ZeroCopyInitiator(dep.name)
-        ini.setup(transactions=2)
-        (r,) = ini.run([IoMessage(R, 0, 0, B, 0, 2 * B)])
-        assert r.result == 0 and bytes(ini.region[:B]) == plain[2 * B:3 * B]
-        ini.finish()
-        ini.close()
-        ini = None
-        assert dep.svc.wait() == 0, dep.svc.output
+        with ZeroCopyInitiator.session(dep) as ini:
+            ini.setup(transactions=2)
+            (r,) = ini.run([IoMessage(R, 0, 0, B, 0, 2 * B)])
+            assert r.result == 0 and bytes(ini.region[:B]) == plain[2 * B:3 * B]
+            end_session(ini, dep.svc)
     finally:
-        if ini is not None:
-            ini.close()
         dep.kill()
 
 
