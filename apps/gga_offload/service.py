@@ -18,8 +18,11 @@ A request out of order gets ``UNEXPECTED`` (and consumes its position); a failur
 error (a target's error response is passed on with the target's code and text).
 
 Endings: 0 after ``shutdown``; otherwise ``EXCEPTION: ...`` and status 1 — a target that
-closes its control connection or does not answer within ``--control-timeout``, the initiator
-going away, or Ctrl-C (in any phase, including the data path; teardown is bounded).
+closes its control connection or does not answer within ``--control-timeout`` (before the data
+path runs; the initiator gets an error response naming the target first when it waits for
+one), the initiator going away (noticed at once, also while a request is relayed), or Ctrl-C
+(in any phase, including the data path; teardown is bounded). The targets are watched while
+the service waits for its initiator to connect, too: a lost one is logged and ends the service.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import logging
 import select
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import doca_py as d
@@ -203,8 +206,8 @@ class GgaService(BridgeControl[Worker]):
                 waiting = [f"{requests[m][0].name} mid {m}" for m in requests if m not in responses]
                 raise TargetFailure(ErrorCode.TIME_OUT, f"Timed out after {self.timeout:g} s waiting for the "
                                                         f"{mtype.response_type.wire_name} of {', '.join(waiting)}")
-            # Sleep on the sockets (and keep the comch Pe moving) for a tick.
-            self.comch.progress()
+            # Sleep on the sockets (and keep the comch Pe moving, watching the initiator) for a tick.
+            self._relay_idle()
             fds = [link.channel.transport.fileno() for link, _ in requests.values()
                    if isinstance(link.channel.transport, TcpTransport)]
             select.select([f for f in fds if f >= 0], [], [], min(_TICK, max(0.0, deadline - time.monotonic())))
@@ -307,6 +310,31 @@ class GgaService(BridgeControl[Worker]):
         self.host = self.region = None
 
 
+def _watch_while_listening(targets: Sequence[TargetLink], abort: threading.Event) -> Callable[[], bool]:
+    """The ``should_abort`` check of the wait for the initiator to connect: whether Ctrl-C
+    came, after checking the targets (a closed or broken control connection is logged at once
+    and ends the service with :class:`TargetFailure`; unsolicited messages are dropped)."""
+
+    def check() -> bool:
+        for link in targets:
+            try:
+                msg = link.channel.poll(0.0)
+            except PeerClosedError:
+                exc = TargetFailure(ErrorCode.CONNECTION_RESET, f"storage target {link.name} closed its control "
+                                                                f"connection")
+            except ProtocolError as err:
+                exc = TargetFailure(err.code, f"storage target {link.name}: {err}")
+            else:
+                if msg is not None:
+                    log.warning("ignoring an unsolicited %s from storage target %s", msg, link.name)
+                continue
+            log.error("%s while waiting for an initiator to connect; ending the service", exc)
+            raise exc
+        return abort.is_set()
+
+    return check
+
+
 def _connect_targets(config: GgaOffloadConfig, abort: threading.Event) -> list[TargetLink]:
     links: list[TargetLink] = []
     try:
@@ -331,7 +359,8 @@ def run_service(config: GgaOffloadConfig, abort: threading.Event, out: Printer =
                 out(f"Connected to the storage targets; waiting for an initiator on comch "
                     f"'{config.command_channel_name}'")
                 client, server, conn = listen_comch_server(dev, rep, config.command_channel_name, pe,
-                                                           timeout=None, should_abort=abort.is_set)
+                                                           timeout=None,
+                                                           should_abort=_watch_while_listening(targets, abort))
                 transport = client.transport
                 assert isinstance(transport, ComchTransport)
                 try:

@@ -9,6 +9,12 @@ Failures before the data path are fatal (``EXCEPTION: …``, status 1). During a
 it, problems are collected: the report says ``Test failed!!`` and the status is 1, but
 stop/shutdown are still performed while the service is reachable. Ctrl-C stops every
 wait within 100 ms; after it, each remaining control step gets a share of a 1.5 s budget.
+
+Every wait is bounded: the connection and the data-path set-up by ``--control-timeout``, each
+control response by 5 s, each IO by ``--io-timeout`` (the workers end the run with the IOs that
+timed out). After an IO timeout the service is given :data:`STALLED_STOP_TIMEOUT` to answer
+``stop_storage_request``; if it does not, it is taken as unresponsive and the shutdown is
+skipped, so a stopped service ends the run within the IO deadline plus about 2 s.
 """
 
 from __future__ import annotations
@@ -39,13 +45,15 @@ from .plan import WorkerPlan, load_expected, plan_workers, strategy_steps
 from .report import JobResult, RunReport, build_json_report, format_normal_report
 from .worker import Worker
 
-__all__ = ["APP_NAME", "Initiator", "RESPONSE_TIMEOUT", "ABORT_BUDGET"]
+__all__ = ["APP_NAME", "Initiator", "RESPONSE_TIMEOUT", "ABORT_BUDGET", "STALLED_STOP_TIMEOUT"]
 
 APP_NAME = "doca_storage_initiator_comch"
 RESPONSE_TIMEOUT = 5.0
 """Fixed wait for each control response (``default_control_timeout_seconds``)."""
 ABORT_BUDGET = 1.5
 """Seconds the control steps may still take after Ctrl-C (so the program ends within 2 s)."""
+STALLED_STOP_TIMEOUT = 1.0
+"""Seconds the service may take to answer ``stop_storage_request`` after IOs timed out."""
 _TICK = 0.05
 _WORKER_JOIN = 3.0
 
@@ -70,6 +78,7 @@ class Initiator:
         self._channel: ControlChannel | None = None
         self._transport: ComchTransport | None = None
         self._peer_lost = False
+        self._unresponsive = False
         self._workers: list[Worker] = []
         self._stuck = False
         self.report: RunReport | None = None
@@ -208,15 +217,24 @@ class Initiator:
         self.report = report
 
         # Stop, report, destroy the workers, shut down.
+        timed_out = sum(len(w.timed_out) for w in self._workers)
         if not self._peer_lost:
             try:
-                self._request(M.STOP_STORAGE_REQUEST)
+                self._request(M.STOP_STORAGE_REQUEST, timeout=STALLED_STOP_TIMEOUT if timed_out else RESPONSE_TIMEOUT)
             except StorageAppError as exc:
                 report.errors.append(f"stop_storage_request failed: {exc}")
+                if timed_out and exc.code == ErrorCode.TIME_OUT:
+                    self._unresponsive = True
+        if timed_out:
+            report.errors.append(f"{timed_out} IO(s) timed out after {cfg.io_timeout} s (--io-timeout)"
+                                 + ("; the service does not answer" if self._unresponsive else ""))
         self._print_report(report)
         self._teardown_workers()
         if self._peer_lost:
             self._error("The service closed the control connection; shutdown skipped")
+            return 1
+        if self._unresponsive:
+            self._error("The service does not answer; shutdown skipped")
             return 1
         try:
             self._request(M.SHUTDOWN_REQUEST)
@@ -236,7 +254,7 @@ class Initiator:
         connection = client.get_connection()
         for plan in plans:
             w = Worker(plan, steps=steps, io_size=io_size, dev=dev, connection=connection, region=region,
-                       expected=expected)
+                       expected=expected, io_timeout=float(self.config.io_timeout))
             self._workers.append(w)
             w.launch()
             # One at a time: the service pairs its workers with our consumers in arrival order.

@@ -11,7 +11,11 @@ from apps.storage.config import InitiatorConfig, flag
 
 from .metrics import parse_percentile_list
 
-__all__ = ["InitiatorAppConfig", "OutputFormat", "EtaMode"]
+__all__ = ["InitiatorAppConfig", "OutputFormat", "EtaMode", "IO_TIMEOUT_DEFAULT"]
+
+IO_TIMEOUT_DEFAULT = 8
+"""``--io-timeout``: a few seconds more than the gga bridge's ``--target-io-timeout`` (5 s), so a
+read that the bridge serves degraded after a stalled target is not counted as timed out."""
 
 OutputFormat = Literal["normal", "json"]
 EtaMode = Literal["auto", "always", "never"]
@@ -19,7 +23,7 @@ EtaMode = Literal["auto", "always", "never"]
 
 class InitiatorAppConfig(InitiatorConfig):
     """``python -m apps.initiator``: §2.1 plus ``--output-format``, ``--eta``,
-    ``--status-interval``, ``--percentile-list`` and ``--group-reporting``."""
+    ``--status-interval``, ``--percentile-list``, ``--group-reporting`` and ``--io-timeout``."""
 
     output_format: OutputFormat = flag("normal", metavar="FORMAT",
                                        help="normal (the reference's statistics block plus latency "
@@ -33,6 +37,16 @@ class InitiatorAppConfig(InitiatorConfig):
                                 metavar="LIST", help="completion latency percentiles to report, colon separated")
     group_reporting: bool = flag(False, kind="bool",
                                  help="json: one job aggregating every worker instead of one job per worker")
+    io_timeout: int = flag(IO_TIMEOUT_DEFAULT, kind="int",
+                           help="seconds an IO may wait for the service's response before the run fails with a "
+                                "timeout (0 = no deadline)")
+
+    @field_validator("io_timeout")
+    @classmethod
+    def _io_timeout(cls, v: int) -> int:
+        if not 0 <= v <= 3600:
+            raise ValueError(f"{v} must be from 0 (no deadline) to 3600 seconds")
+        return v
 
     @field_validator("status_interval")
     @classmethod

@@ -16,6 +16,12 @@ completes when both the send completion and the response (matched by ``user_data
 have arrived, in either order. A response is checked: ``user_data`` in range, a
 transaction waiting for it, the echoed fields unchanged, and ``result`` — an error
 result is a failed IO and stops the worker (the reference ignores ``result``).
+
+IO deadline (``--io-timeout``, not in the reference): an IO whose send completion or response
+has not arrived within the deadline has **timed out**; the worker checks at least every 0.1 s
+while idle (and every few thousand completions while busy), records the IOs that timed out
+(:attr:`Worker.timed_out`) and stops with an error naming them, so a service that stops
+answering (stopped, hung) ends the run instead of stalling it forever.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from apps.storage.errors import StorageAppError
 
 from .plan import Action, AddressPool, WorkerPlan, first_difference
 
-__all__ = ["Worker", "WorkerResult", "DRAIN_TIMEOUT", "HEX_WINDOW"]
+__all__ = ["Worker", "WorkerResult", "DRAIN_TIMEOUT", "HEX_WINDOW", "TIMED_OUT_SHOWN"]
 
 _log = logging.getLogger("apps.initiator")
 
@@ -50,7 +56,11 @@ DRAIN_TIMEOUT = 0.3
 """After an error or an abort, how long a worker waits for its IOs in flight to finish."""
 HEX_WINDOW = 32
 """Bytes shown (as uppercase hex) around the first difference of a failed validation."""
+TIMED_OUT_SHOWN = 8
+"""IOs named in the error of an IO timeout (the rest are counted)."""
 _IDLE_SLEEP = 0.1
+_BUSY_CHECK = 4096
+"""Completions between two deadline checks while the PE keeps finding work."""
 _MSG = struct.Struct(">I4xQIIQQ24x")
 _RESP = struct.Struct(">I4xQIIQQ")
 _READ = int(IoMessageType.READ)
@@ -101,7 +111,7 @@ class Worker:
 
     def __init__(self, plan: WorkerPlan, *, steps: tuple[Action, ...], io_size: int, dev: d.Dev,
                  connection: ComchConnection, region: memoryview, expected: bytes | None,
-                 pin: bool = True) -> None:
+                 pin: bool = True, io_timeout: float = 0.0) -> None:
         self.plan = plan
         self.index = plan.index
         self.steps = steps
@@ -111,6 +121,9 @@ class Worker:
         self.region = region
         self.expected = memoryview(expected) if expected is not None else None
         self.pin = pin
+        self.io_timeout = io_timeout
+        self.timed_out: list[str] = []
+        """The IOs that timed out (``read of storage offset 12288 (transaction 3)``), if any."""
         self.result = WorkerResult()
         self.error: str | None = None
         self.aborted = False
@@ -320,16 +333,25 @@ class Worker:
         fd = pe.fileno()
         wake = self._wake_fd
         retry = self._retry
+        timeout_ns = int(self.io_timeout * 1e9)
+        busy = _BUSY_CHECK
         while self._running and res.completed < run_limit:
             if progress():
                 hits += 1
                 if retry:
                     self._resubmit()
+                if timeout_ns:
+                    busy -= 1
+                    if not busy:
+                        busy = _BUSY_CHECK
+                        self._check_deadlines(timeout_ns)
                 continue
             misses += 1
             if stop.is_set():
                 self.aborted = True
                 self._running = False
+                break
+            if timeout_ns and self._check_deadlines(timeout_ns):
                 break
             if retry:
                 self._resubmit()
@@ -355,6 +377,22 @@ class Worker:
         deadline = time.monotonic() + DRAIN_TIMEOUT
         while self._inflight_ios > 0 and time.monotonic() < deadline:
             self._wait(pe, min(_IDLE_SLEEP, max(0.0, deadline - time.monotonic())))
+
+    def _check_deadlines(self, timeout_ns: int) -> bool:
+        """Fail the worker if an IO has been in flight for longer than the IO deadline; whether it did."""
+        now = time.perf_counter_ns()
+        late = [t for t in self._txns if t.refs > 0 and now - t.io_start_ns >= timeout_ns]
+        if not late:
+            return False
+        late.sort(key=lambda t: t.io_start_ns)
+        self.timed_out = [f"{'read' if t.kind == _READ else 'write'} of storage offset {t.storage} "
+                          f"(transaction {t.index})" for t in late]
+        self.result.failed_ios += len(late)
+        shown = "; ".join(self.timed_out[:TIMED_OUT_SHOWN])
+        more = len(late) - TIMED_OUT_SHOWN
+        self._fail(f"{len(late)} IO(s) timed out: no response from the service within {self.io_timeout:g} s "
+                   f"(--io-timeout): {shown}" + (f"; and {more} more" if more > 0 else ""))
+        return True
 
     def _resubmit(self) -> None:
         """Submit again the sends refused with AGAIN (each at most once per call)."""

@@ -12,6 +12,14 @@ bounded teardown of the workers (:func:`serve_session`).
 A bridge supplies what differs: how it watches and relays to its target(s)
 (:meth:`BridgeControl._watch_targets`) and its ``_query``, ``_init`` and
 ``_connect_rdma`` handlers.
+
+The bridge never waits on one peer while another fails: while it waits for the initiator it
+watches the target(s) every :data:`TICK` (a lost target is logged at once, then degrades or
+ends the session as the bridge decides); while it waits for the target(s) during a relay, its
+relay loop calls :meth:`BridgeControl._relay_idle`, which notices an initiator that left
+(:class:`InitiatorGone`, the session ends at once instead of after ``--control-timeout``); and a
+target failing during a relayed request gets the initiator an error response naming the target
+before the session ends and any connection is closed.
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ from .control import (
 from .errors import PeerClosedError, StorageAppError
 from .stats import WorkerStats, format_worker_stats
 
-__all__ = ["ABORTED_TEXT", "DRAIN_TIMEOUT", "ABORT_DRAIN_TIMEOUT", "TICK", "Printer", "TargetFailure", "aborted",
+__all__ = ["ABORTED_TEXT", "DRAIN_TIMEOUT", "ABORT_DRAIN_TIMEOUT", "TICK", "Printer", "TargetFailure",
+           "InitiatorGone", "INITIATOR_GONE_TEXT", "aborted",
            "BridgeWorker", "BridgeControl", "open_host_representor", "serve_session"]
 
 Printer = Callable[[str], None]
@@ -55,6 +64,17 @@ def aborted(what: str = "") -> StorageAppError:
 class TargetFailure(StorageAppError):
     """A target closed its control connection, broke the protocol or did not answer in time:
     the bridge must end."""
+
+
+INITIATOR_GONE_TEXT = "the initiator closed the comch connection"
+
+
+class InitiatorGone(StorageAppError):
+    """The initiator's comch connection went away (while a request was being handled): the
+    bridge must end."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(ErrorCode.CONNECTION_RESET, INITIATOR_GONE_TEXT + (f" ({detail})" if detail else ""))
 
 
 class BridgeWorker(Protocol):
@@ -104,10 +124,10 @@ class BridgeControl(Generic[W]):
     """The positional control phase of a bridge (a mixin for the bridge's session dataclass).
 
     The session provides the attributes below; :attr:`log` is the bridge's logger. Class
-    switches keep each bridge's documented behaviour: :attr:`tell_client_on_target_failure`
-    (answer the request that a target failure interrupted before ending),
-    :attr:`initiator_close_ends` (the initiator closing its connection during a request ends
-    the session instead of becoming an error response) and :attr:`start_timeout_code`.
+    switches: :attr:`tell_client_on_target_failure` (answer the request that a target failure
+    interrupted before ending; on by default), :attr:`initiator_close_ends` (the initiator
+    closing its connection during a request ends the session instead of becoming an error
+    response; on by default) and :attr:`start_timeout_code`.
     """
 
     config: Any
@@ -120,8 +140,8 @@ class BridgeControl(Generic[W]):
     _reported_worker_errors: set[int]
 
     log: logging.Logger = logging.getLogger("apps.storage")
-    tell_client_on_target_failure: bool = False
-    initiator_close_ends: bool = False
+    tell_client_on_target_failure: bool = True
+    initiator_close_ends: bool = True
     start_timeout_code: ErrorCode = ErrorCode.TIME_OUT
 
     @property
@@ -165,6 +185,25 @@ class BridgeControl(Generic[W]):
         if self.abort.is_set():
             raise aborted()
 
+    def _check_initiator(self) -> None:
+        """Raise :class:`InitiatorGone` if the initiator's comch connection went away."""
+        if not self.comch.is_connected:
+            raise InitiatorGone()
+
+    def _relay_idle(self) -> None:
+        """One idle step of a relay (the bridge waits for its target(s)): keep the comch PE
+        moving and end at once if the initiator left meanwhile (:class:`InitiatorGone`)."""
+        self.comch.progress()
+        self._check_initiator()
+
+    def _watch_targets_logged(self, context: str) -> None:
+        """:meth:`_watch_targets`, logging a :class:`TargetFailure` at once (with *context*)."""
+        try:
+            self._watch_targets()
+        except TargetFailure as exc:
+            self.log.error("%s %s; ending the session", exc, context)
+            raise
+
     def _watch_workers(self) -> None:
         for w in self.workers:
             if w.error is not None and w.index not in self._reported_worker_errors:
@@ -175,13 +214,12 @@ class BridgeControl(Generic[W]):
         """The initiator's next control message, watching the target(s) and the workers meanwhile."""
         while True:
             self._check_abort()
-            self._watch_targets()
+            self._watch_targets_logged("while waiting for the initiator's next request")
             self._watch_workers()
             try:
                 msg = self.client.poll(TICK)
             except PeerClosedError:
-                raise StorageAppError(ErrorCode.CONNECTION_RESET, "the initiator closed the comch connection") \
-                    from None
+                raise InitiatorGone() from None
             if msg is not None:
                 return msg
 
@@ -228,12 +266,11 @@ class BridgeControl(Generic[W]):
         }
         try:
             return handlers[msg.type](msg)
-        except TargetFailure:
+        except (TargetFailure, InitiatorGone):
             raise
         except (StorageAppError, DocaError, ValueError) as exc:
             if isinstance(exc, PeerClosedError) and self.initiator_close_ends:
-                raise StorageAppError(ErrorCode.CONNECTION_RESET, "the initiator closed the comch connection") \
-                    from None
+                raise InitiatorGone() from None
             if self.abort.is_set():
                 raise aborted() from None
             self.log.error("%s failed: %s", msg.type.wire_name, exc)
@@ -284,6 +321,7 @@ class BridgeControl(Generic[W]):
         while len(self.live_consumers()) < len(self.workers) or not all(w.ready for w in self.workers):
             self._check_abort()
             self._watch_targets()
+            self._check_initiator()
             other = self.client.poll(0.0)
             if other is not None:
                 raise StorageAppError(ErrorCode.UNEXPECTED, self._unexpected_during_start(other))

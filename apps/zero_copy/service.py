@@ -262,7 +262,7 @@ class ZeroCopyService(BridgeControl[Worker]):
                 raise TargetFailure(ErrorCode.TIME_OUT, f"Timed out after {self.timeout:g} s waiting for the "
                                                         f"{request.type.response_type.wire_name} of {self.target.name}"
                                                         f" (mid {request.message_id})")
-            self._pump_comch()
+            self._relay_idle()  # keeps the comch PE moving; ends at once if the initiator left
             fd = self.target.fileno()
             select.select([fd] if fd >= 0 else [], [], [], min(_TICK, left))
 

@@ -1,0 +1,159 @@
+"""The gga service's control phase never waits on one peer while another fails (issue 12):
+three ``apps.storage_target`` processes, ``apps.gga_offload`` and a test initiator in this
+process (:mod:`tests.gga_offload.harness`).
+
+* a target lost while the service waits for its initiator (to connect, or for the next
+  request) is logged at once;
+* an initiator that leaves while a request is relayed to the targets ends the service at once,
+  not after ``--control-timeout``;
+* a target that dies or stalls during a relayed request gets the initiator an error response
+  naming it before the service ends.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from doca_py.errors import ErrorCode
+
+from apps.storage.control import ControlMessage, ErrorPayload, MessageType as M
+
+from .harness import DEADLINE, Deployment, TestInitiator, make_sbc_files, plain_content
+
+pytestmark = pytest.mark.multiprocess
+
+B = 1024
+BLOCKS = 8
+PROMPT = 5.0
+"""Seconds within which a loss must be noticed (the service checks every 50-100 ms; this only
+bounds the wait, generously for a loaded machine)."""
+LONG_TIMEOUT = 30
+"""``--control-timeout`` of the tests that must end well before it."""
+ROLES = ("data_1", "data_2", "data_p")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    return make_sbc_files(tmp_path_factory.mktemp("sbc"), plain_content(BLOCKS, B), B, "vandermonde")
+
+
+@pytest.fixture
+def deploy(files: tuple[Path, Path, Path]) -> Iterator[Callable[..., Deployment]]:
+    made: list[Deployment] = []
+
+    def make(control_timeout: int = LONG_TIMEOUT) -> Deployment:
+        dep = Deployment(files, control_timeout=control_timeout, extra=("-l", "debug"))
+        made.append(dep)
+        return dep
+
+    yield make
+    for dep in made:
+        for t in dep.targets:
+            t.signal(signal.SIGCONT)
+        dep.kill()
+
+
+def _line(dep: Deployment, *needles: str, within: float = PROMPT) -> str:
+    return dep.svc.wait_for(lambda s: all(n in s for n in needles), " and ".join(repr(n) for n in needles), within)
+
+
+def _waiting_for_initiator(dep: Deployment) -> None:
+    _line(dep, "waiting for an initiator on comch", within=DEADLINE)
+
+
+def _relay_in_progress(dep: Deployment, ini: TestInitiator, stalled: int) -> None:
+    """Stop target *stalled*, send a query and wait until the service relays it."""
+    dep.targets[stalled].signal(signal.SIGSTOP)
+    ini.channel.send(ControlMessage(M.QUERY_STORAGE_REQUEST, 0, 0, None))
+    end = time.monotonic() + DEADLINE
+    while not any("received query_storage_request" in line for line in dep.svc.stdout.splitlines()):
+        assert time.monotonic() < end and dep.svc.p.poll() is None, dep.svc.output
+        ini.transport.pump(0.05)  # the initiator's side keeps progressing, as a real one does
+
+
+def _ended(dep: Deployment, within: float = PROMPT) -> str:
+    assert dep.svc.wait(within) == 1, dep.svc.output
+    assert "Traceback" not in dep.svc.output, dep.svc.output
+    return dep.svc.stderr
+
+
+@pytest.mark.parametrize("victim", [0, 2])
+def test_a_target_killed_while_waiting_for_the_initiator_to_connect_is_logged_at_once(
+        deploy: Callable[..., Deployment], victim: int) -> None:
+    dep = deploy()
+    _waiting_for_initiator(dep)
+    t0 = time.monotonic()
+    dep.targets[victim].kill()
+    line = _line(dep, f"storage target {ROLES[victim]} ", "closed its control connection",
+                 "while waiting for an initiator to connect")
+    assert "ERROR" in line, line
+    assert f"EXCEPTION: storage target {ROLES[victim]} " in _ended(dep)
+    assert time.monotonic() - t0 < PROMPT
+
+
+def test_a_target_killed_between_two_requests_is_logged_at_once(deploy: Callable[..., Deployment]) -> None:
+    dep = deploy()
+    ini = TestInitiator(dep.name)
+    try:
+        ini.query()
+        t0 = time.monotonic()
+        dep.targets[1].kill()
+        _line(dep, "storage target data_2 ", "closed its control connection",
+              "while waiting for the initiator's next request")
+        assert "EXCEPTION: storage target data_2 " in _ended(dep)
+        assert time.monotonic() - t0 < PROMPT
+    finally:
+        ini.close()
+
+
+def test_an_initiator_leaving_during_a_relay_ends_the_service_at_once(deploy: Callable[..., Deployment]) -> None:
+    dep = deploy()
+    ini = TestInitiator(dep.name)
+    try:
+        _relay_in_progress(dep, ini, stalled=0)
+        t0 = time.monotonic()
+    finally:
+        ini.close()
+    err = _ended(dep)
+    elapsed = time.monotonic() - t0
+    assert "EXCEPTION: the initiator closed the comch connection" in err, dep.svc.output
+    assert elapsed < PROMPT < LONG_TIMEOUT, elapsed  # not after --control-timeout
+
+
+@pytest.mark.parametrize("victim", [1, 2])
+def test_a_target_dying_during_a_relay_gets_the_initiator_an_error_naming_it(
+        deploy: Callable[..., Deployment], victim: int) -> None:
+    dep = deploy()
+    ini = TestInitiator(dep.name)
+    try:
+        _relay_in_progress(dep, ini, stalled=victim)
+        dep.targets[victim].kill()
+        resp = ini.channel.receive(PROMPT)  # answered before the service closes the connection
+        assert resp.type is M.ERROR_RESPONSE and isinstance(resp.payload, ErrorPayload), resp
+        assert resp.payload.code == ErrorCode.CONNECTION_RESET
+        assert f"storage target {ROLES[victim]} " in resp.payload.message, resp.payload.message
+        assert "closed its control connection" in resp.payload.message
+        assert f"EXCEPTION: storage target {ROLES[victim]} " in _ended(dep)
+    finally:
+        ini.close()
+
+
+def test_a_target_stalling_during_a_relay_gets_the_initiator_a_timeout_naming_it(
+        deploy: Callable[..., Deployment]) -> None:
+    dep = deploy(control_timeout=1)
+    ini = TestInitiator(dep.name)
+    try:
+        dep.targets[2].signal(signal.SIGSTOP)
+        resp = ini.exchange(M.QUERY_STORAGE_REQUEST)
+        assert resp.type is M.ERROR_RESPONSE and isinstance(resp.payload, ErrorPayload), resp
+        assert resp.payload.code == ErrorCode.TIME_OUT
+        assert "Timed out after 1 s waiting for the query_storage_response of data_p " in resp.payload.message, \
+            resp.payload.message
+        _ended(dep)
+    finally:
+        ini.close()

@@ -1,0 +1,54 @@
+"""``--io-timeout`` of ``python -m apps.initiator`` against the fake bridge
+(``tests/initiator/fake_bridge.py``): a service that stops answering IOs ends the run with the IOs
+that timed out, in bounded time; with the deadline off, nothing changes for a healthy service."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from .test_integration import PHASES, Bridge, _initiator_argv, plain, bridge_factory, run_initiator  # noqa: F401
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.usefixtures("backend")]
+
+
+def test_ios_without_a_response_time_out_and_the_session_still_ends(plain: Path, bridge_factory: object,
+                                                                    tmp_path: Path) -> None:
+    """The service answers 30 IOs, then none (but still its control requests): after
+    ``--io-timeout 1`` the run fails naming the IOs; stop and shutdown are still performed."""
+    bridge: Bridge = bridge_factory(plain, "--stall-after-ios", "30")  # type: ignore[operator]
+    t0 = time.monotonic()
+    res = run_initiator(tmp_path, _initiator_argv(bridge, "read_throughput_test", "--run-limit-operation-count",
+                                                  "100000", "--io-timeout", "1"))
+    elapsed = time.monotonic() - t0
+    assert res.rc == 1, res.err
+    assert "IO(s) timed out: no response from the service within 1 s (--io-timeout): read of storage offset " \
+        in res.err, res.err
+    assert "IO(s) timed out after 1 s (--io-timeout)" in res.err
+    assert "| Test failed!!" in res.err and "Traceback" not in res.err
+    assert "the service does not answer" not in res.err  # it answered stop: not unresponsive
+    assert bridge.rest()[-3:] == ["got stop_storage_request", "got shutdown_request", "bye"]
+    assert elapsed < 15, elapsed
+
+
+def test_io_timeout_zero_is_no_deadline(plain: Path, bridge_factory: object, tmp_path: Path) -> None:
+    bridge: Bridge = bridge_factory(plain)  # type: ignore[operator]
+    res = run_initiator(tmp_path, _initiator_argv(bridge, "read_only_data_validity_test", "--storage-plain-content",
+                                                  str(plain), "--io-timeout", "0"))
+    assert res.rc == 0, res.err
+    assert bridge.rest() == PHASES
+
+
+@pytest.mark.parametrize("value", ["-1", "3601", "x"])
+def test_bad_io_timeout_is_refused(value: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from .test_integration import ROOT, _env
+
+    out = subprocess.run([sys.executable, "-m", "apps.initiator", "-d", "3b:00.0", "--cpu", "0",
+                          "--execution-strategy", "read_throughput_test", "--io-timeout", value],
+                         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "--io-timeout" in out.stderr, out.stderr

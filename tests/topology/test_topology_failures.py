@@ -1,0 +1,57 @@
+"""Faults of the five-process topology beyond the targets' (issue 12): a stopped bridge."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from apps.initiator.config import IO_TIMEOUT_DEFAULT
+from apps.topology import Proc, Test as TopologyTest, build_parser, environment, prepare, start, topology
+
+pytestmark = pytest.mark.multiprocess
+
+PROGRESS = "progress: "
+MARGIN = 6.0
+"""Seconds the initiator may take past its IO deadline to report and end (the stop request
+gets 1 s, the workers drain 0.3 s; the rest is slack for a loaded machine)."""
+
+
+@pytest.fixture
+def mid_run(tmp_path: Path) -> Iterator[tuple[list[Proc], Proc, Proc]]:
+    """The five processes in a long read throughput test, once the initiator reports progress."""
+    args = build_parser().parse_args(["--block-count", "32", "--workdir", str(tmp_path)])
+    env = environment()
+    plain, files = prepare(args, tmp_path, env)
+    test = TopologyTest("long read", "read_throughput_test", 10_000_000)
+    with topology(tmp_path, env) as topo:
+        targets, bridge, initiator = start(topo, test, args, files, plain, initiator_marker=PROGRESS)
+        initiator.wait_marker(PROGRESS, 60)
+        yield targets, bridge, initiator
+
+
+def test_a_stopped_bridge_makes_the_initiator_time_out(mid_run: tuple[list[Proc], Proc, Proc]) -> None:
+    """SIGSTOP of the bridge mid-run: the initiator's IOs time out after ``--io-timeout`` (its
+    default here) and it ends with status 1, a timeout message and no traceback, instead of
+    waiting for ever."""
+    targets, bridge, initiator = mid_run
+    bridge.popen.send_signal(signal.SIGSTOP)
+    t0 = time.monotonic()
+    try:
+        rc = initiator.popen.wait(IO_TIMEOUT_DEFAULT + MARGIN)
+        elapsed = time.monotonic() - t0
+    finally:
+        bridge.popen.send_signal(signal.SIGCONT)
+        bridge.popen.kill()
+    if initiator._pump is not None:
+        initiator._pump.join(5)
+    text = "\n".join(initiator.lines)
+    assert rc == 1, initiator.tail(40)
+    assert elapsed <= IO_TIMEOUT_DEFAULT + MARGIN, elapsed
+    assert f"IO(s) timed out: no response from the service within {IO_TIMEOUT_DEFAULT} s (--io-timeout)" in text, \
+        initiator.tail(40)
+    assert "The service does not answer; shutdown skipped" in text, initiator.tail(40)
+    assert "| Test failed!!" in text and "Traceback" not in text, initiator.tail(40)
