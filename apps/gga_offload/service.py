@@ -164,6 +164,10 @@ class GgaService(BridgeControl[Worker]):
             requests[msg.message_id] = (link, msg)
         responses: dict[int, ControlMessage] = {}
         deadline = time.monotonic() + self.timeout
+        # Once the data path runs, a target silent for --target-io-timeout is stalled: take it out then,
+        # so the initiator's own wait for this answer does not run out first.
+        io_limit = float(self.config.target_io_timeout) if self.data_path_started else 0.0
+        degrade_at = min(deadline, time.monotonic() + io_limit) if io_limit > 0 else deadline
         while True:
             for mid in [m for m, (link, _r) in requests.items() if link.role in self.health.out]:
                 del requests[mid]  # taken out meanwhile (here or by a worker): not awaited any more
@@ -197,12 +201,15 @@ class GgaService(BridgeControl[Worker]):
                 responses[msg2.message_id] = msg2
             if progressed:
                 continue
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= degrade_at:
                 late = [requests[m][0] for m in requests if m not in responses]
                 if len(late) == 1 and self.may_degrade(late[0]):
+                    waited = self.timeout if degrade_at >= deadline else io_limit
                     self.health.mark_out(late[0].role, f"({late[0].endpoint}) did not answer a "
-                                         f"{mtype.wire_name} within {self.timeout:g} s")
+                                         f"{mtype.wire_name} within {waited:g} s")
                     continue
+            if now >= deadline:
                 waiting = [f"{requests[m][0].name} mid {m}" for m in requests if m not in responses]
                 raise TargetFailure(ErrorCode.TIME_OUT, f"Timed out after {self.timeout:g} s waiting for the "
                                                         f"{mtype.response_type.wire_name} of {', '.join(waiting)}")
