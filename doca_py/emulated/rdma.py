@@ -1265,7 +1265,19 @@ class EmuRdma(EmuCtx):
             req.r.call(req.close)
         srv_st = c.srv
         if srv_st is not None:
-            srv_st.r.call(functools.partial(_close_answering, srv_st))
+            # Wait (briefly) for the answers to leave: a process that exits right after stopping
+            # its ctx would otherwise take its I/O thread, and the sender's acknowledgement, with it.
+            answered = threading.Event()
+
+            def close_answering() -> None:
+                try:
+                    _close_answering(srv_st)
+                finally:
+                    answered.set()
+
+            srv_st.r.call(close_answering)
+            if not srv_st.r.on_thread():
+                answered.wait(1.0)
         if c.cm_sock is not None:
             c.cm_sock.r.call(c.cm_sock.close)
         return claimed
@@ -1869,6 +1881,13 @@ def _srv_closed(st: Stream, code: int) -> None:
     if t is not None and pe is not None:
         t.status = _RESET
         pe.post(_complete, t)
+    req = conn.req
+    if req is not None and not req.closed and conn.pending:
+        # A peer that stops closes both streams; the answers to our sends come on the other one and
+        # may be read after this EOF. Its own EOF (which follows them) breaks the connection; the
+        # timer bounds a peer that closed only this stream.
+        st.r.call_later(1.0, lambda: conn.ctx._break(conn, _RESET))
+        return
     conn.ctx._break(conn, _RESET)
 
 
