@@ -1,8 +1,10 @@
 """``comch_ctrl_path_common.c`` and ``comch_data_path_high_speed_common.c`` ported to doca_py.
 
-Control path: the command line (``register_comch_params``) and the creation of a
+Control path: the command line (``register_comch_params``), the creation of a
 configured server or client with its own progress engine
-(``init_comch_ctrl_path_server`` / ``init_comch_ctrl_path_client``).
+(``init_comch_ctrl_path_server`` / ``init_comch_ctrl_path_client``), and the callbacks
+the four samples share (send task callbacks, state-changed callbacks, consumer events)
+with the progress loop (``progress_until``).
 
 Data path: a producer and a consumer on an established connection, each with its own
 progress engine as in the C samples (``comch_data_path_send_msg`` /
@@ -185,6 +187,121 @@ def send_msg(endpoint: ComchServer | ComchClient, tracker: SendTracker, connecti
         task.free()
         raise
     tracker.submitted()
+
+
+# -- control path: the callbacks and loop every comch sample shares --------------------------------
+# The samples keep their result and finish flags under their C names (``result`` / ``finish``,
+# ``server_result`` / ``server_finish``, ...): *result_attr* and *finish_attr* name them.
+def server_objects_of(connection: ComchConnection) -> Any:
+    """``doca_comch_server_get_server_ctx`` + ``doca_ctx_get_user_data``: the sample's objects."""
+    server = connection.get_server_ctx()
+    assert server is not None
+    return server.user_data
+
+
+def client_objects_of(connection: ComchConnection) -> Any:
+    """``doca_comch_client_get_client_ctx`` + ``doca_ctx_get_user_data``: the sample's objects."""
+    client = connection.get_client_ctx()
+    assert client is not None
+    return client.user_data
+
+
+SendTaskCallback = Callable[[ComchTaskSend, Any, Any], None]
+
+
+def send_task_callbacks(sample_log: logging.Logger, success_msg: str,
+                        result_attr: str = "result") -> tuple[SendTaskCallback, SendTaskCallback]:
+    """The samples' send task completion and error callbacks: record the result, free the
+    task, tell the objects' ``tracker`` (an error also stops the ctx)."""
+
+    def send_task_completion_callback(task: ComchTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
+        setattr(ctx_user_data, result_attr, d.ErrorCode.SUCCESS)
+        sample_log.info(success_msg)
+        task.free()
+        tracker: SendTracker = ctx_user_data.tracker
+        tracker.completed()
+
+    def send_task_completion_err_callback(task: ComchTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
+        setattr(ctx_user_data, result_attr, task.get_status())
+        sample_log.error("Message failed to send with error = %s", task.exception())
+        task.free()
+        tracker: SendTracker = ctx_user_data.tracker
+        tracker.completed()
+        tracker.stop()
+
+    return send_task_completion_callback, send_task_completion_err_callback
+
+
+StateChangedCallback = Callable[[Any, d.Ctx, d.CtxState, d.CtxState], None]
+
+
+def server_state_changed_callback(sample_log: logging.Logger, finish_attr: str = "finish") -> StateChangedCallback:
+    """The servers' state-changed callback: log the states; IDLE ends the progress loop."""
+
+    def callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState, next_state: d.CtxState) -> None:
+        if next_state == d.CtxState.IDLE:
+            sample_log.info("CC server context has been stopped")
+            setattr(user_data, finish_attr, True)  # we can stop progressing the PE
+        elif next_state == d.CtxState.STARTING:
+            sample_log.error("CC server context entered into starting state. Unexpected transition")
+        elif next_state == d.CtxState.RUNNING:
+            sample_log.info("CC server context is running. Waiting for clients to connect")
+        elif next_state == d.CtxState.STOPPING:
+            sample_log.info("CC server context entered into stopping state. Terminating connections with clients")
+
+    return callback
+
+
+def client_state_changed_callback(sample_log: logging.Logger, on_running: Callable[[Any], None],
+                                  finish_attr: str = "finish") -> StateChangedCallback:
+    """The clients' state-changed callback: log the states, *on_running* (the sample's own
+    step) once connected; IDLE ends the progress loop."""
+
+    def callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState, next_state: d.CtxState) -> None:
+        if next_state == d.CtxState.IDLE:
+            sample_log.info("CC client context has been stopped")
+            setattr(user_data, finish_attr, True)  # we can stop progressing the PE
+        elif next_state == d.CtxState.STARTING:
+            sample_log.info("CC client context entered into starting state. Waiting for connection establishment")
+        elif next_state == d.CtxState.RUNNING:
+            on_running(user_data)
+        elif next_state == d.CtxState.STOPPING:
+            sample_log.info("CC client context entered into stopping state. Waiting for connection termination")
+
+    return callback
+
+
+def server_disconnection_event_callback(sample_log: logging.Logger) -> Callable[[ComchConnection, bool], None]:
+    """The servers' disconnection event callback: only a failure is logged."""
+
+    def callback(connection: ComchConnection, change_success: bool) -> None:
+        if not change_success:
+            sample_log.error("Failed disconnection received")
+
+    return callback
+
+
+def new_consumer_callback(sample_log: logging.Logger, objects_of: Callable[[ComchConnection], Any]
+                          ) -> Callable[[ComchConnection, int], None]:
+    """The data path samples' new consumer callback: remember the peer's consumer id."""
+
+    def callback(connection: ComchConnection, remote_consumer_id: int) -> None:
+        objects_of(connection).data_path.remote_consumer_id = remote_consumer_id
+        sample_log.info("Got a new remote consumer with ID = [%d]", remote_consumer_id)
+
+    return callback
+
+
+def expired_consumer_callback(connection: ComchConnection, remote_consumer_id: int) -> None:
+    """Not in use."""
+
+
+def progress_until(pe: d.Pe | None, done: Callable[[], bool]) -> None:
+    """Progress *pe* until *done*."""
+    assert pe is not None
+    while not done():
+        if not pe.progress():
+            time.sleep(SLEEP_IN_SECONDS)
 
 
 # -- data path: local memory ----------------------------------------------------------------------

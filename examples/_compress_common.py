@@ -4,7 +4,10 @@ The command line (``register_compress_params``, ``register_deflate_params``,
 ``register_lz4_stream_params``), the zlib header and LZ4 frame helpers of the
 ``--with-frame`` options, resource allocation (``allocate_compress_resources``) and the
 ``submit_*_task`` functions: allocate one task, submit it, progress until the completion
-callback has stopped the ctx, and return the task's checksums.
+callback has stopped the ctx, and return the task's checksums. The flow the three samples
+share around the task: ``run_on_file`` (read the input), ``run_compress_sample`` (output
+file, resources), ``get_max_buf_size``, ``start_and_get_buffers`` (ctx start, memory,
+mmaps, buffers) and ``release_buffers``.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import argparse
 import logging
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import doca_py as d
 from doca_py.compress import (Compress, CompressTaskCompressDeflate, CompressTaskDecompressDeflate,
@@ -22,7 +26,7 @@ from doca_py.compress import (Compress, CompressTaskCompressDeflate, CompressTas
 from doca_py.errors import DocaInvalidValue, DocaNotSupported, lookup
 
 from _common import (SLEEP_IN_SECONDS, ProgramCoreObjects, create_core_objects, destroy_core_objects,
-                     open_doca_device_with_pci, request_stop)
+                     open_doca_device_with_pci, request_stop, run_sample)
 
 log = logging.getLogger("COMPRESS_COMMON")
 
@@ -323,3 +327,79 @@ def submit_decompress_lz4_stream_task(resources: CompressResources, has_block_ch
                                                                     src_buf, dst_buf, user_data=result)
     _run_task(resources, task, result)
     return result.crc_cs, result.xxh_cs
+
+
+# -- the flow the compress samples share ----------------------------------------------------------
+@dataclass
+class SampleBuffers:
+    """The two DOCA buffers of a sample, over the file's memory and the zeroed destination."""
+
+    src_doca_buf: d.Buf
+    dst_doca_buf: d.Buf
+    dst_buffer: memoryview  # the destination memory (owned by the destination mmap)
+    src_addr: int
+    dst_addr: int
+
+
+def get_max_buf_size(resources: CompressResources, task_type: CompressTaskType, file_size: int) -> int:
+    """``doca_compress_cap_task_get_max_buf_size``; refuse a file larger than that."""
+    max_buf_size = Compress.cap_task_get_max_buf_size(resources.state.dev.devinfo, task_type)
+    if file_size > max_buf_size:
+        raise DocaInvalidValue(f"Invalid file size. Should be smaller than {max_buf_size}")
+    return max_buf_size
+
+
+def start_and_get_buffers(resources: CompressResources, file_data: bytearray, dst_size: int, max_buf_size: int,
+                          *, src_with_data: bool) -> SampleBuffers:
+    """``doca_ctx_start`` → the destination memory (``calloc(1, dst_size)``) and both mmaps →
+    the source buffer (holding the file as its data if *src_with_data*) and the empty
+    destination buffer of *max_buf_size* bytes."""
+    state = resources.state
+    assert state.buf_inv is not None
+    resources.compress.start()
+
+    # calloc(1, dst_size): zeroed memory, owned by the destination mmap
+    dst_buffer = state.dst_mmap.allocate(dst_size)
+    state.dst_mmap.start()
+    state.src_mmap.set_memrange(file_data)
+    state.src_mmap.start()
+    dst_addr, _ = state.dst_mmap.get_memrange()
+    src_addr, _ = state.src_mmap.get_memrange()
+
+    get_src = state.buf_inv.buf_get_by_data if src_with_data else state.buf_inv.buf_get_by_addr
+    src_doca_buf = get_src(state.src_mmap, src_addr, len(file_data))
+    dst_doca_buf = state.buf_inv.buf_get_by_addr(state.dst_mmap, dst_addr, max_buf_size)
+    return SampleBuffers(src_doca_buf, dst_doca_buf, dst_buffer, src_addr, dst_addr)
+
+
+def release_buffers(bufs: SampleBuffers) -> None:
+    """``doca_buf_dec_refcount`` on both buffers; free the destination memory."""
+    bufs.dst_doca_buf.dec_refcount()
+    bufs.src_doca_buf.dec_refcount()
+    bufs.dst_buffer.release()
+
+
+def run_compress_sample(cfg: CompressCfg, mode: CompressMode,
+                        sample: Callable[[CompressResources, BinaryIO], None]) -> d.ErrorCode:
+    """Open the output file, ``allocate_compress_resources`` (2 buffers), run *sample*,
+    ``destroy_compress_resources``."""
+    with open(cfg.output_path, "wb") as out_file:
+        # The sample uses 2 DOCA buffers
+        resources = allocate_compress_resources(cfg.pci_address, 2, mode)
+        try:
+            sample(resources, out_file)
+            return d.ErrorCode.SUCCESS
+        finally:
+            destroy_compress_resources(resources)
+
+
+def run_on_file(log: logging.Logger, cfg: CompressCfg, sample: Callable[[CompressCfg, bytearray], d.ErrorCode]
+                ) -> int:
+    """``read_file`` (the whole input) then *sample*, under :func:`run_sample`."""
+
+    def run() -> d.ErrorCode:
+        with open(cfg.file_path, "rb") as f:  # read_file
+            file_data = bytearray(f.read())
+        return sample(cfg, file_data)
+
+    return run_sample(log, run)

@@ -2,7 +2,12 @@
 
 Configuration and command line (``register_rdma_common_params``), resource allocation
 and teardown (``allocate_rdma_resources``, ``destroy_rdma_resources``) and the
-out-of-band exchange of descriptors through files (``write_file``, ``read_file``).
+out-of-band exchange of descriptors through files (``write_file``, ``read_file``), and the
+flow every callback-driven sample shares: ``export_and_connect`` (export → descriptor
+exchange → connect), the task bookkeeping (``submit_task``, ``task_finished``,
+``task_error_callback``), the state-changed callback (``state_change_callback``) and
+``run_rdma_ctx`` (start, progress until IDLE). Each sample keeps its task callbacks, the
+building of its task and what it does once RUNNING.
 
 Where the C samples ask the user to copy a descriptor file and press enter, the ports
 wait until the file named on the command line exists (a file written atomically by
@@ -20,6 +25,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any, Callable
 from pathlib import Path
 
 import doca_py as d
@@ -27,7 +33,7 @@ from doca_py import aio
 from doca_py.errors import DocaConnectionAborted, DocaIOFailed, DocaNotFound
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTransportType
 
-from _common import TaskCheck
+from _common import SLEEP_IN_SECONDS, TaskCheck, request_stop
 
 MEM_RANGE_LEN = 4096  # DOCA mmap memory range length
 INVENTORY_NUM_INITIAL_ELEMENTS = 16  # number of DOCA inventory initial elements
@@ -342,3 +348,169 @@ async def aio_export_and_connect(resources: RdmaResources, runner: aio.AttachedP
     await runner.until(lambda: resources.connection_established or bool(resources.connection_error), timeout)
     if resources.connection_error:
         raise DocaConnectionAborted(resources.connection_error)
+
+
+# -- the flow the callback-driven samples share -------------------------------------------------
+def write_read_connection(resources: RdmaResources, peer: str, *, passive: bool, mmap: bool = False) -> None:
+    """Every sample's ``write_read_connection``.
+
+    The *passive* side (receiver, responder) always writes its connection descriptor (and,
+    with *mmap*, its mmap descriptor) and, over DC, reads nothing back. The active side
+    (sender, requester) writes its descriptor over RC only and reads the peer's (and, with
+    *mmap*, the peer's mmap descriptor)."""
+    cfg, log = resources.cfg, resources.log
+    if passive:
+        write_file(cfg.local_connection_desc_path, resources.rdma_conn_descriptor)
+        if mmap:
+            write_file(cfg.remote_resource_desc_path, resources.mmap_descriptor)
+            log.info("You can now copy %s and %s to the %s", cfg.local_connection_desc_path,
+                     cfg.remote_resource_desc_path, peer)
+        else:
+            log.info("You can now copy %s to the %s", cfg.local_connection_desc_path, peer)
+        if cfg.transport_type == RdmaTransportType.DC:
+            return
+        log.info("Please copy %s from the %s", cfg.remote_connection_desc_path, peer)
+        wait_for_file(cfg.remote_connection_desc_path, log)
+        resources.remote_rdma_conn_descriptor = read_file(cfg.remote_connection_desc_path)
+        return
+    if cfg.transport_type == RdmaTransportType.RC:
+        write_file(cfg.local_connection_desc_path, resources.rdma_conn_descriptor)
+        log.info("You can now copy %s to the %s", cfg.local_connection_desc_path, peer)
+    if mmap:
+        log.info("Please copy %s and %s from the %s", cfg.remote_connection_desc_path,
+                 cfg.remote_resource_desc_path, peer)
+    else:
+        log.info("Please copy %s from the %s", cfg.remote_connection_desc_path, peer)
+    wait_for_file(cfg.remote_connection_desc_path, log)
+    if mmap:
+        wait_for_file(cfg.remote_resource_desc_path, log)
+    resources.remote_rdma_conn_descriptor = read_file(cfg.remote_connection_desc_path)
+    if mmap:
+        resources.remote_mmap_descriptor = read_file(cfg.remote_resource_desc_path)
+
+
+def rdma_connect(resources: RdmaResources, *, passive: bool) -> None:
+    """``doca_rdma_connect`` to the peer's descriptor (a passive side over DC has none)."""
+    if passive and resources.cfg.transport_type == RdmaTransportType.DC:
+        return
+    assert resources.connection is not None
+    resources.rdma.connect(resources.remote_rdma_conn_descriptor, resources.connection)
+
+
+def export_and_connect(resources: RdmaResources, peer: str, *, passive: bool, mmap: bool = False) -> None:
+    """``doca_rdma_export`` (and, with *mmap*, ``doca_mmap_export_rdma``) → descriptor
+    exchange → ``doca_rdma_connect``: every sample's ``*_export_and_connect``."""
+    resources.rdma_conn_descriptor, resources.connection = resources.rdma.export()
+    if mmap and passive:
+        resources.mmap_descriptor = resources.mmap.export_rdma(resources.doca_device)
+    write_read_connection(resources, peer, passive=passive, mmap=mmap)
+    rdma_connect(resources, passive=passive)
+
+
+def release_bufs(resources: RdmaResources) -> None:
+    """Drop the task's buffers (``doca_buf_dec_refcount``)."""
+    for buf in (resources.dst_buf, resources.src_buf):
+        if buf is not None:
+            buf.dec_refcount()
+    resources.dst_buf = resources.src_buf = None
+
+
+def task_finished(resources: RdmaResources, task: Any) -> None:
+    """The end of every task callback: free the task and its buffers; once no task remains,
+    stop the ctx."""
+    task.free()
+    release_bufs(resources)
+    resources.num_remaining_tasks -= 1
+    if resources.num_remaining_tasks == 0:  # stop the ctx once every task completed
+        request_stop(resources.rdma)
+
+
+def task_error_callback(what: str) -> Callable[[Any, Any, Any], None]:
+    """Every sample's task error callback: keep the first error, log, :func:`task_finished`."""
+
+    def error_callback(task: Any, task_user_data: Any, ctx_user_data: Any) -> None:
+        resources: RdmaResources = ctx_user_data
+        propagate_error(resources, task.get_status())
+        resources.log.error("%s task failed: %s", what, task.exception())
+        task_finished(resources, task)
+
+    return error_callback
+
+
+def submit_task(resources: RdmaResources, task: Any) -> None:
+    """``doca_task_submit``, counting the task; a refused task is freed with its buffers."""
+    resources.num_remaining_tasks += 1
+    try:
+        task.submit()
+    except d.DocaError:
+        resources.num_remaining_tasks -= 1
+        task.free()
+        release_bufs(resources)
+        raise
+
+
+def state_change_callback(what: str, on_running: Callable[[RdmaResources], None]
+                          ) -> Callable[[Any, d.Ctx, d.CtxState, d.CtxState], None]:
+    """Every sample's state-changed callback: *on_running* runs once the ctx is RUNNING
+    (DOCA 3.x: without a connection); IDLE ends the progress loop."""
+
+    def callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState, next_state: d.CtxState) -> None:
+        resources: RdmaResources = user_data
+        log_state(resources, next_state)
+        try:
+            if next_state == d.CtxState.RUNNING:
+                on_running(resources)
+            elif next_state == d.CtxState.IDLE:
+                resources.run_pe_progress = False  # we can stop progressing the PE
+        except d.DocaError as exc:
+            resources.log.error("%s failed: %s", what, exc)
+            propagate_error(resources, exc.code)
+            request_stop(ctx)
+
+    return callback
+
+
+def run_rdma_ctx(resources: RdmaResources, state_changed_cb: Callable[..., None], *,
+                 buf_inventory: bool = True) -> d.ErrorCode:
+    """``doca_ctx_set_state_changed_cb`` → ``doca_ctx_set_user_data`` → (inventory) →
+    ``doca_ctx_start`` → progress until IDLE; the first error met, or SUCCESS."""
+    resources.rdma.set_state_changed_cb(state_changed_cb)
+    resources.rdma.user_data = resources  # doca_ctx_set_user_data
+    try:
+        if buf_inventory:
+            resources.buf_inventory = d.BufInventory(INVENTORY_NUM_INITIAL_ELEMENTS, start=False)
+            resources.buf_inventory.start()
+        resources.rdma.start()
+
+        # The state machine runs in the state-changed callback, from progress(); it ends on IDLE.
+        while resources.run_pe_progress:
+            if not resources.pe.progress():
+                time.sleep(SLEEP_IN_SECONDS)
+        return resources.first_encountered_error
+    finally:
+        if resources.buf_inventory is not None:
+            resources.buf_inventory.stop()
+            resources.buf_inventory.close()
+            resources.buf_inventory = None
+
+
+# -- asyncio: the steps both aio_rdma_* samples share ---------------------------------------------
+def set_aio_connection_callbacks(rdma: Rdma) -> None:
+    """``doca_rdma_set_connection_state_callbacks`` with this module's callbacks."""
+    rdma.set_connection_state_callbacks(None, rdma_connection_established_callback,
+                                        rdma_connection_failure_callback, rdma_connection_disconnect_callback)
+
+
+async def aio_start_and_connect(resources: RdmaResources, runner: aio.AttachedPe, peer: str,
+                                timeout: float) -> None:
+    """``doca_ctx_start``; await RUNNING; :func:`aio_export_and_connect`."""
+    resources.rdma.start()
+    await resources.rdma.started(timeout=timeout)
+    resources.log.info("RDMA context is running")
+    await aio_export_and_connect(resources, runner, peer, timeout)
+
+
+async def aio_stop(resources: RdmaResources, timeout: float) -> None:
+    """``doca_ctx_stop`` (a failed task has already moved the ctx to STOPPING); await IDLE."""
+    request_stop(resources.rdma)
+    await resources.rdma.stopped(timeout=timeout)

@@ -25,11 +25,10 @@ import doca_py as d
 from doca_py import aio
 from doca_py.rdma import Rdma, RdmaTaskReceive
 
-from _common import error_of, request_stop, run_sample, setup_logging
-from _rdma_common import (INVENTORY_NUM_INITIAL_ELEMENTS, NUM_RDMA_TASKS, RdmaConfig, aio_export_and_connect,
+from _common import error_of, run_sample, setup_logging
+from _rdma_common import (INVENTORY_NUM_INITIAL_ELEMENTS, NUM_RDMA_TASKS, RdmaConfig, aio_start_and_connect, aio_stop,
                           allocate_rdma_resources, config_from_args, destroy_rdma_resources, get_string,
-                          rdma_connection_disconnect_callback, rdma_connection_established_callback,
-                          rdma_connection_failure_callback, register_rdma_common_params)
+                          register_rdma_common_params, set_aio_connection_callbacks)
 
 log = setup_logging("RDMA_RECEIVE_AIO")
 
@@ -53,15 +52,11 @@ async def rdma_receive(cfg: RdmaConfig) -> d.ErrorCode:
     rdma = resources.rdma
     try:
         rdma.task_receive_set_conf(rdma_receive_completed_callback, rdma_receive_error_callback, NUM_RDMA_TASKS)
-        rdma.set_connection_state_callbacks(None, rdma_connection_established_callback,
-                                            rdma_connection_failure_callback, rdma_connection_disconnect_callback)
+        set_aio_connection_callbacks(rdma)
         rdma.user_data = resources  # doca_ctx_set_user_data
         inventory = resources.buf_inventory = d.BufInventory(INVENTORY_NUM_INITIAL_ELEMENTS)
         async with aio.attach(resources.pe) as runner:  # the loop progresses the PE from now on
-            rdma.start()
-            await rdma.started(timeout=TIMEOUT)
-            log.info("RDMA context is running")
-            await aio_export_and_connect(resources, runner, "sender", TIMEOUT)
+            await aio_start_and_connect(resources, runner, "sender", TIMEOUT)
 
             local_range, _ = resources.mmap.get_memrange()
             dst_buf = inventory.buf_get_by_addr(resources.mmap, local_range, MAX_BUFF_SIZE)
@@ -84,8 +79,7 @@ async def rdma_receive(cfg: RdmaConfig) -> d.ErrorCode:
                 task.free()
                 dst_buf.dec_refcount()
 
-            request_stop(rdma)  # a failed task has already moved the ctx to STOPPING
-            await rdma.stopped(timeout=TIMEOUT)
+            await aio_stop(resources, TIMEOUT)
         return result
     finally:
         if resources.buf_inventory is not None:

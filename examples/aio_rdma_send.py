@@ -24,12 +24,10 @@ import doca_py as d
 from doca_py import aio
 from doca_py.rdma import Rdma, RdmaTaskSend
 
-from _common import error_of, request_stop, run_sample, setup_logging
-from _rdma_common import (INVENTORY_NUM_INITIAL_ELEMENTS, NUM_RDMA_TASKS, RdmaConfig, aio_export_and_connect,
-                          allocate_rdma_resources, config_from_args, destroy_rdma_resources,
-                          rdma_connection_disconnect_callback, rdma_connection_established_callback,
-                          rdma_connection_failure_callback, put_string, register_rdma_common_params,
-                          register_rdma_send_string_param)
+from _common import error_of, run_sample, setup_logging
+from _rdma_common import (INVENTORY_NUM_INITIAL_ELEMENTS, NUM_RDMA_TASKS, RdmaConfig, aio_start_and_connect, aio_stop,
+                          allocate_rdma_resources, config_from_args, destroy_rdma_resources, put_string,
+                          register_rdma_common_params, register_rdma_send_string_param, set_aio_connection_callbacks)
 
 log = setup_logging("RDMA_SEND_AIO")
 
@@ -53,15 +51,11 @@ async def rdma_send(cfg: RdmaConfig) -> d.ErrorCode:
     rdma = resources.rdma
     try:
         rdma.task_send_set_conf(rdma_send_completed_callback, rdma_send_error_callback, NUM_RDMA_TASKS)
-        rdma.set_connection_state_callbacks(None, rdma_connection_established_callback,
-                                            rdma_connection_failure_callback, rdma_connection_disconnect_callback)
+        set_aio_connection_callbacks(rdma)
         rdma.user_data = resources  # doca_ctx_set_user_data
         inventory = resources.buf_inventory = d.BufInventory(INVENTORY_NUM_INITIAL_ELEMENTS)
         async with aio.attach(resources.pe) as runner:  # the loop progresses the PE from now on
-            rdma.start()
-            await rdma.started(timeout=TIMEOUT)
-            log.info("RDMA context is running")
-            await aio_export_and_connect(resources, runner, "receiver", TIMEOUT)
+            await aio_start_and_connect(resources, runner, "receiver", TIMEOUT)
             assert resources.connection is not None
 
             local_range, _ = resources.mmap.get_memrange()
@@ -79,8 +73,7 @@ async def rdma_send(cfg: RdmaConfig) -> d.ErrorCode:
                 task.free()
                 src_buf.dec_refcount()
 
-            request_stop(rdma)  # a failed task has already moved the ctx to STOPPING
-            await rdma.stopped(timeout=TIMEOUT)
+            await aio_stop(resources, TIMEOUT)
         return result
     finally:
         if resources.buf_inventory is not None:

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from dataclasses import dataclass
-from typing import Any
 
 import doca_py as d
-from doca_py.comch import ComchClient, ComchConnection, ComchTaskSend
+from doca_py.comch import ComchClient, ComchConnection
 
-from _common import SLEEP_IN_SECONDS, open_doca_device_with_pci, run_sample, setup_logging
-from _comch_common import (CtrlPathClientCbConfig, SendTracker, clean_comch_ctrl_path_client,
-                           init_comch_ctrl_path_client, register_comch_params, send_msg)
+from _common import open_doca_device_with_pci, run_sample, setup_logging
+from _comch_common import (CtrlPathClientCbConfig, SendTracker, clean_comch_ctrl_path_client, client_objects_of,
+                           init_comch_ctrl_path_client, progress_until, register_comch_params, send_msg,
+                           send_task_callbacks)
+from _comch_common import client_state_changed_callback as client_state_changed_callback_for
 
 log = setup_logging("COMCH_CTRL_PATH_CLIENT")
 
@@ -44,55 +44,32 @@ class ComchCtrlPathClientObjects:
     finish: bool = False
 
 
-def client_send_task_completion_callback(task: ComchTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
-    sample_objects: ComchCtrlPathClientObjects = ctx_user_data
-    sample_objects.result = d.ErrorCode.SUCCESS
-    log.info("Task sent successfully")
-    task.free()
-    assert sample_objects.tracker is not None
-    sample_objects.tracker.completed()
-
-
-def client_send_task_completion_err_callback(task: ComchTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
-    sample_objects: ComchCtrlPathClientObjects = ctx_user_data
-    sample_objects.result = task.get_status()
-    log.error("Message failed to send with error = %s", task.exception())
-    task.free()
-    assert sample_objects.tracker is not None
-    sample_objects.tracker.completed()
-    sample_objects.tracker.stop()
+client_send_task_completion_callback, client_send_task_completion_err_callback = send_task_callbacks(
+    log, "Task sent successfully")
 
 
 def client_message_recv_callback(msg: memoryview, connection: ComchConnection) -> None:
     """The server's answer: print it and stop the client."""
     log.info("Message received: '%s'", bytes(msg).decode(errors="replace"))  # msg is valid only here
-    client = connection.get_client_ctx()
-    assert client is not None
-    sample_objects: ComchCtrlPathClientObjects = client.user_data
+    sample_objects: ComchCtrlPathClientObjects = client_objects_of(connection)
     assert sample_objects.tracker is not None
     sample_objects.tracker.stop()
 
 
-def client_state_changed_callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState,
-                                  next_state: d.CtxState) -> None:
-    sample_objects: ComchCtrlPathClientObjects = user_data
-    if next_state == d.CtxState.IDLE:
-        log.info("CC client context has been stopped")
-        sample_objects.finish = True  # we can stop progressing the PE
-    elif next_state == d.CtxState.STARTING:
-        log.info("CC client context entered into starting state. Waiting for connection establishment")
-    elif next_state == d.CtxState.RUNNING:
-        log.info("CC client context is running. Sending message to the server")
-        assert sample_objects.client is not None and sample_objects.tracker is not None
-        try:
-            connection = sample_objects.client.get_connection()
-            send_msg(sample_objects.client, sample_objects.tracker, connection, sample_objects.text)
-        except d.DocaError as exc:
-            log.error("Failed to send a message to the server with error = %s", exc)
-            sample_objects.result = d.ErrorCode(exc.code)
-            sample_objects.tracker.stop()
-    elif next_state == d.CtxState.STOPPING:
-        log.info("CC client context entered into stopping state. Waiting for connection termination")
+def client_on_running(sample_objects: ComchCtrlPathClientObjects) -> None:
+    """RUNNING (connected): send the message to the server."""
+    log.info("CC client context is running. Sending message to the server")
+    assert sample_objects.client is not None and sample_objects.tracker is not None
+    try:
+        connection = sample_objects.client.get_connection()
+        send_msg(sample_objects.client, sample_objects.tracker, connection, sample_objects.text)
+    except d.DocaError as exc:
+        log.error("Failed to send a message to the server with error = %s", exc)
+        sample_objects.result = d.ErrorCode(exc.code)
+        sample_objects.tracker.stop()
+
+
+client_state_changed_callback = client_state_changed_callback_for(log, client_on_running)
 
 
 def start_comch_ctrl_path_client_sample(server_name: str, dev_pci_addr: str, text: str) -> d.ErrorCode:
@@ -109,9 +86,7 @@ def start_comch_ctrl_path_client_sample(server_name: str, dev_pci_addr: str, tex
         client, pe = init_comch_ctrl_path_client(server_name, hw_dev, cb_cfg)
         sample_objects.client, sample_objects.tracker = client, SendTracker(client)
         try:
-            while not sample_objects.finish:
-                if not pe.progress():
-                    time.sleep(SLEEP_IN_SECONDS)
+            progress_until(pe, lambda: sample_objects.finish)
         finally:
             clean_comch_ctrl_path_client(client, pe)
     finally:

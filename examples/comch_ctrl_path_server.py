@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from dataclasses import dataclass
-from typing import Any
 
 import doca_py as d
-from doca_py.comch import ComchConnection, ComchServer, ComchTaskSend
+from doca_py.comch import ComchConnection, ComchServer
 
-from _common import (SLEEP_IN_SECONDS, open_doca_device_rep_with_pci, open_doca_device_with_pci, run_sample,
-                     setup_logging)
+from _common import open_doca_device_rep_with_pci, open_doca_device_with_pci, run_sample, setup_logging
 from _comch_common import (CtrlPathServerCbConfig, SendTracker, clean_comch_ctrl_path_server,
-                           init_comch_ctrl_path_server, register_comch_params, send_msg)
+                           init_comch_ctrl_path_server, progress_until, register_comch_params, send_msg,
+                           send_task_callbacks, server_objects_of)
+from _comch_common import server_disconnection_event_callback as server_disconnection_event_callback_for
+from _comch_common import server_state_changed_callback as server_state_changed_callback_for
 
 log = setup_logging("COMCH_CTRL_PATH_SERVER")
 
@@ -46,31 +46,10 @@ class ComchCtrlPathServerObjects:
     finish: bool = False
 
 
-def objects_of(connection: ComchConnection) -> ComchCtrlPathServerObjects:
-    """``doca_comch_server_get_server_ctx`` + ``doca_ctx_get_user_data``."""
-    server = connection.get_server_ctx()
-    assert server is not None
-    objects: ComchCtrlPathServerObjects = server.user_data
-    return objects
+objects_of = server_objects_of
 
-
-def server_send_task_completion_callback(task: ComchTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
-    sample_objects: ComchCtrlPathServerObjects = ctx_user_data
-    sample_objects.result = d.ErrorCode.SUCCESS
-    log.info("Task sent successfully")
-    task.free()
-    assert sample_objects.tracker is not None
-    sample_objects.tracker.completed()
-
-
-def server_send_task_completion_err_callback(task: ComchTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
-    sample_objects: ComchCtrlPathServerObjects = ctx_user_data
-    sample_objects.result = task.get_status()
-    log.error("Message failed to send with error = %s", task.exception())
-    task.free()
-    assert sample_objects.tracker is not None
-    sample_objects.tracker.completed()
-    sample_objects.tracker.stop()
+server_send_task_completion_callback, server_send_task_completion_err_callback = send_task_callbacks(
+    log, "Task sent successfully")
 
 
 def server_message_recv_callback(msg: memoryview, connection: ComchConnection) -> None:
@@ -93,23 +72,9 @@ def server_connection_event_callback(connection: ComchConnection, change_success
     log.info("New client connected")
 
 
-def server_disconnection_event_callback(connection: ComchConnection, change_success: bool) -> None:
-    if not change_success:
-        log.error("Failed disconnection received")
+server_disconnection_event_callback = server_disconnection_event_callback_for(log)
 
-
-def server_state_changed_callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState,
-                                  next_state: d.CtxState) -> None:
-    sample_objects: ComchCtrlPathServerObjects = user_data
-    if next_state == d.CtxState.IDLE:
-        log.info("CC server context has been stopped")
-        sample_objects.finish = True  # we can stop progressing the PE
-    elif next_state == d.CtxState.STARTING:
-        log.error("CC server context entered into starting state. Unexpected transition")
-    elif next_state == d.CtxState.RUNNING:
-        log.info("CC server context is running. Waiting for clients to connect")
-    elif next_state == d.CtxState.STOPPING:
-        log.info("CC server context entered into stopping state. Terminating connections with clients")
+server_state_changed_callback = server_state_changed_callback_for(log)
 
 
 def start_comch_ctrl_path_server_sample(server_name: str, dev_pci_addr: str, rep_pci_addr: str,
@@ -130,9 +95,7 @@ def start_comch_ctrl_path_server_sample(server_name: str, dev_pci_addr: str, rep
         server, pe = init_comch_ctrl_path_server(server_name, hw_dev, rep_dev, cb_cfg)
         sample_objects.server, sample_objects.tracker = server, SendTracker(server)
         try:
-            while not sample_objects.finish:
-                if not pe.progress():
-                    time.sleep(SLEEP_IN_SECONDS)
+            progress_until(pe, lambda: sample_objects.finish)
         finally:
             clean_comch_ctrl_path_server(server, pe)
         rep_dev.close()

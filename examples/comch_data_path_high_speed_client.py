@@ -19,20 +19,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import doca_py as d
-from doca_py.comch import ComchClient, ComchConnection, ComchTaskSend
+from doca_py.comch import ComchClient, ComchConnection
 from doca_py.errors import DocaInitialization
 
-from _common import SLEEP_IN_SECONDS, open_doca_device_with_pci, run_sample, setup_logging
+from _common import open_doca_device_with_pci, run_sample, setup_logging
 from _comch_common import (INVALID_CONSUMER_ID, STR_START_DATA_PATH_TEST, STR_STOP_DATA_PATH_TEST,
                            ComchDataPathObjects, CtrlPathClientCbConfig, SendTracker, clean_comch_ctrl_path_client,
-                           comch_data_path_recv_msg, comch_data_path_send_msg, init_comch_ctrl_path_client,
-                           register_comch_params, send_msg)
+                           client_objects_of, comch_data_path_recv_msg, comch_data_path_send_msg,
+                           expired_consumer_callback, init_comch_ctrl_path_client, progress_until,
+                           register_comch_params, send_msg, send_task_callbacks)
+from _comch_common import client_state_changed_callback as client_state_changed_callback_for
+from _comch_common import new_consumer_callback as new_consumer_callback_for
 
 log = setup_logging("COMCH_DATA_PATH_HIGH_SPEED_CLIENT")
 
@@ -55,31 +55,10 @@ class ComchDataPathClientObjects:
     data_path_test_stopped: bool = False
 
 
-def objects_of(connection: ComchConnection) -> ComchDataPathClientObjects:
-    """``doca_comch_client_get_client_ctx`` + ``doca_ctx_get_user_data``."""
-    client = connection.get_client_ctx()
-    assert client is not None
-    objects: ComchDataPathClientObjects = client.user_data
-    return objects
+objects_of = client_objects_of
 
-
-def client_send_task_completion_callback(task: ComchTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
-    sample_objects: ComchDataPathClientObjects = ctx_user_data
-    sample_objects.client_result = d.ErrorCode.SUCCESS
-    log.info("Client task sent successfully")
-    task.free()
-    assert sample_objects.tracker is not None
-    sample_objects.tracker.completed()
-
-
-def client_send_task_completion_err_callback(task: ComchTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
-    sample_objects: ComchDataPathClientObjects = ctx_user_data
-    sample_objects.client_result = task.get_status()
-    log.error("Message failed to send with error = %s", task.exception())
-    task.free()
-    assert sample_objects.tracker is not None
-    sample_objects.tracker.completed()
-    sample_objects.tracker.stop()
+client_send_task_completion_callback, client_send_task_completion_err_callback = send_task_callbacks(
+    log, "Client task sent successfully", "client_result")
 
 
 def client_message_recv_callback(msg: memoryview, connection: ComchConnection) -> None:
@@ -96,44 +75,24 @@ def client_message_recv_callback(msg: memoryview, connection: ComchConnection) -
         sample_objects.tracker.stop()  # once our own stop message's send completed
 
 
-def client_state_changed_callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState,
-                                  next_state: d.CtxState) -> None:
-    sample_objects: ComchDataPathClientObjects = user_data
-    if next_state == d.CtxState.IDLE:
-        log.info("CC client context has been stopped")
-        sample_objects.client_finish = True  # we can stop progressing the PE
-    elif next_state == d.CtxState.STARTING:
-        log.info("CC client context entered into starting state. Waiting for connection establishment")
-    elif next_state == d.CtxState.RUNNING:
-        # Get the connection channel
-        if sample_objects.connection is None:
-            assert sample_objects.client is not None and sample_objects.tracker is not None
-            try:
-                sample_objects.connection = sample_objects.client.get_connection()
-            except d.DocaError as exc:
-                log.error("Failed to get connection from cc client with error = %s", exc)
-                sample_objects.client_result = d.ErrorCode(exc.code)
-                sample_objects.tracker.stop()
-                return
-            log.info("CC client context is running. Get a connection from server")
-    elif next_state == d.CtxState.STOPPING:
-        log.info("CC client context entered into stopping state. Waiting for connection termination")
+def client_on_running(sample_objects: ComchDataPathClientObjects) -> None:
+    """RUNNING (connected): get the connection channel."""
+    if sample_objects.connection is not None:
+        return
+    assert sample_objects.client is not None and sample_objects.tracker is not None
+    try:
+        sample_objects.connection = sample_objects.client.get_connection()
+    except d.DocaError as exc:
+        log.error("Failed to get connection from cc client with error = %s", exc)
+        sample_objects.client_result = d.ErrorCode(exc.code)
+        sample_objects.tracker.stop()
+        return
+    log.info("CC client context is running. Get a connection from server")
 
 
-def new_consumer_callback(connection: ComchConnection, remote_consumer_id: int) -> None:
-    objects_of(connection).data_path.remote_consumer_id = remote_consumer_id
-    log.info("Got a new remote consumer with ID = [%d]", remote_consumer_id)
+client_state_changed_callback = client_state_changed_callback_for(log, client_on_running, "client_finish")
 
-
-def expired_consumer_callback(connection: ComchConnection, remote_consumer_id: int) -> None:
-    """Not in use."""
-
-
-def progress_until(sample_objects: ComchDataPathClientObjects, done: Callable[[], bool]) -> None:
-    assert sample_objects.pe is not None
-    while not done():
-        if not sample_objects.pe.progress():
-            time.sleep(SLEEP_IN_SECONDS)
+new_consumer_callback = new_consumer_callback_for(log, objects_of)
 
 
 def clean_comch_data_path_client_objects(sample_objects: ComchDataPathClientObjects) -> None:
@@ -150,8 +109,8 @@ def clean_comch_data_path_client_objects(sample_objects: ComchDataPathClientObje
                     sample_objects.client_result = d.ErrorCode(exc.code)
                     sample_objects.data_path_test_stopped = True
                     sample_objects.tracker.stop()
-                progress_until(sample_objects, lambda: sample_objects.data_path_test_stopped)
-            progress_until(sample_objects, lambda: sample_objects.client_finish)
+                progress_until(sample_objects.pe, lambda: sample_objects.data_path_test_stopped)
+            progress_until(sample_objects.pe, lambda: sample_objects.client_finish)
         finally:
             clean_comch_ctrl_path_client(sample_objects.client, sample_objects.pe)
             sample_objects.client = sample_objects.pe = None
@@ -180,7 +139,7 @@ def init_comch_data_path_client_objects(server_name: str, dev_pci_addr: str,
     sample_objects.data_path.pe = sample_objects.pe
 
     # Wait for the connection to be established (RUNNING)
-    progress_until(sample_objects, lambda: sample_objects.connection is not None or sample_objects.client_finish)
+    progress_until(sample_objects.pe, lambda: sample_objects.connection is not None or sample_objects.client_finish)
     if sample_objects.client_finish:
         raise DocaInitialization("the client stopped before it was connected")
     sample_objects.data_path.connection = sample_objects.connection
@@ -188,7 +147,7 @@ def init_comch_data_path_client_objects(server_name: str, dev_pci_addr: str,
     # Exchange a message with the server, to make sure the connection is reliable
     assert sample_objects.connection is not None
     send_msg(sample_objects.client, sample_objects.tracker, sample_objects.connection, STR_START_DATA_PATH_TEST)
-    progress_until(sample_objects, lambda: sample_objects.data_path_test_started)
+    progress_until(sample_objects.pe, lambda: sample_objects.data_path_test_started)
 
 
 def start_comch_data_path_client_sample(server_name: str, dev_pci_addr: str, text: str) -> d.ErrorCode:

@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from dataclasses import dataclass
-from typing import Any
 
 import doca_py as d
-from doca_py.comch import ComchConnection, ComchServer, ComchTaskSend
+from doca_py.comch import ComchConnection, ComchServer
 
-from _common import (SLEEP_IN_SECONDS, open_doca_device_rep_with_pci, open_doca_device_with_pci, run_sample,
-                     setup_logging)
+from _common import open_doca_device_rep_with_pci, open_doca_device_with_pci, run_sample, setup_logging
 from _comch_common import (INVALID_CONSUMER_ID, STR_START_DATA_PATH_TEST, STR_STOP_DATA_PATH_TEST,
                            ComchDataPathObjects, CtrlPathServerCbConfig, SendTracker, clean_comch_ctrl_path_server,
-                           comch_data_path_recv_msg, comch_data_path_send_msg, init_comch_ctrl_path_server,
-                           register_comch_params, send_msg)
+                           comch_data_path_recv_msg, comch_data_path_send_msg, expired_consumer_callback,
+                           init_comch_ctrl_path_server, progress_until, register_comch_params, send_msg,
+                           send_task_callbacks, server_objects_of)
+from _comch_common import new_consumer_callback as new_consumer_callback_for
+from _comch_common import server_disconnection_event_callback as server_disconnection_event_callback_for
+from _comch_common import server_state_changed_callback as server_state_changed_callback_for
 
 log = setup_logging("COMCH_DATA_PATH_HIGH_SPEED_SERVER")
 
@@ -54,31 +55,10 @@ class ComchDataPathServerObjects:
     data_path_test_stopped: bool = False
 
 
-def objects_of(connection: ComchConnection) -> ComchDataPathServerObjects:
-    """``doca_comch_server_get_server_ctx`` + ``doca_ctx_get_user_data``."""
-    server = connection.get_server_ctx()
-    assert server is not None
-    objects: ComchDataPathServerObjects = server.user_data
-    return objects
+objects_of = server_objects_of
 
-
-def server_send_task_completion_callback(task: ComchTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
-    sample_objects: ComchDataPathServerObjects = ctx_user_data
-    sample_objects.server_result = d.ErrorCode.SUCCESS
-    log.info("Server task sent successfully")
-    task.free()
-    assert sample_objects.tracker is not None
-    sample_objects.tracker.completed()
-
-
-def server_send_task_completion_err_callback(task: ComchTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
-    sample_objects: ComchDataPathServerObjects = ctx_user_data
-    sample_objects.server_result = task.get_status()
-    log.error("Message failed to send with error = %s", task.exception())
-    task.free()
-    assert sample_objects.tracker is not None
-    sample_objects.tracker.completed()
-    sample_objects.tracker.stop()
+server_send_task_completion_callback, server_send_task_completion_err_callback = send_task_callbacks(
+    log, "Server task sent successfully", "server_result")
 
 
 def server_message_recv_callback(msg: memoryview, connection: ComchConnection) -> None:
@@ -112,47 +92,19 @@ def server_connection_event_callback(connection: ComchConnection, change_success
     objects_of(connection).connection = connection
 
 
-def server_disconnection_event_callback(connection: ComchConnection, change_success: bool) -> None:
-    if not change_success:
-        log.error("Failed disconnection received")
+server_disconnection_event_callback = server_disconnection_event_callback_for(log)
 
+server_state_changed_callback = server_state_changed_callback_for(log, "server_finish")
 
-def server_state_changed_callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState,
-                                  next_state: d.CtxState) -> None:
-    sample_objects: ComchDataPathServerObjects = user_data
-    if next_state == d.CtxState.IDLE:
-        log.info("CC server context has been stopped")
-        sample_objects.server_finish = True  # we can stop progressing the PE
-    elif next_state == d.CtxState.STARTING:
-        log.error("CC server context entered into starting state. Unexpected transition")
-    elif next_state == d.CtxState.RUNNING:
-        log.info("CC server context is running. Waiting for clients to connect")
-    elif next_state == d.CtxState.STOPPING:
-        log.info("CC server context entered into stopping state. Terminating connections with clients")
-
-
-def new_consumer_callback(connection: ComchConnection, remote_consumer_id: int) -> None:
-    objects_of(connection).data_path.remote_consumer_id = remote_consumer_id
-    log.info("Got a new remote consumer with ID = [%d]", remote_consumer_id)
-
-
-def expired_consumer_callback(connection: ComchConnection, remote_consumer_id: int) -> None:
-    """Not in use."""
-
-
-def progress_until(sample_objects: ComchDataPathServerObjects, done: Any) -> None:
-    assert sample_objects.pe is not None
-    while not done():
-        if not sample_objects.pe.progress():
-            time.sleep(SLEEP_IN_SECONDS)
+new_consumer_callback = new_consumer_callback_for(log, objects_of)
 
 
 def clean_comch_data_path_server_objects(sample_objects: ComchDataPathServerObjects) -> None:
     """Wait for the client's stop message and the server's IDLE, then release everything."""
     if sample_objects.server is not None and sample_objects.pe is not None:
         try:
-            progress_until(sample_objects, lambda: sample_objects.data_path_test_stopped)
-            progress_until(sample_objects, lambda: sample_objects.server_finish)
+            progress_until(sample_objects.pe, lambda: sample_objects.data_path_test_stopped)
+            progress_until(sample_objects.pe, lambda: sample_objects.server_finish)
         finally:
             clean_comch_ctrl_path_server(sample_objects.server, sample_objects.pe)
             sample_objects.server = sample_objects.pe = None
@@ -188,9 +140,9 @@ def init_comch_data_path_server_objects(server_name: str, dev_pci_addr: str, dev
     sample_objects.data_path.pe = sample_objects.pe
 
     # Wait for the client's start message: it carries the connection, and is echoed.
-    progress_until(sample_objects, lambda: sample_objects.connection is not None)
+    progress_until(sample_objects.pe, lambda: sample_objects.connection is not None)
     sample_objects.data_path.connection = sample_objects.connection
-    progress_until(sample_objects, lambda: sample_objects.data_path_test_started)
+    progress_until(sample_objects.pe, lambda: sample_objects.data_path_test_started)
 
 
 def handle_error_state(sample_objects: ComchDataPathServerObjects) -> None:

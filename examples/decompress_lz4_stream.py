@@ -18,68 +18,47 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import BinaryIO
 
 import doca_py as d
-from doca_py.compress import Compress, CompressTaskType
-from doca_py.errors import DocaInvalidValue, DocaUnexpected
+from doca_py.compress import CompressTaskType
+from doca_py.errors import DocaUnexpected
 
-from _common import run_sample, setup_logging
-from _compress_common import (CompressCfg, CompressMode, allocate_compress_resources, config_from_args,
-                              destroy_compress_resources, parse_lz4_frame, register_compress_params,
-                              register_lz4_stream_params, submit_decompress_lz4_stream_task)
+from _common import setup_logging
+from _compress_common import (CompressCfg, CompressMode, CompressResources, config_from_args, get_max_buf_size,
+                              parse_lz4_frame, register_compress_params, register_lz4_stream_params,
+                              release_buffers, run_compress_sample, run_on_file, start_and_get_buffers,
+                              submit_decompress_lz4_stream_task)
 
 log = setup_logging("DECOMPRESS_LZ4_STREAM")
 
 
 def decompress_lz4_stream(cfg: CompressCfg, file_data: bytearray) -> d.ErrorCode:
-    file_size = len(file_data)
-    with open(cfg.output_path, "wb") as out_file:
-        # The sample uses 2 DOCA buffers
-        resources = allocate_compress_resources(cfg.pci_address, 2, CompressMode.DECOMPRESS_LZ4_STREAM)
-        state = resources.state
-        assert state.buf_inv is not None
-        try:
-            max_buf_size = Compress.cap_task_get_max_buf_size(state.dev.devinfo, CompressTaskType.DECOMPRESS_LZ4_STREAM)
-            if file_size > max_buf_size:
-                raise DocaInvalidValue(f"Invalid file size. Should be smaller then {max_buf_size}")
 
-            resources.compress.start()
+    def sample(resources: CompressResources, out_file: BinaryIO) -> None:
+        max_buf_size = get_max_buf_size(resources, CompressTaskType.DECOMPRESS_LZ4_STREAM, len(file_data))
+        bufs = start_and_get_buffers(resources, file_data, max_buf_size, max_buf_size, src_with_data=True)
 
-            # calloc(1, max_buf_size): zeroed memory, owned by the destination mmap
-            dst_buffer = state.dst_mmap.allocate(max_buf_size)
-            state.dst_mmap.start()
-            state.src_mmap.set_memrange(file_data)
-            state.src_mmap.start()
-            dst_addr, _ = state.dst_mmap.get_memrange()
-            src_addr, _ = state.src_mmap.get_memrange()
+        has_content_checksum, expected_output_xxh_checksum = False, 0
+        if cfg.is_with_frame:
+            has_content_checksum, expected_output_xxh_checksum = parse_lz4_frame(bufs.src_doca_buf, cfg)
 
-            src_doca_buf = state.buf_inv.buf_get_by_data(state.src_mmap, src_addr, file_size)
-            dst_doca_buf = state.buf_inv.buf_get_by_addr(state.dst_mmap, dst_addr, max_buf_size)
+        output_crc_checksum, output_xxh_checksum = submit_decompress_lz4_stream_task(
+            resources, cfg.has_block_checksum, cfg.are_blocks_independent, bufs.src_doca_buf, bufs.dst_doca_buf)
 
-            has_content_checksum, expected_output_xxh_checksum = False, 0
-            if cfg.is_with_frame:
-                has_content_checksum, expected_output_xxh_checksum = parse_lz4_frame(src_doca_buf, cfg)
+        if has_content_checksum and output_xxh_checksum != expected_output_xxh_checksum:
+            raise DocaUnexpected(f"Decompress task failed: output checksum {output_xxh_checksum:x}, doesn't "
+                                 f"match expected={expected_output_xxh_checksum:x}")
 
-            output_crc_checksum, output_xxh_checksum = submit_decompress_lz4_stream_task(
-                resources, cfg.has_block_checksum, cfg.are_blocks_independent, src_doca_buf, dst_doca_buf)
+        data_len = bufs.dst_doca_buf.get_data_len()
+        out_file.write(bufs.dst_buffer[:data_len])
+        log.info("File was decompressed successfully and saved in: %s", cfg.output_path)
+        if cfg.output_checksum:
+            log.info("The CRC Checksum is %d", output_crc_checksum)
+            log.info("The xxHash Checksum is %d", output_xxh_checksum)
+        release_buffers(bufs)
 
-            if has_content_checksum and output_xxh_checksum != expected_output_xxh_checksum:
-                raise DocaUnexpected(f"Decompress task failed: output checksum {output_xxh_checksum:x}, doesn't "
-                                     f"match expected={expected_output_xxh_checksum:x}")
-
-            data_len = dst_doca_buf.get_data_len()
-            out_file.write(dst_buffer[:data_len])
-            log.info("File was decompressed successfully and saved in: %s", cfg.output_path)
-            if cfg.output_checksum:
-                log.info("The CRC Checksum is %d", output_crc_checksum)
-                log.info("The xxHash Checksum is %d", output_xxh_checksum)
-
-            dst_doca_buf.dec_refcount()
-            src_doca_buf.dec_refcount()
-            dst_buffer.release()
-            return d.ErrorCode.SUCCESS
-        finally:
-            destroy_compress_resources(resources)
+    return run_compress_sample(cfg, CompressMode.DECOMPRESS_LZ4_STREAM, sample)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,13 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     register_compress_params(parser, "data_to_decompress.txt")
     register_lz4_stream_params(parser)
     cfg = config_from_args(parser.parse_args(argv))
-
-    def sample() -> d.ErrorCode:
-        with open(cfg.file_path, "rb") as f:  # read_file
-            file_data = bytearray(f.read())
-        return decompress_lz4_stream(cfg, file_data)
-
-    return run_sample(log, sample)
+    return run_on_file(log, cfg, decompress_lz4_stream)
 
 
 if __name__ == "__main__":

@@ -18,32 +18,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from typing import Any
 
 import doca_py as d
-from doca_py.rdma import RdmaTransportType
 
-from _common import SLEEP_IN_SECONDS, request_stop, run_sample, setup_logging
+from _common import request_stop, run_sample, setup_logging
 from _rdma_common import (RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
-                          destroy_rdma_resources, log_state, propagate_error, put_string, read_file,
-                          register_rdma_common_params, register_rdma_read_string_param, wait_for_enter,
-                          wait_for_file, write_file)
+                          destroy_rdma_resources, put_string, rdma_connect, register_rdma_common_params,
+                          register_rdma_read_string_param, run_rdma_ctx, state_change_callback, wait_for_enter,
+                          write_read_connection)
 
 log = setup_logging("RDMA_READ_RESPONDER")
-
-
-def write_read_connection(cfg: RdmaConfig, resources: RdmaResources) -> None:
-    """Write our connection and mmap descriptors; read the requester's connection descriptor."""
-    write_file(cfg.local_connection_desc_path, resources.rdma_conn_descriptor)
-    write_file(cfg.remote_resource_desc_path, resources.mmap_descriptor)
-    log.info("You can now copy %s and %s to the requester", cfg.local_connection_desc_path,
-             cfg.remote_resource_desc_path)
-    if cfg.transport_type == RdmaTransportType.DC:
-        return
-    log.info("Please copy %s from the requester", cfg.remote_connection_desc_path)
-    wait_for_file(cfg.remote_connection_desc_path, log)
-    resources.remote_rdma_conn_descriptor = read_file(cfg.remote_connection_desc_path)
 
 
 def rdma_read_responder_export_and_connect(resources: RdmaResources) -> None:
@@ -53,31 +37,21 @@ def rdma_read_responder_export_and_connect(resources: RdmaResources) -> None:
     # Copy the read string to the mmap memory range
     put_string(resources.mmap_memrange, read_string, len(read_string.encode()) + 1)
     resources.mmap_descriptor = resources.mmap.export_rdma(resources.doca_device)
-    write_read_connection(resources.cfg, resources)
-    if resources.cfg.transport_type == RdmaTransportType.DC:
-        return
-    resources.rdma.connect(resources.remote_rdma_conn_descriptor, resources.connection)
+    write_read_connection(resources, "requester", passive=True, mmap=True)
+    rdma_connect(resources, passive=True)
 
 
-def rdma_read_responder_state_change_callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState,
-                                              next_state: d.CtxState) -> None:
-    """The sample's state machine."""
-    resources: RdmaResources = user_data
-    log_state(resources, next_state)
-    try:
-        if next_state == d.CtxState.RUNNING:
-            rdma_read_responder_export_and_connect(resources)
-            log.info("RDMA context finished initialization")
-            # Wait for enter, which means that the requester has finished reading
-            log.info("Wait till the requester has finished reading and press enter")
-            wait_for_enter()
-            request_stop(resources.rdma)
-        elif next_state == d.CtxState.IDLE:
-            resources.run_pe_progress = False  # we can stop progressing the PE
-    except d.DocaError as exc:
-        log.error("RDMA read responder failed: %s", exc)
-        propagate_error(resources, exc.code)
-        request_stop(ctx)
+def rdma_read_responder_on_running(resources: RdmaResources) -> None:
+    rdma_read_responder_export_and_connect(resources)
+    log.info("RDMA context finished initialization")
+    # Wait for enter, which means that the requester has finished reading
+    log.info("Wait till the requester has finished reading and press enter")
+    wait_for_enter()
+    request_stop(resources.rdma)
+
+
+rdma_read_responder_state_change_callback = state_change_callback("RDMA read responder",
+                                                                  rdma_read_responder_on_running)
 
 
 def rdma_read_responder(cfg: RdmaConfig) -> d.ErrorCode:
@@ -85,15 +59,7 @@ def rdma_read_responder(cfg: RdmaConfig) -> d.ErrorCode:
     rdma_permissions = d.AccessFlag.RDMA_READ
     resources = allocate_rdma_resources(cfg, mmap_permissions, rdma_permissions, None, log)
     try:
-        resources.rdma.set_state_changed_cb(rdma_read_responder_state_change_callback)
-        resources.rdma.user_data = resources  # doca_ctx_set_user_data
-        resources.rdma.start()
-
-        # The state machine runs in the state-changed callback, from progress(); it ends on IDLE.
-        while resources.run_pe_progress:
-            if not resources.pe.progress():
-                time.sleep(SLEEP_IN_SECONDS)
-        return resources.first_encountered_error
+        return run_rdma_ctx(resources, rdma_read_responder_state_change_callback, buf_inventory=False)
     finally:
         destroy_rdma_resources(resources, cfg)
 

@@ -18,37 +18,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
 import doca_py as d
-from doca_py.rdma import Rdma, RdmaTaskReceive, RdmaTransportType
+from doca_py.rdma import Rdma, RdmaTaskReceive
 
-from _common import SLEEP_IN_SECONDS, request_stop, run_sample, setup_logging
-from _rdma_common import (INVENTORY_NUM_INITIAL_ELEMENTS, NUM_RDMA_TASKS, RdmaConfig, RdmaResources,
-                          allocate_rdma_resources, config_from_args, destroy_rdma_resources, get_string, log_state,
-                          propagate_error, read_file, register_rdma_common_params, wait_for_file, write_file)
+from _common import run_sample, setup_logging
+from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
+                          destroy_rdma_resources, export_and_connect, get_string, propagate_error,
+                          register_rdma_common_params, run_rdma_ctx, state_change_callback, submit_task,
+                          task_error_callback, task_finished)
 
 log = setup_logging("RDMA_RECEIVE")
 
 MAX_BUFF_SIZE = 256  # maximum DOCA buffer size
-
-
-def write_read_connection(cfg: RdmaConfig, resources: RdmaResources) -> None:
-    """Write our connection descriptor; read the sender's."""
-    write_file(cfg.local_connection_desc_path, resources.rdma_conn_descriptor)
-    log.info("You can now copy %s to the sender", cfg.local_connection_desc_path)
-    if cfg.transport_type == RdmaTransportType.DC:
-        return
-    log.info("Please copy %s from the sender", cfg.remote_connection_desc_path)
-    wait_for_file(cfg.remote_connection_desc_path, log)
-    resources.remote_rdma_conn_descriptor = read_file(cfg.remote_connection_desc_path)
-
-
-def release_dst_buf(resources: RdmaResources) -> None:
-    if resources.dst_buf is not None:
-        resources.dst_buf.dec_refcount()
-        resources.dst_buf = None
 
 
 def rdma_receive_completed_callback(task: RdmaTaskReceive, task_user_data: Any, ctx_user_data: Any) -> None:
@@ -62,31 +45,10 @@ def rdma_receive_completed_callback(task: RdmaTaskReceive, task_user_data: Any, 
         propagate_error(resources, d.ErrorCode.INVALID_VALUE)
     else:
         log.info('Got from sender: "%s"', text)
-    task.free()
-    release_dst_buf(resources)
-    resources.num_remaining_tasks -= 1
-    if resources.num_remaining_tasks == 0:  # stop the ctx once every task completed
-        request_stop(resources.rdma)
+    task_finished(resources, task)
 
 
-def rdma_receive_error_callback(task: RdmaTaskReceive, task_user_data: Any, ctx_user_data: Any) -> None:
-    resources: RdmaResources = ctx_user_data
-    propagate_error(resources, task.get_status())
-    log.error("RDMA receive task failed: %s", task.exception())
-    task.free()
-    release_dst_buf(resources)
-    resources.num_remaining_tasks -= 1
-    if resources.num_remaining_tasks == 0:
-        request_stop(resources.rdma)
-
-
-def rdma_receive_export_and_connect(resources: RdmaResources) -> None:
-    """``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``."""
-    resources.rdma_conn_descriptor, resources.connection = resources.rdma.export()
-    write_read_connection(resources.cfg, resources)
-    if resources.cfg.transport_type == RdmaTransportType.DC:
-        return
-    resources.rdma.connect(resources.remote_rdma_conn_descriptor, resources.connection)
+rdma_receive_error_callback = task_error_callback("RDMA receive")
 
 
 def rdma_receive_prepare_and_submit_task(resources: RdmaResources) -> None:
@@ -96,32 +58,17 @@ def rdma_receive_prepare_and_submit_task(resources: RdmaResources) -> None:
     resources.dst_buf = resources.buf_inventory.buf_get_by_addr(resources.mmap, local_range, MAX_BUFF_SIZE)
     task = resources.rdma.task_receive_allocate_init(resources.dst_buf)
     log.info("Submitting RDMA receive task")
-    resources.num_remaining_tasks += 1
-    try:
-        task.submit()
-    except d.DocaError:
-        resources.num_remaining_tasks -= 1
-        task.free()
-        release_dst_buf(resources)
-        raise
+    submit_task(resources, task)
 
 
-def rdma_receive_state_change_callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState,
-                                       next_state: d.CtxState) -> None:
-    """The sample's state machine."""
-    resources: RdmaResources = user_data
-    log_state(resources, next_state)
-    try:
-        if next_state == d.CtxState.RUNNING:
-            rdma_receive_export_and_connect(resources)
-            log.info("RDMA context finished initialization")
-            rdma_receive_prepare_and_submit_task(resources)
-        elif next_state == d.CtxState.IDLE:
-            resources.run_pe_progress = False  # we can stop progressing the PE
-    except d.DocaError as exc:
-        log.error("RDMA receive failed: %s", exc)
-        propagate_error(resources, exc.code)
-        request_stop(ctx)
+def rdma_receive_on_running(resources: RdmaResources) -> None:
+    """RUNNING: ``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``, then the receive."""
+    export_and_connect(resources, "sender", passive=True)
+    log.info("RDMA context finished initialization")
+    rdma_receive_prepare_and_submit_task(resources)
+
+
+rdma_receive_state_change_callback = state_change_callback("RDMA receive", rdma_receive_on_running)
 
 
 def rdma_receive(cfg: RdmaConfig) -> d.ErrorCode:
@@ -132,21 +79,8 @@ def rdma_receive(cfg: RdmaConfig) -> d.ErrorCode:
     try:
         resources.rdma.task_receive_set_conf(rdma_receive_completed_callback, rdma_receive_error_callback,
                                              NUM_RDMA_TASKS)
-        resources.rdma.set_state_changed_cb(rdma_receive_state_change_callback)
-        resources.rdma.user_data = resources  # doca_ctx_set_user_data
-        resources.buf_inventory = d.BufInventory(INVENTORY_NUM_INITIAL_ELEMENTS, start=False)
-        resources.buf_inventory.start()
-        resources.rdma.start()
-
-        # The state machine runs in the state-changed callback, from progress(); it ends on IDLE.
-        while resources.run_pe_progress:
-            if not resources.pe.progress():
-                time.sleep(SLEEP_IN_SECONDS)
-        return resources.first_encountered_error
+        return run_rdma_ctx(resources, rdma_receive_state_change_callback)
     finally:
-        if resources.buf_inventory is not None:
-            resources.buf_inventory.stop()
-            resources.buf_inventory.close()
         destroy_rdma_resources(resources, cfg)
 
 

@@ -20,69 +20,28 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
 import doca_py as d
-from doca_py.rdma import Rdma, RdmaTaskWrite, RdmaTransportType
+from doca_py.rdma import Rdma, RdmaTaskWrite
 
-from _common import SLEEP_IN_SECONDS, request_stop, run_sample, setup_logging
-from _rdma_common import (INVENTORY_NUM_INITIAL_ELEMENTS, NUM_RDMA_TASKS, RdmaConfig, RdmaResources,
-                          allocate_rdma_resources, config_from_args, destroy_rdma_resources, log_state,
-                          propagate_error, put_string, read_file, register_rdma_common_params,
-                          register_rdma_write_string_param, wait_for_file, write_file)
+from _common import run_sample, setup_logging
+from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
+                          destroy_rdma_resources, export_and_connect, put_string, register_rdma_common_params,
+                          register_rdma_write_string_param, run_rdma_ctx, state_change_callback, submit_task,
+                          task_error_callback, task_finished)
 
 log = setup_logging("RDMA_WRITE_REQUESTER")
-
-
-def write_read_connection(cfg: RdmaConfig, resources: RdmaResources) -> None:
-    """Write our connection descriptor; read the responder's connection and mmap descriptors."""
-    if cfg.transport_type == RdmaTransportType.RC:
-        write_file(cfg.local_connection_desc_path, resources.rdma_conn_descriptor)
-        log.info("You can now copy %s to the responder", cfg.local_connection_desc_path)
-    log.info("Please copy %s and %s from the responder", cfg.remote_connection_desc_path,
-             cfg.remote_resource_desc_path)
-    wait_for_file(cfg.remote_connection_desc_path, log)
-    wait_for_file(cfg.remote_resource_desc_path, log)
-    resources.remote_rdma_conn_descriptor = read_file(cfg.remote_connection_desc_path)
-    resources.remote_mmap_descriptor = read_file(cfg.remote_resource_desc_path)
-
-
-def release_bufs(resources: RdmaResources) -> None:
-    for buf in (resources.dst_buf, resources.src_buf):
-        if buf is not None:
-            buf.dec_refcount()
-    resources.dst_buf = resources.src_buf = None
 
 
 def rdma_write_completed_callback(task: RdmaTaskWrite, task_user_data: Any, ctx_user_data: Any) -> None:
     resources: RdmaResources = ctx_user_data
     log.info("RDMA write task was done Successfully")
     log.info('Written to responder "%s"', resources.cfg.write_string)
-    task.free()
-    release_bufs(resources)
-    resources.num_remaining_tasks -= 1
-    if resources.num_remaining_tasks == 0:  # stop the ctx once every task completed
-        request_stop(resources.rdma)
+    task_finished(resources, task)
 
 
-def rdma_write_error_callback(task: RdmaTaskWrite, task_user_data: Any, ctx_user_data: Any) -> None:
-    resources: RdmaResources = ctx_user_data
-    status = task.get_status()
-    propagate_error(resources, status)
-    log.error("RDMA write task failed: %s", task.exception())
-    release_bufs(resources)
-    task.free()
-    resources.num_remaining_tasks -= 1
-    if resources.num_remaining_tasks == 0:
-        request_stop(resources.rdma)
-
-
-def rdma_write_requester_export_and_connect(resources: RdmaResources) -> None:
-    """``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``."""
-    resources.rdma_conn_descriptor, resources.connection = resources.rdma.export()
-    write_read_connection(resources.cfg, resources)
-    resources.rdma.connect(resources.remote_rdma_conn_descriptor, resources.connection)
+rdma_write_error_callback = task_error_callback("RDMA write")
 
 
 def rdma_write_prepare_and_submit_task(resources: RdmaResources) -> None:
@@ -103,33 +62,18 @@ def rdma_write_prepare_and_submit_task(resources: RdmaResources) -> None:
 
     task = resources.rdma.task_write_allocate_init(resources.connection, resources.src_buf, resources.dst_buf)
     log.info('Submitting RDMA write task that writes "%s" to the responder', write_string)
-    resources.num_remaining_tasks += 1
-    try:
-        # The connection may not be up at the peer yet: the task waits, as on an RC queue pair.
-        task.submit()
-    except d.DocaError:
-        resources.num_remaining_tasks -= 1
-        task.free()
-        release_bufs(resources)
-        raise
+    submit_task(resources, task)
 
 
-def rdma_write_requester_state_change_callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState,
-                                               next_state: d.CtxState) -> None:
-    """The sample's state machine."""
-    resources: RdmaResources = user_data
-    log_state(resources, next_state)
-    try:
-        if next_state == d.CtxState.RUNNING:
-            rdma_write_requester_export_and_connect(resources)
-            log.info("RDMA context finished initialization")
-            rdma_write_prepare_and_submit_task(resources)
-        elif next_state == d.CtxState.IDLE:
-            resources.run_pe_progress = False  # we can stop progressing the PE
-    except d.DocaError as exc:
-        log.error("RDMA write requester failed: %s", exc)
-        propagate_error(resources, exc.code)
-        request_stop(ctx)
+def rdma_write_requester_on_running(resources: RdmaResources) -> None:
+    """RUNNING: ``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``, then the write."""
+    export_and_connect(resources, "responder", passive=False, mmap=True)
+    log.info("RDMA context finished initialization")
+    rdma_write_prepare_and_submit_task(resources)
+
+
+rdma_write_requester_state_change_callback = state_change_callback("RDMA write requester",
+                                                                   rdma_write_requester_on_running)
 
 
 def rdma_write_requester(cfg: RdmaConfig) -> d.ErrorCode:
@@ -139,21 +83,8 @@ def rdma_write_requester(cfg: RdmaConfig) -> d.ErrorCode:
                                         log)
     try:
         resources.rdma.task_write_set_conf(rdma_write_completed_callback, rdma_write_error_callback, NUM_RDMA_TASKS)
-        resources.rdma.set_state_changed_cb(rdma_write_requester_state_change_callback)
-        resources.buf_inventory = d.BufInventory(INVENTORY_NUM_INITIAL_ELEMENTS, start=False)
-        resources.buf_inventory.start()
-        resources.rdma.user_data = resources  # doca_ctx_set_user_data
-        resources.rdma.start()
-
-        # The state machine runs in the state-changed callback, from progress(); it ends on IDLE.
-        while resources.run_pe_progress:
-            if not resources.pe.progress():
-                time.sleep(SLEEP_IN_SECONDS)
-        return resources.first_encountered_error
+        return run_rdma_ctx(resources, rdma_write_requester_state_change_callback)
     finally:
-        if resources.buf_inventory is not None:
-            resources.buf_inventory.stop()
-            resources.buf_inventory.close()
         destroy_rdma_resources(resources, cfg)
 
 

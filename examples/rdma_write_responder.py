@@ -17,44 +17,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from typing import Any
 
 import doca_py as d
 from doca_py.errors import DocaInvalidValue
-from doca_py.rdma import RdmaTransportType
 
-from _common import SLEEP_IN_SECONDS, request_stop, run_sample, setup_logging
+from _common import request_stop, run_sample, setup_logging
 from _rdma_common import (RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
-                          destroy_rdma_resources, get_string, log_state, propagate_error, read_file,
-                          register_rdma_common_params, wait_for_enter, wait_for_file, write_file)
+                          destroy_rdma_resources, export_and_connect, get_string, register_rdma_common_params,
+                          run_rdma_ctx, state_change_callback, wait_for_enter)
 
 log = setup_logging("RDMA_WRITE_RESPONDER")
 
 MAX_BUFF_SIZE = 256  # maximum DOCA buffer size
-
-
-def write_read_connection(cfg: RdmaConfig, resources: RdmaResources) -> None:
-    """Write our connection and mmap descriptors; read the requester's connection descriptor."""
-    write_file(cfg.local_connection_desc_path, resources.rdma_conn_descriptor)
-    write_file(cfg.remote_resource_desc_path, resources.mmap_descriptor)
-    log.info("You can now copy %s and %s to the requester", cfg.local_connection_desc_path,
-             cfg.remote_resource_desc_path)
-    if cfg.transport_type == RdmaTransportType.DC:
-        return
-    log.info("Please copy %s from the requester", cfg.remote_connection_desc_path)
-    wait_for_file(cfg.remote_connection_desc_path, log)
-    resources.remote_rdma_conn_descriptor = read_file(cfg.remote_connection_desc_path)
-
-
-def rdma_write_responder_export_and_connect(resources: RdmaResources) -> None:
-    """``doca_rdma_export`` and ``doca_mmap_export_rdma`` → descriptor exchange → ``doca_rdma_connect``."""
-    resources.rdma_conn_descriptor, resources.connection = resources.rdma.export()
-    resources.mmap_descriptor = resources.mmap.export_rdma(resources.doca_device)
-    write_read_connection(resources.cfg, resources)
-    if resources.cfg.transport_type == RdmaTransportType.DC:
-        return
-    resources.rdma.connect(resources.remote_rdma_conn_descriptor, resources.connection)
 
 
 def responder_wait_for_requester_finish(resources: RdmaResources) -> None:
@@ -72,22 +46,16 @@ def responder_wait_for_requester_finish(resources: RdmaResources) -> None:
         request_stop(resources.rdma)
 
 
-def rdma_write_responder_state_change_callback(user_data: Any, ctx: d.Ctx, prev_state: d.CtxState,
-                                               next_state: d.CtxState) -> None:
-    """The sample's state machine."""
-    resources: RdmaResources = user_data
-    log_state(resources, next_state)
-    try:
-        if next_state == d.CtxState.RUNNING:
-            rdma_write_responder_export_and_connect(resources)
-            log.info("RDMA context finished initialization")
-            responder_wait_for_requester_finish(resources)
-        elif next_state == d.CtxState.IDLE:
-            resources.run_pe_progress = False  # we can stop progressing the PE
-    except d.DocaError as exc:
-        log.error("RDMA write responder failed: %s", exc)
-        propagate_error(resources, exc.code)
-        request_stop(ctx)
+def rdma_write_responder_on_running(resources: RdmaResources) -> None:
+    """RUNNING: ``doca_rdma_export`` and ``doca_mmap_export_rdma`` → descriptor exchange →
+    ``doca_rdma_connect``, then wait for the requester."""
+    export_and_connect(resources, "requester", passive=True, mmap=True)
+    log.info("RDMA context finished initialization")
+    responder_wait_for_requester_finish(resources)
+
+
+rdma_write_responder_state_change_callback = state_change_callback("RDMA write responder",
+                                                                   rdma_write_responder_on_running)
 
 
 def rdma_write_responder(cfg: RdmaConfig) -> d.ErrorCode:
@@ -95,15 +63,7 @@ def rdma_write_responder(cfg: RdmaConfig) -> d.ErrorCode:
     rdma_permissions = d.AccessFlag.RDMA_WRITE
     resources = allocate_rdma_resources(cfg, mmap_permissions, rdma_permissions, None, log)
     try:
-        resources.rdma.set_state_changed_cb(rdma_write_responder_state_change_callback)
-        resources.rdma.user_data = resources  # doca_ctx_set_user_data
-        resources.rdma.start()
-
-        # The state machine runs in the state-changed callback, from progress(); it ends on IDLE.
-        while resources.run_pe_progress:
-            if not resources.pe.progress():
-                time.sleep(SLEEP_IN_SECONDS)
-        return resources.first_encountered_error
+        return run_rdma_ctx(resources, rdma_write_responder_state_change_callback, buf_inventory=False)
     finally:
         destroy_rdma_resources(resources, cfg)
 
