@@ -157,8 +157,11 @@ class TaskPool(Generic[T]):
         self.ctx = ctx
         self.factory = factory
         self.kind = kind  # fault injection's task kind, for task classes shared by several pools
-        # How the Pe starts a submitted task (a plain attribute: the hot path reads it per submit).
-        self.launcher: Callable[[T], None] = getattr(factory, "_launcher", _launch)
+        # How the Pe starts a submitted task, chosen once (a plain attribute: the hot path reads it per
+        # submit): engine task classes run inline; transfers with their own _begin, and factories that
+        # are not a class, go through the generic _launch.
+        inline = isinstance(factory, type) and issubclass(factory, EmuTask) and factory._begin is EmuTask._begin
+        self.launcher: Callable[[T], None] = _launch_local if inline else _launch
         self.success: Completion | None = None
         self.error: Completion | None = None
         self.size = 0
@@ -333,7 +336,6 @@ class EmuTask:
     offload_bytes = OFFLOAD_BYTES
     #: The task kind of fault injection (:data:`strict.KINDS`); empty: the pool's kind.
     kind = ""
-    _launcher: Callable[[EmuTask], None]
     _checks_submit = False
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
@@ -368,8 +370,6 @@ class EmuTask:
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        # Pick the launcher once per class: engine tasks skip a frame per task.
-        cls._launcher = staticmethod(_launch if cls._begin is not EmuTask._begin else _launch_local)
         cls._checks_submit = cls._check_submit is not EmuTask._check_submit
 
     def submit(self) -> None:
@@ -451,8 +451,6 @@ class EmuTask:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {type(self.ctx).__name__} inflight={self.inflight}>"
 
-
-EmuTask._launcher = staticmethod(_launch_local)
 
 
 class EmuSrcDstTask(EmuTask):
