@@ -28,7 +28,8 @@ from .pe import SHUFFLED, EmuPe
 
 from .buf import EmuBuf
 
-__all__ = ["EmuCtx", "EmuTask", "EmuSrcDstTask", "TaskPool", "FLUSHED", "OFFLOAD", "complete_task", "pin_bufs", "unpin_bufs", "unreachable_ok"]
+__all__ = ["EmuCtx", "EmuTask", "EmuSrcDstTask", "TaskPool", "FLUSHED", "OFFLOAD", "complete_task", "pin_bufs",
+           "unpin_bufs", "unreachable_ok"]
 
 _IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
 #: Status of a task flushed by ``stop`` (hardware leaves the code unspecified).
