@@ -115,10 +115,14 @@ class ComchEndpointHandle(CtxHandle, Protocol):
     @property
     def send(self) -> Any:
         """Backend: the send task type (``doca_comch_task_send``)."""
-    def set_attr(self, name: str, value: int) -> None:
-        """Backend hook behind the public ``set_attr`` (``doca_comch``)."""
-    def get_attr(self, name: str) -> int:
-        """Backend hook behind the public ``get_attr`` (``doca_comch``)."""
+    def set_max_msg_size(self, value: int) -> None:
+        """``doca_comch_<side>_set_max_msg_size``."""
+    def get_max_msg_size(self) -> int:
+        """``doca_comch_<side>_get_max_msg_size``."""
+    def set_recv_queue_size(self, value: int) -> None:
+        """``doca_comch_<side>_set_recv_queue_size``."""
+    def get_recv_queue_size(self) -> int:
+        """``doca_comch_<side>_get_recv_queue_size``."""
     def set_wrap(self, wrap: Callable[[Any], object]) -> None:
         """Backend hook behind the public ``set_wrap`` (``doca_comch``)."""
     def set_event_cb(self, kind: str, cb: Callable[..., None] | None) -> None:
@@ -407,20 +411,20 @@ class _Endpoint(Ctx):
     def set_max_msg_size(self, size: int) -> None:
         """Largest message this side sends or accepts; a connection uses the smaller of both sides'."""
         self._check_open()
-        self._h.set_attr("max_msg_size", size)
+        self._h.set_max_msg_size(size)
 
     def get_max_msg_size(self) -> int:
         """``doca_comch_server/client_get_max_msg_size``: the max msg size."""
-        return self._h.get_attr("max_msg_size")
+        return self._h.get_max_msg_size()
 
     def set_recv_queue_size(self, size: int) -> None:
         """Messages that may wait for ``Pe.progress`` before the link stops reading (back-pressure)."""
         self._check_open()
-        self._h.set_attr("recv_queue_size", size)
+        self._h.set_recv_queue_size(size)
 
     def get_recv_queue_size(self) -> int:
         """``doca_comch_server/client_get_recv_queue_size``: the recv queue size."""
-        return self._h.get_attr("recv_queue_size")
+        return self._h.get_recv_queue_size()
 
     def get_device(self) -> Dev:
         """``doca_comch_server/client_get_device``: the device."""

@@ -124,10 +124,58 @@ class RdmaHandle(CtxHandle, Protocol):
     @property
     def atomic_fetch_add(self) -> Any:
         """Backend: the atomic fetch add task type (``doca_rdma_task_atomic_fetch_add``)."""
-    def set_attr(self, name: str, value: int) -> None:
-        """Backend hook behind the public ``set_attr`` (``doca_rdma``)."""
-    def get_attr(self, name: str) -> int:
-        """Backend hook behind the public ``get_attr`` (``doca_rdma``)."""
+    def set_permissions(self, value: int) -> None:
+        """``doca_rdma_set_permissions``."""
+    def get_permissions(self) -> int:
+        """``doca_rdma_get_permissions``."""
+    def set_transport_type(self, value: int) -> None:
+        """``doca_rdma_set_transport_type``."""
+    def get_transport_type(self) -> int:
+        """``doca_rdma_get_transport_type``."""
+    def set_gid_index(self, value: int) -> None:
+        """``doca_rdma_set_gid_index``."""
+    def get_gid_index(self) -> int:
+        """``doca_rdma_get_gid_index``."""
+    def set_max_num_connections(self, value: int) -> None:
+        """``doca_rdma_set_max_num_connections``."""
+    def get_max_num_connections(self) -> int:
+        """``doca_rdma_get_max_num_connections``."""
+    def set_mtu(self, value: int) -> None:
+        """``doca_rdma_set_mtu``."""
+    def get_mtu(self) -> int:
+        """``doca_rdma_get_mtu``."""
+    def set_recv_queue_size(self, value: int) -> None:
+        """``doca_rdma_set_recv_queue_size``."""
+    def get_recv_queue_size(self) -> int:
+        """``doca_rdma_get_recv_queue_size``."""
+    def set_send_queue_size(self, value: int) -> None:
+        """``doca_rdma_set_send_queue_size``."""
+    def get_send_queue_size(self) -> int:
+        """``doca_rdma_get_send_queue_size``."""
+    def set_max_send_buf_list_len(self, value: int) -> None:
+        """``doca_rdma_set_max_send_buf_list_len``."""
+    def get_max_send_buf_list_len(self) -> int:
+        """``doca_rdma_get_max_send_buf_list_len``."""
+    def set_receive_dst_buf_list_len(self, value: int) -> None:
+        """``doca_rdma_task_receive_set_dst_buf_list_len``."""
+    def get_receive_dst_buf_list_len(self) -> int:
+        """``doca_rdma_task_receive_get_dst_buf_list_len``."""
+    def set_grh_enabled(self, value: bool) -> None:
+        """``doca_rdma_set_grh_enabled``."""
+    def get_grh_enabled(self) -> bool:
+        """``doca_rdma_get_grh_enabled``."""
+    def set_sl(self, value: int) -> None:
+        """``doca_rdma_set_sl``."""
+    def get_sl(self) -> int:
+        """``doca_rdma_get_sl``."""
+    def set_rnr_retry_count(self, value: int) -> None:
+        """``doca_rdma_set_rnr_retry_count``."""
+    def get_rnr_retry_count(self) -> int:
+        """``doca_rdma_get_rnr_retry_count``."""
+    def set_connection_request_timeout(self, value: int) -> None:
+        """``doca_rdma_set_connection_request_timeout``."""
+    def get_connection_request_timeout(self) -> int:
+        """``doca_rdma_get_connection_request_timeout``."""
     def set_connection_state_cb(self, cb: Callable[[int, Any], None]) -> None:
         """Backend hook behind the public ``set_connection_state_cb`` (``doca_rdma``)."""
     def export(self) -> tuple[bytes, Any]:
@@ -477,107 +525,107 @@ class Rdma(Ctx):
     def set_permissions(self, flags: AccessFlag | int) -> None:
         """Remote access this ctx grants its peers (``RDMA_READ``/``RDMA_WRITE``/``RDMA_ATOMIC``, plus
         ``LOCAL_*``); ``PCI_*`` flags are ``DocaInvalidValue``."""
-        self._h.set_attr("permissions", int(flags))
+        self._h.set_permissions(int(flags))
 
     def get_permissions(self) -> AccessFlag:
         """``doca_rdma_get_permissions``: the permissions."""
-        return AccessFlag(self._h.get_attr("permissions"))
+        return AccessFlag(self._h.get_permissions())
 
     def set_transport_type(self, transport: RdmaTransportType) -> None:
         """``doca_rdma_set_transport_type``: set the transport type to *transport*."""
-        self._h.set_attr("transport_type", int(transport))
+        self._h.set_transport_type(int(transport))
 
     def get_transport_type(self) -> RdmaTransportType:
         """``doca_rdma_get_transport_type``: the transport type."""
-        return RdmaTransportType(self._h.get_attr("transport_type"))
+        return RdmaTransportType(self._h.get_transport_type())
 
     def set_gid_index(self, index: int) -> None:
         """``doca_rdma_set_gid_index``: set the gid index to *index*."""
-        self._h.set_attr("gid_index", index)
+        self._h.set_gid_index(index)
 
     def get_gid_index(self) -> int:
         """``doca_rdma_get_gid_index``: the gid index."""
-        return self._h.get_attr("gid_index")
+        return self._h.get_gid_index()
 
     def set_max_num_connections(self, n: int) -> None:
         """How many connections (exports or CM) this ctx may hold (default 1)."""
-        self._h.set_attr("max_num_connections", n)
+        self._h.set_max_num_connections(n)
 
     def get_max_num_connections(self) -> int:
         """``doca_rdma_get_max_num_connections``: the max num connections."""
-        return self._h.get_attr("max_num_connections")
+        return self._h.get_max_num_connections()
 
     def set_mtu(self, mtu: MtuSize) -> None:
         """``doca_rdma_set_mtu``: set the mtu to *mtu*."""
-        self._h.set_attr("mtu", int(mtu))
+        self._h.set_mtu(int(mtu))
 
     def get_mtu(self) -> MtuSize:
         """``doca_rdma_get_mtu``: the mtu."""
-        return MtuSize(self._h.get_attr("mtu"))
+        return MtuSize(self._h.get_mtu())
 
     def set_recv_queue_size(self, n: int) -> None:
         """Receive queue depth (rounded up to a power of two)."""
-        self._h.set_attr("recv_queue_size", n)
+        self._h.set_recv_queue_size(n)
 
     def get_recv_queue_size(self) -> int:
         """``doca_rdma_get_recv_queue_size``: the recv queue size."""
-        return self._h.get_attr("recv_queue_size")
+        return self._h.get_recv_queue_size()
 
     def set_send_queue_size(self, n: int) -> None:
         """Send queue depth (rounded up to a power of two)."""
-        self._h.set_attr("send_queue_size", n)
+        self._h.set_send_queue_size(n)
 
     def get_send_queue_size(self) -> int:
         """``doca_rdma_get_send_queue_size``: the send queue size."""
-        return self._h.get_attr("send_queue_size")
+        return self._h.get_send_queue_size()
 
     def set_max_send_buf_list_len(self, n: int) -> None:
         """Longest chained local buffer list of send, write and read tasks (default 1)."""
-        self._h.set_attr("max_send_buf_list_len", n)
+        self._h.set_max_send_buf_list_len(n)
 
     def get_max_send_buf_list_len(self) -> int:
         """``doca_rdma_get_max_send_buf_list_len``: the max send buf list len."""
-        return self._h.get_attr("max_send_buf_list_len")
+        return self._h.get_max_send_buf_list_len()
 
     def task_receive_set_dst_buf_list_len(self, n: int) -> None:
         """Longest chained destination list of receive tasks (default 1)."""
-        self._h.set_attr("receive_dst_buf_list_len", n)
+        self._h.set_receive_dst_buf_list_len(n)
 
     def task_receive_get_dst_buf_list_len(self) -> int:
         """``doca_rdma_task_receive_get_dst_buf_list_len``."""
-        return self._h.get_attr("receive_dst_buf_list_len")
+        return self._h.get_receive_dst_buf_list_len()
 
     def set_grh_enabled(self, enabled: bool) -> None:
         """``doca_rdma_set_grh_enabled``: set the grh enabled to *enabled*."""
-        self._h.set_attr("grh_enabled", int(bool(enabled)))
+        self._h.set_grh_enabled(bool(enabled))
 
     def get_grh_enabled(self) -> bool:
         """``doca_rdma_get_grh_enabled``: the grh enabled."""
-        return bool(self._h.get_attr("grh_enabled"))
+        return bool(self._h.get_grh_enabled())
 
     def set_sl(self, sl: int) -> None:
         """``doca_rdma_set_sl``: set the sl to *sl*."""
-        self._h.set_attr("sl", sl)
+        self._h.set_sl(sl)
 
     def get_sl(self) -> int:
         """``doca_rdma_get_sl``: the sl."""
-        return self._h.get_attr("sl")
+        return self._h.get_sl()
 
     def set_rnr_retry_count(self, count: int) -> None:
         """Receiver-not-ready retries (0–7): how long a send waits for a posted receive."""
-        self._h.set_attr("rnr_retry_count", count)
+        self._h.set_rnr_retry_count(count)
 
     def get_rnr_retry_count(self) -> int:
         """``doca_rdma_get_rnr_retry_count``: the rnr retry count."""
-        return self._h.get_attr("rnr_retry_count")
+        return self._h.get_rnr_retry_count()
 
     def set_connection_request_timeout(self, timeout_ms: int) -> None:
         """How long [`connect_to_addr`][doca_py.rdma.Rdma.connect_to_addr] waits for the server (milliseconds)."""
-        self._h.set_attr("connection_request_timeout", timeout_ms)
+        self._h.set_connection_request_timeout(timeout_ms)
 
     def get_connection_request_timeout(self) -> int:
         """``doca_rdma_get_connection_request_timeout``: the connection request timeout."""
-        return self._h.get_attr("connection_request_timeout")
+        return self._h.get_connection_request_timeout()
 
     def set_connection_state_callbacks(self, request: ConnectionRequestCallback | None,
                                        established: ConnectionCallback | None,

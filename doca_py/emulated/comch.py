@@ -1179,25 +1179,23 @@ class _Endpoint(_Sender):
             ("msg_recv", "connect", "disconnect", "new_consumer", "expired_consumer"))
 
     # -- configuration ---------------------------------------------------------------------------
-    def set_attr(self, name: str, value: int) -> None:
-        self._configurable(f"set_{name}")
-        if name == "max_msg_size":
-            if not 0 < value <= MAX_MSG_SIZE:
-                raise DocaInvalidValue(f"max_msg_size must be 1..{MAX_MSG_SIZE}, got {value}")
-            self.max_msg_size = value
-        elif name == "recv_queue_size":
-            if not 0 < value <= MAX_RECV_QUEUE_SIZE:
-                raise DocaInvalidValue(f"recv_queue_size must be 1..{MAX_RECV_QUEUE_SIZE}, got {value}")
-            self.recv_queue_size = value
-        else:
-            raise DocaInvalidValue(f"unknown comch attribute {name!r}")
+    def set_max_msg_size(self, value: int) -> None:
+        self._configurable("set_max_msg_size")
+        if not 0 < value <= MAX_MSG_SIZE:
+            raise DocaInvalidValue(f"max_msg_size must be 1..{MAX_MSG_SIZE}, got {value}")
+        self.max_msg_size = value
 
-    def get_attr(self, name: str) -> int:
-        if name == "max_msg_size":
-            return self.max_msg_size
-        if name == "recv_queue_size":
-            return self.recv_queue_size
-        raise DocaInvalidValue(f"unknown comch attribute {name!r}")
+    def get_max_msg_size(self) -> int:
+        return self.max_msg_size
+
+    def set_recv_queue_size(self, value: int) -> None:
+        self._configurable("set_recv_queue_size")
+        if not 0 < value <= MAX_RECV_QUEUE_SIZE:
+            raise DocaInvalidValue(f"recv_queue_size must be 1..{MAX_RECV_QUEUE_SIZE}, got {value}")
+        self.recv_queue_size = value
+
+    def get_recv_queue_size(self) -> int:
+        return self.recv_queue_size
 
     def set_wrap(self, wrap: Callable[[Any], object]) -> None:
         self.wrap = wrap

@@ -345,16 +345,24 @@ class NativeComchEndpoint(NativeCtx):
         _endpoints[ptr] = self
 
     # -- configuration ------------------------------------------------------------------------------
-    def set_attr(self, name: str, value: int) -> None:
-        if name not in ("max_msg_size", "recv_queue_size"):
-            raise DocaInvalidValue(f"unknown comch attribute {name!r}")
+    def _set(self, name: str, value: int) -> None:
         fn = f"doca_comch_{self.side}_set_{name}"
         check(getattr(_cl(), fn)(self.ptr, _u32(value, name)), fn)
 
-    def get_attr(self, name: str) -> int:
-        if name not in ("max_msg_size", "recv_queue_size"):
-            raise DocaInvalidValue(f"unknown comch attribute {name!r}")
+    def _get(self, name: str) -> int:
         return get_u32(getattr(_cl(), f"doca_comch_{self.side}_get_{name}"), self.ptr)
+
+    def set_max_msg_size(self, value: int) -> None:
+        self._set("max_msg_size", value)
+
+    def get_max_msg_size(self) -> int:
+        return self._get("max_msg_size")
+
+    def set_recv_queue_size(self, value: int) -> None:
+        self._set("recv_queue_size", value)
+
+    def get_recv_queue_size(self) -> int:
+        return self._get("recv_queue_size")
 
     def set_wrap(self, wrap: Callable[[Any], object]) -> None:
         self.wrap = wrap

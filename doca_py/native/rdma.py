@@ -62,7 +62,7 @@ TASK_TYPES = ("receive", "send", "send_imm", "read", "write", "write_imm", "atom
 #: Connection events, in the order of ``doca_rdma_set_connection_state_callbacks`` (as :mod:`doca_py.rdma`).
 EV_REQUEST, EV_ESTABLISHED, EV_FAILURE, EV_DISCONNECTION = 0, 1, 2, 3
 
-# name -> (setter, getter, C type) of the plain settings behind set_attr/get_attr.
+# name -> (setter, getter, C type) of the plain settings behind the typed set_*/get_* methods.
 _ATTRS: dict[str, tuple[str, str, Any]] = {
     "permissions": ("doca_rdma_set_permissions", "doca_rdma_get_permissions", ctypes.c_uint32),
     "transport_type": ("doca_rdma_set_transport_type", "doca_rdma_get_transport_type", ctypes.c_int),
@@ -357,11 +357,8 @@ class NativeRdma(NativeCtx):
         _rdmas[self.key] = self
 
     # -- settings ---------------------------------------------------------------------------------
-    def set_attr(self, name: str, value: int) -> None:
-        spec = _ATTRS.get(name)
-        if spec is None:
-            raise DocaInvalidValue(f"unknown rdma attribute {name!r}")
-        setter, _, ctype = spec
+    def _set(self, name: str, value: int) -> None:
+        setter, _, ctype = _ATTRS[name]
         v = int(value)
         bits = 31 if ctype is ctypes.c_int else 8 * ctypes.sizeof(ctype)
         if not 0 <= v < 1 << bits:
@@ -372,16 +369,91 @@ class NativeRdma(NativeCtx):
             raise _need_connections(f"max_num_connections={v}")
         check(getattr(_rd(), setter)(self.ptr, v), setter)
 
-    def get_attr(self, name: str) -> int:
-        spec = _ATTRS.get(name)
-        if spec is None:
-            raise DocaInvalidValue(f"unknown rdma attribute {name!r}")
-        _, getter, ctype = spec
+    def _get(self, name: str) -> int:
+        _, getter, ctype = _ATTRS[name]
         if name == "max_num_connections" and not self.conn_api:
             return 1
         v = ctype()
         check(getattr(_rd(), getter)(self.ptr, _byref(v)), getter)
         return int(v.value)
+
+    def set_permissions(self, value: int) -> None:
+        self._set("permissions", value)
+
+    def get_permissions(self) -> int:
+        return self._get("permissions")
+
+    def set_transport_type(self, value: int) -> None:
+        self._set("transport_type", value)
+
+    def get_transport_type(self) -> int:
+        return self._get("transport_type")
+
+    def set_gid_index(self, value: int) -> None:
+        self._set("gid_index", value)
+
+    def get_gid_index(self) -> int:
+        return self._get("gid_index")
+
+    def set_max_num_connections(self, value: int) -> None:
+        self._set("max_num_connections", value)
+
+    def get_max_num_connections(self) -> int:
+        return self._get("max_num_connections")
+
+    def set_mtu(self, value: int) -> None:
+        self._set("mtu", value)
+
+    def get_mtu(self) -> int:
+        return self._get("mtu")
+
+    def set_recv_queue_size(self, value: int) -> None:
+        self._set("recv_queue_size", value)
+
+    def get_recv_queue_size(self) -> int:
+        return self._get("recv_queue_size")
+
+    def set_send_queue_size(self, value: int) -> None:
+        self._set("send_queue_size", value)
+
+    def get_send_queue_size(self) -> int:
+        return self._get("send_queue_size")
+
+    def set_max_send_buf_list_len(self, value: int) -> None:
+        self._set("max_send_buf_list_len", value)
+
+    def get_max_send_buf_list_len(self) -> int:
+        return self._get("max_send_buf_list_len")
+
+    def set_receive_dst_buf_list_len(self, value: int) -> None:
+        self._set("receive_dst_buf_list_len", value)
+
+    def get_receive_dst_buf_list_len(self) -> int:
+        return self._get("receive_dst_buf_list_len")
+
+    def set_grh_enabled(self, value: bool) -> None:
+        self._set("grh_enabled", int(value))
+
+    def get_grh_enabled(self) -> bool:
+        return bool(self._get("grh_enabled"))
+
+    def set_sl(self, value: int) -> None:
+        self._set("sl", value)
+
+    def get_sl(self) -> int:
+        return self._get("sl")
+
+    def set_rnr_retry_count(self, value: int) -> None:
+        self._set("rnr_retry_count", value)
+
+    def get_rnr_retry_count(self) -> int:
+        return self._get("rnr_retry_count")
+
+    def set_connection_request_timeout(self, value: int) -> None:
+        self._set("connection_request_timeout", value)
+
+    def get_connection_request_timeout(self) -> int:
+        return self._get("connection_request_timeout")
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> int:

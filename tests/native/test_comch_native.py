@@ -449,13 +449,11 @@ def test_server_events_messages_and_send(env30: BoundLib) -> None:
     with pytest.raises(DocaInvalidValue, match="unknown comch event"):
         srv.set_event_cb("telepathy", print)
     sent = _completions(srv.send)
-    srv.set_attr("max_msg_size", 256)
-    srv.set_attr("recv_queue_size", 32)
-    assert (srv.get_attr("max_msg_size"), srv.get_attr("recv_queue_size")) == (256, 32)
+    srv.set_max_msg_size(256)
+    srv.set_recv_queue_size(32)
+    assert (srv.get_max_msg_size(), srv.get_recv_queue_size()) == (256, 32)
     with pytest.raises(DocaInvalidValue, match="doca_comch_server_set_max_msg_size"):
-        srv.set_attr("max_msg_size", fake.MAX_MSG_SIZE + 1)  # refused by the library
-    with pytest.raises(DocaInvalidValue, match="unknown comch attribute"):
-        srv.get_attr("colour")
+        srv.set_max_msg_size(fake.MAX_MSG_SIZE + 1)  # refused by the library
     b.pe.connect_ctx(srv)
     assert srv.start() == 2
     # A client connects: C calls the status callback inside doca_pe_progress; Python runs after.

@@ -351,24 +351,22 @@ def test_settings(env30: BoundLib) -> None:
     b = Bench(env30)
     r = nrdma.rdma_create(b.dev)
     assert r.conn_api
-    r.set_attr("send_queue_size", 100)
-    assert r.get_attr("send_queue_size") == 128
-    r.set_attr("permissions", 0x7)
-    r.set_attr("grh_enabled", 0)
-    r.set_attr("mtu", 4)
-    r.set_attr("max_num_connections", 3)
-    r.set_attr("rnr_retry_count", 5)
-    r.set_attr("receive_dst_buf_list_len", 2)
-    assert [r.get_attr(n) for n in ("permissions", "grh_enabled", "mtu", "max_num_connections", "rnr_retry_count",
-                                    "receive_dst_buf_list_len")] == [0x7, 0, 4, 3, 5, 2]
+    r.set_send_queue_size(100)
+    assert r.get_send_queue_size() == 128
+    r.set_permissions(0x7)
+    r.set_grh_enabled(False)
+    r.set_mtu(4)
+    r.set_max_num_connections(3)
+    r.set_rnr_retry_count(5)
+    r.set_receive_dst_buf_list_len(2)
+    assert [r.get_permissions(), r.get_grh_enabled(), r.get_mtu(), r.get_max_num_connections(),
+            r.get_rnr_retry_count(), r.get_receive_dst_buf_list_len()] == [0x7, False, 4, 3, 5, 2]
     with pytest.raises(DocaInvalidValue, match="does not fit the 16-bit C parameter"):
-        r.set_attr("max_num_connections", 1 << 16)
+        r.set_max_num_connections(1 << 16)
     with pytest.raises(DocaInvalidValue, match="doca_rdma_set_rnr_retry_count"):
-        r.set_attr("rnr_retry_count", 8)  # refused by the library
-    with pytest.raises(DocaInvalidValue, match="unknown rdma attribute"):
-        r.get_attr("colour")
+        r.set_rnr_retry_count(8)  # refused by the library
     with pytest.raises(DocaNotSupported, match=r"doca_rdma_set_sl .*incomplete"):
-        r.set_attr("sl", 1)  # the fake lacks it
+        r.set_sl(1)  # the fake lacks it
     r.destroy()
     assert b.fake.fake_rdma_live() == 0
 
@@ -376,7 +374,7 @@ def test_settings(env30: BoundLib) -> None:
 def test_export_connect_and_send_round_trip(env30: BoundLib) -> None:
     b = Bench(env30)
     r = nrdma.rdma_create(b.dev)
-    r.set_attr("max_num_connections", 2)
+    r.set_max_num_connections(2)
     events: list[tuple[int, nrdma.NativeRdmaConnection]] = []
     r.set_connection_state_cb(lambda kind, conn: events.append((kind, conn)))
     sent, received = _completions(r.send), _completions(r.receive)
@@ -452,7 +450,7 @@ def test_export_connect_and_send_round_trip(env30: BoundLib) -> None:
 def test_cm_flow_and_connection_callbacks(env30: BoundLib) -> None:
     b = Bench(env30)
     r = nrdma.rdma_create(b.dev)
-    r.set_attr("max_num_connections", 8)
+    r.set_max_num_connections(8)
     events: list[tuple[int, nrdma.NativeRdmaConnection]] = []
     r.set_connection_state_cb(lambda kind, conn: events.append((kind, conn)))
     b.pe.connect_ctx(r)
@@ -539,12 +537,12 @@ def test_26_runtime_uses_the_implicit_connection(env26: BoundLib) -> None:
     with pytest.raises(DocaNotSupported, match=r"doca_rdma_set_connection_state_callbacks is not exported .*"
                                                r"\(DOCA 2\.6\.0058\); it is exported from DOCA 3\.0"):
         r.set_connection_state_cb(print)
-    assert r.get_attr("max_num_connections") == 1
-    r.set_attr("max_num_connections", 1)
+    assert r.get_max_num_connections() == 1
+    r.set_max_num_connections(1)
     with pytest.raises(DocaNotSupported, match=r"max_num_connections=2 needs .*DOCA 3\.0\+.*DOCA 2\.6\.0058"):
-        r.set_attr("max_num_connections", 2)
+        r.set_max_num_connections(2)
     with pytest.raises(DocaNotSupported, match=r"doca_rdma_set_rnr_retry_count .*DOCA 2\.6\.0058"):
-        r.set_attr("rnr_retry_count", 3)
+        r.set_rnr_retry_count(3)
     sent, received = _completions(r.send), _completions(r.receive)
     _completions(r.send_imm)
     b.pe.connect_ctx(r)
