@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from apps.storage.app_main import print_config, run_app
-from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config
-from apps.storage.signals import abort_on_signals
-from apps.storage.config import GgaOffloadConfig
+from apps.storage.runtime.app_main import print_config, run_app
+from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config
+from apps.storage.runtime.signals import abort_on_signals
+from apps.storage.cli.config import GgaOffloadConfig
 
 from .planning import RecoverySchedule, check_initiator_request
 from .service import GgaService, run_service

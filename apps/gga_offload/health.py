@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from apps.storage.addressing import TargetRole
+from apps.storage.wire.addressing import TargetRole
 
 __all__ = ["TargetHealth", "role_name"]
 

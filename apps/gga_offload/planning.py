@@ -10,7 +10,7 @@ Nothing here touches DOCA: the worker asks these functions *what* to do and does
   every N-th block read is a simulated recovery read, alternating ``recover_b`` (first),
   ``recover_a``, ``recover_b`` … exactly as the reference's even/odd counter does.
 * :class:`BlockPlan` gives the target requests and local spans of one block of one
-  transaction (thin wrapper over :class:`~apps.storage.addressing.ChunkLayout`).
+  transaction (thin wrapper over :class:`~apps.storage.wire.addressing.ChunkLayout`).
 
 >>> s = RecoverySchedule(2)
 >>> [s.next_mode().value for _ in range(6)]
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.addressing import MAX_BLOCKS_PER_IO, ChunkLayout, ReadMode, TargetRole, half_block_size
-from apps.storage.compressed_block import OVERHEAD
-from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
+from apps.storage.wire.addressing import MAX_BLOCKS_PER_IO, ChunkLayout, ReadMode, TargetRole, half_block_size
+from apps.storage.wire.compressed_block import OVERHEAD
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
 
 __all__ = ["RequestProblem", "ValidRequest", "check_initiator_request", "RecoverySchedule", "BlockPlan",
            "recovery_roles", "check_compressed_size", "EC_BLOCK_ALIGN", "check_target_geometry"]

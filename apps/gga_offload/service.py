@@ -39,21 +39,21 @@ from doca_py.comch import ComchConnection
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import AccessFlag
 
-from apps.storage.addressing import ChunkLayout, TargetRole, doubled_storage_details, merge_target_details
-from apps.storage.channel import ControlChannel, TcpTransport, connect_tcp
-from apps.storage.comch_channel import ComchTransport, listen_comch_server
-from apps.storage.config import GgaOffloadConfig, Ipv4Endpoint
-from apps.storage.control import (
+from apps.storage.wire.addressing import ChunkLayout, TargetRole, doubled_storage_details, merge_target_details
+from apps.storage.channels.control_channel import ControlChannel, TcpTransport, connect_tcp
+from apps.storage.channels.comch_transport import ComchTransport, listen_comch_server
+from apps.storage.cli.config import GgaOffloadConfig, Ipv4Endpoint
+from apps.storage.wire.control import (
     ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, PhaseChecker, RdmaConnection,
     RdmaConnectionRole, StorageDetails, make_response, unexpected_message_text,
 )
-from apps.storage.device import open_device
+from apps.storage.runtime.device import open_device
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
-from apps.storage.service_control import (
+from apps.storage.runtime.service_control import (
     ABORT_DRAIN_TIMEOUT, ABORTED_TEXT, DRAIN_TIMEOUT, TICK, BridgeControl, Printer, TargetFailure,
     open_host_representor, serve_session,
 )
-from apps.storage.stats import WorkerStats
+from apps.storage.runtime.stats import WorkerStats
 
 from .health import TargetHealth
 from .planning import check_target_geometry

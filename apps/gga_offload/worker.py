@@ -10,7 +10,7 @@ Per worker (``N = 2·T`` transactions):
   (no tasks: only the targets read and write through it);
 * ``Ec`` (create and recover), ``Compress`` (LZ4 stream decompress) and ``Dma`` (memcpy).
 
-Every transaction owns one chunk of the shared local region (:class:`~apps.storage.addressing.ChunkLayout`)
+Every transaction owns one chunk of the shared local region (:class:`~apps.storage.wire.addressing.ChunkLayout`)
 and runs the state machine of §8.2: read = two half-block fetches (or one half + parity and an EC
 recover with a **real** recover matrix), then LZ4 decompress straight into the initiator's memory;
 write = DMA from the initiator, software LZ4 compress, EC create, three half-block writes.
@@ -50,17 +50,17 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskReceive, RdmaTaskSend
 from doca_py.types import AccessFlag, CtxState
 
-from apps.storage import compressed_block as cb
-from apps.storage import lz4_blocks
-from apps.storage.addressing import COMPRESSED_DATA_OFFSET, COMPRESSED_SIZE_OFFSET, ChunkLayout, ReadMode, \
+from apps.storage.wire import compressed_block as cb
+from apps.storage.wire import lz4_blocks
+from apps.storage.wire.addressing import COMPRESSED_DATA_OFFSET, COMPRESSED_SIZE_OFFSET, ChunkLayout, ReadMode, \
     TargetRole
-from apps.storage.bridge_worker import ABORT_DRAIN, BridgeWorkerThread
-from apps.storage.control import RdmaConnectionRole
+from apps.storage.runtime.bridge_worker import ABORT_DRAIN, BridgeWorkerThread
+from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
-from apps.storage.worker_thread import COMMAND_TIMEOUT
-from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
-from apps.storage.offload import matrix_type_from_name
-from apps.storage.stats import WorkerStats
+from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
+from apps.storage.runtime.offload import matrix_type_from_name
+from apps.storage.runtime.stats import WorkerStats
 
 from .health import TargetHealth, role_name
 from .planning import BlockPlan, RecoverySchedule, RequestProblem, check_compressed_size, check_initiator_request, \
@@ -76,7 +76,7 @@ _MAX_WARNINGS = 8
 _MAX_SPIN_LOOPS = 1024  # progress rounds between two housekeeping rounds under continuous load
 _DEADLINE_SCAN = 0.1    # seconds between two scans for target requests past --target-io-timeout
 _U32 = struct.Struct(">I")
-# The io message (apps.storage.io_message), packed and unpacked here without building IoMessage objects
+# The io message (apps.storage.wire.io_message), packed and unpacked here without building IoMessage objects
 # on the data path: type, user_data, result, io_size, requester_offset, storage_offset (padding zeroed).
 _IO_MSG = struct.Struct(">I4xQIIQQ24x")
 _IO_HEAD = struct.Struct(">I4xQI")  # type, user_data, result

@@ -22,8 +22,8 @@ import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
-from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging
-from apps.storage.signals import abort_on_signals
+from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging
+from apps.storage.runtime.signals import abort_on_signals
 
 from .app import ABORT_BUDGET, APP_NAME, RESPONSE_TIMEOUT, Initiator
 from .config import InitiatorAppConfig

@@ -30,14 +30,14 @@ from typing import Any, TextIO, cast
 import doca_py as d
 from doca_py.errors import DocaError, ErrorCode
 
-from apps.storage.channel import ControlChannel
-from apps.storage.cli import version_text
-from apps.storage.comch_channel import ComchTransport, connect_comch_client
-from apps.storage.control import ControlMessage, IdAllocator, InitStorage, MessageType, Payload, StorageDetails, \
+from apps.storage.channels.control_channel import ControlChannel
+from apps.storage.cli.argp import version_text
+from apps.storage.channels.comch_transport import ComchTransport, connect_comch_client
+from apps.storage.wire.control import ControlMessage, IdAllocator, InitStorage, MessageType, Payload, StorageDetails, \
     check_response
-from apps.storage.device import open_device
+from apps.storage.runtime.device import open_device
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
-from apps.storage.stats import FAILED_BANNER
+from apps.storage.runtime.stats import FAILED_BANNER
 
 from .config import InitiatorAppConfig
 from .metrics import ProgressLine

@@ -1,4 +1,4 @@
-"""The initiator's flags: the reference's (:class:`apps.storage.config.InitiatorConfig`, §2.1)
+"""The initiator's flags: the reference's (:class:`apps.storage.cli.config.InitiatorConfig`, §2.1)
 plus reporting flags named after fio's."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import field_validator
 
-from apps.storage.config import InitiatorConfig, flag
+from apps.storage.cli.config import InitiatorConfig, flag
 
 from .metrics import parse_percentile_list
 

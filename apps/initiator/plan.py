@@ -19,8 +19,8 @@ from pathlib import Path
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.addressing import WorkerSegment, segment_workers
-from apps.storage.config import ExecutionStrategy
+from apps.storage.wire.addressing import WorkerSegment, segment_workers
+from apps.storage.cli.config import ExecutionStrategy
 from apps.storage.errors import StorageAppError
 
 __all__ = ["Action", "STRATEGIES", "strategy_steps", "strategy_io_kinds", "is_validity_test", "AddressPool",

@@ -41,7 +41,7 @@ from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostR
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import CtxState
 
-from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessageType
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType
 
 from .metrics import IoRecord
 from apps.storage.errors import StorageAppError

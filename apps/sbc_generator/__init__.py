@@ -26,14 +26,14 @@ import numpy as np
 import doca_py as d
 from doca_py.errors import ErrorCode
 
-from apps.storage import compressed_block as cb
-from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
+from apps.storage.wire import compressed_block as cb
+from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
     version_text
-from apps.storage.config import SbcGeneratorConfig
-from apps.storage.device import open_device
+from apps.storage.cli.config import SbcGeneratorConfig
+from apps.storage.runtime.device import open_device
 from apps.storage.errors import ProtocolError, StorageAppError
-from apps.storage.offload import DecompressJob, EcJob, OffloadSession, matrix_type_from_name
-from apps.storage.sbc import MAX_CONTENT_SIZE, read_sbc, write_sbc
+from apps.storage.runtime.offload import DecompressJob, EcJob, OffloadSession, matrix_type_from_name
+from apps.storage.wire.sbc import MAX_CONTENT_SIZE, read_sbc, write_sbc
 
 __all__ = ["APP_NAME", "build_parser", "parse_args", "pad_to_blocks", "GenerateResult", "generate", "VerifyReport",
            "verify", "main"]
@@ -278,7 +278,7 @@ def verify(config: SbcGeneratorConfig, *, out: Printer = print) -> VerifyReport:
 
 
 def _software_decompress(arena: memoryview, jobs: Sequence[DecompressJob]) -> tuple[dict[int, str], list[int]]:
-    from apps.storage import lz4_blocks
+    from apps.storage.wire import lz4_blocks
 
     fails: dict[int, str] = {}
     lengths = [0] * len(jobs)

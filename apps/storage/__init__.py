@@ -1,22 +1,23 @@
 """Code shared by the DOCA storage reference applications rebuilt in Python.
 
-Wire formats (storage-apps-spec §3–§6) and helpers used by every storage app:
+Four rooms, by what they hold:
 
-* `.control` — the 13 control messages, their byte layout, error responses and
-  the positional phase checker;
-* `.channel` — length-prefixed framing over TCP (and any transport with
-  ``send(bytes)`` plus receive events, e.g. comch);
-* `.io_message` — the 64-byte io message;
-* `.addressing` — gga address maths (half blocks, chunks, worker segments);
-* `.sbc`, `.compressed_block`, `.lz4_blocks` — the on-storage format;
-* `.stats` — the statistics blocks the apps print;
-* `.cli`, `.config` — DOCA-style flags, ``--json`` files, pydantic configs.
+* `.wire` — byte formats, pure data: the 13 control messages (`.wire.control`), the
+  64-byte io message, gga address maths, the on-storage formats (`.sbc`,
+  `.compressed_block`, `.lz4_blocks`);
+* `.channels` — control channels: length-prefixed framing over TCP
+  (`.channels.control_channel`) or a comch connection (`.channels.comch_transport`);
+* `.runtime` — what the processes share at run time: worker threads, the bridges'
+  control phase and worker base, signal handling, device opening, offload batches,
+  statistics, the bridges' ``main``;
+* `.cli` — DOCA-style flags and ``--json`` files (`.cli.argp`), the pydantic
+  configurations (`.cli.config`), man pages.
 
 Unlike the C++ reference, every value received from a peer is validated before use.
 """
 
 from __future__ import annotations
 
-from .errors import ProtocolError, StorageAppError
+from apps.storage.errors import ProtocolError, StorageAppError
 
 __all__ = ["ProtocolError", "StorageAppError"]

@@ -23,10 +23,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
+from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
     version_text
-from apps.storage.signals import abort_on_signals
-from apps.storage.config import TargetConfig
+from apps.storage.runtime.signals import abort_on_signals
+from apps.storage.cli.config import TargetConfig
 
 from .server import LISTENING_PREFIX, TargetSession, run_target
 from .worker import StorageRegion, Worker

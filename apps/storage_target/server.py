@@ -2,7 +2,7 @@
 
 :func:`run_target` loads the content, opens the device, allocates the storage, listens on
 TCP, accepts **one** client and runs a :class:`TargetSession` on it. The session answers
-the requests positionally (:class:`~apps.storage.control.PhaseChecker`): query, init,
+the requests positionally (:class:`~apps.storage.wire.control.PhaseChecker`): query, init,
 ``2 × cores`` RDMA connection requests, start, stop, shutdown. A request of the wrong type
 gets ``UNEXPECTED`` and still consumes its position; a failed one gets the error of the
 failure; the target never retries a phase.
@@ -40,17 +40,17 @@ import doca_py as d
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import AccessFlag
 
-from apps.storage.channel import ControlChannel, TcpTransport
-from apps.storage.config import TargetConfig
-from apps.storage.control import (
+from apps.storage.channels.control_channel import ControlChannel, TcpTransport
+from apps.storage.cli.config import TargetConfig
+from apps.storage.wire.control import (
     HEADER_SIZE, PREFIX_SIZE, ControlMessage, InitStorage, MessageType, PhaseChecker, RdmaConnection,
     RdmaConnectionRole, StorageDetails, decode_body, encode_frame, error_response_for_exception,
     make_error_response, make_response, unexpected_message_text,
 )
-from apps.storage.device import open_device
+from apps.storage.runtime.device import open_device
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
-from apps.storage.sbc import SbcFile, load_storage_content
-from apps.storage.stats import WorkerStats, format_worker_stats
+from apps.storage.wire.sbc import SbcFile, load_storage_content
+from apps.storage.runtime.stats import WorkerStats, format_worker_stats
 
 from .worker import MAX_TRANSACTIONS, StorageRegion, Worker
 

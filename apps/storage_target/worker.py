@@ -13,7 +13,7 @@ Data path: receive → check → transfer (``read`` = RDMA *write* from storage 
 requester, ``write`` = RDMA *read* from the requester into storage) → the received buffer
 turned into the response and sent back → on send completion the receive is re-posted.
 Unlike the reference every message is bounds-checked first
-(:func:`~apps.storage.addressing.target_transfer_error`); a refused one is answered at once
+(:func:`~apps.storage.wire.addressing.target_transfer_error`); a refused one is answered at once
 with ``INVALID_VALUE`` and touches no memory.
 
 Threading: everything DOCA-side is created, progressed and destroyed inside the worker
@@ -38,12 +38,12 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskRead, RdmaTaskReceive, RdmaTaskSend, RdmaTaskWrite
 from doca_py.types import AccessFlag, CtxState
 
-from apps.storage.addressing import target_transfer_error
-from apps.storage.control import RdmaConnectionRole
+from apps.storage.wire.addressing import target_transfer_error
+from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
-from apps.storage.worker_thread import COMMAND_TIMEOUT, WorkerThread
-from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
-from apps.storage.stats import WorkerStats
+from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT, WorkerThread
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
+from apps.storage.runtime.stats import WorkerStats
 
 __all__ = ["StorageRegion", "Worker", "COMMAND_TIMEOUT", "MAX_TRANSACTIONS", "RDMA_PERMISSIONS"]
 
@@ -59,7 +59,7 @@ _IDLE_SLEEP = 0.1
 _MAX_WARNINGS = 8    # refused io messages logged at WARNING per worker, then DEBUG
 _ABORT_DRAIN = 0.5   # longest drain once Ctrl-C was pressed
 _ZERO_MSG = bytes(IO_MESSAGE_SIZE)
-# type, user_data, result, io_size, requester_offset, storage_offset (apps.storage.io_message's layout)
+# type, user_data, result, io_size, requester_offset, storage_offset (apps.storage.wire.io_message's layout)
 _IO_FIELDS = struct.Struct(">I4xQIIQQ")
 _READ = int(IoMessageType.READ)
 _WRITE = int(IoMessageType.WRITE)

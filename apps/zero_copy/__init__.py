@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from apps.storage.app_main import print_config, run_app
-from apps.storage.cli import DocaArgumentParser, build_parser_for, parse_config
-from apps.storage.signals import abort_on_signals
-from apps.storage.config import ZeroCopyConfig
+from apps.storage.runtime.app_main import print_config, run_app
+from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config
+from apps.storage.runtime.signals import abort_on_signals
+from apps.storage.cli.config import ZeroCopyConfig
 
 from .forwarding import RequestProblem, check_request, finish_response_in_place
 from .service import ZeroCopyService, run_service

@@ -18,7 +18,7 @@ sends the target's answer back with ``type`` and ``result`` forced to 0. Here:
   ``INVALID_VALUE``; the reference initiator ignores ``result``, so passing it on is wire
   compatible).
 
->>> from apps.storage.io_message import IoMessage, IoMessageType
+>>> from apps.storage.wire.io_message import IoMessage, IoMessageType
 >>> from doca_py.errors import ErrorCode
 >>> req = IoMessage(IoMessageType.READ, 5, 0, 4096, 8192, 40960).pack()
 >>> check_request(req, 64, capacity=1 << 20, host_size=1 << 20) is None
@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.addressing import target_transfer_error
-from apps.storage.io_message import IO_MESSAGE_SIZE, RESULT_OFFSET, TYPE_OFFSET, USER_DATA_OFFSET, IoMessage, \
+from apps.storage.wire.addressing import target_transfer_error
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, RESULT_OFFSET, TYPE_OFFSET, USER_DATA_OFFSET, IoMessage, \
     IoMessageType
 
 __all__ = ["RequestProblem", "check_request", "finish_response_in_place", "user_data_of", "ECHOED"]

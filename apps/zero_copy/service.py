@@ -46,21 +46,21 @@ import doca_py as d
 from doca_py.comch import ComchConnection, ComchServer
 from doca_py.errors import DocaAlreadyExist, DocaError, ErrorCode
 
-from apps.storage.channel import ControlChannel, TcpTransport
-from apps.storage.comch_channel import CONNECT_POLL_INTERVAL, ComchTransport
-from apps.storage.config import Ipv4Endpoint, ZeroCopyConfig
-from apps.storage.control import (
+from apps.storage.channels.control_channel import ControlChannel, TcpTransport
+from apps.storage.channels.comch_transport import CONNECT_POLL_INTERVAL, ComchTransport
+from apps.storage.cli.config import Ipv4Endpoint, ZeroCopyConfig
+from apps.storage.wire.control import (
     HEADER_SIZE, ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, Payload, PhaseChecker,
     RdmaConnection, RdmaConnectionRole, StorageDetails, make_response,
     unexpected_message_text,
 )
-from apps.storage.device import open_device
+from apps.storage.runtime.device import open_device
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
-from apps.storage.service_control import (
+from apps.storage.runtime.service_control import (
     ABORT_DRAIN_TIMEOUT, ABORTED_TEXT, DRAIN_TIMEOUT, TICK, BridgeControl, Printer, TargetFailure, aborted,
     open_host_representor, serve_session,
 )
-from apps.storage.stats import WorkerStats
+from apps.storage.runtime.stats import WorkerStats
 
 from .worker import SharedResources, Worker
 

@@ -33,7 +33,7 @@ is the same):
 
 Threading: every DOCA object of a worker is created, progressed and destroyed in its
 thread; the control thread drives it through the one-command mailbox of
-:class:`~apps.storage.worker_thread.WorkerThread`, every call bounded.
+:class:`~apps.storage.runtime.worker_thread.WorkerThread`, every call bounded.
 """
 
 from __future__ import annotations
@@ -53,12 +53,12 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskReceive, RdmaTaskSend
 from doca_py.types import AccessFlag, CtxState
 
-from apps.storage.bridge_worker import ABORT_DRAIN, IO_MESSAGE_PERMISSIONS, BridgeWorkerThread
-from apps.storage.control import RdmaConnectionRole
+from apps.storage.runtime.bridge_worker import ABORT_DRAIN, IO_MESSAGE_PERMISSIONS, BridgeWorkerThread
+from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
-from apps.storage.io_message import IO_MESSAGE_SIZE, make_response_in_place
-from apps.storage.stats import WorkerStats
-from apps.storage.worker_thread import COMMAND_TIMEOUT
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, make_response_in_place
+from apps.storage.runtime.stats import WorkerStats
+from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT
 
 from .forwarding import check_request, finish_response_in_place, user_data_of
 

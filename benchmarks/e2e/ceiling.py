@@ -72,7 +72,7 @@ if str(ROOT) not in sys.path:
 
 from apps.topology import make_sample  # noqa: E402  (plain Python, imports no doca_py)
 
-# -- the io message (storage-apps-spec §4.1; the same struct format as apps/storage/io_message.py) ----------
+# -- the io message (storage-apps-spec §4.1; the same struct format as apps/storage/wire/io_message.py) ----------
 # type, pad, user_data, result, io_size, requester_offset, storage_offset, pad -- all big endian
 MSG = struct.Struct(">I4xQIIQQ24x")
 MSG_SIZE = 64

@@ -56,7 +56,7 @@ def test_ceiling_json_result() -> None:
 
 def test_ceiling_layouts_are_the_storage_apps() -> None:
     ceiling = _load_ceiling()
-    from apps.storage import compressed_block, io_message
+    from apps.storage.wire import compressed_block, io_message
     from apps.topology import make_sample
 
     msg = io_message.IoMessage(1, 0x0102030405060708, 0, 4096, 12288, 40960)

@@ -34,8 +34,8 @@ PUBLIC_MODULES = [
     "doca_py.engines", "doca_py.engines.checksums", "doca_py.engines.deflate", "doca_py.engines.ec",
     "doca_py.engines.gf256", "doca_py.engines.lz4_stream",
     "doca_py.native.capi",
-    "apps.storage.control", "apps.storage.channel", "apps.storage.io_message", "apps.storage.addressing",
-    "apps.storage.sbc", "apps.storage.compressed_block", "apps.storage.errors",
+    "apps.storage.wire.control", "apps.storage.channels.control_channel", "apps.storage.wire.io_message", "apps.storage.wire.addressing",
+    "apps.storage.wire.sbc", "apps.storage.wire.compressed_block", "apps.storage.errors",
 ]
 
 ROLE_RE = re.compile(r":(?:py:)?(?:meth|class|func|attr|data|mod|exc|obj|const):`")

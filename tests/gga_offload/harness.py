@@ -6,7 +6,7 @@
 * :class:`Deployment` starts three ``python -m apps.storage_target`` processes and
   ``python -m apps.gga_offload`` in front of them.
 * :class:`TestInitiator` is the host side in the test process: a comch client
-  (:func:`~apps.storage.comch_channel.connect_comch_client`), a PCI-exported local region,
+  (:func:`~apps.storage.channels.comch_transport.connect_comch_client`), a PCI-exported local region,
   one comch producer/consumer pair, and pipelined io messages. ``with
   TestInitiator.session(dep) as ini:`` closes it and kills the deployment however the test
   ends; :func:`end_session` ends a session cleanly (the service must exit with 0).
@@ -34,11 +34,11 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import AccessFlag as A
 from doca_py.types import CtxState
 
-from apps.storage.channel import ControlChannel
-from apps.storage.comch_channel import ComchTransport, connect_comch_client
-from apps.storage.control import ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, \
+from apps.storage.channels.control_channel import ControlChannel
+from apps.storage.channels.comch_transport import ComchTransport, connect_comch_client
+from apps.storage.wire.control import ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, \
     StorageDetails, check_response
-from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
 
 ROOT = Path(__file__).resolve().parents[2]
 DPU = "03:00.0"

@@ -21,7 +21,7 @@ import pytest
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.control import ControlMessage, ErrorPayload, MessageType as M
+from apps.storage.wire.control import ControlMessage, ErrorPayload, MessageType as M
 
 from .harness import DEADLINE, Deployment, TestInitiator, make_sbc_files, plain_content
 

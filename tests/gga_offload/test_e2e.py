@@ -12,7 +12,7 @@ import pytest
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.io_message import IoMessage, IoMessageType
+from apps.storage.wire.io_message import IoMessage, IoMessageType
 
 from .harness import DEADLINE, Deployment, Proc, TestInitiator, end_after_a_failed_init, end_session, interrupt, \
     make_sbc_files, plain_content, write_four_blocks
@@ -199,7 +199,7 @@ def test_sigint_while_connecting_to_targets() -> None:
 def test_control_phase_errors_are_answered_positionally(sbc_files: Callable[[str], Files]) -> None:
     """A failed init is answered (and consumes its position); later phases answer in turn and
     the session still ends cleanly."""
-    from apps.storage.control import ErrorPayload, InitStorage, MessageType as M, StorageDetails
+    from apps.storage.wire.control import ErrorPayload, InitStorage, MessageType as M, StorageDetails
 
     dep = Deployment(sbc_files("vandermonde")[1])
     with TestInitiator.session(dep) as ini:

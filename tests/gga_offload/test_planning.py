@@ -15,11 +15,11 @@ from apps.gga_offload.planning import (
     BlockPlan, RecoverySchedule, RequestProblem, ValidRequest, check_compressed_size, check_initiator_request,
     check_target_geometry, recovery_roles,
 )
-from apps.storage.addressing import ChunkLayout, ReadMode, TargetRole, doubled_storage_details, \
+from apps.storage.wire.addressing import ChunkLayout, ReadMode, TargetRole, doubled_storage_details, \
     doubled_transaction_count
-from apps.storage.control import StorageDetails
-from apps.storage.io_message import IoMessage, IoMessageType
-from apps.storage.offload import EcJob, OffloadSession, matrix_type_from_name
+from apps.storage.wire.control import StorageDetails
+from apps.storage.wire.io_message import IoMessage, IoMessageType
+from apps.storage.runtime.offload import EcJob, OffloadSession, matrix_type_from_name
 
 B = 4096
 H = B // 2

@@ -1,7 +1,7 @@
 """A fake storage service for the initiator tests: ``python -m tests.initiator.fake_bridge NAME PLAIN [options]``.
 
 It plays the comch side of the gga / zero-copy bridge (storage-apps-spec §3.7 "Service")
-without any target: a comch server (:func:`apps.storage.comch_channel.listen_comch_server`)
+without any target: a comch server (:func:`apps.storage.channels.comch_transport.listen_comch_server`)
 answering the control phase positionally, and per initiator core one consumer (``2·T``
 receive buffers) and one producer. Storage is the PLAIN file in local memory; each io
 message is served with one ``Dma`` memcpy between that memory and the initiator's
@@ -31,12 +31,12 @@ from doca_py.comch import ComchConsumer, ComchConsumerTaskPostRecv, ComchProduce
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import CtxState
 
-from apps.storage.comch_channel import ComchTransport, listen_comch_server
-from apps.storage.control import (
+from apps.storage.channels.comch_transport import ComchTransport, listen_comch_server
+from apps.storage.wire.control import (
     ControlMessage, InitStorage, MessageType, PhaseChecker, StorageDetails, make_response,
 )
 from apps.storage.errors import PeerClosedError
-from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
 
 HOST_PCI = "3b:00.0"
 DPU_PCI = "03:00.0"

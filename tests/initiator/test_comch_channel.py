@@ -1,4 +1,4 @@
-"""The control channel over comch (apps.storage.comch_channel): a server thread and a client in
+"""The control channel over comch (apps.storage.channels.comch_transport): a server thread and a client in
 this process, malformed and oversized frames, disconnects, timeouts, one client only."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from doca_py.comch import ComchConnection, ComchConsumer, ComchServer
 from doca_py.errors import ErrorCode
 from doca_py.types import CtxState
 
-from apps.storage.channel import ControlChannel
-from apps.storage.comch_channel import ComchTransport, connect_comch_client, listen_comch_server
-from apps.storage.control import ControlMessage, MessageType, StorageDetails, encode_frame, make_error_response, \
+from apps.storage.channels.control_channel import ControlChannel
+from apps.storage.channels.comch_transport import ComchTransport, connect_comch_client, listen_comch_server
+from apps.storage.wire.control import ControlMessage, MessageType, StorageDetails, encode_frame, make_error_response, \
     make_response
 from apps.storage.errors import ControlRequestError, PeerClosedError, ProtocolError, StorageAppError
 

@@ -22,8 +22,8 @@ from apps.initiator.plan import (
 )
 from apps.initiator.report import JobResult, RunReport, build_json_report, format_normal_report
 from apps.storage.errors import StorageAppError
-from apps.storage.manpages import APPS, build_manpage
-from apps.storage.stats import RunStats, format_run_stats
+from apps.storage.cli.manpages import APPS, build_manpage
+from apps.storage.runtime.stats import RunStats, format_run_stats
 
 A = Action
 

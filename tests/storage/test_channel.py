@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from apps.storage.channel import ControlChannel, FrameDecoder, TcpListener, TransportSink, connect_tcp
-from apps.storage.control import (
+from apps.storage.channels.control_channel import ControlChannel, FrameDecoder, TcpListener, TransportSink, connect_tcp
+from apps.storage.wire.control import (
     ControlMessage, InitStorage, MessageType, StorageDetails, encode_frame, make_error_response, make_response,
 )
 from apps.storage.errors import ControlRequestError, PeerClosedError, ProtocolError, StorageAppError

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from apps.sbc_generator import build_parser, parse_args
-from apps.storage.cli import build_parser_for, parse_config
-from apps.storage.config import (
+from apps.storage.cli.argp import build_parser_for, parse_config
+from apps.storage.cli.config import (
     GgaOffloadConfig, InitiatorConfig, Ipv4Endpoint, TargetConfig, ZeroCopyConfig, parse_ipv4_endpoint,
 )
-from apps.storage.manpages import build_manpage
+from apps.storage.cli.manpages import build_manpage
 from doca_py.log import LogLevel
 
 

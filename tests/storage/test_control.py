@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from apps.storage.control import (
+from apps.storage.wire.control import (
     ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, PhaseChecker, RdmaConnection,
     RdmaConnectionRole, StorageDetails, check_response, decode_body, encode_body, encode_frame,
     error_response_for_exception, make_error_response, make_response,

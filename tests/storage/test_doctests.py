@@ -8,8 +8,8 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["apps.storage.control", "apps.storage.channel", "apps.storage.addressing",
-                                  "apps.storage.manpages"])
+@pytest.mark.parametrize("name", ["apps.storage.wire.control", "apps.storage.channels.control_channel", "apps.storage.wire.addressing",
+                                  "apps.storage.cli.manpages"])
 def test_module_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))
     assert result.failed == 0 and result.attempted > 0

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from apps.storage import compressed_block as cb
-from apps.storage import lz4_blocks
-from apps.storage.addressing import (
+from apps.storage.wire import compressed_block as cb
+from apps.storage.wire import lz4_blocks
+from apps.storage.wire.addressing import (
     ChunkLayout, ReadMode, TargetRole, blocks_in_io, doubled_storage_details, doubled_transaction_count,
     half_block_size, segment_workers, split_evenly, target_storage_offset, target_transfer_error,
 )
-from apps.storage.control import StorageDetails
+from apps.storage.wire.control import StorageDetails
 from apps.storage.errors import ProtocolError
-from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
-from apps.storage.sbc import SbcFormatError, encode_sbc, is_sbc_file, read_sbc, read_sbc_header, write_sbc
-from apps.storage.stats import RunStats, WorkerStats, format_pe_hit_rate, format_run_stats, format_worker_stats
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
+from apps.storage.wire.sbc import SbcFormatError, encode_sbc, is_sbc_file, read_sbc, read_sbc_header, write_sbc
+from apps.storage.runtime.stats import RunStats, WorkerStats, format_pe_hit_rate, format_run_stats, format_worker_stats
 from doca_py.errors import ErrorCode
 
 PATTERN = bytes(i % 256 for i in range(4096))
@@ -264,9 +264,9 @@ def test_run_stats_block() -> None:
 
 
 def test_target_content_loading(tmp_path: Path) -> None:
-    from apps.storage.addressing import merge_target_details
+    from apps.storage.wire.addressing import merge_target_details
     from apps.storage.errors import StorageAppError
-    from apps.storage.sbc import load_storage_content
+    from apps.storage.wire.sbc import load_storage_content
 
     sbc = tmp_path / "c.sbc"
     write_sbc(sbc, 2048, 2, bytes(4096))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from apps.sbc_generator import generate, main, pad_to_blocks, parse_args, verify
-from apps.storage import compressed_block as cb
-from apps.storage.sbc import read_sbc
+from apps.storage.wire import compressed_block as cb
+from apps.storage.wire.sbc import read_sbc
 
 DEVICE = "03:00.0"  # the emulated BlueField PF (doca_ec capable)
 

@@ -31,12 +31,12 @@ from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskReceive
 from doca_py.types import AccessFlag as A
 from doca_py.types import CtxState
 
-from apps.storage.channel import ControlChannel, connect_tcp
-from apps.storage.control import (
+from apps.storage.channels.control_channel import ControlChannel, connect_tcp
+from apps.storage.wire.control import (
     ControlMessage, IdAllocator, InitStorage, MessageType, RdmaConnection as RdmaConnectionPayload,
     RdmaConnectionRole, StorageDetails, check_response,
 )
-from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
 
 ROOT = Path(__file__).resolve().parents[2]
 DEVICE = "03:00.0"

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from apps.storage.control import ControlMessage, ErrorPayload, MessageType, encode_frame
-from apps.storage.channel import FrameDecoder
+from apps.storage.wire.control import ControlMessage, ErrorPayload, MessageType, encode_frame
+from apps.storage.channels.control_channel import FrameDecoder
 from apps.storage_target.server import DROPPED_PREFIX, LISTEN_BACKLOG
 
 from .client import DEADLINE, Requester, TargetProcess

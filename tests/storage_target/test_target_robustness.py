@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from apps.storage.channel import connect_tcp
-from apps.storage.control import ControlMessage, MessageType
+from apps.storage.channels.control_channel import connect_tcp
+from apps.storage.wire.control import ControlMessage, MessageType
 
 from .client import DEADLINE, ROOT, Requester, TargetProcess
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from apps.storage.control import MessageType as M
-from apps.storage.control import InitStorage, RdmaConnection, RdmaConnectionRole
-from apps.storage.io_message import IoMessage, IoMessageType
-from apps.storage.sbc import write_sbc
+from apps.storage.wire.control import MessageType as M
+from apps.storage.wire.control import InitStorage, RdmaConnection, RdmaConnectionRole
+from apps.storage.wire.io_message import IoMessage, IoMessageType
+from apps.storage.wire.sbc import write_sbc
 from doca_py.errors import ErrorCode
 
 from .client import Requester, TargetProcess

@@ -20,10 +20,10 @@ from doca_py.rdma import Rdma
 from doca_py.types import AccessFlag as A
 from doca_py.types import CtxState
 
-from apps.storage.config import InitiatorConfig, TargetConfig
-from apps.storage.control import ControlMessage, ErrorPayload, InitStorage, MessageType, RdmaConnectionRole
+from apps.storage.cli.config import InitiatorConfig, TargetConfig
+from apps.storage.wire.control import ControlMessage, ErrorPayload, InitStorage, MessageType, RdmaConnectionRole
 from apps.storage.errors import StorageAppError
-from apps.storage.worker_thread import COMMAND_TIMEOUT, WORK_UNIT_BUDGET, WorkerThread, work_budget
+from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT, WORK_UNIT_BUDGET, WorkerThread, work_budget
 from apps.storage_target.server import TargetSession, allocate_storage, load_content
 from apps.storage_target.worker import MAX_TRANSACTIONS, StorageRegion, Worker
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from doca_py.types import AccessFlag as A
 
-from apps.storage.control import MessageType
+from apps.storage.wire.control import MessageType
 from tests.gga_offload.harness import DEADLINE, DPU, HOST, Proc, TestInitiator, interrupt, plain_content
 
 __all__ = ["DEADLINE", "DPU", "HOST", "Proc", "Deployment", "ZeroCopyInitiator", "interrupt", "plain_content",

@@ -10,9 +10,9 @@ import pytest
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.config import Ipv4Endpoint
-from apps.storage.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
-from apps.storage.manpages import APPS, PROGRAMS, build_manpage
+from apps.storage.cli.config import Ipv4Endpoint
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
+from apps.storage.cli.manpages import APPS, PROGRAMS, build_manpage
 from apps.zero_copy import APP_NAME, build_parser, check_request, finish_response_in_place, parse_args
 from apps.zero_copy.forwarding import user_data_of
 from apps.zero_copy.service import connect_target

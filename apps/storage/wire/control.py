@@ -2,7 +2,7 @@
 
 A message body is a 12-byte big-endian prefix (``message_type``, ``message_id``,
 ``correlation_id``, all u32) followed by the payload of its type. On the wire each
-body is preceded by its length as a u32 BE (see [`encode_frame`][apps.storage.control.encode_frame]).
+body is preceded by its length as a u32 BE (see [`encode_frame`][apps.storage.wire.control.encode_frame]).
 
 ```pycon
 >>> frame = encode_frame(ControlMessage(MessageType.QUERY_STORAGE_REQUEST, 0, 0))
@@ -13,8 +13,8 @@ body is preceded by its length as a u32 BE (see [`encode_frame`][apps.storage.co
 
 Decoding never trusts the peer: a truncated or over-long body, an unknown type, a
 length field pointing past the end, all raise [`ProtocolError`][apps.storage.errors.ProtocolError].
-Responders answer a request with [`make_response`][apps.storage.control.make_response] / [`make_error_response`][apps.storage.control.make_error_response],
-which echo the request's ``message_id`` and ``correlation_id``; [`PhaseChecker`][apps.storage.control.PhaseChecker]
+Responders answer a request with [`make_response`][apps.storage.wire.control.make_response] / [`make_error_response`][apps.storage.wire.control.make_error_response],
+which echo the request's ``message_id`` and ``correlation_id``; [`PhaseChecker`][apps.storage.wire.control.PhaseChecker]
 enforces the positional phase order of §3.5.
 """
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from doca_py.errors import DocaError, ErrorCode
 
-from .errors import ControlRequestError, ProtocolError, StorageAppError
+from apps.storage.errors import ControlRequestError, ProtocolError, StorageAppError
 
 __all__ = [
     "MessageType", "RdmaConnectionRole", "ErrorPayload", "StorageDetails", "InitStorage", "RdmaConnection",
@@ -53,20 +53,20 @@ _TWO_U32 = struct.Struct(">II")
 
 
 class MessageType(enum.IntEnum):
-    """``control_message_type`` (§3.2); [`wire_name`][apps.storage.control.MessageType.wire_name] is the name the C++ apps print."""
+    """``control_message_type`` (§3.2); [`wire_name`][apps.storage.wire.control.MessageType.wire_name] is the name the C++ apps print."""
 
     ERROR_RESPONSE = 0
-    """Answer to a failed request: an [`ErrorPayload`][apps.storage.control.ErrorPayload]."""
+    """Answer to a failed request: an [`ErrorPayload`][apps.storage.wire.control.ErrorPayload]."""
     QUERY_STORAGE_REQUEST = 1
     """Ask the storage size and block size."""
     QUERY_STORAGE_RESPONSE = 2
-    """The [`StorageDetails`][apps.storage.control.StorageDetails]."""
+    """The [`StorageDetails`][apps.storage.wire.control.StorageDetails]."""
     INIT_STORAGE_REQUEST = 3
-    """Initialise storage with an [`InitStorage`][apps.storage.control.InitStorage]."""
+    """Initialise storage with an [`InitStorage`][apps.storage.wire.control.InitStorage]."""
     INIT_STORAGE_RESPONSE = 4
     """Storage initialised."""
     CREATE_RDMA_CONNECTION_REQUEST = 5
-    """Create an RDMA connection ([`RdmaConnection`][apps.storage.control.RdmaConnection])."""
+    """Create an RDMA connection ([`RdmaConnection`][apps.storage.wire.control.RdmaConnection])."""
     CREATE_RDMA_CONNECTION_RESPONSE = 6
     """The responder's side of the RDMA connection."""
     START_STORAGE_REQUEST = 7
@@ -128,7 +128,7 @@ class ErrorPayload:
 
     @property
     def code(self) -> ErrorCode | int:
-        """[`error_code`][apps.storage.control.ErrorPayload.error_code] as an [`ErrorCode`][doca_py.errors.ErrorCode] when it is a known value."""
+        """[`error_code`][apps.storage.wire.control.ErrorPayload.error_code] as an [`ErrorCode`][doca_py.errors.ErrorCode] when it is a known value."""
         return ErrorCode(self.error_code) if self.error_code in ErrorCode._value2member_map_ else self.error_code
 
 
@@ -171,7 +171,7 @@ class RdmaConnection:
     context_idx: int
     """The index of the worker (core) the connection belongs to."""
     role: RdmaConnectionRole | int
-    """The raw role value; see [`known_role`][apps.storage.control.RdmaConnection.known_role]."""
+    """The raw role value; see [`known_role`][apps.storage.wire.control.RdmaConnection.known_role]."""
     connection_details: bytes
     """The ``doca_rdma_export`` blob of the sender."""
 
@@ -182,7 +182,7 @@ class RdmaConnection:
 
     @property
     def known_role(self) -> RdmaConnectionRole | None:
-        """[`role`][apps.storage.control.RdmaConnection.role] as a [`RdmaConnectionRole`][apps.storage.control.RdmaConnectionRole], ``None`` if the value is unknown."""
+        """[`role`][apps.storage.wire.control.RdmaConnection.role] as a [`RdmaConnectionRole`][apps.storage.wire.control.RdmaConnectionRole], ``None`` if the value is unknown."""
         r = int(self.role)
         return RdmaConnectionRole(r) if r in RdmaConnectionRole._value2member_map_ else None
 
@@ -205,7 +205,7 @@ class ControlMessage:
     """One control message: type, ids and the payload its type requires (``None`` if none)."""
 
     type: MessageType
-    """The [`MessageType`][apps.storage.control.MessageType]."""
+    """The [`MessageType`][apps.storage.wire.control.MessageType]."""
     message_id: int
     """Id chosen by the sender of a request (u32), echoed in the response."""
     correlation_id: int
@@ -380,10 +380,10 @@ def check_response(request: ControlMessage, response: ControlMessage) -> Control
 class PhaseChecker:
     """Positional phase order of a responder (§3.5), as the target and services use it.
 
-    Built from ``(request type, count)`` steps. [`check`][apps.storage.control.PhaseChecker.check] takes the next request:
+    Built from ``(request type, count)`` steps. [`check`][apps.storage.wire.control.PhaseChecker.check] takes the next request:
     when its type is the one expected at this position it returns ``None``; otherwise it
     returns the ``UNEXPECTED`` error response to send. Either way the position advances
-    by one — responders never retry a phase. [`set_count`][apps.storage.control.PhaseChecker.set_count] changes how many requests
+    by one — responders never retry a phase. [`set_count`][apps.storage.wire.control.PhaseChecker.set_count] changes how many requests
     a later step takes (e.g. ``2 × cores`` RDMA connection requests once init is known).
 
     ```pycon
@@ -406,7 +406,7 @@ class PhaseChecker:
     def target(cls) -> PhaseChecker:
         """The target's order: query, init, (2·cores) rdma connections, start, stop, shutdown.
 
-        The RDMA connection count is 0 until [`set_count`][apps.storage.control.PhaseChecker.set_count] is called after init.
+        The RDMA connection count is 0 until [`set_count`][apps.storage.wire.control.PhaseChecker.set_count] is called after init.
         """
         return cls([(MessageType.QUERY_STORAGE_REQUEST, 1), (MessageType.INIT_STORAGE_REQUEST, 1),
                     (MessageType.CREATE_RDMA_CONNECTION_REQUEST, 0), (MessageType.START_STORAGE_REQUEST, 1),

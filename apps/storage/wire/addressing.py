@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 from doca_py.errors import ErrorCode
 
-from .control import StorageDetails
-from .errors import StorageAppError
-from .io_message import IoMessage, IoMessageType
+from apps.storage.wire.control import StorageDetails
+from apps.storage.errors import StorageAppError
+from apps.storage.wire.io_message import IoMessage, IoMessageType
 
 __all__ = [
     "TargetRole", "ReadMode", "MAX_BLOCKS_PER_IO", "half_block_size", "doubled_storage_details",
@@ -111,7 +111,7 @@ def doubled_transaction_count(transaction_count: int) -> int:
 
 
 def blocks_in_io(io_size: int, block_size: int) -> int:
-    """Blocks of one io message (``io_size / B``); must be 1 to [`MAX_BLOCKS_PER_IO`][apps.storage.addressing.MAX_BLOCKS_PER_IO]
+    """Blocks of one io message (``io_size / B``); must be 1 to [`MAX_BLOCKS_PER_IO`][apps.storage.wire.addressing.MAX_BLOCKS_PER_IO]
     and a whole number (the reference silently truncates)."""
     if io_size <= 0 or io_size % block_size:
         raise ValueError(f"io_size {io_size} is not a positive multiple of the block size {block_size}")

@@ -2,16 +2,16 @@
 
 Layers:
 
-* [`FrameDecoder`][apps.storage.channel.FrameDecoder] — sans-IO: feed received bytes, take whole messages out. An
+* [`FrameDecoder`][apps.storage.channels.control_channel.FrameDecoder] — sans-IO: feed received bytes, take whole messages out. An
   announced body length above ``max_body`` is rejected as soon as the 4-byte header is
   seen, before anything is allocated or awaited.
-* [`Transport`][apps.storage.channel.Transport] — what carries the bytes: ``send(frame)``, ``pump(timeout)`` which
-  delivers whatever arrived to a [`TransportSink`][apps.storage.channel.TransportSink] (``data_received`` /
-  ``connection_lost``), and ``close()``. [`TcpTransport`][apps.storage.channel.TcpTransport] is the TCP one; a comch
+* [`Transport`][apps.storage.channels.control_channel.Transport] — what carries the bytes: ``send(frame)``, ``pump(timeout)`` which
+  delivers whatever arrived to a [`TransportSink`][apps.storage.channels.control_channel.TransportSink] (``data_received`` /
+  ``connection_lost``), and ``close()``. [`TcpTransport`][apps.storage.channels.control_channel.TcpTransport] is the TCP one; a comch
   transport implements the same protocol, its ``pump`` progressing the PE so that the
   comch receive events call ``data_received`` with each message.
-* [`ControlChannel`][apps.storage.channel.ControlChannel] — a decoder bound to a transport: [`send`][apps.storage.channel.ControlChannel.send],
-  [`poll`][apps.storage.channel.ControlChannel.poll], [`receive`][apps.storage.channel.ControlChannel.receive] (with a deadline).
+* [`ControlChannel`][apps.storage.channels.control_channel.ControlChannel] — a decoder bound to a transport: [`send`][apps.storage.channels.control_channel.ControlChannel.send],
+  [`poll`][apps.storage.channels.control_channel.ControlChannel.poll], [`receive`][apps.storage.channels.control_channel.ControlChannel.receive] (with a deadline).
 
 Unlike the reference, a peer closing the connection is detected
 ([`PeerClosedError`][apps.storage.errors.PeerClosedError]), and a half-received frame at close is a [`ProtocolError`][apps.storage.errors.ProtocolError].
@@ -28,8 +28,8 @@ from typing import Protocol
 
 from doca_py.errors import ErrorCode
 
-from .control import HEADER_SIZE, PREFIX_SIZE, ControlMessage, check_response, decode_body, encode_frame
-from .errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.storage.wire.control import HEADER_SIZE, PREFIX_SIZE, ControlMessage, check_response, decode_body, encode_frame
+from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
 
 __all__ = [
     "DEFAULT_MAX_BODY", "FrameDecoder", "TransportSink", "Transport", "TcpTransport", "ControlChannel",
@@ -123,7 +123,7 @@ class Transport(Protocol):
     """A bidirectional byte carrier for control frames (TCP, comch …)."""
 
     def set_sink(self, sink: TransportSink) -> None:
-        """Where [`pump`][apps.storage.channel.Transport.pump] delivers received data and closure."""
+        """Where [`pump`][apps.storage.channels.control_channel.Transport.pump] delivers received data and closure."""
 
     def send(self, frame: bytes) -> None:
         """Send one whole frame; raise [`StorageAppError`][apps.storage.errors.StorageAppError] if it cannot be sent."""
@@ -136,7 +136,7 @@ class Transport(Protocol):
 
 
 class TcpTransport:
-    """A connected TCP socket as a [`Transport`][apps.storage.channel.Transport].
+    """A connected TCP socket as a [`Transport`][apps.storage.channels.control_channel.Transport].
 
     Sends block for at most *send_timeout* seconds (then fail), reads never block longer
     than the ``pump`` timeout. A read of 0 bytes is the peer closing.
@@ -208,7 +208,7 @@ class TcpTransport:
 
 
 class ControlChannel:
-    """Control messages over a [`Transport`][apps.storage.channel.Transport] (one framing for TCP and comch)."""
+    """Control messages over a [`Transport`][apps.storage.channels.control_channel.Transport] (one framing for TCP and comch)."""
 
     def __init__(self, transport: Transport, *, max_body: int = DEFAULT_MAX_BODY, name: str = "control") -> None:
         self.transport = transport
@@ -293,7 +293,7 @@ class ControlChannel:
                                       f"Timed out after {timeout} s waiting for a control message on {self.name}")
 
     def request(self, msg: ControlMessage, timeout: float | None = 5.0) -> ControlMessage:
-        """Send a request and wait for its response; validated with [`check_response`][apps.storage.control.check_response]."""
+        """Send a request and wait for its response; validated with [`check_response`][apps.storage.wire.control.check_response]."""
         self.send(msg)
         return check_response(msg, self.receive(timeout))
 
@@ -309,9 +309,9 @@ class ControlChannel:
 
 
 class TcpListener:
-    """A listening TCP socket (``SO_REUSEADDR``); [`accept`][apps.storage.channel.TcpListener.accept] hands out channels.
+    """A listening TCP socket (``SO_REUSEADDR``); [`accept`][apps.storage.channels.control_channel.TcpListener.accept] hands out channels.
 
-    ``port=0`` picks a free port, readable from [`port`][apps.storage.channel.TcpListener.port].
+    ``port=0`` picks a free port, readable from [`port`][apps.storage.channels.control_channel.TcpListener.port].
     """
 
     def __init__(self, port: int, host: str = "0.0.0.0", backlog: int = 1) -> None:
@@ -329,7 +329,7 @@ class TcpListener:
         """The port listened on (the actual one when 0 was asked)."""
 
     def accept(self, timeout: float | None, *, max_body: int = DEFAULT_MAX_BODY) -> ControlChannel | None:
-        """The next client as a [`ControlChannel`][apps.storage.channel.ControlChannel], or ``None`` after *timeout* seconds."""
+        """The next client as a [`ControlChannel`][apps.storage.channels.control_channel.ControlChannel], or ``None`` after *timeout* seconds."""
         if self._sock is None:
             raise StorageAppError(ErrorCode.BAD_STATE, "listener is closed")
         ready, _, _ = select.select([self._sock], [], [], timeout)

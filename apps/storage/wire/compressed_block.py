@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from doca_py.errors import ErrorCode
 
 from . import lz4_blocks
-from .errors import ProtocolError, StorageAppError
+from apps.storage.errors import ProtocolError, StorageAppError
 
 __all__ = ["HEADER_SIZE", "TRAILER_SIZE", "OVERHEAD", "NotCompressibleError", "CompressedBlock",
            "pack_compressed_block", "compress_block", "parse_compressed_block", "decompress_block",

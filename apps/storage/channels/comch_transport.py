@@ -4,9 +4,9 @@ The initiator is a comch **client** and the services are comch **servers**; cont
 messages travel as comch control messages, **one whole frame** (the u32 BE body length
 plus the body) per message, as the C++ apps send them. Received messages are appended
 to the same reassembly buffer as TCP bytes, so the framing is parsed exactly as on TCP
-([`FrameDecoder`][apps.storage.channel.FrameDecoder]).
+([`FrameDecoder`][apps.storage.channels.control_channel.FrameDecoder]).
 
-`ComchTransport` implements [`Transport`][apps.storage.channel.Transport] on a
+`ComchTransport` implements [`Transport`][apps.storage.channels.control_channel.Transport] on a
 [`doca_py.ComchClient`][doca_py.comch.ComchClient] or [`doca_py.ComchServer`][doca_py.comch.ComchServer]:
 
 * ``send(frame)`` submits one comch send task (a pool of
@@ -50,9 +50,9 @@ from doca_py.comch import ComchClient, ComchConnection, ComchServer, ComchTaskSe
 from doca_py.errors import DocaAlreadyExist, DocaError, DocaInvalidValue, DocaNoMemory, ErrorCode
 from doca_py.types import CtxState
 
-from .channel import ControlChannel, TransportSink
-from .control import HEADER_SIZE
-from .errors import PeerClosedError, StorageAppError
+from apps.storage.channels.control_channel import ControlChannel, TransportSink
+from apps.storage.wire.control import HEADER_SIZE
+from apps.storage.errors import PeerClosedError, StorageAppError
 
 __all__ = ["ComchTransport", "connect_comch_client", "listen_comch_server", "MAX_CONCURRENT_CONTROL_MESSAGES",
            "CONNECT_POLL_INTERVAL", "SEND_POOL_TIMEOUT"]
@@ -71,7 +71,7 @@ ConsumerHook = Callable[[int], None]
 
 
 class ComchTransport:
-    """A [`Transport`][apps.storage.channel.Transport] over one comch connection.
+    """A [`Transport`][apps.storage.channels.control_channel.Transport] over one comch connection.
 
     Build it on an **idle** client or server (it registers the send task pool, the
     message and consumer events, and on a server the connection events), connected to

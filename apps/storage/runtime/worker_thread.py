@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import doca_py as d
 from doca_py.errors import ErrorCode
 
-from .errors import StorageAppError
+from apps.storage.errors import StorageAppError
 
 __all__ = ["WorkerThread", "COMMAND_TIMEOUT", "WORK_UNIT_BUDGET", "work_budget"]
 

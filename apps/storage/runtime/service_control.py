@@ -33,15 +33,15 @@ from typing import Any, Generic, Protocol, TypeVar
 import doca_py as d
 from doca_py.errors import DocaError, ErrorCode
 
-from .comch_channel import ComchTransport
-from .channel import ControlChannel
-from .addressing import doubled_transaction_count
-from .control import (
+from apps.storage.channels.comch_transport import ComchTransport
+from apps.storage.channels.control_channel import ControlChannel
+from apps.storage.wire.addressing import doubled_transaction_count
+from apps.storage.wire.control import (
     ControlMessage, InitStorage, MessageType, PhaseChecker, RdmaConnectionRole, error_response_for_exception,
     make_response,
 )
-from .errors import PeerClosedError, StorageAppError
-from .stats import WorkerStats, format_worker_stats
+from apps.storage.errors import PeerClosedError, StorageAppError
+from apps.storage.runtime.stats import WorkerStats, format_worker_stats
 
 __all__ = ["ABORTED_TEXT", "DRAIN_TIMEOUT", "ABORT_DRAIN_TIMEOUT", "TICK", "Printer", "TargetFailure",
            "InitiatorGone", "INITIATOR_GONE_TEXT", "aborted",

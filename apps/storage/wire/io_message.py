@@ -15,7 +15,7 @@ offset      size  field
 
 This module always writes the padding as zeros and ignores it when reading. A
 response is the request with ``type`` = result and ``result`` set
-([`make_response_in_place`][apps.storage.io_message.make_response_in_place]); every other field is echoed.
+([`make_response_in_place`][apps.storage.wire.io_message.make_response_in_place]); every other field is echoed.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from doca_py.errors import ErrorCode
 
-from .errors import ProtocolError
+from apps.storage.errors import ProtocolError
 
 __all__ = [
     "IO_MESSAGE_SIZE", "IoMessageType", "IoMessage", "TYPE_OFFSET", "USER_DATA_OFFSET", "RESULT_OFFSET",
@@ -73,10 +73,10 @@ def _check(name: str, value: int, bits: int) -> None:
 @dataclass(frozen=True, slots=True)
 class IoMessage:
     """A decoded io message. ``type`` is kept as a raw ``int`` so that a message of an
-    unknown type can still be answered (with ``INVALID_VALUE``, §4.3); see [`kind`][apps.storage.io_message.IoMessage.kind]."""
+    unknown type can still be answered (with ``INVALID_VALUE``, §4.3); see [`kind`][apps.storage.wire.io_message.IoMessage.kind]."""
 
     type: int
-    """The raw type ([`IoMessageType`][apps.storage.io_message.IoMessageType] value)."""
+    """The raw type ([`IoMessageType`][apps.storage.wire.io_message.IoMessageType] value)."""
     user_data: int = 0
     """Opaque u64 of the requester, echoed in the result."""
     result: int = 0
@@ -98,7 +98,7 @@ class IoMessage:
 
     @property
     def kind(self) -> IoMessageType | None:
-        """[`type`][apps.storage.io_message.IoMessage.type] as an [`IoMessageType`][apps.storage.io_message.IoMessageType], ``None`` for an unknown value."""
+        """[`type`][apps.storage.wire.io_message.IoMessage.type] as an [`IoMessageType`][apps.storage.wire.io_message.IoMessageType], ``None`` for an unknown value."""
         t = int(self.type)
         return IoMessageType(t) if t in IoMessageType._value2member_map_ else None
 
