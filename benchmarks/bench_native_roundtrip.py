@@ -1,6 +1,6 @@
 """Cost of a round trip through the raw ctypes layer, against a bare Python call.
 
-Compiles the fake libdoca_common of :mod:`doca_py.native._testlib` (needs gcc/cc),
+Compiles the fake libdoca_common of ``tests/native/fakelib`` (needs gcc/cc and a source tree),
 binds the real declarations on it and times, in the same run:
 
 * ``python call``: a two-argument Python function returning ``None`` (the reference),
@@ -28,7 +28,10 @@ from pathlib import Path
 
 from doca_py import errors
 from doca_py.native import capi, loader
-from doca_py.native._testlib import FAKE_DECLS, FakeBuildError, build_fake_common
+
+# The fake library is test code (not in the wheel): import it from the source tree.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.native.fakelib import FAKE_DECLS, FakeBuildError, build_fake_common  # noqa: E402
 
 
 def _best_ns(loop: Callable[[int], None], n: int, repeats: int) -> float:

@@ -21,7 +21,12 @@ from collections.abc import Iterator  # noqa: E402
 import pytest  # noqa: E402
 
 import doca_py  # noqa: E402
-from doca_py import _impl  # noqa: E402
+from doca_py import _backend  # noqa: E402, F401
+
+from .conformance import backends  # noqa: E402
+from .conformance.backends import Backend  # noqa: E402
+# The session fixture that compiles the fake DOCA libraries (tests/native, tests/conformance).
+from .native.fakelib.plugin import FakeLibs, fakelibs  # noqa: E402, F401
 
 
 def _knobs() -> str:
@@ -30,8 +35,16 @@ def _knobs() -> str:
     return strict.describe()
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    return f"doca_py backend: {doca_py.impl}; emulator: {_knobs()}"
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{backends.MARK_CONFORMANCE}: runs on every backend, "
+                            "native over the fake libraries when there is no DOCA")
+    config.addinivalue_line("markers", f"{backends.MARK_FAKES_CANNOT}(reason): the fake libraries cannot "
+                            "honour this conformance test (skipped on native over the fakes)")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [f"doca_py backend: {doca_py.impl}; emulator: {_knobs()}",
+            f"doca_py backends: {backends.describe()}"]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -43,9 +56,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture(params=["emulated", "native"])
-def backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The backend a conformance test runs on; the other one skips with a reason."""
-    if request.param != doca_py.impl:
-        pytest.skip(f"{request.param} backend not in use (DOCA_PY_IMPL selected {doca_py.impl}); "
-                    f"{'no DOCA libraries on this machine' if request.param == 'native' else 'run with DOCA_PY_IMPL=emulated'}")
-    yield request.param
+def backend(request: pytest.FixtureRequest, fakelibs: FakeLibs, monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
+    """The backend a test runs on (a ``str``). Conformance tests (tests/conformance, or marked
+    ``conformance``) run on both, native over the fake libraries without DOCA; other tests
+    run on the backend in use and skip the other with a reason (see tests/conformance/backends.py)."""
+    yield from backends.select(request.param, request, fakelibs, monkeypatch)

@@ -1,7 +1,8 @@
-"""Fixtures for the native-layer tests: fake DOCA libraries compiled with gcc at test time.
+"""Fixtures for the native-layer tests: fake DOCA libraries compiled at test time.
 
-Each fake lives in its own ``tmp_path_factory`` directory (one per xdist worker), and
-the loader cache is reset around every test so no other test sees a fake DOCA.
+The fakes (``tests/native/fakelib``) are built by the session fixture ``fakelibs``
+(one directory per variant and xdist worker), and the loader cache is reset around
+every test so no other test sees a fake DOCA.
 """
 
 from __future__ import annotations
@@ -12,36 +13,30 @@ from pathlib import Path
 import pytest
 
 from doca_py.native import capi, loader
-from doca_py.native._testlib import FAKE_DECLS, build_fake_common, find_compiler
 from doca_py.native.capi import BoundLib
+
+from .fakelib import FAKE_DECLS
+from .fakelib.plugin import FakeLibs
 
 UseLibdir = Callable[[Path], None]
 
 
-def _build(factory: pytest.TempPathFactory, name: str, version: str, **kw: bool) -> Path:
-    if find_compiler() is None:
-        pytest.skip("no C compiler (gcc/cc/$CC) to build the fake libdoca_common")
-    d = factory.mktemp(name)
-    build_fake_common(d, version, **kw)  # a compile error fails the test: the fake is ours
-    return d
-
-
-@pytest.fixture(scope="session")
-def fake30_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def fake30_dir(fakelibs: FakeLibs) -> Path:
     """A DOCA 3.0.0058-like libdoca_common (no buf reuse functions)."""
-    return _build(tmp_path_factory, "fake30", "3.0.0058")
+    return fakelibs.dir("common30")
 
 
-@pytest.fixture(scope="session")
-def fake26_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def fake26_dir(fakelibs: FakeLibs) -> Path:
     """A DOCA 2.6.0058-like libdoca_common (``double *`` active rate)."""
-    return _build(tmp_path_factory, "fake26", "2.6.0058")
+    return fakelibs.dir("common26")
 
 
-@pytest.fixture(scope="session")
-def fake32_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def fake32_dir(fakelibs: FakeLibs) -> Path:
     """A DOCA 3.2-like libdoca_common exporting ``reuse_by_data`` and ``reuse_by_args`` only."""
-    return _build(tmp_path_factory, "fake32", "3.2.1025", reuse_args=True, reuse_data=True)
+    return fakelibs.dir("common32")
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@
 2. Binding: absent symbols are ``DocaNotSupported`` stubs naming the versions; a 2.6
    runtime binds the 2.6 LZ4 names and not the 3.x ones, and vice versa.
 3. The native object layer on fake engine libraries compiled at test time
-   (:mod:`doca_py.native._testlib_engines`) over a fake libdoca_common.
+   (``tests/native/fakelib/{dma,erasure_coding,compress}.c``) over a fake libdoca_common.
 """
 
 from __future__ import annotations
@@ -24,14 +24,12 @@ import pytest
 
 from doca_py import errors
 from doca_py.errors import DocaNotPermitted, DocaNotSupported, DocaInvalidValue
-from doca_py.native import _testlib_engines as fake
 from doca_py.native import capi, loader
 from doca_py.native import compress as ncomp
 from doca_py.native import dev as ndev
 from doca_py.native import dma as ndma
 from doca_py.native import ec as nec
 from doca_py.native import pe as npe
-from doca_py.native._testlib import build_fake_common, find_compiler
 from doca_py.native.buf import NativeBuf, NativeBufInventory
 from doca_py.native.capi import BoundLib, Decl, MissingFunction
 from doca_py.native.capi.compress import COMPRESS, COMPRESS_26
@@ -39,6 +37,8 @@ from doca_py.native.capi.dma import DMA
 from doca_py.native.capi.erasure_coding import EC
 
 from .conftest import UseLibdir
+from .fakelib import engines as fake
+from .fakelib.plugin import FakeLibs
 
 DOC = Path(__file__).parents[2].parent / "shared/design/doca-c-api.md"
 POINTER_BASE: Any = ctypes._Pointer  # noqa: SLF001
@@ -185,25 +185,16 @@ def test_missing_symbols_become_stubs_naming_versions(lib30: BoundLib) -> None:
 # -- 3. fake engine libraries -----------------------------------------------------------------
 
 
-def _engines_dir(factory: pytest.TempPathFactory, name: str, version: str, lz4: str) -> Path:
-    if find_compiler() is None:
-        pytest.skip("no C compiler (gcc/cc/$CC) to build the fake DOCA libraries")
-    d = factory.mktemp(name)
-    build_fake_common(d, version)
-    fake.build_fake_engines(d, lz4=lz4)
-    return d
-
-
-@pytest.fixture(scope="module")
-def engines30_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def engines30_dir(fakelibs: FakeLibs) -> Path:
     """A DOCA 3.0-like common plus dma, erasure_coding and the split-LZ4 compress."""
-    return _engines_dir(tmp_path_factory, "engines30", "3.0.0058", "split")
+    return fakelibs.dir("engines30")
 
 
-@pytest.fixture(scope="module")
-def engines26_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def engines26_dir(fakelibs: FakeLibs) -> Path:
     """A DOCA 2.6-like common plus engines with the 2.6 ``decompress_lz4`` compress API."""
-    return _engines_dir(tmp_path_factory, "engines26", "2.6.0058", "legacy")
+    return fakelibs.dir("engines26")
 
 
 def _use(directory: Path, use_libdir: UseLibdir) -> BoundLib:
@@ -297,9 +288,9 @@ def test_dma_capabilities(env30: BoundLib) -> None:
     assert ndma.cap_task_memcpy_is_supported(b.devinfo)
     assert ndma.cap_task_memcpy_get_max_buf_size(b.devinfo) == fake.MAX_BUF_SIZE
     assert ndma.cap_task_memcpy_get_max_buf_list_len(b.devinfo) == fake.MAX_BUF_LIST_LEN
-    # The device-level variant opens the device: the fake common has no doca_dev_open.
-    with pytest.raises(DocaNotSupported, match="doca_dev_open"):
-        ndma.cap_get_max_num_tasks(b.devinfo)
+    # The device-level variant opens the device, asks a short-lived engine and closes both.
+    assert ndma.cap_get_max_num_tasks(b.devinfo) == fake.MAX_NUM_TASKS
+    assert loader.load("dma").fake_engine_live() == 0 and b.common.cdll.fake_open_devs() == 0
     with pytest.raises(DocaNotSupported, match=r"doca_dma_get_gpu_handle .*DOCA 3\.0\.0058"):
         ndma.dma_create(b.dev).get_gpu_handle()
 
@@ -328,7 +319,7 @@ def test_ec_matrices_and_tasks(env30: BoundLib) -> None:
         ec.matrix_create_recover(coding, [7])
     with pytest.raises(DocaNotPermitted):
         other.matrix_create_recover(coding, [0])
-    done = {kind: _completions(getattr(ec, kind)) for kind in nec.FIELDS}
+    done = {kind: _completions(getattr(ec, kind)) for kind in nec.TASK_FNS}
     b.pe.connect_ctx(ec)
     assert ec.start() == 2
     src, dst = b.buf(bytes(128)), b.buf(size=64)
@@ -349,7 +340,7 @@ def test_ec_matrices_and_tasks(env30: BoundLib) -> None:
     tasks["create"].set_src(dst)
     assert tasks["create"].get_src() == dst.ptr
     assert b.pe.progress()
-    assert done == {kind: [kind] for kind in nec.FIELDS}
+    assert done == {kind: [kind] for kind in nec.TASK_FNS}
     for t in tasks.values():
         t.free()
     for m in (coding, recover, update, raw):

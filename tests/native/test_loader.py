@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from doca_py import _impl
+from doca_py import _backend as _impl
 from doca_py.native import loader
 from doca_py.native.loader import DocaLibraryNotFound
 
@@ -84,7 +84,7 @@ def test_failure_lists_every_attempt(tmp_path: Path) -> None:
 
 _SELECT_NATIVE = """
 import json
-from doca_py import _impl
+from doca_py import _backend as _impl
 try:
     _impl.select("native")
 except ImportError as err:
@@ -155,7 +155,7 @@ def test_native_modules_import_without_doca(tmp_path: Path) -> None:
     env = dict(os.environ, DOCA_PY_LIBDIR=str(tmp_path), DOCA_PY_IMPL="emulated")
     code = (
         "import doca_py.native, doca_py.native.loader, doca_py.native.capi, doca_py.native.capi.common, "
-        "doca_py.native.inline, doca_py.native.probe, doca_py.native._testlib"
+        "doca_py.native.inline, doca_py.native.probe"
     )
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr

@@ -89,6 +89,7 @@ def _check_wheel(wheel: Path) -> None:
         top = {n.split("/")[0] for n in names}
         assert top == {"doca_py", "apps", f"{NAME}.dist-info", f"{NAME}.data"}, top  # no tests, docs …
         assert "doca_py/py.typed" in names and "doca_py/tool.py" in names and "doca_py/__main__.py" in names
+        assert not [n for n in names if "_testlib" in n or n.endswith((".c", ".h"))]  # the fakes are tests
         eps = configparser.ConfigParser()
         eps.read_string(zf.read(f"{NAME}.dist-info/entry_points.txt").decode())
         assert dict(eps["console_scripts"]) == EXPECTED_SCRIPTS
@@ -112,7 +113,8 @@ def _check_sdist(sdist: Path, into: Path) -> Path:
     for wanted in ("tests/conftest.py", "tests/tool/test_tool.py", "tests/packaging/test_packaging.py",
                    "docs/index.md", "docs/device-tool.md", "docs/hooks/cli_reference.py", "mkdocs.yml",
                    "CHANGELOG.md", "LICENSE", "README.md", "stubs/lz4/__init__.pyi", "tasks.py", "setup.py",
-                   "MANIFEST.in", "pyproject.toml", ".ci/run", "doca_py/py.typed", "apps/storage/cli/manpages.py"):
+                   "MANIFEST.in", "pyproject.toml", ".ci/run", "doca_py/py.typed", "apps/storage/cli/manpages.py",
+                   "tests/native/fakelib/common.c", "tests/native/fakelib/fake.h"):
         assert wanted in names, wanted
     assert any(n.startswith("benchmarks/") and n.endswith(".py") for n in names)
     assert any(n.startswith("examples/") and n.endswith(".py") for n in names)

@@ -12,7 +12,7 @@ import doca_py as d
 from doca_py import errors as e
 from doca_py.types import CtxState as S
 
-from .helpers import in_flight_misuse_error, local_mmap, rig
+from ..core.helpers import in_flight_misuse_error, local_mmap, rig
 
 
 def _pair(r, size: int = 64) -> tuple[d.Mmap, d.Buf, d.Buf]:  # type: ignore[no-untyped-def]

@@ -1,85 +1,37 @@
-"""A fake ``libdoca_comch`` (or DOCA 2.6 ``libdoca_cc``) in C, for tests.
+/* A fake libdoca_comch (or DOCA 2.6's libdoca_cc), built by tests/native/fakelib/comch.py.
+ *
+ * It exports, with the real ABI, what the native comch object layer's tests call:
+ * server and client (create/destroy/as_ctx, max message size and receive queue size,
+ * send tasks, the message, connection-status and consumer events, the client's
+ * connection), connections (user data, owning ctx, counters), consumers (id,
+ * immediate data length, post-recv tasks) and producers (id, send tasks), plus a few
+ * capabilities. IMM_API (params.h) selects the 3.x ABI with immediate data; the
+ * libdoca_cc build renames every doca_comch_* symbol through a generated header.
+ *
+ * It is not an emulator. Events are not called from inside the API call that causes
+ * them: the fake allocates an internal doca_task on the endpoint's ctx and submits
+ * it, so the fake common's doca_pe_progress delivers it here and the registered event
+ * callback runs from C inside doca_pe_progress, as DOCA does. fake_comch_incoming_msg
+ * hands its callback a heap copy of the message that is overwritten and freed as
+ * soon as the callback returns: a binding that does not copy the bytes inside the
+ * callback reads garbage. Completed tasks record what they carried
+ * (fake_comch_last_msg, fake_comch_last_produced); a post-recv task completes with
+ * RECV_DATA appended to its buffer, producer RECV_PRODUCER_ID and (3.x) immediate
+ * data RECV_IMM_C; a producer send to BAD_CONSUMER_ID completes through the error
+ * callback.
+ */
 
-It exports, with the real ABI, what the native comch object layer's tests call:
-server and client (create/destroy/as_ctx, max message size and receive queue size,
-send tasks, the message, connection-status and consumer events, the client's
-connection), connections (user data, owning ctx, counters), consumers (id, immediate
-data length, post-recv tasks) and producers (id, send tasks), plus a few
-capabilities. Builds:
+#include "fake.h"
 
-* ``imm_api=True`` (default): the DOCA 3.x ABI, ``doca_comch_producer_task_send_alloc_init``
-  takes ``imm_data, imm_data_len``; immediate-data functions and
-  ``doca_comch_server_disconnect`` exist.
-* ``imm_api=False``: the 2.x ABI (no immediate data, no ``server_disconnect``).
-* ``cc=True`` (implies ``imm_api=False``): DOCA 2.6's ``libdoca_cc``, every symbol
-  renamed ``doca_cc_*`` (and the two 2.6 spellings of §6.3).
 
-It is not an emulator. Events are not called from inside the API call that causes
-them: the fake allocates an internal ``doca_task`` on the endpoint's ctx and submits
-it, so the fake ``doca_pe_progress`` of :mod:`._testlib` delivers it here and the
-registered event callback runs from C inside ``doca_pe_progress``, as DOCA does.
-``fake_comch_incoming_msg`` hands its callback a heap copy of the message that is
-overwritten and freed as soon as the callback returns: a binding that does not copy
-the bytes inside the callback reads garbage. Completed tasks record what they
-carried (``fake_comch_last_msg``, ``fake_comch_last_produced``); a post-recv task
-completes with :data:`RECV_DATA` appended to its buffer, producer
-:data:`RECV_PRODUCER_ID` and (3.x) immediate data :data:`RECV_IMM`; a producer send
-to :data:`BAD_CONSUMER_ID` completes through the error callback.
-
-Like the other fakes it is not linked against a fake common: call :func:`attach`.
-"""
-
-from __future__ import annotations
-
-import ctypes
-from ctypes import POINTER, c_char, c_char_p, c_int, c_uint8, c_uint32, c_void_p
-from pathlib import Path
-
-from ._testlib import attach_common, compile_library
-from .capi._decl import Decl
-
-__all__ = ["FAKE_COMCH_DECLS", "attach", "build_fake_comch", "comch_source", "RECV_DATA", "RECV_IMM",
-           "RECV_PRODUCER_ID", "BAD_CONSUMER_ID", "MAX_MSG_SIZE", "MAX_NAME_LEN", "MAX_IMM_DATA_LEN",
-           "MAX_CLIENTS", "FIRST_ID"]
-
-MAX_MSG_SIZE = 4080
-MAX_NAME_LEN = 64
-MAX_IMM_DATA_LEN = 32
-MAX_CLIENTS = 8
-RECV_DATA = b"fake-produced"
-RECV_IMM = b"\x01imm\x00"
-RECV_PRODUCER_ID = 77
-BAD_CONSUMER_ID = 0xDEAD
-#: First consumer / producer id handed out.
-FIRST_ID = 100
-
-_SOURCE = r"""
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define EXPORT __attribute__((visibility("default")))
-#define IMM_API @IMM_API@
-
-typedef int doca_error_t;
-union doca_data { void *ptr; uint64_t u64; };
-struct doca_ctx;
-struct doca_task;
-typedef void (*task_cb_t)(void *, union doca_data, union doca_data);
 typedef void (*msg_cb_t)(void *, uint8_t *, uint32_t, void *);
 typedef void (*status_cb_t)(void *, void *, uint8_t);
 typedef void (*consumer_cb_t)(void *, void *, uint32_t);
-/* The fake libdoca_common's doca_buf layout. */
-struct doca_buf { void *head; size_t len; void *data; size_t data_len; uint16_t refcount; };
 
-enum { E_OK = 0, E_NOT_SUPPORTED = 4, E_INVALID = 6, E_NO_MEMORY = 7, E_NOT_CONNECTED = 14,
-       E_BAD_STATE = 18, E_FULL = 24 };
-enum { S_RUNNING = 2 };
 enum { T_SEND, T_POST_RECV, T_PRODUCER_SEND, T_EVENT };
 enum { EV_MSG, EV_CONNECT, EV_DISCONNECT, EV_NEW_CONSUMER, EV_EXPIRED_CONSUMER };
-#define MAX_CONNS @MAX_CLIENTS@
-#define MAX_MSG @MAX_MSG_SIZE@
-#define MAX_IMM @MAX_IMM@
+#define MAX_CONNS MAX_CLIENTS
+#define MAX_MSG MAX_MSG_SIZE
 
 static doca_error_t (*ctx_create)(struct doca_ctx **);
 static void (*ctx_destroy)(struct doca_ctx *);
@@ -139,7 +91,7 @@ struct ftask {
 /* Newest first: a freed doca_task's address may be reused by a later task. */
 static struct ftask *all_tasks;
 static int live_objects;
-static uint32_t next_id = @FIRST_ID@;
+static uint32_t next_id = FIRST_ID;
 static char last_msg[MAX_MSG];
 static uint32_t last_msg_len;
 static char last_produced[256];
@@ -213,15 +165,15 @@ static void on_done(void *base, union doca_data task_ud, union doca_data ctx_ud)
 		t->ep->ok(t, task_ud, ctx_ud);
 	} else if (t->type == T_POST_RECV) {
 		struct doca_buf *d = t->buf;
-		memcpy((char *)d->data + d->data_len, "@RECV_DATA@", @RECV_LEN@);
-		d->data_len += @RECV_LEN@;
-		t->producer_id = @RECV_PRODUCER_ID@;
-		memcpy(t->imm, @RECV_IMM_C@, @RECV_IMM_LEN@);
-		t->imm_len = IMM_API ? @RECV_IMM_LEN@ : 0;
+		memcpy((char *)d->data + d->data_len, RECV_DATA, RECV_LEN);
+		d->data_len += RECV_LEN;
+		t->producer_id = RECV_PRODUCER_ID;
+		memcpy(t->imm, RECV_IMM_C, RECV_IMM_LEN);
+		t->imm_len = IMM_API ? RECV_IMM_LEN : 0;
 		t->consumer->ok(t, task_ud, ctx_ud);
 	} else {
 		const struct doca_buf *s = t->buf;
-		if (t->consumer_id == @BAD_CONSUMER_ID@) {
+		if (t->consumer_id == BAD_CONSUMER_ID) {
 			t->producer->err(t, task_ud, ctx_ud);
 			return;
 		}
@@ -295,7 +247,7 @@ static doca_error_t ep_create(void *dev, void *rep, const char *name, int server
 	struct ep *e;
 	if (dev == NULL || name == NULL || out == NULL || (server && rep == NULL))
 		return E_INVALID;
-	if (name[0] == '\0' || strlen(name) >= @MAX_NAME_LEN@)
+	if (name[0] == '\0' || strlen(name) >= MAX_NAME_LEN)
 		return E_INVALID;
 	e = calloc(1, sizeof(*e));
 	if (e == NULL || ctx_create(&e->ctx) != E_OK) {
@@ -463,7 +415,7 @@ EXPORT doca_error_t fake_comch_remote_consumer(struct conn *c, uint32_t id, uint
 /* ---- capabilities ---- */
 #define CAP(name, value) \
 EXPORT doca_error_t doca_comch_##name(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = value; return E_OK; }
-CAP(cap_get_max_name_len, @MAX_NAME_LEN@)
+CAP(cap_get_max_name_len, MAX_NAME_LEN)
 CAP(cap_get_max_msg_size, MAX_MSG)
 CAP(cap_get_max_clients, MAX_CONNS)
 CAP(consumer_cap_get_max_buf_size, 1u << 20)
@@ -609,69 +561,3 @@ EXPORT const struct doca_buf *doca_comch_producer_task_send_get_buf(const struct
 EXPORT void doca_comch_producer_task_send_set_buf(struct ftask *t, struct doca_buf *b) { t->buf = b; }
 EXPORT uint32_t doca_comch_producer_task_send_get_consumer_id(const struct ftask *t) { return t->consumer_id; }
 EXPORT void doca_comch_producer_task_send_set_consumer_id(struct ftask *t, const uint32_t id) { t->consumer_id = id; }
-"""
-
-FAKE_COMCH_DECLS: tuple[Decl, ...] = (
-    Decl("fake_comch_live", c_int, ()),
-    Decl("fake_comch_last_msg", c_uint32, (POINTER(c_char),)),
-    Decl("fake_comch_last_produced", c_uint32,
-         (POINTER(c_char), POINTER(c_uint8), POINTER(c_uint32), POINTER(c_uint32))),
-    Decl("fake_comch_server_incoming", c_int, (c_void_p, POINTER(c_void_p))),
-    Decl("fake_comch_incoming_msg", c_int, (c_void_p, c_char_p, c_uint32)),
-    Decl("fake_comch_remote_consumer", c_int, (c_void_p, c_uint32, c_uint8)),
-)
-"""The fake-only helpers (bind them with :func:`~doca_py.native.capi.bind`)."""
-
-# The two DOCA 2.6 spellings that are not a plain prefix change (§6.3).
-_RENAMES_26 = (
-    ("doca_comch_server_event_connection_status_changed_register", "doca_cc_server_event_connection_register"),
-    ("doca_comch_server_get_device_rep", "doca_cc_server_get_device_repr"),
-)
-
-
-def _c_bytes(data: bytes) -> str:
-    return '"' + "".join(f"\\x{b:02x}" for b in data) + '"'
-
-
-def comch_source(*, imm_api: bool = True, cc: bool = False) -> str:
-    """The C source of the fake (3.x ABI; 2.x without immediate data; 2.6 ``doca_cc_*`` names)."""
-    src = _SOURCE
-    subst = {
-        "IMM_API": "1" if imm_api and not cc else "0",
-        "RECV_DATA": RECV_DATA.decode(),
-        "RECV_LEN": len(RECV_DATA),
-        "RECV_IMM_C": _c_bytes(RECV_IMM),
-        "RECV_IMM_LEN": len(RECV_IMM),
-        "RECV_PRODUCER_ID": RECV_PRODUCER_ID,
-        "BAD_CONSUMER_ID": BAD_CONSUMER_ID,
-        "MAX_CLIENTS": MAX_CLIENTS,
-        "MAX_MSG_SIZE": MAX_MSG_SIZE,
-        "MAX_NAME_LEN": MAX_NAME_LEN,
-        "MAX_IMM": MAX_IMM_DATA_LEN,
-        "FIRST_ID": FIRST_ID,
-    }
-    for key, value in subst.items():
-        src = src.replace(f"@{key}@", str(value))
-    if cc:
-        for new, old in _RENAMES_26:
-            src = src.replace(new, old)
-        src = src.replace("doca_comch_", "doca_cc_")
-    return src
-
-
-def build_fake_comch(dest: Path, *, imm_api: bool = True, cc: bool = False) -> Path:
-    """Compile the fake into *dest* as ``libdoca_comch.so`` (``libdoca_cc.so`` with ``cc=True``).
-
-    Raises :class:`~doca_py.native._testlib.FakeBuildError` without a compiler or on a
-    compile error.
-    """
-    name = "cc" if cc else "comch"
-    return compile_library(comch_source(imm_api=imm_api, cc=cc), dest, f"libdoca_{name}.so")
-
-
-def attach(comch: ctypes.CDLL, common: ctypes.CDLL) -> None:
-    """Give the fake comch the fake libdoca_common it creates ctxs and tasks with."""
-    attach_common(comch, "fake_comch_attach", common,
-                  ("fake_ctx_create", "fake_ctx_destroy", "fake_ctx_set_task_cb", "fake_task_alloc_init",
-                   "doca_task_submit", "doca_task_free", "doca_ctx_get_state"))
-

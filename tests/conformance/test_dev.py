@@ -29,7 +29,7 @@ def test_open_by_each_name_finds_the_same_device(backend: str) -> None:
                 d.Dev.open_by_ibdev_name(info.get_ibdev_name()),
                 d.Dev.open_by_iface_name(info.get_iface_name())):
         with dev:
-            assert dev.devinfo.get_pci_addr_str() == info.get_pci_addr_str()
+            assert dev.as_devinfo().get_pci_addr_str() == info.get_pci_addr_str()
 
 
 def test_unknown_device_is_not_found_with_the_list(backend: str) -> None:

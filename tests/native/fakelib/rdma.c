@@ -1,71 +1,31 @@
-"""A fake ``libdoca_rdma`` in C, for tests.
+/* A fake libdoca_rdma, built by tests/native/fakelib/rdma.py.
+ *
+ * It exports, with the real ABI, what the native object layer's tests call:
+ * create/destroy/as_ctx, a few property setters and getters, capabilities, export and
+ * connect, the RDMA-CM calls (address objects, listen, accept/reject,
+ * connect_to_addr, disconnect), the connection state callbacks, and the receive, send
+ * and send-with-immediate tasks. CONN_API=1 (params.h) builds the DOCA 3.x ABI
+ * (doca_rdma_export returns a doca_rdma_connection, doca_rdma_connect and the send
+ * *_allocate_init take one, the connection functions exist); CONN_API=0 builds the
+ * DOCA 2.6 ABI (no connection objects or callbacks, plus a doca_rdma_srq_create). A
+ * wrong binding passes misaligned arguments, which the fake notices (it checks
+ * pointers and records what it was given).
+ *
+ * It is not an emulator. Connection events are *not* called from inside the API call
+ * that causes them: the fake allocates an internal doca_task on the ctx and submits
+ * it, so the fake common's doca_pe_progress delivers it here, and the registered
+ * connection callback runs from C inside doca_pe_progress, as DOCA does. A receive
+ * task completes with fixed results (RECV_DATA appended to its destination, opcode
+ * RECV_SEND_WITH_IMM, immediate RECV_IMM, the first connection); a send records its
+ * source bytes (fake_rdma_last_sent).
+ */
 
-It exports, with the real ABI, what the native object layer's tests call:
-create/destroy/as_ctx, a few property setters and getters, capabilities, export and
-connect, the RDMA-CM calls (address objects, listen, accept/reject, connect_to_addr,
-disconnect), the connection state callbacks, and the receive, send and send-with-
-immediate tasks. ``conn_api=True`` builds the DOCA 3.x ABI (``doca_rdma_export``
-returns a ``doca_rdma_connection``, ``doca_rdma_connect`` and the send
-``*_allocate_init`` take one, the connection functions exist); ``conn_api=False``
-builds the DOCA 2.6 ABI (no connection objects or callbacks, plus a
-``doca_rdma_srq_create``). A wrong binding passes misaligned arguments, which the
-fake notices (it checks pointers and records what it was given).
+#include "fake.h"
 
-It is not an emulator. Connection events are *not* called from inside the API call
-that causes them: the fake allocates an internal ``doca_task`` on the ctx and
-submits it, so the fake ``doca_pe_progress`` of :mod:`._testlib` delivers it to the
-rdma fake, which then calls the registered connection callback — from C, inside
-``doca_pe_progress``, as DOCA does. A receive task completes with fixed results
-(:data:`RECV_DATA` appended to its destination, opcode ``RECV_SEND_WITH_IMM``,
-immediate :data:`RECV_IMM`, the first connection); a send records its source bytes
-(``fake_rdma_last_sent``).
 
-Like the fake engines, it is not linked against a fake common: call :func:`attach`
-with the rdma and the common ``CDLL`` before use.
-"""
-
-from __future__ import annotations
-
-import ctypes
-from ctypes import POINTER, c_char, c_int, c_size_t, c_void_p
-from pathlib import Path
-
-from ._testlib import attach_common, compile_library
-from .capi._decl import Decl
-
-__all__ = ["FAKE_RDMA_DECLS", "attach", "build_fake_rdma", "rdma_source", "RECV_DATA", "RECV_IMM",
-           "MAX_QUEUE_SIZE", "MAX_BUF_LIST_LEN", "MAX_MESSAGE_SIZE", "GID_TABLE_SIZE", "FAIL_PORT"]
-
-MAX_QUEUE_SIZE = 4096
-MAX_BUF_LIST_LEN = 8
-MAX_MESSAGE_SIZE = 1 << 30
-GID_TABLE_SIZE = 4
-RECV_DATA = b"fake-recv"
-RECV_IMM = 0x12345678
-#: ``connect_to_addr`` to this port reports a failure instead of an established connection.
-FAIL_PORT = 1
-
-_SOURCE = r"""
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define EXPORT __attribute__((visibility("default")))
-#define CONN_API @CONN_API@
-
-typedef int doca_error_t;
-union doca_data { void *ptr; uint64_t u64; };
-struct doca_ctx;
-struct doca_task;
-typedef void (*task_cb_t)(void *, union doca_data, union doca_data);
 typedef void (*conn_request_cb_t)(void *, union doca_data);
 typedef void (*conn_cb_t)(void *, union doca_data, union doca_data);
-/* The fake libdoca_common's doca_buf layout. */
-struct doca_buf { void *head; size_t len; void *data; size_t data_len; uint16_t refcount; };
 
-enum { E_OK = 0, E_NOT_SUPPORTED = 4, E_INVALID = 6, E_NO_MEMORY = 7, E_CONNECTION_ABORTED = 12,
-       E_NOT_FOUND = 16, E_BAD_STATE = 18, E_FULL = 24 };
 enum { T_RECEIVE, T_SEND, T_SEND_IMM, NTYPES, T_EVENT = 100 };
 enum { EV_REQUEST, EV_ESTABLISHED, EV_FAILURE, EV_DISCONNECTION };
 enum { C_NEW, C_REQUESTED, C_ESTABLISHED, C_CLOSED };
@@ -160,12 +120,12 @@ static void on_done(void *base, union doca_data task_ud, union doca_data ctx_ud)
 	if (t->type == T_RECEIVE) {
 		struct doca_buf *d = t->dst;
 		if (d != NULL) {
-			memcpy((char *)d->data + d->data_len, "@RECV_DATA@", @RECV_LEN@);
-			d->data_len += @RECV_LEN@;
+			memcpy((char *)d->data + d->data_len, RECV_DATA, RECV_LEN);
+			d->data_len += RECV_LEN;
 		}
-		t->result_len = @RECV_LEN@;
+		t->result_len = RECV_LEN;
 		t->opcode = 1; /* RECV_SEND_WITH_IMM */
-		t->result_imm = @RECV_IMM@u;
+		t->result_imm = RECV_IMM;
 		t->result_conn = t->r->nconns ? t->r->conns[0] : NULL;
 	} else if (t->src != NULL) {
 		last_sent_len = t->src->data_len < sizeof(last_sent) ? t->src->data_len : sizeof(last_sent);
@@ -173,9 +133,7 @@ static void on_done(void *base, union doca_data task_ud, union doca_data ctx_ud)
 	}
 	t->r->ok[t->type](t, task_ud, ctx_ud);
 }
-"""
 
-_BODY = r"""
 static __attribute__((unused)) doca_error_t queue_event(struct rdma *r, struct rconn *c, int ev)
 {
 	struct rtask *t = calloc(1, sizeof(*t));
@@ -262,7 +220,7 @@ EXPORT doca_error_t doca_rdma_get_permissions(struct rdma *r, uint32_t *v) { if 
 EXPORT doca_error_t doca_rdma_set_send_queue_size(struct rdma *r, uint32_t v)
 {
 	uint32_t p = 1;
-	if (!r || v == 0 || v > @MAX_QUEUE@)
+	if (!r || v == 0 || v > MAX_QUEUE)
 		return E_INVALID;
 	while (p < v)
 		p <<= 1;
@@ -275,21 +233,21 @@ EXPORT doca_error_t doca_rdma_get_grh_enabled(const struct rdma *r, uint8_t *v) 
 EXPORT doca_error_t doca_rdma_set_mtu(struct rdma *r, int v) { if (!r || v < 0 || v > 4) return E_INVALID; r->mtu = v; return E_OK; }
 EXPORT doca_error_t doca_rdma_get_mtu(const struct rdma *r, int *v) { if (!r || !v) return E_INVALID; *v = r->mtu; return E_OK; }
 EXPORT doca_error_t doca_rdma_task_receive_set_dst_buf_list_len(struct rdma *r, uint32_t v)
-{ if (!r || v == 0 || v > @MAX_BUF_LIST_LEN@) return E_INVALID; r->recv_list_len = v; return E_OK; }
+{ if (!r || v == 0 || v > MAX_BUF_LIST_LEN) return E_INVALID; r->recv_list_len = v; return E_OK; }
 EXPORT doca_error_t doca_rdma_task_receive_get_dst_buf_list_len(const struct rdma *r, uint32_t *v)
 { if (!r || !v) return E_INVALID; *v = r->recv_list_len; return E_OK; }
 
 /* ---- capabilities ---- */
 struct gid { uint8_t raw[16]; };
-EXPORT doca_error_t doca_rdma_cap_get_max_recv_queue_size(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = @MAX_QUEUE@; return E_OK; }
-EXPORT doca_error_t doca_rdma_cap_get_max_send_queue_size(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = @MAX_QUEUE@ / 2; return E_OK; }
-EXPORT doca_error_t doca_rdma_cap_get_max_send_buf_list_len(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = @MAX_BUF_LIST_LEN@; return E_OK; }
-EXPORT doca_error_t doca_rdma_cap_get_max_message_size(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = @MAX_MESSAGE_SIZE@u; return E_OK; }
-EXPORT doca_error_t doca_rdma_cap_get_gid_table_size(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = @GID_TABLE_SIZE@; return E_OK; }
+EXPORT doca_error_t doca_rdma_cap_get_max_recv_queue_size(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = MAX_QUEUE; return E_OK; }
+EXPORT doca_error_t doca_rdma_cap_get_max_send_queue_size(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = MAX_QUEUE / 2; return E_OK; }
+EXPORT doca_error_t doca_rdma_cap_get_max_send_buf_list_len(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = MAX_BUF_LIST_LEN; return E_OK; }
+EXPORT doca_error_t doca_rdma_cap_get_max_message_size(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = MAX_MESSAGE_SIZE; return E_OK; }
+EXPORT doca_error_t doca_rdma_cap_get_gid_table_size(const void *d, uint32_t *v) { if (!d || !v) return E_INVALID; *v = GID_TABLE_SIZE; return E_OK; }
 EXPORT doca_error_t doca_rdma_cap_get_gid(const void *d, uint32_t start, uint32_t n, struct gid *out)
 {
 	uint32_t i;
-	if (!d || !out || start + n > @GID_TABLE_SIZE@)
+	if (!d || !out || start + n > GID_TABLE_SIZE)
 		return E_INVALID;
 	for (i = 0; i < n; i++) {
 		memset(out[i].raw, 0, 16);
@@ -301,7 +259,7 @@ EXPORT doca_error_t doca_rdma_cap_get_gid(const void *d, uint32_t start, uint32_
 EXPORT doca_error_t doca_rdma_cap_transport_type_is_supported(const void *d, int t)
 { if (!d) return E_INVALID; return t == 0 ? E_OK : E_NOT_SUPPORTED; }
 EXPORT doca_error_t doca_rdma_cap_task_receive_get_max_dst_buf_list_len(const void *d, int t, uint32_t *v)
-{ if (!d || !v || t != 0) return E_INVALID; *v = @MAX_BUF_LIST_LEN@; return E_OK; }
+{ if (!d || !v || t != 0) return E_INVALID; *v = MAX_BUF_LIST_LEN; return E_OK; }
 EXPORT doca_error_t doca_rdma_cap_task_receive_is_supported(const void *d) { return d ? E_OK : E_INVALID; }
 EXPORT doca_error_t doca_rdma_cap_task_send_is_supported(const void *d) { return d ? E_OK : E_INVALID; }
 EXPORT doca_error_t doca_rdma_cap_task_send_imm_is_supported(const void *d) { return d ? E_OK : E_INVALID; }
@@ -525,7 +483,7 @@ EXPORT doca_error_t doca_rdma_connect_to_addr(struct rdma *r, struct raddr *a, u
 		return E_FULL;
 	c->ud = ud;
 	c->addr = a;
-	if (a->port == @FAIL_PORT@) {
+	if (a->port == FAIL_PORT) {
 		c->state = C_CLOSED;
 		return queue_event(r, c, EV_FAILURE);
 	}
@@ -568,49 +526,3 @@ EXPORT doca_error_t doca_rdma_connect(struct rdma *r, const void *peer, size_t l
 
 EXPORT doca_error_t doca_rdma_srq_create(void *dev, void **srq) { (void)dev; (void)srq; return E_NOT_SUPPORTED; }
 #endif
-"""
-
-FAKE_RDMA_DECLS: tuple[Decl, ...] = (
-    Decl("fake_rdma_live", c_int, ()),
-    Decl("fake_rdma_last_sent", c_size_t, (POINTER(c_char),)),
-    Decl("fake_rdma_peer", c_size_t, (c_void_p, POINTER(c_char))),
-    Decl("fake_rdma_incoming_request", c_int, (c_void_p,)),
-    Decl("fake_rdma_listen_port", ctypes.c_uint16, (c_void_p,)),
-    Decl("fake_rdma_live_addrs", c_int, ()),
-)
-"""The fake-only helpers (bind them with :func:`~doca_py.native.capi.bind`); the
-connection ones exist only in a ``conn_api=True`` build."""
-
-
-def rdma_source(*, conn_api: bool = True) -> str:
-    """The C source of the fake libdoca_rdma (3.x ABI, or 2.6 with ``conn_api=False``)."""
-    src = _SOURCE + _BODY
-    subst = {
-        "CONN_API": "1" if conn_api else "0",
-        "RECV_DATA": RECV_DATA.decode(),
-        "RECV_LEN": len(RECV_DATA),
-        "RECV_IMM": f"{RECV_IMM:#x}",
-        "MAX_QUEUE": MAX_QUEUE_SIZE,
-        "MAX_BUF_LIST_LEN": MAX_BUF_LIST_LEN,
-        "MAX_MESSAGE_SIZE": MAX_MESSAGE_SIZE,
-        "GID_TABLE_SIZE": GID_TABLE_SIZE,
-        "FAIL_PORT": FAIL_PORT,
-    }
-    for key, value in subst.items():
-        src = src.replace(f"@{key}@", str(value))
-    return src
-
-
-def build_fake_rdma(dest: Path, *, conn_api: bool = True) -> Path:
-    """Compile the fake into *dest* as ``libdoca_rdma.so`` (normally next to a fake common).
-
-    Raises :class:`~doca_py.native._testlib.FakeBuildError` without a compiler or on a
-    compile error.
-    """
-    return compile_library(rdma_source(conn_api=conn_api), dest, "libdoca_rdma.so")
-
-
-def attach(rdma: ctypes.CDLL, common: ctypes.CDLL) -> None:
-    """Give the fake rdma the fake libdoca_common it creates ctxs and tasks with."""
-    attach_common(rdma, "fake_rdma_attach", common, ("fake_ctx_create", "fake_ctx_destroy", "fake_ctx_set_task_cb",
-                                                     "fake_task_alloc_init", "doca_task_submit", "doca_task_free"))

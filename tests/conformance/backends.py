@@ -1,0 +1,151 @@
+"""Run a test on a given backend: the ``backend`` fixture's machinery (``tests/conftest.py``).
+
+The public object layer (``doca_py.Mmap``, ``doca_py.Dma`` …) reaches its backend through
+one object, ``doca_py._backend.backend``, whose per-library modules are imported on first
+use. :func:`bound` points that object (and ``doca_py.impl``) at another backend for one
+test and restores it afterwards, so one process runs the same test on the emulated
+backend and on the native one.
+
+Without real DOCA libraries the native backend runs over the fake libraries of
+``tests/native/fakelib`` (the ``all32`` build: a DOCA 3.2-like common, comch, rdma, dma, erasure_coding,
+compress with the DOCA 3.x ABI). The fakes model only part of DOCA, so a test that calls a
+function they do not export is skipped at that call, naming the function; a test whose
+rule the fakes export the functions for but do not enforce carries
+``@pytest.mark.fakes_cannot("why")`` and is skipped up front with that reason.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+import doca_py
+from doca_py import _backend
+from doca_py.native import capi, loader
+from doca_py.native.capi._decl import MissingFunction
+
+from ..native.fakelib import comch as fake_comch
+from ..native.fakelib import engines as fake_engines
+from ..native.fakelib import rdma as fake_rdma
+from ..native.fakelib.plugin import FakeLibs
+
+__all__ = ["Backend", "bound", "over_fakes", "select", "MARK_CONFORMANCE", "MARK_FAKES_CANNOT"]
+
+#: Marks a test that runs on every backend (given to everything under tests/conformance).
+MARK_CONFORMANCE = "conformance"
+#: ``@pytest.mark.fakes_cannot("reason")``: the fake libraries cannot honour this test.
+MARK_FAKES_CANNOT = "fakes_cannot"
+
+
+class Backend(str):
+    """The backend a test runs on: ``"emulated"`` or ``"native"`` (it compares as that string),
+    with :attr:`fakes`, the fake library directory when native means the fakes."""
+
+    fakes: Path | None = None
+
+    def __new__(cls, name: str, fakes: Path | None = None) -> Backend:
+        self = super().__new__(cls, name)
+        self.fakes = fakes
+        return self
+
+    @property
+    def over_fakes(self) -> bool:
+        """Whether this is the native backend over the fake libraries."""
+        return self.fakes is not None
+
+
+@contextmanager
+def bound(name: str) -> Iterator[None]:
+    """Point the public object layer at backend *name* for the duration."""
+    b = _backend.backend
+    saved = dict(vars(b))  # the name and the library modules imported so far
+    saved_impl = (_backend.impl, doca_py.impl)
+    vars(b).clear()
+    b.name = name
+    _backend.impl = doca_py.impl = name
+    try:
+        yield
+    finally:
+        vars(b).clear()  # drop the other backend's modules imported meanwhile
+        vars(b).update(saved)
+        _backend.impl, doca_py.impl = saved_impl
+
+
+def _skip_missing(self: MissingFunction, *args: object) -> NoReturn:
+    # BaseException (pytest's Skipped), so neither pytest.raises(DocaNotSupported) nor an
+    # ``except Exception`` in the code under test turns a fake's gap into a pass.
+    pytest.skip(f"native over the fakes: the fake DOCA libraries do not export {self.__name__}")
+
+
+@contextmanager
+def over_fakes(fakelibs: FakeLibs, monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
+    """The native backend over the fake libraries (built on first use) for the duration."""
+    d = fakelibs.dir("all32")
+    monkeypatch.setenv(loader.ENV_LIBDIR, str(d))
+    monkeypatch.setattr(MissingFunction, "__call__", _skip_missing)
+    loader.reset()
+    try:
+        common = capi.load_common().cdll
+        # The other fakes create their ctxs and tasks through this common (see fakelib).
+        fake_comch.attach(loader.load("comch"), common)
+        fake_rdma.attach(loader.load("rdma"), common)
+        for engine in fake_engines.ENGINES:
+            fake_engines.attach(loader.load(engine), common)
+        with bound("native"):
+            try:
+                yield Backend("native", d)
+            finally:
+                gc.collect()  # native handles the test dropped are finalized while the fakes are loaded
+    finally:
+        loader.reset()
+
+
+
+def select(name: str, request: pytest.FixtureRequest, fakelibs: FakeLibs,
+           monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
+    """The ``backend`` fixture: run the requesting test on backend *name*.
+
+    The backend ``doca_py`` selected at import runs every test. A conformance test also
+    runs on the other one: the emulated backend is always there; native without DOCA
+    libraries means the fakes. Other tests skip the backend not in use.
+    """
+    if name == doca_py.impl:
+        yield Backend(name)
+        return
+    if request.node.get_closest_marker(MARK_CONFORMANCE) is None:
+        pytest.skip(f"{name} backend not in use (DOCA_PY_IMPL selected {doca_py.impl}); "
+                    + ("the native backend runs over the fake libraries in tests/conformance only"
+                       if name == "native" else "run with DOCA_PY_IMPL=emulated"))
+    if name == "emulated":
+        with bound("emulated"):
+            try:
+                yield Backend("emulated")
+            finally:
+                gc.collect()
+        return
+    cannot = request.node.get_closest_marker(MARK_FAKES_CANNOT)
+    if cannot is not None:
+        pytest.skip(f"native over the fakes: {cannot.args[0]}")
+    with over_fakes(fakelibs, monkeypatch) as b:
+        yield b
+
+
+def describe() -> str:
+    """Which backends the conformance tests run on, for the pytest header."""
+    from doca_py.emulated import version as emu_version
+
+    from ..native.fakelib import compiler_version
+
+    major, minor = emu_version.VERSION
+    emulated = f"emulated (DOCA {major}.{minor} rules)"
+    if doca_py.impl == "native":
+        return f"native (DOCA {loader.runtime_version_string()}), {emulated}"
+    cc = compiler_version()
+    if cc is None:
+        return f"{emulated}; native: skipped, no C compiler to build the fakes"
+    return f"{emulated}, native over the fakes ({cc}; tests/conformance only)"
