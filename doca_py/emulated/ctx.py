@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..abc import Completion
 from ..errors import DocaBadState, DocaError, DocaInvalidValue, DocaNoMemory, DocaNotConnected, ErrorCode
@@ -285,7 +285,9 @@ def _launch_local(task: EmuTask) -> None:
     task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
 
 
-SHUFFLED.update((complete_task, _launch, _launch_local))
+# Transport launches (_launch: rdma, comch) keep their order: a queue pair or channel executes its work
+# requests in the order they were posted; only engine launches and completions are shuffled.
+SHUFFLED.update((complete_task, _launch_local))
 
 
 def unreachable_ok(task: EmuTask, *bufs: EmuBuf) -> bool:
@@ -333,7 +335,8 @@ def unpin_bufs(task: EmuTask) -> None:
 class EmuTask:
     """Base of emulated tasks: submission, status, ownership."""
 
-    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "on_engine")
+    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "on_engine",
+                 "launch")
     offload_bytes = OFFLOAD_BYTES
     #: The task kind of fault injection (:data:`strict.KINDS`); empty: the pool's kind.
     kind = ""
@@ -350,6 +353,8 @@ class EmuTask:
         #: Why the task failed, when the backend knows more than the status code.
         self.reason = ""
         self.on_engine = False  # running on an engine thread (its _execute must not offload again)
+        #: The Pe queue item that starts this task, built once: submit appends it without allocating.
+        self.launch: tuple[Callable[[Any], object], EmuTask] = (pool.launcher, self)
 
     def _execute(self) -> int:
         """Do the work; return the completion status (a ``doca_error_t``)."""
@@ -385,7 +390,11 @@ class EmuTask:
             self.reason = ""
         if strict.STRICT:
             pin_bufs(self)
-        ctx.pe.post(self.pool.launcher, self)  # type: ignore[union-attr]  # running implies connected
+        # EmuPe.post, inlined (one frame less per IO) with the prebuilt item (no tuple per IO).
+        pe: EmuPe = ctx.pe  # type: ignore[assignment]  # running implies connected
+        pe.ready.append(self.launch)
+        if pe.armed:
+            pe.wake()
 
     def _refuse_submit(self) -> None:
         ctx = self.ctx

@@ -4,8 +4,9 @@
 argument)`` pairs to the same ready queue. :meth:`EmuPe.progress` runs the pairs
 present when it was called, on the caller's thread: a submitted task's work is done
 and its completion delivered only then, as on hardware. With
-``DOCA_PY_EMU_SHUFFLE=1`` the task items of one batch (launches and completions,
-marked by :data:`SHUFFLED`) run in a seeded random order; events keep theirs. The
+``DOCA_PY_EMU_SHUFFLE=1`` the task items of one batch (engine launches and completions,
+marked by :data:`SHUFFLED`) run in a seeded random order; events and transport launches
+(a queue pair executes in order) keep theirs. The
 notification handle is an ``eventfd`` written when a post lands on an armed PE, so
 callers can sleep in ``select``/``epoll``/asyncio.
 """
@@ -16,6 +17,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable
+from itertools import repeat as _repeat
 from typing import Any
 
 from ..abc import CtxHandle
@@ -27,6 +29,7 @@ __all__ = ["EmuPe", "pe_create", "SHUFFLED"]
 
 #: Functions whose queue items may be reordered by completion-order shuffling.
 SHUFFLED: set[Callable[[Any], object]] = set()
+_get_ident = threading.get_ident
 
 
 class EmuPe:
@@ -40,13 +43,20 @@ class EmuPe:
         self.owner: int | None = None
         self.running = False
         self.event_mode = PeEventMode.PROGRESS_ALL
+        #: Same-host transport rings polled by every progress (objects with ``poll() -> bool`` and
+        #: ``arm() -> bool``); replaced, never mutated, so a progress may iterate it meanwhile.
+        self.pollers: list[Any] = []
 
     def post(self, fn: Callable[[Any], object], arg: Any) -> None:
         """Queue ``fn(arg)`` for the next progress; safe from any thread."""
         self.ready.append((fn, arg))
         if self.armed:
-            self.armed = False
-            os.eventfd_write(self.efd, 1)
+            self.wake()
+
+    def wake(self) -> None:
+        """Make the notification handle readable (the Pe was armed and work just landed)."""
+        self.armed = False
+        os.eventfd_write(self.efd, 1)
 
     def connect_ctx(self, ctx: CtxHandle) -> None:
         from .ctx import EmuCtx
@@ -60,30 +70,42 @@ class EmuPe:
         self.ctxs.append(ctx)
 
     def progress(self) -> bool:
-        tid = threading.get_ident()
-        if tid != self.owner:
-            if self.owner is not None:
-                raise DocaUsageError("a Pe is single-threaded: progress it only from the thread that "
-                                     "first progressed it")
-            self.owner = tid
+        if _get_ident() != self.owner:
+            self._adopt_thread()
         if self.running:
             raise DocaUsageError("Pe.progress() must not be called from inside a callback")
+        polled = self._poll() if self.pollers else False
         q = self.ready
         n = len(q)
         if not n:
-            return False
+            return polled
         self.running = True
         try:
-            if strict.SHUFFLE and n > 1:
+            if n > 1 and strict.SHUFFLE:
                 self._run_shuffled(n)
             else:
+                # Only the items present now: callbacks that resubmit wait for the next progress.
                 pop = q.popleft
-                for _ in range(n):
+                for _ in _repeat(None, n):
                     fn, arg = pop()
                     fn(arg)
         finally:
             self.running = False
         return True
+
+    def _poll(self) -> bool:
+        """Let the transports' rings deliver what their peers published (callbacks may run)."""
+        self.running = True
+        try:
+            return any([p.poll() for p in self.pollers])
+        finally:
+            self.running = False
+
+    def _adopt_thread(self) -> None:
+        if self.owner is not None:
+            raise DocaUsageError("a Pe is single-threaded: progress it only from the thread that "
+                                 "first progressed it")
+        self.owner = threading.get_ident()
 
     def _run_shuffled(self, n: int) -> None:
         pop = self.ready.popleft
@@ -106,13 +128,15 @@ class EmuPe:
 
     def request_notification(self) -> None:
         self.armed = True
-        if self.ready:
+        # Rings ask their peers for a doorbell before the Pe sleeps (any([...]): every one is armed).
+        if self.ready or (self.pollers and any([p.arm() for p in self.pollers])):
             self.armed = False
             os.eventfd_write(self.efd, 1)
 
     def clear_notification(self, handle: int) -> None:
         if handle != self.efd:
             raise DocaInvalidValue("not this progress engine's notification handle")
+        self.armed = False  # woken: the next sleep arms again (request_notification)
         try:
             os.eventfd_read(self.efd)
         except BlockingIOError:

@@ -151,7 +151,7 @@ class Peer:
             self.unposted = [cons.task_post_recv_alloc_init(self.inv.buf_get_by_addr(self.mm, self.base + i * size,
                                                                                      size)) for i in range(n)]
             self.post(posted)
-            out(f"consumer {cons.id}")
+            out(f"consumer {cons.get_id()}")
         elif cmd == "post":
             self.post(int(args[0]))
             out(f"posted {args[0]}")
@@ -174,7 +174,7 @@ class Peer:
             prod.task_send_set_conf(lambda t, u, c: self.psent.append(t.get_status()),
                                     lambda t, u, c: self.psent.append(t.get_status()), 64)
             prod.start()
-            out(f"producer {prod.id}")
+            out(f"producer {prod.get_id()}")
         elif cmd in ("newcons", "expired"):
             kind = "new" if cmd == "newcons" else "expired"
             ok = self.wait(lambda: any(k == kind for k, _ in self.events))

@@ -26,17 +26,17 @@ def devs(backend: str):  # type: ignore[no-untyped-def]
 
 def test_capabilities(devs: tuple[d.Dev, d.Dev]) -> None:
     dpu, host = devs
-    assert ComchServer.cap_is_supported(dpu.devinfo) and not ComchServer.cap_is_supported(host.devinfo)
-    assert ComchClient.cap_is_supported(host.devinfo) and not ComchClient.cap_is_supported(dpu.devinfo)
-    assert comch.cap_get_max_msg_size(dpu.devinfo) >= 4000
-    assert comch.cap_get_max_name_len(dpu.devinfo) > 64
-    assert comch.cap_get_max_clients(dpu.devinfo) >= 1
-    assert comch.cap_get_max_recv_queue_size(dpu.devinfo) >= 1
-    assert comch.cap_get_max_send_tasks(dpu.devinfo) >= 1
-    assert ComchConsumer.cap_get_max_imm_data_len(host.devinfo) == 32
-    assert ComchConsumer.cap_get_max_buf_size(host.devinfo) >= 4096
-    assert ComchProducer.cap_get_max_buf_list_len(host.devinfo) == 1
-    assert ComchConsumer.cap_is_supported(host.devinfo) and ComchProducer.cap_is_supported(dpu.devinfo)
+    assert ComchServer.cap_is_supported(dpu.as_devinfo()) and not ComchServer.cap_is_supported(host.as_devinfo())
+    assert ComchClient.cap_is_supported(host.as_devinfo()) and not ComchClient.cap_is_supported(dpu.as_devinfo())
+    assert comch.cap_get_max_msg_size(dpu.as_devinfo()) >= 4000
+    assert comch.cap_get_max_name_len(dpu.as_devinfo()) > 64
+    assert comch.cap_get_max_clients(dpu.as_devinfo()) >= 1
+    assert comch.cap_get_max_recv_queue_size(dpu.as_devinfo()) >= 1
+    assert comch.cap_get_max_send_tasks(dpu.as_devinfo()) >= 1
+    assert ComchConsumer.cap_get_max_imm_data_len(host.as_devinfo()) == 32
+    assert ComchConsumer.cap_get_max_buf_size(host.as_devinfo()) >= 4096
+    assert ComchProducer.cap_get_max_buf_list_len(host.as_devinfo()) == 1
+    assert ComchConsumer.cap_is_supported(host.as_devinfo()) and ComchProducer.cap_is_supported(dpu.as_devinfo())
 
 
 def test_server_and_client_need_their_side(devs: tuple[d.Dev, d.Dev]) -> None:
@@ -134,7 +134,7 @@ def test_oversized_message_is_refused_at_allocation(backend: str) -> None:
         rep = dpu.open_rep_by_pci_addr(HOST_PCI)
         s = ComchServer(dpu, rep, unique_name())
         with pytest.raises(e.DocaInvalidValue):
-            s.set_max_msg_size(comch.cap_get_max_msg_size(dpu.devinfo) + 1)
+            s.set_max_msg_size(comch.cap_get_max_msg_size(dpu.as_devinfo()) + 1)
         s.close()
 
 
@@ -210,7 +210,7 @@ def test_client_stop_while_starting_goes_idle(backend: str) -> None:
 
 
 def test_duplicate_server_name_fails_and_stale_socket_is_reused(backend: str) -> None:
-    from doca_py.emulated.comch_io import socket_path
+    from doca_py.emulated.comch.wire import socket_path
 
     with pair(start=False) as p:
         p.server.ctx.start()
@@ -304,7 +304,7 @@ def test_producer_consumer_with_immediate_data_both_directions(backend: str) -> 
             cons, rdone = _consumer(cons_conn, cons_mm, cons_pe)
             assert cons.start() == CtxState.STARTING
             p.pump(lambda: cons.get_state() == CtxState.RUNNING)
-            p.pump(lambda: cons.id in prod_side.ids("new_consumer"))
+            p.pump(lambda: cons.get_id() in prod_side.ids("new_consumer"))
             base = cons_mm.get_memrange()[0]
             dst = inv.buf_get_by_addr(cons_mm, base + 100, 1000)
             dst.set_data_len(0)
@@ -317,15 +317,15 @@ def test_producer_consumer_with_immediate_data_both_directions(backend: str) -> 
             pbase = prod_mm.get_memrange()[0]
             prod_mem[0:700] = payload
             src = inv.buf_get_by_data(prod_mm, pbase, 700)
-            t = prod.task_send_alloc_init(src, b"imm-data-123", cons.id, user_data="tx")
-            assert t.get_imm_data() == b"imm-data-123" and t.get_consumer_id() == cons.id
+            t = prod.task_send_alloc_init(src, b"imm-data-123", cons.get_id(), user_data="tx")
+            assert t.get_imm_data() == b"imm-data-123" and t.get_consumer_id() == cons.get_id()
             submit_when_posted(t, p.pes)  # AGAIN until the consumer's receive is posted and announced
             p.pump(lambda: bool(rdone) and bool(sdone))
             assert rdone[0][0] == "ok" and sdone[0][0] == "ok"
             rt = rdone[0][1]
             assert rt.user_data == "rx" and rt.get_buf() is dst
             assert rt.get_imm_data() == b"imm-data-123" and rt.get_imm_data_len() == 12
-            assert rt.get_producer_id() == prod.id
+            assert rt.get_producer_id() == prod.get_id()
             assert dst.get_data_len() == 704
             assert bytes(dst.data_view()) == b"HEAD" + payload
             # No receive posted now: submit itself raises AGAIN (DOCA 3.x); the caller keeps the
@@ -346,7 +346,7 @@ def test_producer_consumer_with_immediate_data_both_directions(backend: str) -> 
                     if task._allocated:
                         task.free()
             cons.close()
-            p.pump(lambda: cons.id in prod_side.ids("expired_consumer"))
+            p.pump(lambda: cons.get_id() in prod_side.ids("expired_consumer"))
             prod.close()
             dst.close()
             src.close()
@@ -360,11 +360,11 @@ def test_producer_to_unknown_consumer_and_too_small_buffer(backend: str) -> None
         cmm, _ = local_mmap(p.host)
         cons, rdone = _consumer(p.sconn, mm, p.server.pe)
         cons.start()
-        p.pump(lambda: cons.id in p.client.ids("new_consumer"))
+        p.pump(lambda: cons.get_id() in p.client.ids("new_consumer"))
         prod, sdone = _producer(p.cconn, p.client.pe)
         prod.start()
         src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], 64)
-        prod.task_send_alloc_init(src, None, cons.id + 1000).submit()
+        prod.task_send_alloc_init(src, None, cons.get_id() + 1000).submit()
         p.pump(lambda: bool(sdone))
         assert sdone[0][2] == d.ErrorCode.NOT_FOUND
         # A failed (non-AGAIN) task stops the producer, as on hardware.
@@ -374,11 +374,11 @@ def test_producer_to_unknown_consumer_and_too_small_buffer(backend: str) -> None
         prod.start()
         small = inv.buf_get_by_addr(mm, mm.get_memrange()[0], 16)
         cons.task_post_recv_alloc_init(small).submit()
-        submit_when_posted(prod.task_send_alloc_init(src, None, cons.id), p.pes)
+        submit_when_posted(prod.task_send_alloc_init(src, None, cons.get_id()), p.pes)
         p.pump(lambda: len(sdone) == 2 and bool(rdone))
         assert sdone[1][2] == d.ErrorCode.TOO_BIG and rdone[0][2] == d.ErrorCode.TOO_BIG
         with pytest.raises(e.DocaInvalidValue):
-            prod.task_send_alloc_init(src, bytes(33), cons.id)
+            prod.task_send_alloc_init(src, bytes(33), cons.get_id())
         with pytest.raises(e.DocaInvalidValue):
             cons.task_post_recv_alloc_init(src)  # not the consumer's mmap
         for lst in (rdone, sdone):

@@ -75,11 +75,11 @@ def _close(*objs: Any) -> None:
 def test_submit_raises_again_until_a_receive_is_posted(link: Any) -> None:
     p, inv, smm, smem, cmm, cmem = link
     cons, rdone = _consumer(p, smm)
-    p.pump(lambda: cons.get_state() == CtxState.RUNNING and cons.id in p.client.ids("new_consumer"))
+    p.pump(lambda: cons.get_state() == CtxState.RUNNING and cons.get_id() in p.client.ids("new_consumer"))
     prod, sdone = _producer(p)
     cmem[:5] = b"hello"
     src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], 5)
-    t = prod.task_send_alloc_init(src, None, cons.id)
+    t = prod.task_send_alloc_init(src, None, cons.get_id())
     for _ in range(3):
         with pytest.raises(e.DocaAgain):
             t.submit()
@@ -105,11 +105,11 @@ def test_again_for_an_announced_consumer_whose_pe_has_not_run(link: Any) -> None
     p, inv, smm, smem, cmm, cmem = link
     cons, rdone = _consumer(p, smm)
     # Only the producer's side progresses: the peer heard of the consumer, which has posted nothing.
-    pump([p.client.pe], lambda: cons.id in p.client.ids("new_consumer"))
+    pump([p.client.pe], lambda: cons.get_id() in p.client.ids("new_consumer"))
     assert cons.get_state() == CtxState.STARTING
     prod, sdone = _producer(p)
     src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], 16)
-    t = prod.task_send_alloc_init(src, None, cons.id)
+    t = prod.task_send_alloc_init(src, None, cons.get_id())
     with pytest.raises(e.DocaAgain):
         t.submit()
     pump([p.server.pe], lambda: cons.get_state() == CtxState.RUNNING)
@@ -132,12 +132,12 @@ def test_the_source_is_read_at_progress_not_at_submit(link: Any) -> None:
     p.pump(lambda: cons.get_state() == CtxState.RUNNING)
     dst = inv.buf_get_by_addr(smm, smm.get_memrange()[0], 4096)
     cons.task_post_recv_alloc_init(dst).submit()
-    p.pump(lambda: cons.id in p.client.ids("new_consumer"))
+    p.pump(lambda: cons.get_id() in p.client.ids("new_consumer"))
     prod, sdone = _producer(p)
     n = 3000
     cmem[:n] = b"A" * n
     src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], n)
-    t = prod.task_send_alloc_init(src, b"imm", cons.id)
+    t = prod.task_send_alloc_init(src, b"imm", cons.get_id())
     submit_when_posted(t, [p.server.pe])  # only the consumer's side progresses meanwhile
     cmem[:n] = b"B" * n  # rewritten after submit, before the producer's Pe ran the task
     p.pump(lambda: bool(sdone) and bool(rdone))
@@ -155,16 +155,16 @@ def test_injected_again_is_raised_by_submit(link: Any) -> None:
     dst = inv.buf_get_by_addr(smm, smm.get_memrange()[0], 64)
     cons.task_post_recv_alloc_init(dst).submit()
     remote = p.cconn._h.remote  # the producer side's view of the peer's consumers
-    p.pump(lambda: cons.id in remote and remote[cons.id].credits == 1)
+    p.pump(lambda: cons.get_id() in remote and remote[cons.get_id()].credits == 1)
     prod, sdone = _producer(p)
     src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], 8)
-    t = prod.task_send_alloc_init(src, None, cons.id)
+    t = prod.task_send_alloc_init(src, None, cons.get_id())
     strict.configure(faults="comch_producer_send=1.0")
     try:
         for _ in range(5):
             with pytest.raises(e.DocaAgain, match="fault injected"):
                 t.submit()
-        assert not t._h.inflight and sdone == [] and remote[cons.id].credits == 1  # the credit is kept
+        assert not t._h.inflight and sdone == [] and remote[cons.get_id()].credits == 1  # the credit is kept
     finally:
         strict.configure()
     t.submit()  # the receive is still posted: accepted at once
@@ -183,11 +183,11 @@ def test_stale_credit_waits_for_the_next_receive_instead_of_failing(link: Any) -
     r1 = inv.buf_get_by_addr(smm, smm.get_memrange()[0], 64)
     cons.task_post_recv_alloc_init(r1).submit()
     remote = p.cconn._h.remote
-    p.pump(lambda: cons.id in remote and remote[cons.id].credits == 1)
+    p.pump(lambda: cons.get_id() in remote and remote[cons.get_id()].credits == 1)
     prod, sdone = _producer(p)
     cmem[:4] = b"late"
     src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], 4)
-    t = prod.task_send_alloc_init(src, None, cons.id)
+    t = prod.task_send_alloc_init(src, None, cons.get_id())
     t.submit()  # takes the credit; the producer's Pe has not run it yet
     # The consumer restarts meanwhile (its receive is flushed): the credit is stale.
     assert cons.stop() == CtxState.STOPPING
@@ -215,13 +215,13 @@ def test_a_stopped_producer_gives_back_the_credit_it_did_not_use(link: Any) -> N
     p.pump(lambda: cons.get_state() == CtxState.RUNNING)
     dst = inv.buf_get_by_addr(smm, smm.get_memrange()[0], 64)
     cons.task_post_recv_alloc_init(dst).submit()
-    p.pump(lambda: cons.id in p.client.ids("new_consumer"))
+    p.pump(lambda: cons.get_id() in p.client.ids("new_consumer"))
     a, adone = _producer(p)
     b, bdone = _producer(p)
     src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], 8)
-    ta = a.task_send_alloc_init(src, None, cons.id)
+    ta = a.task_send_alloc_init(src, None, cons.get_id())
     submit_when_posted(ta, [p.server.pe])  # takes the only credit ...
-    tb = b.task_send_alloc_init(src, None, cons.id)
+    tb = b.task_send_alloc_init(src, None, cons.get_id())
     with pytest.raises(e.DocaAgain):
         tb.submit()
     assert a.stop() == CtxState.STOPPING  # ... and is flushed before it ran
@@ -229,7 +229,7 @@ def test_a_stopped_producer_gives_back_the_credit_it_did_not_use(link: Any) -> N
     assert adone[0][0] == "err" and adone[0][2] == d.ErrorCode.IO_FAILED
     tb.submit()  # the credit came back
     p.pump(lambda: bool(bdone) and bool(rdone))
-    assert bdone[0][0] == "ok" and rdone[0][1].get_producer_id() == b.id
+    assert bdone[0][0] == "ok" and rdone[0][1].get_producer_id() == b.get_id()
     _close(a, b, cons, dst, src)
 
 
@@ -241,7 +241,7 @@ def test_queues_are_fifo_even_when_the_pe_shuffles(link: Any) -> None:
     dsts = [inv.buf_get_by_addr(smm, base + i * 256, 256) for i in range(8)]
     for b in dsts:
         cons.task_post_recv_alloc_init(b).submit()  # filled in posting order
-    p.pump(lambda: cons.id in p.client.ids("new_consumer"))
+    p.pump(lambda: cons.get_id() in p.client.ids("new_consumer"))
     prod, sdone = _producer(p)
     cbase = cmm.get_memrange()[0]
     payloads = [os.urandom(100 + i) for i in range(8)]
@@ -249,7 +249,7 @@ def test_queues_are_fifo_even_when_the_pe_shuffles(link: Any) -> None:
     for i, data in enumerate(payloads):
         cmem[i * 256:i * 256 + len(data)] = data
         srcs.append(inv.buf_get_by_data(cmm, cbase + i * 256, len(data)))
-    tasks = [prod.task_send_alloc_init(s, None, cons.id) for s in srcs]
+    tasks = [prod.task_send_alloc_init(s, None, cons.get_id()) for s in srcs]
     submit_when_posted(tasks[0], p.pes)
     for t in tasks[1:]:
         t.submit()  # the 8 credits came in together
@@ -288,10 +288,10 @@ def test_strict_mode_pins_the_buffers_of_comch_tasks(link: Any) -> None:
     cons.task_post_recv_alloc_init(dst).submit()
     with pytest.raises(d.DocaUsageError):
         dst.reset_data_len()  # DOCA writes into it until the receive completes
-    p.pump(lambda: cons.id in p.client.ids("new_consumer"))
+    p.pump(lambda: cons.get_id() in p.client.ids("new_consumer"))
     prod, sdone = _producer(p)
     src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], 8)
-    submit_when_posted(prod.task_send_alloc_init(src, None, cons.id), p.pes)
+    submit_when_posted(prod.task_send_alloc_init(src, None, cons.get_id()), p.pes)
     with pytest.raises(d.DocaUsageError):
         src.set_data_len(4)
     p.pump(lambda: bool(sdone) and bool(rdone))
@@ -328,7 +328,7 @@ def test_again_at_submit_across_processes() -> None:
         submit_when_posted(t, [srv.pe])
         pump([srv.pe], lambda: bool(pdone))
         assert pdone == [("ok", d.ErrorCode.SUCCESS)]
-        assert ch.ask("recvd 1") == f"recvd SUCCESS:{prod.id}:-:{payload.hex()}"
+        assert ch.ask("recvd 1") == f"recvd SUCCESS:{prod.get_id()}:-:{payload.hex()}"
         with pytest.raises(e.DocaAgain):  # its one receive is used up
             t.submit()
         # The child's producer -> our consumer, which has no receive posted yet.
@@ -339,12 +339,12 @@ def test_again_at_submit_across_processes() -> None:
         cons.start()
         pump([srv.pe], lambda: cons.get_state() == CtxState.RUNNING)
         assert ch.ask("producer").startswith("producer ")
-        assert ch.ask("newcons") == f"newcons {cons.id}"
-        assert ch.ask(f"ptry {b'x'.hex()} - {cons.id}") == "refused AGAIN"
+        assert ch.ask("newcons") == f"newcons {cons.get_id()}"
+        assert ch.ask(f"ptry {b'x'.hex()} - {cons.get_id()}") == "refused AGAIN"
         dst = inv.buf_get_by_addr(mm, base + 8192, 4096)
         cons.task_post_recv_alloc_init(dst).submit()
         back = os.urandom(2000)
-        assert ch.ask(f"psend {back.hex()} - {cons.id}") == "psent SUCCESS"  # retried until posted
+        assert ch.ask(f"psend {back.hex()} - {cons.get_id()}") == "psent SUCCESS"  # retried until posted
         pump([srv.pe], lambda: bool(rdone))
         assert rdone[0].get_status() == d.ErrorCode.SUCCESS and bytes(dst.data_view()) == back
         _close(prod, cons, src, dst)
@@ -363,11 +363,11 @@ def test_the_comch_device_needs_pci_access_and_its_device_on_the_maps(link: Any)
     p.pump(lambda: cons.get_state() == CtxState.RUNNING)
     dst = inv.buf_get_by_addr(pci_only, pci_only.get_memrange()[0], 64)
     cons.task_post_recv_alloc_init(dst).submit()
-    p.pump(lambda: cons.id in p.client.ids("new_consumer"))
+    p.pump(lambda: cons.get_id() in p.client.ids("new_consumer"))
     prod, sdone = _producer(p)
     cmem[:3] = b"pci"
     src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], 3)
-    submit_when_posted(prod.task_send_alloc_init(src, None, cons.id), p.pes)
+    submit_when_posted(prod.task_send_alloc_init(src, None, cons.get_id()), p.pes)
     p.pump(lambda: bool(sdone) and bool(rdone))
     assert sdone[0][0] == "ok" and bytes(dst.data_view()) == b"pci"
     # A source map without the client's device: the device cannot read it (a real error).
@@ -379,7 +379,7 @@ def test_the_comch_device_needs_pci_access_and_its_device_on_the_maps(link: Any)
     dst.reset_data_len()
     rdone[0][1].submit()
     bad = inv.buf_get_by_data(other, other.get_memrange()[0], 8)
-    submit_when_posted(prod.task_send_alloc_init(bad, None, cons.id), p.pes)
+    submit_when_posted(prod.task_send_alloc_init(bad, None, cons.get_id()), p.pes)
     p.pump(lambda: len(sdone) == 2)
     assert sdone[1][0] == "err" and sdone[1][2] == d.ErrorCode.NOT_PERMITTED
     assert prod.get_state() == CtxState.STOPPING

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("backend")
 
 
 def _wire():  # type: ignore[no-untyped-def]
-    from doca_py.emulated import comch_io as w
+    from doca_py.emulated.comch import wire as w
 
     return w
 

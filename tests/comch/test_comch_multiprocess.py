@@ -67,7 +67,7 @@ def test_producer_consumer_and_consumer_events_across_processes() -> None:
         assert pdone == [d.ErrorCode.SUCCESS] * 3
         got = ch.ask("recvd 3").split()[1:]
         # The child lists completions in their (unordered) delivery order.
-        assert sorted(got) == sorted(f"SUCCESS:{prod.id}:{(bytes([i]) * (i * 10)).hex() or '-'}:{data.hex()}"
+        assert sorted(got) == sorted(f"SUCCESS:{prod.get_id()}:{(bytes([i]) * (i * 10)).hex() or '-'}:{data.hex()}"
                                      for i, data in enumerate(chunks))
         # Our consumer ← child producer.
         cons = ComchConsumer(conn, mm)
@@ -79,20 +79,20 @@ def test_producer_consumer_and_consumer_events_across_processes() -> None:
         dst = inv.buf_get_by_addr(mm, base + 65536, 8192)
         cons.task_post_recv_alloc_init(dst).submit()
         pid = int(ch.ask("producer").split()[1])
-        assert ch.ask("newcons") == f"newcons {cons.id}"
+        assert ch.ask("newcons") == f"newcons {cons.get_id()}"
         payload = os.urandom(5000)
-        assert ch.ask(f"psend {payload.hex()} {b'imm!'.hex()} {cons.id}") == "psent SUCCESS"
+        assert ch.ask(f"psend {payload.hex()} {b'imm!'.hex()} {cons.get_id()}") == "psent SUCCESS"
         pump([srv.pe], lambda: bool(rdone))
         assert rdone[0].get_status() == d.ErrorCode.SUCCESS and rdone[0].get_producer_id() == pid
         assert rdone[0].get_imm_data() == b"imm!" and bytes(dst.data_view()) == payload
         # No receive posted: the child's submit itself raises AGAIN (DOCA 3.x), no callback.
-        assert ch.ask(f"ptry {payload.hex()} - {cons.id}") == "refused AGAIN"
+        assert ch.ask(f"ptry {payload.hex()} - {cons.get_id()}") == "refused AGAIN"
         # Expiry both ways.
         assert ch.ask("drop_consumer") == "dropped"
         pump([srv.pe], lambda: cid in srv.ids("expired_consumer"))
         rdone[0].free()
         cons.close()
-        assert ch.ask("expired") == f"expired {cons.id}"
+        assert ch.ask("expired") == f"expired {cons.get_id()}"
         free_all(prod)
         prod.close()
         dst.close()

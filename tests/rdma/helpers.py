@@ -84,13 +84,13 @@ def run(pe: d.Pe, side: Side, *tasks: d.Task) -> list[str]:
 
 def connect_pair(pe: d.Pe, a: Side, b: Side) -> None:
     for s in (a, b):
-        if s.rdma.state == CtxState.IDLE:
+        if s.rdma.get_state() == CtxState.IDLE:
             s.rdma.start()
     blob_a, a.conn = a.rdma.export()
     blob_b, b.conn = b.rdma.export()
     a.rdma.connect(blob_b, a.conn)
     b.rdma.connect(blob_a, b.conn)
-    wait_for(pe, lambda: a.rdma.state == CtxState.RUNNING and b.rdma.state == CtxState.RUNNING, "RUNNING")
+    wait_for(pe, lambda: a.rdma.get_state() == CtxState.RUNNING and b.rdma.get_state() == CtxState.RUNNING, "RUNNING")
 
 
 @contextmanager

@@ -69,7 +69,7 @@ def main() -> int:
                 pe.wait(0.5)
             return True
 
-        if not wait(lambda: rdma.state == CtxState.RUNNING):
+        if not wait(lambda: rdma.get_state() == CtxState.RUNNING):
             out("timeout")
             return 1
         out("running")

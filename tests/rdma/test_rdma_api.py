@@ -149,7 +149,7 @@ def test_blob_of_a_stopped_ctx_is_refused(env: tuple[d.Dev, d.Pe, d.BufInventory
     peer, _ = _fresh(dev, pe)
     blob, _ = peer.rdma.export()
     peer.rdma.stop()
-    wait_for(pe, lambda: peer.rdma.state == CtxState.IDLE, "IDLE")
+    wait_for(pe, lambda: peer.rdma.get_state() == CtxState.IDLE, "IDLE")
     s, conn = _fresh(dev, pe)
     with pytest.raises(e.DocaConnectionAborted):
         s.rdma.connect(blob, conn)
@@ -169,7 +169,7 @@ def test_stop_flushes_posted_receives_and_restart_needs_new_connection(
     wait_for(pe, lambda: b.done, "flush")
     assert b.done == [("err", t)] and t.get_status() == e.ErrorCode.IO_FAILED
     t.free()
-    wait_for(pe, lambda: b.rdma.state == CtxState.IDLE, "IDLE")
+    wait_for(pe, lambda: b.rdma.get_state() == CtxState.IDLE, "IDLE")
     wait_for(pe, lambda: ("disconnection", a.conn) in a.events, "peer sees the disconnection")
     assert b.rdma.start() is CtxState.STARTING
     blob, conn = b.rdma.export()
@@ -203,7 +203,7 @@ def test_cm_accept_establishes_both_sides(env: tuple[d.Dev, d.Pe, d.BufInventory
     cconn = client.rdma.connect_to_addr(addr, user_data="mine")
     wait_for(pe, lambda: len(ev) >= 2, "established on both sides")
     assert sorted(ev) == [("client", "established", "mine"), ("server", "established", None)]
-    assert client.rdma.state == server.rdma.state == CtxState.RUNNING
+    assert client.rdma.get_state() == server.rdma.get_state() == CtxState.RUNNING
     assert requests and requests[0].get_addr() is not None
     # The CM connection carries traffic like an exported one.
     buf = inv.buf_get_by_addr(server.mm, server.base, 64)
@@ -235,7 +235,7 @@ def test_cm_reject_and_unreachable_report_failure(env: tuple[d.Dev, d.Pe, d.BufI
     client.rdma.connect_to_addr(RdmaAddr(RdmaAddrType.IPv4, "127.0.0.1", port), user_data=1)
     wait_for(pe, lambda: ev, "failure callback")
     # DOCA 3.x: the ctx is RUNNING without any connection; 2.6: it waits for a connection in STARTING.
-    assert ev == ["failure 1"] and client.rdma.state == (CtxState.RUNNING if emu_version.at_least(3, 0)
+    assert ev == ["failure 1"] and client.rdma.get_state() == (CtxState.RUNNING if emu_version.at_least(3, 0)
                                                          else CtxState.STARTING)
     server.rdma.stop_listen_to_port(port)
     client.rdma.connect_to_addr(RdmaAddr(RdmaAddrType.IPv4, "127.0.0.1", port), user_data=2)

@@ -112,7 +112,7 @@ def test_running_needs_no_connection_in_3x_and_connect_plus_progress_in_26(
         assert t.get_status() == e.ErrorCode.IO_FAILED
         t.get_dst_buf().dec_refcount()  # type: ignore[union-attr]
         t.free()
-        wait_for(pe, lambda: a.rdma.state is CtxState.IDLE, "IDLE")
+        wait_for(pe, lambda: a.rdma.get_state() is CtxState.IDLE, "IDLE")
     else:
         assert a.rdma.get_state() is CtxState.STARTING and states == [(CtxState.IDLE, CtxState.STARTING)]
         b.rdma.start()
@@ -121,7 +121,7 @@ def test_running_needs_no_connection_in_3x_and_connect_plus_progress_in_26(
         assert a.rdma.get_state() is b.rdma.get_state() is CtxState.STARTING  # exported, not connected
         a.rdma.connect(blob_b, a.conn)
         assert a.rdma.get_state() is CtxState.STARTING  # until progress runs
-        wait_for(pe, lambda: a.rdma.state is CtxState.RUNNING, "RUNNING after connect")
+        wait_for(pe, lambda: a.rdma.get_state() is CtxState.RUNNING, "RUNNING after connect")
         assert b.rdma.get_state() is CtxState.STARTING  # b has not called connect (its peer connected to it)
         assert states[-1] == (CtxState.STARTING, CtxState.RUNNING)
     _teardown(inv, a, b)
@@ -164,7 +164,7 @@ def test_export_and_connect_from_the_running_callback_then_submit(ver3: tuple[in
                     if b is not None:
                         b.dec_refcount()
                 t.free()
-            wait_for(pe, lambda: s.rdma.state is CtxState.IDLE, "IDLE")
+            wait_for(pe, lambda: s.rdma.get_state() is CtxState.IDLE, "IDLE")
             for rm in remote:
                 rm.close()
             close_side(s)
@@ -192,7 +192,7 @@ def test_export_and_connect_from_the_running_callback_then_submit(ver3: tuple[in
             t.get_dst_buf().dec_refcount()
             t.free()
             s.rdma.stop()
-            wait_for(pe, lambda: s.rdma.state is CtxState.IDLE, "IDLE")
+            wait_for(pe, lambda: s.rdma.get_state() is CtxState.IDLE, "IDLE")
             close_side(s)
 
     errors: list[BaseException] = []
@@ -228,7 +228,7 @@ def test_storage_app_order_connect_before_running(ver3: tuple[int, int], env: tu
     a.rdma.connect(blob_b, a.conn)
     b.rdma.connect(blob_a, b.conn)
     assert a.rdma.get_state() is b.rdma.get_state() is CtxState.STARTING
-    wait_for(pe, lambda: a.rdma.state is b.rdma.state is CtxState.RUNNING, "RUNNING")
+    wait_for(pe, lambda: a.rdma.get_state() is b.rdma.get_state() is CtxState.RUNNING, "RUNNING")
     r = b.rdma.task_receive_allocate_init(inv.buf_get_by_addr(b.mm, b.base, 64))
     r.submit()
     a.mem[:3] = b"abc"
@@ -246,7 +246,7 @@ def _half_connected(dev: d.Dev, pe: d.Pe) -> tuple[Side, Side, bytes]:
     _, a.conn = a.rdma.export()
     blob_b, b.conn = b.rdma.export()
     a.rdma.connect(blob_b, a.conn)
-    wait_for(pe, lambda: a.rdma.state is CtxState.RUNNING, "RUNNING")
+    wait_for(pe, lambda: a.rdma.get_state() is CtxState.RUNNING, "RUNNING")
     return a, b, blob_b
 
 
@@ -259,7 +259,7 @@ def test_task_waits_for_the_peer_and_runs_once_it_connects(
     blob_a, a.conn = a.rdma.export()
     blob_b, b.conn = b.rdma.export()
     a.rdma.connect(blob_b, a.conn)
-    wait_for(pe, lambda: a.rdma.state is CtxState.RUNNING, "RUNNING")
+    wait_for(pe, lambda: a.rdma.get_state() is CtxState.RUNNING, "RUNNING")
     remote = d.Mmap.create_from_export(b.mm.export_rdma(dev), dev)
     a.mem[:5] = b"early"
     w = a.rdma.task_write_allocate_init(a.conn, inv.buf_get_by_data(a.mm, a.base, 5),
@@ -270,7 +270,7 @@ def test_task_waits_for_the_peer_and_runs_once_it_connects(
     _idle_rounds(pe, 0.1)
     assert a.done == [] and bytes(b.mem[64:69]) == bytes(5)  # waiting: nothing moved
     b.rdma.connect(blob_a, b.conn)
-    wait_for(pe, lambda: b.rdma.state is CtxState.RUNNING, "RUNNING")
+    wait_for(pe, lambda: b.rdma.get_state() is CtxState.RUNNING, "RUNNING")
     b.rdma.task_receive_allocate_init(inv.buf_get_by_addr(b.mm, b.base + 4096, 64)).submit()
     wait_for(pe, lambda: len(a.done) == 2 and b.done, "completions")
     assert sorted(k for k, _ in a.done) == ["ok", "ok"] and b.done[0][0] == "ok"
@@ -316,7 +316,7 @@ def test_submit_on_an_exported_but_unconnected_connection_is_refused(
     a = make_side(dev, pe)
     a.rdma.start()
     _, conn = a.rdma.export()
-    wait_for(pe, lambda: a.rdma.state is CtxState.RUNNING, "RUNNING")
+    wait_for(pe, lambda: a.rdma.get_state() is CtxState.RUNNING, "RUNNING")
     t = a.rdma.task_send_allocate_init(conn, None)
     with pytest.raises(e.DocaNotConnected):
         t.submit()
@@ -463,7 +463,7 @@ def test_local_map_without_the_rdma_device_fails_not_permitted(backend: str, op:
             assert side.rdma.get_state() is CtxState.STOPPING  # a failed task stops its ctx
             for x in side.done:
                 x[1].free()
-            wait_for(p.pe, lambda: side.rdma.state is CtxState.IDLE, "IDLE")
+            wait_for(p.pe, lambda: side.rdma.get_state() is CtxState.IDLE, "IDLE")
             p.inv.close()
             mm.close()
 

@@ -93,7 +93,7 @@ class Parent:
         s.rdma.connect(peer.conn_blob, s.conn)
         self.remote = d.Mmap.create_from_export(peer.mm_blob, dev)
         self.rbase = self.remote.get_memrange()[0]
-        wait_for(pe, lambda: s.rdma.state == CtxState.RUNNING, "RUNNING")
+        wait_for(pe, lambda: s.rdma.get_state() == CtxState.RUNNING, "RUNNING")
         assert peer.line() == "running"
 
     def close(self) -> None:
@@ -230,13 +230,13 @@ def test_peer_killed_mid_transfer_fails_tasks_and_reports_disconnection(backend:
                 statuses = sorted(t.get_status() for t in sends)
                 assert statuses == [e.ErrorCode.CONNECTION_RESET] + [e.ErrorCode.IO_FAILED] * 3, statuses
                 wait_for(pe, lambda: ("disconnection", s.conn) in s.events, "disconnection callback")
-                assert s.rdma.state in (CtxState.STOPPING, CtxState.IDLE)
+                assert s.rdma.get_state() in (CtxState.STOPPING, CtxState.IDLE)
                 for t in (*sends, recv):
                     t.free()
-                wait_for(pe, lambda: s.rdma.state == CtxState.IDLE, "IDLE")
+                wait_for(pe, lambda: s.rdma.get_state() == CtxState.IDLE, "IDLE")
                 # New work on the dead connection fails at once instead of hanging.
                 s.rdma.start()
-                assert s.rdma.state == CtxState.STARTING
+                assert s.rdma.get_state() == CtxState.STARTING
                 par.close()
         finally:
             peer.kill()

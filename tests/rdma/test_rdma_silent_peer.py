@@ -91,9 +91,9 @@ def test_stopped_peer_fails_in_flight_work_after_the_window(backend: str, mode: 
         assert {t.get_status() for t in tasks} == {e.ErrorCode.IO_FAILED}
         assert window * 0.9 <= took <= window + 5, took
         wait_for(par.pe, lambda: ("disconnection", s.conn) in s.events, "disconnection callback")
-        assert s.rdma.state in (CtxState.STOPPING, CtxState.IDLE)
+        assert s.rdma.get_state() in (CtxState.STOPPING, CtxState.IDLE)
         _free(tasks)
-        wait_for(par.pe, lambda: s.rdma.state == CtxState.IDLE, "IDLE")
+        wait_for(par.pe, lambda: s.rdma.get_state() == CtxState.IDLE, "IDLE")
 
 
 @pytest.mark.parametrize("mode", ["same", "cross"])
@@ -134,7 +134,7 @@ def test_idle_connection_survives_a_stop_longer_than_the_window(backend: str, mo
         wait_for(par.pe, lambda: len(s.done) >= 1, "the send")
         assert s.done[0][0] == "ok"
         assert peer.line().startswith("rcv SUCCESS ")
-        assert s.rdma.state == CtxState.RUNNING
+        assert s.rdma.get_state() == CtxState.RUNNING
         assert not [ev for ev, _ in s.events if ev != "established"]
         _free(tasks)
 

@@ -173,7 +173,7 @@ def test_chained_source_and_destination_lists(pair: Pair) -> None:
     p, a, b = pair, pair.a, pair.b
     for s in (a, b):
         s.rdma.stop()
-    wait_for(p.pe, lambda: a.rdma.state == b.rdma.state == CtxState.IDLE, "IDLE")
+    wait_for(p.pe, lambda: a.rdma.get_state() == b.rdma.get_state() == CtxState.IDLE, "IDLE")
     a.rdma.set_max_send_buf_list_len(4)
     b.rdma.task_receive_set_dst_buf_list_len(4)
     mode_same = a.conn is not None and a.conn._h.same_host
@@ -279,7 +279,7 @@ def test_send_without_posted_receive_fails_after_the_rnr_window(backend: str) ->
                 src = p.inv.buf_get_by_data(p.a.mm, p.a.base, 8)
                 t = p.a.rdma.task_send_allocate_init(p.a.conn, src)
                 assert run(p.pe, p.a, t) == ["err"] and t.get_status() == e.ErrorCode.TIME_OUT
-                assert p.a.rdma.state == CtxState.STOPPING  # a failed task stops its ctx, as on hardware
+                assert p.a.rdma.get_state() == CtxState.STOPPING  # a failed task stops its ctx, as on hardware
                 assert p.b.done == []
         finally:
             emu.configure(rnr_timeout=0)

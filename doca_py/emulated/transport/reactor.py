@@ -16,7 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from ..log import logger
+from ...log import logger
 
 __all__ = ["Reactor", "reactor"]
 

@@ -1,64 +1,59 @@
-"""The emulated RDMA transport: its TCP streams on the process's shared I/O thread (:mod:`.reactor`).
+"""TCP/Unix byte streams on the process's shared I/O thread (:mod:`.reactor`).
 
-Every emulated ``doca_rdma`` connection is carried by two TCP streams, one dialed by
-each side. A stream carries *requests* from the side that dialed it (send, write,
-read, atomics, mmap registrations) and, in the other direction, the *responses*
-to them, strictly in request order. Frames are length-prefixed with one fixed
-header (:data:`HDR`); many frames travel per system call.
-
-The :class:`Reactor` thread owns the selector: it accepts connections, reads
-frames and hands them to the owning connection's parser, writes responses, runs
-timers (receiver-not-ready windows) and posts completions to the progress engine
-of the owning context. It never runs user code. Other threads talk to it with
-:meth:`Reactor.call`.
+A :class:`Stream` reads into a fixed buffer and hands it to its owner's parser, or fills payload
+segments straight from the socket (:attr:`Stream.sink`); writers append to :attr:`Stream.out`
+under :attr:`Stream.lock` and many frames leave per system call. :attr:`Stream.heard` records the
+peer's last sign of life for the transports' retry windows. A :class:`Listener` accepts.
 """
 
 from __future__ import annotations
 
+import os
 import selectors
 import socket
-import struct
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..log import logger
-from .reactor import Reactor, reactor
+from ...log import logger
+from .reactor import reactor
 
-__all__ = ["Reactor", "Stream", "Listener", "reactor", "HDR", "HDR_SIZE", "RX_SIZE"]
+__all__ = ["Stream", "Listener", "RX_SIZE"]
 
-#: ``type u8 | flags u8 | aux u16 | length u32 | a u64 | b u64`` (little endian); *length*
-#: bytes of payload follow.
-HDR = struct.Struct("<BBHIQQ")
-HDR_SIZE = HDR.size
 #: Receive buffer of a stream; frames whose payload does not fit are streamed
 #: straight into their destination.
 RX_SIZE = 1 << 18
-_ZERO_HDR = bytes(HDR_SIZE)
 _EVR, _EVW = selectors.EVENT_READ, selectors.EVENT_WRITE
 _monotonic = time.monotonic
-
-
 
 
 class Listener:
     """A listening TCP socket; ``on_accept(sock)`` runs on the I/O thread."""
 
     def __init__(self, host: str, port: int, on_accept: Callable[[socket.socket], None]) -> None:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # A *host* starting with "/" is a Unix socket path (same-host peers: descriptors can travel).
+        self.path = host if host.startswith("/") else ""
+        family = socket.AF_UNIX if self.path else socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
+            if self.path:
+                try:
+                    os.unlink(self.path)  # a dead process's socket (the name holds our pid)
+                except FileNotFoundError:
+                    pass
+                sock.bind(self.path)
+            else:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((host, port))
             sock.listen(64)
             sock.setblocking(False)
         except BaseException:
             sock.close()
             raise
         self.sock = sock
-        self.addr: tuple[str, int] = sock.getsockname()[:2]
+        self.addr: tuple[str, int] = (self.path, 0) if self.path else sock.getsockname()[:2]
         self.on_accept = on_accept
         self.closed = False
         self.r = reactor()
@@ -74,7 +69,7 @@ class Listener:
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            logger.exception("rdma listener: accept failed")
+            logger.exception("listener: accept failed")
             return
         self.on_accept(s)
 
@@ -89,6 +84,11 @@ class Listener:
             except (KeyError, ValueError):
                 pass
             self.sock.close()
+            if self.path:
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
 
         self.r.call(do)
 
@@ -263,10 +263,3 @@ class Stream:
             pass
         self.sink.clear()
         self.on_close(self, code)
-
-
-def put_frame(out: bytearray, typ: int, flags: int, aux: int, length: int, a: int, b: int) -> None:
-    """Append one header to *out* without allocating."""
-    pos = len(out)
-    out += _ZERO_HDR
-    HDR.pack_into(out, pos, typ, flags, aux, length, a, b)

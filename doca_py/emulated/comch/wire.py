@@ -1,18 +1,18 @@
-"""The emulated comch transport: rendezvous paths, wire format and the per-process I/O thread.
+"""The emulated comch wire format and rendezvous: frame header and types, server socket paths, name locks.
 
 A comch server listens on a Unix-domain stream socket in a private runtime directory,
 named from the host PCI function it serves and a hash of its name; a client with the
 same PCI address and name connects to it. The byte stream carries length-prefixed
 frames (:data:`HDR`), many per system call.
 
-The shared I/O thread (:mod:`.reactor`) owns one selector for every socket of the process:
+The shared I/O thread (:mod:`..transport.reactor`) owns one selector for every socket of the process:
 it accepts, reads and parses frames, writes what a socket refused earlier, and posts
 completions and events to the progress engine that owns them. It never runs user code.
 
 Producer data is credit-based, as on hardware, where a producer send is refused at submit
 (``DOCA_ERROR_AGAIN``) while the remote consumer has no receive posted: a consumer side
 announces each receive it posts with a CREDIT frame, and the producer side spends one
-credit per DATA frame (see :mod:`.comch`).
+credit per DATA frame (see :mod:`.connection`).
 """
 
 from __future__ import annotations
@@ -21,19 +21,14 @@ import errno
 import fcntl
 import hashlib
 import os
-import selectors
 import struct
-from collections.abc import Callable
 
-from ..errors import DocaAlreadyExist, DocaInvalidValue
-from ..log import logger
-from .reactor import Reactor, reactor
-from .rundir import private_dir
+from ...errors import DocaAlreadyExist, DocaInvalidValue
+from ..rundir import private_dir
 
 __all__ = [
     "HDR", "HDR_SIZE", "MAGIC", "VERSION", "T_HELLO", "T_WELCOME", "T_MSG", "T_CONSUMER_NEW",
-    "T_CONSUMER_GONE", "T_DATA", "T_ACK", "T_CREDIT", "Reactor", "reactor", "runtime_dir", "socket_path",
-    "NameLock",
+    "T_CONSUMER_GONE", "T_DATA", "T_ACK", "T_CREDIT", "runtime_dir", "socket_path", "NameLock", "is_refused",
 ]
 
 #: ``type u8 | small u8 | aux u16 | length u32 | a u32 | b u32`` (little endian), then *length*
@@ -51,8 +46,6 @@ T_CONSUMER_GONE = 5  # a=consumer id
 T_DATA = 6  # producer → consumer: a=consumer id, b=producer id, small=imm len, payload=imm+data
 T_ACK = 7  # consumer side → producer side: small=status, a=count of DATA frames acknowledged
 T_CREDIT = 8  # consumer side → producer side: a=consumer id, b=receives newly posted (> 0)
-
-_EVR, _EVW = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 
 # -- rendezvous -------------------------------------------------------------------------------------
@@ -114,8 +107,6 @@ class NameLock:
                 pass
         os.close(self.fd)
         self.fd = -1
-
-
 
 
 def is_refused(exc: OSError) -> bool:

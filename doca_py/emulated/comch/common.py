@@ -1,0 +1,134 @@
+"""Helpers shared by comch connections, tasks and contexts: posting to a Pe, completions, device views."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ...errors import (
+    DocaInvalidValue,
+    DocaNotPermitted,
+)
+from ...types import AccessFlag
+from ..ctx import EmuTask, unpin_bufs
+from ..mmap import EmuMmap
+from ..pe import EmuPe
+from .wire import (
+    HDR,
+    HDR_SIZE,
+    T_CREDIT,
+)
+from .config import MAX_NAME_LEN, _PCI_READ, _PCI_WRITE, _RUNNING, _complete
+
+if TYPE_CHECKING:
+    from .datapath import EmuComchConsumer
+    from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend
+    from .endpoints import _Sender
+
+def _post(pe: EmuPe | None, fn: Callable[[Any], object], arg: Any) -> None:
+    """``pe.post`` from the I/O thread, tolerating an engine destroyed meanwhile."""
+    if pe is None or pe.efd < 0:
+        return
+    try:
+        pe.post(fn, arg)
+    except OSError:
+        pass
+
+
+def _complete_soft(task: EmuTask) -> None:
+    """Deliver a task error that does not stop its ctx (the lost connection of a
+    multi-client server): the error callback runs and the ctx stays RUNNING."""
+    ctx = task.ctx
+    if ctx.state == _RUNNING and task.status:
+        task.inflight = False
+        ctx.inflight -= 1
+        if task.pinned:
+            unpin_bufs(task)
+        cb = task.pool.error
+        assert cb is not None
+        cb(task.owner)
+        return
+    _complete(task)
+
+
+def _flush_ctx(ctx: _Sender) -> None:
+    """Posted once per batch by ``submit``: push every dirty connection's output."""
+    ctx.flush_posted = False
+    dirty, ctx.dirty = ctx.dirty, set()
+    for conn in dirty:
+        conn.flush()
+
+
+def _flush_credits(c: EmuComchConsumer) -> None:
+    """Posted once per batch by post-recv tasks: announce the receives just posted."""
+    c.credit_posted = False
+    n, c.unsent = c.unsent, 0
+    if not n or c.state != _RUNNING:
+        return  # a stopped consumer's receives were flushed (and its expiry announced)
+    conn = c.conn
+    with conn.lock:
+        if conn.closed:
+            return
+        conn.out += HDR.pack(T_CREDIT, 0, 0, 0, c.id, n)
+        conn.enq += HDR_SIZE
+    conn.flush()
+
+
+def _device_view(mm: EmuMmap, addr: int, n: int, write: bool) -> memoryview:
+    """``[addr, addr+n)`` of a producer or consumer buffer, as the comch device reaches it: over
+    PCIe, so the map needs ``PCI_READ_WRITE`` (a consumer's) or a ``PCI_*`` flag (a producer's),
+    which is how DOCA's comch samples register these maps; local access rights are irrelevant."""
+    mv = mm.mv
+    if mm.fast and mv is not None and mm.addr <= addr and addr + n <= mm.hi and n >= 0:
+        if not mm.perms & (_PCI_WRITE if write else _PCI_READ):
+            raise DocaNotPermitted(f"mmap permissions {AccessFlag(mm.perms)!r} do not let the comch device "
+                                   f"{'write' if write else 'read'} it (it needs "
+                                   f"{'PCI_READ_WRITE' if write else 'PCI_READ_ONLY or PCI_READ_WRITE'})")
+        off = addr - mm.addr
+        return mv[off:off + n]
+    return mm.view(addr, n, write)  # not a started local map: the map's own checks
+
+
+def _check_name(name: str) -> bytes:
+    raw = name.encode()
+    if not raw or len(raw) >= MAX_NAME_LEN or b"\0" in raw:
+        raise DocaInvalidValue(f"comch server name must be 1..{MAX_NAME_LEN - 1} bytes without NUL, got {name!r}")
+    return raw
+
+
+
+def _post_done(done: list[EmuComchTaskSend]) -> None:
+    """Post the completions of message tasks whose bytes were written (one ctx, one post)."""
+    _post(done[0].ctx.pe, _complete_batch, done)
+
+
+def _complete_batch(tasks: list[EmuComchTaskSend]) -> None:
+    """Deliver many completions in one Pe item; the common success path is inlined."""
+    i = 0
+    try:
+        for t in tasks:
+            i += 1
+            ctx = t.ctx
+            if ctx.state == _RUNNING and not t.status:
+                t.inflight = False
+                ctx.inflight -= 1
+                if t.pinned:
+                    unpin_bufs(t)
+                t.pool.success(t.owner)  # type: ignore[misc]  # configured before start
+            else:
+                _complete(t)
+    finally:
+        if i < len(tasks):  # a callback raised: the others complete on the next progress
+            _post(tasks[0].ctx.pe, _complete_batch, tasks[i:])
+
+
+class _Remote:
+    """A consumer of the peer, as this side's producers see it: receive credits, and the
+    producer tasks (in flight) waiting for one because their data found no receive posted."""
+
+    __slots__ = ("credits", "waiting")
+
+    def __init__(self) -> None:
+        self.credits = 0
+        self.waiting: deque[EmuComchProducerTaskSend] = deque()

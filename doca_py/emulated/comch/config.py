@@ -1,0 +1,82 @@
+"""Capabilities, status codes and the process-wide configuration of the emulated comch."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import struct
+import time
+
+from ...errors import (
+    ErrorCode,
+)
+from ...types import AccessFlag
+from ..ctx import complete_task
+from .wire import (
+    HDR_SIZE,
+)
+
+_IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
+
+#: Capabilities of the emulated devices (``doca_comch_cap_*``).
+MAX_NAME_LEN = 120  # including the terminating NUL, as DOCA counts it
+MAX_MSG_SIZE = 4080
+MAX_RECV_QUEUE_SIZE = 1 << 14
+DEFAULT_RECV_QUEUE_SIZE = 1024
+MAX_CLIENTS = 512
+MAX_SEND_TASKS = 1 << 14
+MAX_BUF_SIZE = 1 << 20  # producer/consumer buffers (hardware: up to 1 GiB)
+MAX_BUF_LIST_LEN = 1
+MAX_IMM_DATA_LEN = 32
+MAX_NUM_TASKS = 1 << 14
+MAX_CONSUMERS = 512
+MAX_PRODUCERS = 512
+
+#: Largest frame a peer may send; the receive buffer is sized from it once, so no length
+#: read from the wire ever sizes an allocation.
+MAX_FRAME = HDR_SIZE + MAX_IMM_DATA_LEN + MAX_BUF_SIZE
+RX_SIZE = MAX_FRAME + (64 << 10)
+
+_SUCCESS = 0
+_AGAIN = int(ErrorCode.AGAIN)
+_NOT_FOUND = int(ErrorCode.NOT_FOUND)
+_TOO_BIG = int(ErrorCode.TOO_BIG)
+_RESET = int(ErrorCode.CONNECTION_RESET)
+_ABORTED = int(ErrorCode.CONNECTION_ABORTED)
+_NOT_CONNECTED = int(ErrorCode.NOT_CONNECTED)
+_FULL = int(ErrorCode.FULL)
+_BAD_STATE = int(ErrorCode.BAD_STATE)
+_INVALID = int(ErrorCode.INVALID_VALUE)
+_NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
+_PCI_READ = int(AccessFlag.PCI_READ_ONLY | AccessFlag.PCI_READ_WRITE)
+_PCI_WRITE = int(AccessFlag.PCI_READ_WRITE)
+_complete = complete_task
+_IO_FAILED = int(ErrorCode.IO_FAILED)
+_monotonic = time.monotonic
+
+#: Seconds output waiting for the peer (producer data not acknowledged, bytes its socket refused)
+#: may see no sign of life from it before the connection is declared dead
+#: (``DOCA_PY_COMCH_RETRY_WINDOW``); the same default as rdma's retry window.
+DEFAULT_RETRY_WINDOW = 4.0
+_retry_window = float(os.environ.get("DOCA_PY_COMCH_RETRY_WINDOW", "") or DEFAULT_RETRY_WINDOW)
+
+
+def configure(*, retry_window: float | None = None) -> None:
+    """Override the environment for connections made from now on (tests, tools).
+
+    *retry_window*: seconds work waiting for the peer may see no sign of life from it before it
+    fails with ``DOCA_ERROR_IO_FAILED`` and the connection goes down (``0`` restores
+    :data:`DEFAULT_RETRY_WINDOW`).
+    """
+    global _retry_window
+    if retry_window is not None:
+        _retry_window = retry_window if retry_window > 0 else DEFAULT_RETRY_WINDOW
+
+
+def retry_window() -> float:
+    """The retry window of connections made from now on (:func:`configure`)."""
+    return _retry_window
+
+_MSG_HDRS: dict[int, bytes] = {}  # message headers by length (at most max_msg_size + 1 entries)
+_ids = itertools.count(1)  # consumer and producer ids: unique in the process, never 0
+_PEERCRED = struct.Struct("3i")

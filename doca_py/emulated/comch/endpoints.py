@@ -1,0 +1,393 @@
+"""The emulated comch server and client, and the ctx bases they share with consumers and producers."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from ...errors import (
+    DocaBadState,
+    DocaInUse,
+    DocaInvalidValue,
+    DocaNotConnected,
+    DocaNotSupported,
+    DocaOperatingSystem,
+    error_name,
+)
+from ...log import logger
+from ..ctx import EmuCtx, TaskPool
+from ..transport.reactor import reactor
+from .wire import (
+    HDR,
+    HDR_SIZE,
+    MAGIC,
+    T_HELLO,
+    T_MSG,
+    T_WELCOME,
+    VERSION,
+    NameLock,
+    is_refused,
+    socket_path,
+)
+from .config import (
+    DEFAULT_RECV_QUEUE_SIZE, MAX_CLIENTS, MAX_MSG_SIZE, MAX_RECV_QUEUE_SIZE, _BAD_STATE, _FULL, _IDLE, _MSG_HDRS,
+    _PEERCRED, _RUNNING, _STARTING, _STOPPING, _SUCCESS,
+)
+from .connection import EmuComchConnection
+from .tasks import EmuComchTaskSend
+from .common import _check_name, _post
+from .caps import cap_client_is_supported, cap_server_is_supported
+
+# -- contexts -------------------------------------------------------------------------------------
+class _OrderedCtx(EmuCtx):
+    """A comch ctx (its tasks are :class:`_OrderedTask`)."""
+
+
+class _Sender(_OrderedCtx):
+    """A ctx whose tasks queue frames on connections and flush them once per batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dirty: set[EmuComchConnection] = set()
+        self.flush_posted = False
+
+
+def _no_wrap(conn: EmuComchConnection) -> object:
+    return conn
+
+
+class _Endpoint(_Sender):
+    """What the server and the client share: send tasks, messages and consumer events."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.name_raw = _check_name(name)
+        self.send = TaskPool(self, EmuComchTaskSend)
+        self.max_msg_size = MAX_MSG_SIZE
+        self.recv_queue_size = DEFAULT_RECV_QUEUE_SIZE
+        self.r = reactor()
+        self.wrap: Callable[[EmuComchConnection], object] = _no_wrap
+        self.cbs: dict[str, Callable[..., None] | None] = dict.fromkeys(
+            ("msg_recv", "connect", "disconnect", "new_consumer", "expired_consumer"))
+
+    # -- configuration ---------------------------------------------------------------------------
+    def set_max_msg_size(self, value: int) -> None:
+        self._configurable("set_max_msg_size")
+        if not 0 < value <= MAX_MSG_SIZE:
+            raise DocaInvalidValue(f"max_msg_size must be 1..{MAX_MSG_SIZE}, got {value}")
+        self.max_msg_size = value
+
+    def get_max_msg_size(self) -> int:
+        return self.max_msg_size
+
+    def set_recv_queue_size(self, value: int) -> None:
+        self._configurable("set_recv_queue_size")
+        if not 0 < value <= MAX_RECV_QUEUE_SIZE:
+            raise DocaInvalidValue(f"recv_queue_size must be 1..{MAX_RECV_QUEUE_SIZE}, got {value}")
+        self.recv_queue_size = value
+
+    def get_recv_queue_size(self) -> int:
+        return self.recv_queue_size
+
+    def set_wrap(self, wrap: Callable[[Any], object]) -> None:
+        self.wrap = wrap
+
+    def set_event_cb(self, kind: str, cb: Callable[..., None] | None) -> None:
+        self._configurable(f"register the {kind} event")
+        if kind not in self.cbs:
+            raise DocaInvalidValue(f"unknown comch event {kind!r}")
+        self.cbs[kind] = cb
+
+    # -- tasks -----------------------------------------------------------------------------------
+    def task_send_alloc_init(self, conn: Any, data: Any) -> EmuComchTaskSend:
+        if conn.__class__ is not EmuComchConnection or conn.ctx is not self:
+            raise DocaInvalidValue("the connection does not belong to this comch ctx")
+        if data.__class__ is bytes:
+            n = len(data)
+        else:
+            with memoryview(data) as mv:
+                data = mv.tobytes()
+            n = len(data)
+        if n > conn.max_send:
+            raise DocaInvalidValue(f"message of {n} bytes exceeds the connection's max_msg_size {conn.max_send}")
+        if conn.closed or not conn.alive:
+            raise DocaNotConnected("the connection is closed")
+        t: EmuComchTaskSend = self.send.alloc()  # type: ignore[assignment]
+        t.conn = conn
+        hdr = _MSG_HDRS.get(n)
+        if hdr is None:
+            hdr = _MSG_HDRS[n] = HDR.pack(T_MSG, 0, 0, n, 0, 0)
+        t.frame = hdr + data
+        return t
+
+    # -- events (Pe thread) -----------------------------------------------------------------------
+    def _owner(self, conn: EmuComchConnection) -> object:
+        o = conn.owner
+        if o is None:
+            o = conn.owner = self.wrap(conn)
+        return o
+
+    def _deliver_msgs(self, arg: tuple[EmuComchConnection, bytearray, list[int]]) -> None:
+        conn, data, lens = arg
+        done = 0
+        cb = self.cbs["msg_recv"]
+        try:
+            if cb is None or self.state != _RUNNING or self.destroyed:
+                done = len(data)
+                return
+            owner = self._owner(conn)
+            pos, i, count = 0, 0, len(lens)
+            with memoryview(data) as mv:
+                try:
+                    for ln in lens:
+                        pos += HDR_SIZE
+                        m = mv[pos:pos + ln]
+                        pos += ln
+                        i += 1
+                        try:
+                            cb(m, owner)
+                        finally:
+                            m.release()
+                finally:
+                    done = pos
+                    if i < count:  # a callback raised: the rest is delivered on the next progress
+                        self.pe.post(self._deliver_msgs, (conn, data[pos:], lens[i:]))  # type: ignore[union-attr]
+        finally:
+            conn.delivered_bytes(done)
+
+    def _deliver_consumer(self, arg: tuple[EmuComchConnection, int, bool]) -> None:
+        conn, cid, new = arg
+        cb = self.cbs["new_consumer" if new else "expired_consumer"]
+        if cb is not None and not self.destroyed and self.state in (_RUNNING, _STOPPING):
+            cb(self._owner(conn), cid)
+
+    def _deliver_conn(self, arg: tuple[EmuComchConnection, bool]) -> None:
+        """Connection up or down (the server's status callbacks; the client's state)."""
+        raise NotImplementedError
+
+    def _conn_gone(self, conn: EmuComchConnection) -> None:
+        """A connection was torn down (I/O thread)."""
+        raise NotImplementedError
+
+
+class EmuComchServer(_Endpoint):
+    """Emulated ``doca_comch_server``: listens for clients of one host function."""
+
+    def __init__(self, dev: Any, rep: Any, name: str) -> None:
+        super().__init__(name)
+        info = dev.devinfo
+        if not cap_server_is_supported(info):
+            raise DocaNotSupported(f"device {info.pci_addr_str()} cannot run a comch server "
+                                   "(servers run on the DPU device, which lists host representors)")
+        self.dev, self.rep = dev, rep
+        self.key = rep.devinfo_rep.pci_addr_str()
+        self.path = ""
+        self.name_lock: NameLock | None = None
+        self.lsock: socket.socket | None = None
+        self.lmask = 0
+        self.conns: set[EmuComchConnection] = set()  # accepted and not torn down (I/O thread)
+
+    def _on_start(self) -> None:
+        path = socket_path(self.key, self.name)
+        lock = NameLock(path, self.name)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC)
+        try:
+            try:
+                os.unlink(path)  # a dead server's socket (we hold the name lock)
+            except FileNotFoundError:
+                pass
+            s.bind(path)
+            s.listen(128)
+        except OSError as exc:
+            s.close()
+            lock.release(path)
+            raise DocaOperatingSystem(f"cannot listen on {path}: {exc.strerror}") from None
+        self.path, self.name_lock, self.lsock = path, lock, s
+        self.r.call_soon(lambda: self._listen(s))
+
+    def _listen(self, s: socket.socket) -> None:
+        if self.lsock is s:
+            self.lmask = self.r.set_mask(s, 0, 1, lambda mask: self._accept(s))
+
+    def _accept(self, s: socket.socket) -> None:
+        while True:
+            try:
+                c, _ = s.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                logger.warning("comch server %r: accept failed: %s", self.name, exc.strerror)
+                return
+            try:
+                pid = _PEERCRED.unpack(c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))[0]
+            except OSError:
+                pid = 0
+            conn = EmuComchConnection(self, True, f"{self.name!r}<-pid {pid}")
+            self.conns.add(conn)
+            conn.attach(c)
+
+    def _hello(self, conn: EmuComchConnection, name: bytes, peer_max: int) -> bool:
+        """A client introduced itself (I/O thread); answer and report the connection."""
+        if name != self.name_raw:
+            conn._bad(f"hello for server {name!r}, this is {self.name_raw!r}")
+            return False
+        status = _SUCCESS
+        if self.state != _RUNNING:
+            status = _BAD_STATE
+        elif sum(1 for c in self.conns if c.alive) >= MAX_CLIENTS:
+            status = _FULL
+        conn.send_now(HDR.pack(T_WELCOME, status, VERSION, 0, MAGIC, self.max_msg_size))
+        if status:
+            logger.info("comch server %r: refused %s (%s)", self.name, conn.peer, error_name(status))
+            conn.die(status, None)
+            return False
+        conn.alive = True
+        if peer_max:
+            conn.max_send = min(conn.max_send, peer_max)
+        _post(self.pe, self._deliver_conn, (conn, True))
+        return True
+
+    def _deliver_conn(self, arg: tuple[EmuComchConnection, bool]) -> None:
+        conn, up = arg
+        cb = self.cbs["connect" if up else "disconnect"]
+        if cb is not None and not self.destroyed:
+            cb(self._owner(conn), True)
+
+    def _conn_gone(self, conn: EmuComchConnection) -> None:
+        self.conns.discard(conn)
+        if conn.alive:
+            _post(self.pe, self._deliver_conn, (conn, False))
+
+    def _unlisten(self, s: socket.socket) -> None:
+        if self.lmask:
+            try:
+                self.r.sel.unregister(s)
+            except (KeyError, ValueError):
+                pass
+            self.lmask = 0
+        s.close()
+
+    def _on_stop(self) -> None:
+        s, self.lsock = self.lsock, None
+        if self.name_lock is not None:
+            self.name_lock.release(self.path)
+            self.name_lock = None
+        if s is not None:
+            self.r.call_soon(lambda: self._unlisten(s))
+        for c in list(self.conns):
+            c.close_local()
+
+    def disconnect(self, conn: Any) -> None:
+        if not isinstance(conn, EmuComchConnection) or conn.ctx is not self:
+            raise DocaInvalidValue("the connection does not belong to this server")
+        if conn.users:
+            raise DocaInUse(f"{len(conn.users)} consumer(s)/producer(s) still use this connection; "
+                            "destroy them first")
+        if conn.closed:
+            raise DocaNotConnected("the connection is already closed")
+        conn.close_local()
+
+    def get_connections(self) -> list[EmuComchConnection]:
+        return [c for c in list(self.conns) if c.alive and not c.closed]
+
+
+class EmuComchClient(_Endpoint):
+    """Emulated ``doca_comch_client``: connects to the named server of its host function."""
+
+    def __init__(self, dev: Any, name: str) -> None:
+        super().__init__(name)
+        info = dev.devinfo
+        if not cap_client_is_supported(info):
+            raise DocaNotSupported(f"device {info.pci_addr_str()} cannot run a comch client "
+                                   "(clients run on the host device)")
+        self.dev = dev
+        self.key = info.pci_addr_str()
+        self.path = ""
+        self.conn: EmuComchConnection | None = None
+        self.backoff = 0.002
+        self.refusal_logged = False
+
+    def start(self) -> int:
+        if self.pe is None:
+            raise DocaNotConnected("connect the ctx to a Pe before start")
+        if self.state != _IDLE:
+            raise DocaBadState(f"ctx is in state {self.state}, not IDLE")
+        self.path = socket_path(self.key, self.name)
+        for pool in self.pools:
+            pool.build()
+        self.backoff = 0.002
+        self.refusal_logged = False
+        self._set_state(_STARTING)
+        self.r.call_soon(self._dial)
+        return self.state
+
+    def _dial(self) -> None:
+        """Try to reach the server (I/O thread); retried with back-off while STARTING."""
+        if self.state != _STARTING or (self.conn is not None and not self.conn.torn_down):
+            return
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC)
+        try:
+            s.connect(self.path)
+        except OSError as exc:
+            s.close()
+            if not is_refused(exc):
+                logger.warning("comch client %r: cannot connect to %s: %s", self.name, self.path, exc.strerror)
+            self._retry()
+            return
+        conn = EmuComchConnection(self, False, f"{self.name!r}->{self.path}")
+        self.conn = conn
+        conn.attach(s)
+        conn.send_now(HDR.pack(T_HELLO, 0, VERSION, len(self.name_raw), MAGIC, self.max_msg_size) + self.name_raw)
+
+    def _retry(self) -> None:
+        delay, self.backoff = self.backoff, min(self.backoff * 2, 0.1)
+        self.r.call_later(delay, self._dial)
+
+    def _deliver_conn(self, arg: tuple[EmuComchConnection, bool]) -> None:
+        conn, up = arg
+        if up and self.state == _STARTING and self.conn is conn and not conn.closed:
+            self._set_state(_RUNNING)
+
+    def _conn_gone(self, conn: EmuComchConnection) -> None:
+        if self.conn is not conn:
+            return
+        if not conn.alive:
+            if self.state == _STARTING:
+                self._retry()
+            return
+        _post(self.pe, self._lost, conn)
+
+    def _lost(self, conn: EmuComchConnection) -> None:
+        """The server went away: STOPPING, then IDLE once every task is freed."""
+        # Also while STARTING: the drop may overtake the event that would have made it RUNNING.
+        if self.conn is not conn or self.state not in (_RUNNING, _STARTING):
+            return
+        self._set_state(_STOPPING)
+        self._maybe_idle()
+
+    def _on_stop(self) -> None:
+        self.r.call_soon(self._close_conn)
+
+    def _close_conn(self) -> None:
+        c = self.conn
+        if c is not None:
+            c.close_local()
+
+    def get_connection(self) -> EmuComchConnection:
+        c = self.conn
+        if self.state != _RUNNING or c is None or not c.alive:
+            raise DocaBadState("the client has no connection until its ctx is RUNNING")
+        return c
+
+
+def server_create(dev: Any, rep: Any, name: str) -> EmuComchServer:
+    """``doca_comch_server_create``."""
+    return EmuComchServer(dev, rep, name)
+
+
+def client_create(dev: Any, name: str) -> EmuComchClient:
+    """``doca_comch_client_create``."""
+    return EmuComchClient(dev, name)

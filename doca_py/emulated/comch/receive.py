@@ -1,0 +1,324 @@
+"""The input side of a comch connection (I/O thread): read, parse and validate frames, land producer data."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+
+from ...errors import (
+    DocaError,
+    error_name,
+)
+from ...log import logger
+from .wire import (
+    HDR,
+    HDR_SIZE,
+    MAGIC,
+    T_ACK,
+    T_CONSUMER_GONE,
+    T_CONSUMER_NEW,
+    T_CREDIT,
+    T_DATA,
+    T_HELLO,
+    T_MSG,
+    T_WELCOME,
+    VERSION,
+)
+from .common import _Remote
+from .config import (
+    MAX_BUF_SIZE, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_NAME_LEN, _AGAIN, _NOT_FOUND, _RESET, _RUNNING, _SUCCESS,
+    _TOO_BIG, _complete, _monotonic,
+)
+from .common import _device_view, _post, _post_done
+
+if TYPE_CHECKING:
+    import socket
+    import threading
+    from collections import deque
+
+    from .endpoints import EmuComchClient, EmuComchServer, _Endpoint
+    from .connection import EmuComchConnection
+    from .datapath import EmuComchConsumer
+    from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend
+
+class ConnectionInput:
+    """What :class:`EmuComchConnection` does with the bytes it reads (I/O thread only)."""
+
+    if TYPE_CHECKING:  # state and output of the connection (:mod:`.connection`), which sets them
+        ctx: _Endpoint
+        server_side: bool
+        peer: str
+        sock: socket.socket | None
+        lock: threading.Lock
+        pq: deque[EmuComchProducerTaskSend]
+        closed: bool
+        torn_down: bool
+        alive: bool
+        rx: bytearray | None
+        mv: memoryview | None
+        rpos: int
+        rend: int
+        ack_status: int
+        ack_count: int
+        max_recv: int
+        max_send: int
+        high: int
+        posted: int
+        delivered: int
+        paused: bool
+        consumers: dict[int, EmuComchConsumer]
+        remote: dict[int, _Remote]
+        live: list[int]
+        heard: float
+
+        def die(self, code: int, reason: str | None) -> None: ...
+        def send_now(self, frame: bytes) -> bool: ...
+        def _update_mask(self) -> None: ...
+        def _requeue(self, t: EmuComchProducerTaskSend) -> None: ...
+        def _grant_locked(self, r: _Remote, n: int) -> bool: ...
+        def _kick_locked(self) -> list[EmuComchTaskSend] | None: ...
+
+    # -- input (I/O thread) ------------------------------------------------------------------------
+    def _read_ready(self) -> None:
+        sock, mv = self.sock, self.mv
+        if sock is None or mv is None:
+            return
+        try:
+            n = sock.recv_into(mv[self.rend:])
+        except (BlockingIOError, InterruptedError):
+            return
+        except ConnectionResetError:
+            logger.debug("comch: connection %s reset by the peer", self.peer)
+            self.die(_RESET, None)
+            return
+        except OSError as exc:
+            self.die(_RESET, f"receive failed: {exc.strerror}")
+            return
+        if not n:
+            if self.rend > self.rpos:
+                self.die(_RESET, f"the peer closed the stream inside a frame ({self.rend - self.rpos} bytes "
+                                 "of a truncated frame)")
+            else:
+                self.die(_RESET, None)
+            return
+        self.rend += n
+        self.heard = _monotonic()
+        self._parse()
+
+    def _bad(self, why: str) -> None:
+        self.die(_RESET, f"malformed frame: {why}")
+
+    def _parse(self) -> None:
+        rx = self.rx
+        assert rx is not None
+        unpack = HDR.unpack_from
+        pos, end = self.rpos, self.rend
+        lens: list[int] | None = None
+        mstart = 0
+        alive = self.alive
+        max_recv = self.max_recv
+        while end - pos >= HDR_SIZE:
+            typ, small, aux, ln, a, b = unpack(rx, pos)
+            if typ == T_MSG:
+                if not alive:
+                    return self._bad("message before the handshake")
+                if ln > max_recv:
+                    return self._bad(f"message of {ln} bytes exceeds max_msg_size {max_recv}")
+                if end - pos - HDR_SIZE < ln:
+                    break
+                if lens is None:
+                    lens = []
+                    mstart = pos
+                lens.append(ln)
+                pos += HDR_SIZE + ln
+                continue
+            # Any other frame: check its length before waiting for its body.
+            if typ == T_DATA:
+                if ln > MAX_IMM_DATA_LEN + MAX_BUF_SIZE or small > MAX_IMM_DATA_LEN or small > ln:
+                    return self._bad(f"producer data of {ln} bytes (immediate {small})")
+            elif typ == T_HELLO:
+                if ln >= MAX_NAME_LEN:
+                    return self._bad(f"hello with a {ln}-byte name")
+            elif typ in (T_WELCOME, T_ACK, T_CONSUMER_NEW, T_CONSUMER_GONE, T_CREDIT):
+                if ln:
+                    return self._bad(f"type {typ} frame with a {ln}-byte body")
+            else:
+                return self._bad(f"unknown frame type {typ}")
+            if end - pos - HDR_SIZE < ln:
+                break
+            if lens:
+                self._post_msgs(mstart, pos, lens)
+                lens = None
+            body = pos + HDR_SIZE
+            pos = body + ln
+            self.rpos = pos
+            if not self._frame(typ, small, aux, ln, a, b, body):
+                return
+            alive = self.alive
+        if lens:
+            self._post_msgs(mstart, pos, lens)
+        if self.ack_count:
+            self._send_acks()
+        if self.torn_down:
+            return
+        # Keep the partial frame at the front: the buffer always has room for a whole frame.
+        if pos == end:
+            self.rpos = self.rend = 0
+        else:
+            if pos:
+                rest = end - pos
+                rx[:rest] = self.mv[pos:end]  # type: ignore[index]
+                pos, end = 0, rest
+            self.rpos, self.rend = pos, end
+        if self.posted - self.delivered > self.high:
+            self.paused = True
+            if self.posted - self.delivered <= self.high:  # the Pe caught up meanwhile
+                self.paused = False
+            self._update_mask()
+
+    def _post_msgs(self, start: int, end: int, lens: list[int]) -> None:
+        rx = self.rx
+        assert rx is not None
+        data = rx[start:end]
+        n = end - start
+        self.posted += n
+        live = self.live
+        live[3] += len(lens)
+        live[4] += n - HDR_SIZE * len(lens)
+        ctx = self.ctx
+        _post(ctx.pe, ctx._deliver_msgs, (self, data, lens))
+
+    def _frame(self, typ: int, small: int, aux: int, ln: int, a: int, b: int, body: int) -> bool:
+        """Handle one non-message frame; False if the connection was dropped."""
+        ctx = self.ctx
+        if typ == T_DATA:
+            if not self.alive:
+                self._bad("producer data before the handshake")
+                return False
+            st = self._data(a, b, small, ln, body)
+            if self.ack_count and st != self.ack_status:
+                self._send_acks()
+            self.ack_status = st
+            self.ack_count += 1
+            return True
+        if typ == T_ACK:
+            if not self.alive or not 0 < a <= len(self.pq):
+                self._bad(f"acknowledgement of {a} producer sends ({len(self.pq)} in flight)")
+                return False
+            pq = self.pq
+            if small == _AGAIN:  # stale credits: the data waits for the next one, in flight
+                for _ in range(a):
+                    self._requeue(pq.popleft())
+                return True
+            for _ in range(a):
+                t = pq.popleft()
+                t.status = small
+                _post(t.ctx.pe, _complete, t)
+            return True
+        if typ == T_CREDIT:
+            if not self.alive or not b:
+                self._bad(f"credit of {b} receives" if self.alive else "credit before the handshake")
+                return False
+            done = None
+            with self.lock:
+                r = self.remote.get(a)
+                # Unknown: the consumer expired after posting (its credits died with it).
+                if r is not None and not self.closed and self._grant_locked(r, b):
+                    done = self._kick_locked()
+            if done:
+                _post_done(done)
+            return True
+        if typ in (T_CONSUMER_NEW, T_CONSUMER_GONE):
+            if not self.alive:
+                self._bad("consumer event before the handshake")
+                return False
+            if typ == T_CONSUMER_NEW:
+                with self.lock:
+                    known = a in self.remote
+                    room = len(self.remote) < MAX_CONSUMERS
+                    if not known and room:
+                        self.remote[a] = _Remote()
+                if not (known or room):
+                    self._bad(f"more than {MAX_CONSUMERS} consumers announced")
+                    return False
+            else:
+                with self.lock:
+                    gone = self.remote.pop(a, None)
+                    waiting = list(gone.waiting) if gone is not None else []
+                    if gone is not None:
+                        gone.waiting.clear()
+                for t in waiting:
+                    t.status = _NOT_FOUND
+                    t.reason = f"remote consumer {a} expired while the data waited for a receive"
+                    _post(t.ctx.pe, _complete, t)
+            _post(ctx.pe, ctx._deliver_consumer, (self, a, typ == T_CONSUMER_NEW))
+            return True
+        if typ == T_HELLO:
+            if self.alive or not self.server_side:
+                self._bad("unexpected hello")
+                return False
+            assert self.rx is not None
+            name = bytes(self.rx[body:body + ln])
+            if a != MAGIC or aux != VERSION:
+                self._bad(f"hello with magic {a:#x} version {aux} (expected {MAGIC:#x} version {VERSION})")
+                return False
+            return cast("EmuComchServer", ctx)._hello(cast("EmuComchConnection", self), name, b)
+        if typ == T_WELCOME:
+            if self.alive or self.server_side or a != MAGIC:
+                self._bad("unexpected welcome")
+                return False
+            if small:
+                client = cast("EmuComchClient", ctx)
+                if not client.refusal_logged:
+                    client.refusal_logged = True
+                    logger.warning("comch: server %s refused the connection (%s); retrying",
+                                   self.peer, error_name(small))
+                self.die(small, None)
+                return False
+            self.alive = True
+            self.max_send = min(self.max_send, b) if b else self.max_send
+            _post(ctx.pe, ctx._deliver_conn, (self, True))
+            return True
+        return True  # unreachable: types are checked by _parse
+
+    def _data(self, cid: int, pid: int, imm_len: int, ln: int, body: int) -> int:
+        """Land producer data in the consumer's next posted buffer; returns the ACK status."""
+        c = self.consumers.get(cid)
+        if c is None:
+            return _NOT_FOUND
+        if c.state != _RUNNING:
+            return _AGAIN  # starting: no receive posted yet (the producer waits for a credit)
+        if imm_len > c.imm_data_len:
+            if c.posted:  # the receive stays posted: give the producer side its credit back
+                self.send_now(HDR.pack(T_CREDIT, 0, 0, 0, cid, 1))
+            return _TOO_BIG
+        try:
+            t = c.posted.popleft()
+        except IndexError:
+            return _AGAIN
+        n = ln - imm_len
+        buf = t.buf
+        assert buf is not None and self.mv is not None
+        status = _SUCCESS
+        if n > buf.head + buf.len - buf.data - buf.data_len:
+            status = _TOO_BIG
+        elif n:
+            try:
+                mm = buf.mmap
+                assert mm is not None
+                dst = _device_view(mm, buf.data + buf.data_len, n, True)
+                dst[:] = self.mv[body + imm_len: body + ln]
+            except DocaError as exc:
+                status = exc.code
+        if status == _SUCCESS:
+            buf.data_len += n
+            t.imm = bytes(self.mv[body: body + imm_len]) if imm_len else b""
+            t.producer_id = pid
+        t.status = status
+        _post(c.pe, _complete, t)
+        return status
+
+    def _send_acks(self) -> None:
+        st, n = self.ack_status, self.ack_count
+        self.ack_count = 0
+        self.send_now(HDR.pack(T_ACK, st, 0, 0, n, 0))

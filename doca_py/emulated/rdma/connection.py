@@ -1,0 +1,345 @@
+"""The emulated ``doca_rdma_connection``: its send queue, streams and retry window."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+import functools
+import os
+import secrets
+from collections import deque
+from collections.abc import Callable
+
+from ...errors import (
+    DocaBadState,
+    DocaError,
+    DocaInvalidValue,
+    ErrorCode,
+)
+from .. import export as ex
+from ..mmap import EmuMmap
+from ..transport.reactor import reactor
+from ..transport.stream import Stream
+from .config import (
+    C_BROKEN, C_CLOSED, C_CONNECTING, C_ESTABLISHED, C_NEW, C_REQUESTED, T_DISC, T_MAP, T_PING, _ABORTED, _INVALID,
+    _IO_FAILED, _RESET, _cfg, _monotonic, host_id, rnr_window,
+)
+from .segments import _Fail
+from .wire import _REPLY, _REPLY_MAGIC, _VERSION, put_frame
+from . import shm
+
+if TYPE_CHECKING:
+    from .ctx import EmuRdma
+    from .shm import ShmRx, ShmTx
+    from .tasks import _RdmaTask
+
+class EmuRdmaConnection:
+    """Emulated ``doca_rdma_connection``."""
+
+    def __init__(self, ctx: EmuRdma, conn_id: int) -> None:
+        self.ctx = ctx
+        self.id = conn_id
+        self.key = secrets.token_bytes(16)
+        self.owner: object = None  # the public RdmaConnection
+        self.state = C_NEW
+        self.peer_key: bytes | None = None
+        self.peer_host = b""
+        self.peer_pid = 0
+        self.peer_perms = 0
+        self.peer_rnr = 0.0
+        self.peer_addr: tuple[str, int] | None = None
+        self.same_host = False
+        self.req: Stream | None = None  # we dialed: our requests, their responses
+        self.srv: Stream | None = None  # they dialed: their requests, our responses
+        self.cm_sock: Stream | None = None  # CM request stream (client: to the server; server: from the client)
+        self.cm_addr: tuple[int, str, int] | None = None
+        self.pending: deque[_RdmaTask] = deque()  # requests awaiting responses, in order (under req.lock)
+        self.map_ids: dict[ex.Blob, int] = {}
+        self.blob = b""
+        self.epoch = ctx.epoch
+        self.sq = _Fifo(ctx, self._run_sq)  # submitted tasks, in order, until they start (Pe thread)
+        self.err = _RESET  # status of tasks started after the connection broke
+        self.err_reason = "the connection is down"
+        self.window_armed = False  # a connect-window timer runs for tasks waiting on the peer
+        self.since = 0.0  # when :attr:`pending` last became non-empty (retry window)
+        self.rt_armed = False  # a retry-window timer runs (set while :attr:`pending` is non-empty)
+        # Same host: the shared-memory rings of the receive-consuming requests (:mod:`.shm`) and the
+        # peer Pe's eventfd, their doorbell. None/-1 over TCP.
+        self.tx: ShmTx | None = None
+        self.rx: ShmRx | None = None
+        self.peer_bell = -1
+
+    # -- public verbs ---------------------------------------------------------------------------
+    def get_id(self) -> int:
+        return self.id
+
+    def get_addr(self) -> tuple[int, str, int] | None:
+        return self.cm_addr
+
+    def accept(self, private_data: bytes | None) -> None:
+        """Accept a pending CM request (server side)."""
+        ctx = self.ctx
+        if self.state != C_REQUESTED or self.peer_key is None or self.peer_addr is None:
+            raise DocaBadState("accept: the connection is not a pending connection request")
+        if private_data is not None and len(private_data) > 255:
+            raise DocaInvalidValue("private data is at most 255 bytes")
+        cm = self.cm_sock
+        try:
+            ctx._dial(self, self.peer_addr, self.peer_key)
+        except DocaError:
+            ctx._break(self, _ABORTED)
+            raise
+        if cm is not None:
+            cm.r.call(lambda: _send_reply_and_close(cm, 0, ctx))
+
+    def reject(self) -> None:
+        """Reject a pending CM request (server side)."""
+        if self.state != C_REQUESTED:
+            raise DocaBadState("reject: the connection is not a pending connection request")
+        cm = self.cm_sock
+        ctx = self.ctx
+        with ctx.lock:
+            self.state = C_CLOSED
+            self.err, self.err_reason = _ABORTED, "the connection request was rejected"
+            if self in ctx.conns:
+                ctx.conns.remove(self)
+        if cm is not None:
+            cm.r.call(lambda: _send_reply_and_close(cm, _ABORTED, ctx))
+        if self.sq.tasks and ctx.pe is not None:
+            ctx.pe.post(_fifo_retry, self.sq)  # tasks waiting on the request fail
+
+    def disconnect(self) -> None:
+        """Tear the connection down; the peer sees its disconnection callback."""
+        if self.state not in (C_ESTABLISHED, C_CONNECTING, C_REQUESTED, C_NEW):
+            raise DocaBadState("disconnect: the connection is not up")
+        req = self.req
+        if req is not None:
+            with req.lock:
+                if not req.closed:
+                    put_frame(req.out, T_DISC, 0, 0, 0, 0, 0)
+            req.flush()
+        self.ctx._break(self, _RESET, local=True)
+
+    # -- sending requests (Pe thread) -----------------------------------------------------------
+    def _run_sq(self) -> None:
+        """Start the queued tasks in order while the connection is up, or fail them once it is down.
+
+        While the peer has not connected yet the tasks wait, as work requests on an RC
+        queue pair whose peer is not ready: until the connection is established, breaks
+        (``CONNECTION_RESET``) or the connect window ends (``TIME_OUT``).
+        """
+        q = self.sq
+        while True:
+            t = q.head()
+            if t is None:
+                return
+            state = self.state
+            if state != C_ESTABLISHED and state != C_BROKEN and state != C_CLOSED:
+                self._wait_for_peer()
+                return
+            q.pop(t)
+            t._go()
+
+    def _wait_for_peer(self) -> None:
+        if self.window_armed:
+            return
+        ctx = self.ctx
+        pe = ctx.pe
+        if pe is None:
+            return
+        self.window_armed = True
+        arg = (self, ctx.epoch)
+        r = reactor()
+
+        def expired() -> None:
+            pe.post(ctx._window_expired, arg)
+        r.call(lambda: r.call_later(_cfg.connect_window, expired))
+
+    def _stream(self) -> Stream:
+        st = self.req
+        if self.state != C_ESTABLISHED or st is None:
+            if self.state in (C_BROKEN, C_CLOSED):
+                raise _Fail(self.err, self.err_reason)
+            raise _Fail(int(ErrorCode.NOT_CONNECTED), "the connection is not established")
+        return st
+
+    def _push(self, t: _RdmaTask) -> None:
+        """*t* now waits for the peer's response (st.lock held): the retry window runs while any does."""
+        p = self.pending
+        if not p:
+            self._waiting()
+        p.append(t)
+
+    def _waiting(self, ring: bool = False) -> None:
+        """Work starts waiting for the peer: (re)start the retry window, arm its timer (a ring send's
+        sooner: the peer may need a nudge, :func:`_retry_check`)."""
+        self.since = _monotonic()
+        if not self.rt_armed:
+            self.rt_armed = True
+            r = reactor()
+            delay = shm.NUDGE if ring else self.ctx.retry_window
+            r.call(functools.partial(r.call_later, delay, functools.partial(_retry_check, self)))
+
+    def _schedule(self, st: Stream) -> None:
+        if not st.flush_posted:
+            st.flush_posted = True
+            pe = self.ctx.pe
+            assert pe is not None
+            pe.post(_flush, st)
+
+    def _map_id(self, st: Stream, mm: EmuMmap) -> int:
+        """The id of *mm* on this connection; registers it with the peer first (st.lock held)."""
+        blob = mm.blob
+        if blob is None:
+            raise _Fail(_INVALID, "the remote buffer is not in an mmap created from an RDMA export")
+        mid = self.map_ids.get(blob)
+        if mid is None:
+            if len(self.map_ids) >= 0xFFFF:
+                raise _Fail(int(ErrorCode.FULL), "too many remote mmaps used on one connection")
+            mid = len(self.map_ids) + 1
+            self.map_ids[blob] = mid
+            data = ex.encode(blob)
+            put_frame(st.out, T_MAP, 0, mid, len(data), 0, 0)
+            st.out += data
+        return mid
+
+
+
+
+def _flush(st: Stream) -> None:
+    st.flush()
+
+
+def _retry_check(conn: EmuRdmaConnection) -> None:
+    """The retry-window timer of *conn* (I/O thread).
+
+    Work waits for the peer: if the peer showed no life (no byte on either stream, no room made in a
+    full socket) for a whole window since the oldest waiting work was sent or the peer last answered,
+    the connection fails as an RC queue pair whose transport retries ran out. Otherwise the timer
+    runs again for the rest of the window; with nothing waiting it stops (an idle connection costs
+    nothing).
+    """
+    st = conn.req
+    ctx = conn.ctx
+    window = ctx.retry_window
+    if st is None or conn.state != C_ESTABLISHED:
+        conn.rt_armed = False
+        return
+    tx = conn.tx
+    probe = False
+    with st.lock:
+        ring = tx.busy if tx is not None else 0
+        if not (conn.pending or ring) or st.closed:
+            conn.rt_armed = False
+            return
+        srv = conn.srv
+        last = max(conn.since, st.heard, srv.heard if srv is not None else 0.0, tx.heard if tx is not None else 0.0)
+        left = last + window - _monotonic()
+        if left > 0:
+            if tx is not None and ring:
+                # Ring sends are finished by the peer's progress: if it finished none since the last
+                # look, ask its I/O thread to serve them (and to show it lives), backing off.
+                if tx.heard == tx.seen:
+                    put_frame(st.out, T_PING, 0, 0, 0, 0, 0)
+                    probe = True
+                    tx.nudge = min(tx.nudge * 2, window / 4)
+                else:
+                    tx.nudge = shm.NUDGE
+                tx.seen = tx.heard
+                left = min(left, tx.nudge)
+            st.r.call_later(left, functools.partial(_retry_check, conn))
+        else:
+            conn.rt_armed = False
+            n = len(conn.pending) + ring
+    if probe:
+        st.flush()
+    if left > 0:
+        return
+    ctx._break(conn, _IO_FAILED, reason=f"the peer did not answer within the retry window ({window:g} s, "
+                                        f"DOCA_PY_RDMA_RETRY_WINDOW) with {n} request(s) in flight: transport "
+                                        f"retries exhausted, the connection is down")
+
+
+def _send_reply_and_close(st: Stream, status: int, ctx: EmuRdma) -> None:
+    if st.closed:
+        return
+    try:
+        st.sock.setblocking(True)
+        st.sock.settimeout(1.0)
+        st.sock.sendall(_REPLY.pack(_REPLY_MAGIC, _VERSION, status, host_id(), os.getpid(), ctx.perms,
+                                    int(rnr_window(ctx.rnr_retry) * 1000)))
+    except OSError:
+        pass
+    st.on_close = _ignore_close
+    st.close()
+
+
+def _ignore_close(st: Stream, code: int) -> None:
+    pass
+
+
+
+class _Fifo:
+    """One work queue of a queue pair: a connection's send queue or the ctx's receive queue.
+
+    Hardware starts the work requests of one queue in the order they were posted
+    (``doca_task_submit``). Here a task's work runs inside ``progress()`` when its launch
+    comes up, and the launches of one round may run in any order
+    (``DOCA_PY_EMU_SHUFFLE``); so each task enters its queue at submit, and its work
+    starts only after the work of every task submitted before it on that queue. A task
+    whose launch came before its turn is *ready* and waits in the queue.
+    """
+
+    __slots__ = ("ctx", "tasks", "run", "nready", "retry_posted")
+
+    def __init__(self, ctx: EmuRdma, run: Callable[[], None]) -> None:
+        self.ctx = ctx
+        self.tasks: deque[_RdmaTask] = deque()
+        self.run = run  # start the tasks at the front that may start (Pe thread)
+        self.nready = 0  # queued tasks that were launched and wait for their turn
+        self.retry_posted = False
+
+    def head(self) -> _RdmaTask | None:
+        """The front task if it was launched (it stays queued); ``None`` when the queue is
+        empty or the front task's launch has not run yet (that launch runs the queue again)."""
+        tasks = self.tasks
+        while tasks:
+            t = tasks[0]
+            if t.ready:
+                return t
+            if t.inflight:  # submitted earlier, its launch comes later in this round (shuffled)
+                if self.nready:
+                    self._retry()  # in case that launch flushes or fault-injects it instead
+                return None
+            tasks.popleft()  # completed without starting: flushed or fault injected
+            t.fifo = None
+        return None
+
+    def pop(self, t: _RdmaTask) -> None:
+        """Take the ready front task *t* off the queue."""
+        self.tasks.popleft()
+        t.fifo = None
+        t.ready = False
+        self.nready -= 1
+
+    def _retry(self) -> None:
+        pe = self.ctx.pe
+        if not self.retry_posted and pe is not None:
+            self.retry_posted = True
+            pe.post(_fifo_retry, self)
+
+    def drop(self) -> list[_RdmaTask]:
+        """Empty the queue (ctx stop); returns the tasks that were waiting to start."""
+        waiting = []
+        for t in self.tasks:
+            t.fifo = None
+            if t.ready:
+                t.ready = False
+                waiting.append(t)
+        self.tasks.clear()
+        self.nready = 0
+        return waiting
+
+
+def _fifo_retry(q: _Fifo) -> None:
+    q.retry_posted = False
+    q.run()

@@ -1,0 +1,637 @@
+"""The emulated ``doca_rdma`` context: lifecycle, export/connect, RDMA-CM, receive matching, task allocation."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from ...abc import BufHandle
+from ...errors import (
+    DocaBadState,
+    DocaConnectionAborted,
+    DocaError,
+    DocaFull,
+    DocaInvalidValue,
+    DocaNotConnected,
+    DocaNotFound,
+    ErrorCode,
+)
+from ...log import logger
+from ..buf import EmuBuf
+from .. import version as emu_version
+from ..ctx import FLUSHED, EmuTask, TaskPool, _complete
+from ..mmap import dev_key
+from ..transport.stream import Listener, Stream
+from .config import (
+    C_BROKEN, C_CLOSED, C_CONNECTING, C_ESTABLISHED, C_NEW, C_REQUESTED, DEFAULT_QUEUE_SIZE, EV_DISCONNECTION,
+    EV_ESTABLISHED, EV_FAILURE, EV_REQUEST, _ABORTED, _IDLE, _LOCAL_RW, _RESET, _RUNNING, _STARTING, _TIME_OUT,
+    _cfg, host_id, rnr_window,
+)
+from .wire import (
+    ConnBlob, _HELLO, _HELLO_MAGIC, _K_CM_REQUEST, _K_CONNECT, _REPLY, _REPLY_MAGIC, _VERSION, _advertised,
+    Unreachable, _close_all, _drop_data, _exchange, _pack_ip, _serials, _unpack_ip, _used_keys, _used_lock, decode_blob, encode_blob,
+)
+from .connection import EmuRdmaConnection, _Fifo, _fifo_retry, _ignore_close, _send_reply_and_close
+from .tasks import (
+    EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskReceive, EmuRdmaTaskSend, EmuRdmaTaskWrite, _RdmaTask, _U64,
+)
+from .serve import _SrvState, _close_answering, _req_closed, _serve, _srv_closed, conn_responses
+from .settings import RdmaSettings
+from .wire import unix_path
+from . import shm
+
+# -- the context -------------------------------------------------------------------------------
+class EmuRdma(RdmaSettings):
+    """Emulated ``doca_rdma`` context."""
+
+    def __init__(self, dev: object) -> None:
+        super().__init__()
+        self.dev = dev
+        self.perms = _LOCAL_RW
+        self.transport = 0
+        self.gid_index = 0
+        self.max_conns = 1
+        self.mtu = 3  # 2K, the MTU the software path reports
+        self.recv_queue = DEFAULT_QUEUE_SIZE
+        self.send_queue = DEFAULT_QUEUE_SIZE
+        self.send_list_len = 1
+        self.recv_list_len = 1
+        self.grh = 1
+        self.sl = 0
+        self.rnr_retry = 7
+        self.cm_timeout_ms = 5000
+        self.retry_window = _cfg.retry_window  # read again at start
+        self.receive = TaskPool(self, EmuRdmaTaskReceive)
+        self.send = TaskPool(self, EmuRdmaTaskSend)
+        self.send_imm = TaskPool(self, EmuRdmaTaskSend)
+        self.read = TaskPool(self, EmuRdmaTaskRead)
+        self.write = TaskPool(self, EmuRdmaTaskWrite)
+        self.write_imm = TaskPool(self, EmuRdmaTaskWrite)
+        self.atomic_cmp_swp = TaskPool(self, EmuRdmaTaskAtomic)
+        self.atomic_fetch_add = TaskPool(self, EmuRdmaTaskAtomic)
+        self.lock = threading.Lock()
+        self.rq = _Fifo(self, self._run_rq)  # submitted receives, in order, until posted (Pe thread)
+        self.posted: deque[EmuRdmaTaskReceive] = deque()
+        self.stalled: deque[Stream] = deque()
+        self.conns: list[EmuRdmaConnection] = []
+        self.next_conn_id = 0
+        self.listener: Listener | None = None
+        self.unix: Listener | None = None  # same-host peers dial it (rings can be handed over on it)
+        self.poller = shm.RdmaPoller(self)
+        self.cm_listeners: dict[int, Listener] = {}
+        self.conn_cb: Callable[[int, EmuRdmaConnection], None] | None = None
+        self.epoch = 0
+        self.host = b""
+        self.serial = next(_serials)
+        #: DOCA 3.x rules (RUNNING without a connection) or 2.6 (RUNNING after connect), chosen at start.
+        self.v3 = True
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> int:
+        if self.pe is None:
+            raise DocaNotConnected("connect the ctx to a Pe before start")
+        if self.state != _IDLE:
+            raise DocaBadState("ctx is not IDLE")
+        try:
+            listener = Listener(_cfg.bind_addr, 0, self._accept)
+        except (OSError, ValueError) as exc:
+            raise DocaError(f"cannot listen on {_cfg.bind_addr!r}: {exc}", code=int(ErrorCode.OPERATING_SYSTEM)) \
+                from None
+        self.listener = listener
+        self.unix = shm.listen(self)
+        self.epoch += 1
+        self.retry_window = _cfg.retry_window
+        self.host = host_id()
+        self.v3 = emu_version.VERSION >= (3, 0)
+        for pool in self.pools:
+            pool.build()
+        self._set_state(_STARTING)
+        if self.v3:  # 3.x: RUNNING on the next progress, connected or not ("ready to export and connect")
+            assert self.pe is not None
+            self.pe.post(self._to_running, self.epoch)
+        return self.state
+
+    def _to_running(self, epoch: int) -> None:
+        """STARTING -> RUNNING, inside ``progress()``."""
+        if epoch == self.epoch and self.state == _STARTING:
+            self.state = _RUNNING
+            self._deliver_state((_STARTING, _RUNNING))
+
+    def _on_stop(self) -> None:
+        with self.lock:
+            claimed: list[_RdmaTask] = list(self.posted)
+            self.posted.clear()
+            self.stalled.clear()
+            conns, self.conns = self.conns, []
+        claimed.extend(self.rq.drop())
+        for c in conns:
+            claimed.extend(c.sq.drop())
+            claimed.extend(self._close_conn(c))
+        pe = self.pe
+        assert pe is not None
+        for t in claimed:
+            t.status = FLUSHED
+            pe.post(_complete, t)
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+        if self.unix is not None:
+            self.unix.close()
+            self.unix = None
+        for lst in self.cm_listeners.values():
+            lst.close()
+        self.cm_listeners.clear()
+
+    def _close_conn(self, c: EmuRdmaConnection) -> list[_RdmaTask]:
+        """Detach *c* from its streams (any thread); returns the tasks that waited on it."""
+        claimed: list[_RdmaTask] = []
+        c.state = C_CLOSED
+        req = c.req
+        if req is not None:
+            with req.lock:
+                claimed.extend(c.pending)
+                c.pending.clear()
+            req.r.call(req.close)
+        tx = c.tx
+        if tx is not None:  # the rings are unmapped by the poller (Pe thread)
+            done, rest = tx.claim()
+            claimed.extend(rest)
+            pe = self.pe
+            for t, st in done:
+                t.status = st
+                if not st:
+                    t._ok()
+                if pe is not None:
+                    pe.post(_complete, t)
+        srv_st = c.srv
+        if srv_st is not None:
+            # Wait (briefly) for the answers to leave: a process that exits right after stopping
+            # its ctx would otherwise take its I/O thread, and the sender's acknowledgement, with it.
+            answered = threading.Event()
+
+            def close_answering() -> None:
+                try:
+                    _close_answering(srv_st)
+                finally:
+                    answered.set()
+
+            srv_st.r.call(close_answering)
+            if not srv_st.r.on_thread():
+                answered.wait(1.0)
+        if c.cm_sock is not None:
+            c.cm_sock.r.call(c.cm_sock.close)
+        return claimed
+
+    def destroy(self) -> None:
+        super().destroy()
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+        if self.unix is not None:
+            self.unix.close()
+            self.unix = None
+        self.poller.close()
+
+    # -- export / connect ---------------------------------------------------------------------------
+    def _new_conn(self) -> EmuRdmaConnection:
+        if self.state not in (_STARTING, _RUNNING):
+            raise DocaBadState("rdma connections are made after start (ctx STARTING or RUNNING)")
+        with self.lock:
+            live = sum(1 for c in self.conns if c.state not in (C_BROKEN, C_CLOSED))
+            if live >= self.max_conns:
+                raise DocaFull(f"all {self.max_conns} connections of this ctx are in use (set_max_num_connections)")
+            c = EmuRdmaConnection(self, self.next_conn_id)
+            self.next_conn_id += 1
+            self.conns.append(c)
+        return c
+
+    def export(self) -> tuple[bytes, EmuRdmaConnection]:
+        c = self._new_conn()
+        assert self.listener is not None
+        c.blob = encode_blob(ConnBlob(0, self.host, os.getpid(), self.serial, c.id, c.key, self.perms,
+                                      int(rnr_window(self.rnr_retry) * 1000), _advertised(self.listener),
+                                      self.listener.addr[1]))
+        return c.blob, c
+
+    def connect(self, blob: bytes, conn: Any) -> None:
+        if not isinstance(conn, EmuRdmaConnection) or conn.ctx is not self:
+            raise DocaInvalidValue("the connection was not exported by this rdma ctx")
+        if self.state not in (_STARTING, _RUNNING):
+            raise DocaBadState("connect needs a started rdma ctx")
+        if conn.state != C_NEW or conn.req is not None:
+            raise DocaBadState("this connection is already connected (a new connection needs a new export)")
+        if not blob:
+            raise DocaInvalidValue("empty connection blob")
+        b = decode_blob(bytes(blob))
+        with _used_lock:
+            if b.key in _used_keys:
+                raise DocaConnectionAborted("this connection blob was already used for a connection (replayed)")
+        if conn.peer_key is not None and conn.peer_key != b.key:
+            raise DocaConnectionAborted("another peer already connected to this connection's export")
+        # Same host: dial the peer's Unix listener, which can hand over a shared-memory ring.
+        unix = unix_path(b.pid, b.serial) if b.host == self.host and self.unix is not None else ""
+        self._dial(conn, (b.ip, b.port), b.key, unix)
+        if not self.v3 and self.state == _STARTING:  # 2.6: the next progress moves the ctx to RUNNING
+            assert self.pe is not None
+            self.pe.post(self._to_running, self.epoch)
+
+    def _dial(self, conn: EmuRdmaConnection, addr: tuple[str, int], peer_key: bytes, unix: str = "") -> None:
+        """Open our request stream to the peer's listener and prove we hold its key (Pe thread)."""
+        assert self.listener is not None
+        family, ip = _pack_ip(_advertised(self.listener))
+        hello = _HELLO.pack(_HELLO_MAGIC, _VERSION, _K_CONNECT, peer_key, conn.key, self.host, os.getpid(),
+                            self.perms, int(rnr_window(self.rnr_retry) * 1000), conn.id, ip, self.listener.addr[1],
+                            family)
+        try:
+            reply = _exchange(addr, hello, _cfg.connect_timeout, unix)
+        except Unreachable:
+            reply = _exchange(addr, hello, _cfg.connect_timeout)
+        sock, (magic, version, status, phost, ppid, pperms, prnr), fds = reply
+        if status:
+            _close_all(sock, fds)
+            raise DocaConnectionAborted(f"the peer refused the connection ({ErrorCode(status).name if status in ErrorCode._value2member_map_ else status})")
+        with _used_lock:
+            _used_keys.add(peer_key)
+        st = Stream(sock, conn_responses(conn), _req_closed(conn))
+        with self.lock:
+            if self.state not in (_STARTING, _RUNNING):
+                _close_all(sock, fds)
+                raise DocaConnectionAborted("the ctx stopped while connecting")
+            if conn.state in (C_BROKEN, C_CLOSED):
+                # The peer accepted, then left before we got here. doca_rdma_connect only moves
+                # the local QP, so it succeeds; the loss is reported by the connection's
+                # callbacks and by its tasks, as it already was.
+                _close_all(sock, fds)
+                return
+            if fds:
+                try:
+                    shm.attach_tx(conn, fds)
+                except DocaConnectionAborted:
+                    sock.close()
+                    raise
+            conn.req = st
+            conn.peer_key = peer_key
+            conn.peer_host, conn.peer_pid, conn.peer_perms, conn.peer_rnr = phost, ppid, pperms, prnr / 1000.0
+            conn.peer_addr = addr
+            conn.same_host = phost == self.host
+            if conn.state in (C_NEW, C_REQUESTED):
+                conn.state = C_CONNECTING
+            self._maybe_established(conn)
+        st.start()
+
+    def _maybe_established(self, conn: EmuRdmaConnection) -> None:
+        """Both streams up: the connection is established (ctx.lock held)."""
+        if conn.req is not None and conn.srv is not None and conn.state in (C_NEW, C_CONNECTING, C_REQUESTED):
+            conn.state = C_ESTABLISHED
+            if conn.tx is not None or conn.rx is not None:
+                self.poller.add(conn)
+            pe = self.pe
+            assert pe is not None
+            pe.post(self._on_established, (conn, self.epoch))
+
+    def _on_established(self, arg: tuple[EmuRdmaConnection, int]) -> None:
+        conn, epoch = arg
+        if epoch != self.epoch or conn.state != C_ESTABLISHED:
+            return
+        if self.state == _STARTING:  # a CM connection (2.6 rules; 3.x is RUNNING already)
+            self.state = _RUNNING
+            self._deliver_state((_STARTING, _RUNNING))
+        if self.conn_cb is not None:
+            self.conn_cb(EV_ESTABLISHED, conn)
+        if conn.state == C_ESTABLISHED:
+            conn._run_sq()  # tasks that waited for the peer
+
+    def _window_expired(self, arg: tuple[EmuRdmaConnection, int]) -> None:
+        """The connect window of tasks waiting on *conn* ended (inside ``progress()``)."""
+        conn, epoch = arg
+        conn.window_armed = False
+        if epoch != self.epoch or conn.state in (C_ESTABLISHED, C_BROKEN, C_CLOSED):
+            return
+        if not conn.sq.nready:
+            return  # nothing waits (any more); the connection may still come up
+        self._break(conn, _TIME_OUT, reason=f"the peer did not connect within the connect window "
+                                            f"({_cfg.connect_window:g} s, DOCA_PY_RDMA_CONNECT_WINDOW)")
+        conn._run_sq()
+
+    def _post_event(self, kind: int, conn: EmuRdmaConnection) -> None:
+        pe = self.pe
+        if pe is None or self.conn_cb is None:
+            return
+        pe.post(self._deliver_event, (kind, conn, self.epoch))
+
+    def _deliver_event(self, arg: tuple[int, EmuRdmaConnection, int]) -> None:
+        kind, conn, epoch = arg
+        if epoch == self.epoch and self.conn_cb is not None and not self.destroyed:
+            self.conn_cb(kind, conn)
+
+    def _break(self, conn: EmuRdmaConnection, code: int, local: bool = False, reason: str = "") -> None:
+        """The connection died (any thread): fail its waiting tasks, report it once."""
+        with self.lock:
+            if conn.state in (C_BROKEN, C_CLOSED) or conn.epoch != self.epoch:
+                return
+            was = conn.state
+            conn.err = code
+            conn.err_reason = reason or ("the connection was disconnected" if local else
+                                         "the connection is down (the peer went away or failed)")
+            conn.state = C_BROKEN
+            for st in (conn.srv,):
+                if st is not None and st in self.stalled:
+                    self.stalled.remove(st)
+        claimed = self._close_conn(conn)
+        conn.state = C_BROKEN
+        if not local:
+            self._post_event(EV_DISCONNECTION if was == C_ESTABLISHED else EV_FAILURE, conn)
+        pe = self.pe
+        if pe is not None:
+            for t in claimed:
+                t.status = code
+                t.reason = conn.err_reason
+                pe.post(_complete, t)
+            if conn.sq.tasks:
+                pe.post(_fifo_retry, conn.sq)  # the tasks not started yet fail too
+
+    # -- accepting streams (I/O thread) -----------------------------------------------------------
+    def _accept(self, sock: socket.socket) -> None:
+        st = Stream(sock, self._handshake, _ignore_close)
+        st.start()
+
+    def _handshake(self, st: Stream) -> None:
+        if st.rend - st.rpos < _HELLO.size:
+            return
+        fields = _HELLO.unpack_from(st.rx, st.rpos)
+        st.rpos += _HELLO.size
+        magic, version, kind, target, key, phost, ppid, pperms, prnr, pconn, pip, pport, pfam = fields
+        status = 0
+        conn: EmuRdmaConnection | None = None
+        if magic != _HELLO_MAGIC or version != _VERSION or kind != _K_CONNECT:
+            status = _ABORTED
+        else:
+            with self.lock:
+                if self.state not in (_STARTING, _RUNNING):
+                    status = int(ErrorCode.BAD_STATE)
+                else:
+                    conn = next((c for c in self.conns if c.key == target), None)
+                    if conn is None or conn.state in (C_BROKEN, C_CLOSED):
+                        status = _ABORTED  # unknown, stale or closed key
+                    elif conn.srv is not None:
+                        status = _ABORTED  # replayed: the connection already has its peer
+                    elif conn.peer_key is not None and conn.peer_key != key:
+                        status = _ABORTED  # not the peer we connected to
+                    else:
+                        conn.srv = st
+                        conn.peer_key = key
+                        conn.peer_host, conn.peer_pid, conn.peer_perms = phost, ppid, pperms
+                        conn.peer_rnr = prnr / 1000.0
+                        conn.same_host = phost == self.host
+                        try:
+                            conn.peer_addr = (_unpack_ip(pfam, pip), pport)
+                        except ValueError:
+                            conn.peer_addr = None
+                        st.ctx = _SrvState(conn)
+                        st.on_data = _serve
+                        st.on_close = _srv_closed
+                        shm.offer_rx(conn, st)
+                        self._maybe_established(conn)
+                        if conn.req is None and conn.cm_sock is not None and self.pe is not None:
+                            self.pe.post(self._cm_dial, (conn, self.epoch))
+        try:
+            shm.send_reply(conn, st, _REPLY.pack(_REPLY_MAGIC, _VERSION, status, self.host, os.getpid(), self.perms,
+                                                 int(rnr_window(self.rnr_retry) * 1000)), not status)
+        except OSError:
+            status = _RESET
+        if status:
+            if conn is not None and conn.srv is st:
+                conn.srv = None
+            st.on_close = _ignore_close
+            st.close()
+            return
+        if st.rend > st.rpos:
+            _serve(st)
+
+    # -- RDMA-CM flow -------------------------------------------------------------------------------
+    def start_listen_to_port(self, port: int) -> int:
+        if self.state not in (_STARTING, _RUNNING):
+            raise DocaBadState("start_listen_to_port needs a started rdma ctx")
+        if port in self.cm_listeners:
+            raise DocaBadState(f"already listening on port {port}")
+        try:
+            lst = Listener(_cfg.bind_addr, port, self._cm_accept)
+        except OSError as exc:
+            code = int(ErrorCode.IN_USE) if exc.errno == errno.EADDRINUSE else int(ErrorCode.OPERATING_SYSTEM)
+            raise DocaError(f"cannot listen on port {port}: {exc.strerror}", code=code) from None
+        actual = lst.addr[1]
+        self.cm_listeners[port if port else actual] = lst
+        return actual
+
+    def stop_listen_to_port(self, port: int) -> None:
+        lst = self.cm_listeners.pop(port, None)
+        if lst is None:
+            raise DocaNotFound(f"not listening on port {port}")
+        lst.close()
+
+    def _cm_accept(self, sock: socket.socket) -> None:
+        st = Stream(sock, self._cm_request, _ignore_close)
+        st.start()
+
+    def _cm_request(self, st: Stream) -> None:
+        if st.rend - st.rpos < _HELLO.size:
+            return
+        fields = _HELLO.unpack_from(st.rx, st.rpos)
+        st.rpos += _HELLO.size
+        magic, version, kind, _target, key, phost, ppid, pperms, prnr, _pconn, pip, pport, pfam = fields
+        st.on_data = _drop_data
+        if magic != _HELLO_MAGIC or version != _VERSION or kind != _K_CM_REQUEST:
+            _send_reply_and_close(st, _ABORTED, self)
+            return
+        try:
+            conn = self._new_conn()
+            conn.peer_addr = (_unpack_ip(pfam, pip), pport)
+        except (DocaError, ValueError):
+            _send_reply_and_close(st, int(ErrorCode.FULL), self)
+            return
+        conn.state = C_REQUESTED
+        conn.peer_key = key
+        conn.cm_sock = st
+        conn.cm_addr = (1 if pfam == 6 else 0, conn.peer_addr[0], pport)
+        st.on_close = lambda s, code: self._break(conn, _ABORTED) if conn.state == C_REQUESTED else None
+        pe = self.pe
+        assert pe is not None
+        if self.conn_cb is None:
+            pe.post(self._auto_accept, (conn, self.epoch))  # no request callback: accept
+            return
+        self._post_event(EV_REQUEST, conn)
+
+    def _auto_accept(self, arg: tuple[EmuRdmaConnection, int]) -> None:
+        conn, epoch = arg
+        if epoch == self.epoch and conn.state == C_REQUESTED:
+            try:
+                conn.accept(None)
+            except DocaError as exc:
+                logger.warning("rdma: accepting a connection request failed: %s", exc)
+
+    def _cm_dial(self, arg: tuple[EmuRdmaConnection, int]) -> None:
+        """CM client: the server accepted (it dialed us); dial it back (Pe thread)."""
+        conn, epoch = arg
+        if epoch != self.epoch or conn.state != C_CONNECTING or conn.req is not None or conn.peer_addr is None \
+                or conn.peer_key is None:
+            return
+        try:
+            self._dial(conn, conn.peer_addr, conn.peer_key)
+        except DocaError as exc:
+            logger.debug("rdma: CM dial-back failed: %s", exc)
+            self._break(conn, _ABORTED)
+
+    def connect_to_addr(self, addr_type: int, address: str, port: int) -> EmuRdmaConnection:
+        """RDMA-CM client: ask a listening peer for a connection; the result comes by callback."""
+        if self.state not in (_STARTING, _RUNNING):
+            raise DocaBadState("connect_to_addr needs a started rdma ctx")
+        conn = self._new_conn()
+        conn.state = C_CONNECTING
+        conn.cm_addr = (addr_type, address, port)
+        assert self.listener is not None
+        family, ip = _pack_ip(_advertised(self.listener))
+        hello = _HELLO.pack(_HELLO_MAGIC, _VERSION, _K_CM_REQUEST, bytes(16), conn.key, self.host, os.getpid(),
+                            self.perms, int(rnr_window(self.rnr_retry) * 1000), conn.id, ip, self.listener.addr[1],
+                            family)
+        timeout = min(_cfg.connect_timeout, self.cm_timeout_ms / 1000.0) if self.cm_timeout_ms else \
+            _cfg.connect_timeout
+        try:
+            sock = socket.create_connection((address, port), timeout=timeout)
+            sock.sendall(hello)
+        except OSError as exc:
+            logger.debug("rdma connect_to_addr %s:%d failed: %s", address, port, exc)
+            self._break(conn, _ABORTED)
+            return conn
+        st = Stream(sock, self._cm_reply, lambda s, code: self._cm_lost(conn))
+        st.ctx = conn
+        conn.cm_sock = st
+        st.start()
+        epoch = self.epoch
+        r = st.r
+        r.call(lambda: r.call_later(timeout, lambda: self._cm_timeout(conn, epoch)))
+        return conn
+
+    def _cm_reply(self, st: Stream) -> None:
+        if st.rend - st.rpos < _REPLY.size:
+            return
+        magic, version, status, *_ = _REPLY.unpack_from(st.rx, st.rpos)
+        st.rpos += _REPLY.size
+        conn: EmuRdmaConnection = st.ctx
+        st.on_close = _ignore_close
+        st.close()
+        if magic != _REPLY_MAGIC or status:
+            self._break(conn, _ABORTED)
+
+    def _cm_lost(self, conn: EmuRdmaConnection) -> None:
+        if conn.state in (C_CONNECTING, C_NEW) and conn.srv is None:
+            self._break(conn, _ABORTED)
+
+    def _cm_timeout(self, conn: EmuRdmaConnection, epoch: int) -> None:
+        if epoch == self.epoch and conn.state == C_CONNECTING:
+            self._break(conn, _TIME_OUT)
+
+    # -- receive matching (I/O thread and Pe thread) -------------------------------------------------
+    def _run_rq(self) -> None:
+        """Post the queued receives in submission order (Pe thread, inside ``progress()``)."""
+        q = self.rq
+        while True:
+            t = q.head()
+            if t is None:
+                return
+            q.pop(t)
+            t._go()
+
+    def _resume_stalled(self) -> None:
+        while True:
+            with self.lock:
+                if not self.stalled or not self.posted:
+                    return
+                st = self.stalled.popleft()
+            srv: _SrvState = st.ctx
+            srv.stall_token += 1
+            st.resume()
+
+    # -- tasks --------------------------------------------------------------------------------------
+    def task_receive_allocate_init(self, dst: BufHandle | None) -> EmuRdmaTaskReceive:
+        t = self.receive.alloc()
+        assert isinstance(t, EmuRdmaTaskReceive) and (dst is None or isinstance(dst, EmuBuf))
+        t.dst = dst
+        return t
+
+    def _send_alloc(self, pool: TaskPool[EmuTask], conn: Any, src: BufHandle | None, imm: int | None) \
+            -> EmuRdmaTaskSend:
+        _check_conn(self, conn)
+        t = pool.alloc()
+        assert isinstance(t, EmuRdmaTaskSend) and (src is None or isinstance(src, EmuBuf))
+        t.conn, t.src = conn, src
+        t.has_imm, t.imm = imm is not None, _u32(imm or 0)
+        return t
+
+    def task_send_allocate_init(self, conn: Any, src: BufHandle | None) -> EmuRdmaTaskSend:
+        return self._send_alloc(self.send, conn, src, None)
+
+    def task_send_imm_allocate_init(self, conn: Any, src: BufHandle | None, imm: int) -> EmuRdmaTaskSend:
+        return self._send_alloc(self.send_imm, conn, src, imm)
+
+    def task_read_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> EmuRdmaTaskRead:
+        _check_conn(self, conn)
+        t = self.read.alloc()
+        assert isinstance(t, EmuRdmaTaskRead) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
+        t.conn, t.src, t.dst = conn, src, dst
+        return t
+
+    def _write_alloc(self, pool: TaskPool[EmuTask], conn: Any, src: BufHandle, dst: BufHandle, imm: int | None) \
+            -> EmuRdmaTaskWrite:
+        _check_conn(self, conn)
+        t = pool.alloc()
+        assert isinstance(t, EmuRdmaTaskWrite) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
+        t.conn, t.src, t.dst = conn, src, dst
+        t.has_imm, t.imm = imm is not None, _u32(imm or 0)
+        return t
+
+    def task_write_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> EmuRdmaTaskWrite:
+        return self._write_alloc(self.write, conn, src, dst, None)
+
+    def task_write_imm_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle, imm: int) -> EmuRdmaTaskWrite:
+        return self._write_alloc(self.write_imm, conn, src, dst, imm)
+
+    def task_atomic_cmp_swp_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle, cmp: int,
+                                          swap: int) -> EmuRdmaTaskAtomic:
+        _check_conn(self, conn)
+        t = self.atomic_cmp_swp.alloc()
+        assert isinstance(t, EmuRdmaTaskAtomic) and isinstance(dst, EmuBuf) and isinstance(result, EmuBuf)
+        t.conn, t.dst, t.result, t.cmp, t.swap, t.is_cas = conn, dst, result, cmp & _U64, swap & _U64, True
+        return t
+
+    def task_atomic_fetch_add_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle,
+                                            add: int) -> EmuRdmaTaskAtomic:
+        _check_conn(self, conn)
+        t = self.atomic_fetch_add.alloc()
+        assert isinstance(t, EmuRdmaTaskAtomic) and isinstance(dst, EmuBuf) and isinstance(result, EmuBuf)
+        t.conn, t.dst, t.result, t.add, t.is_cas = conn, dst, result, add & _U64, False
+        return t
+
+
+def _u32(v: int) -> int:
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise DocaInvalidValue(f"immediate data {v} does not fit in 32 bits")
+    return v
+
+
+def _check_conn(ctx: EmuRdma, conn: Any) -> None:
+    if not isinstance(conn, EmuRdmaConnection) or conn.ctx is not ctx:
+        raise DocaInvalidValue("the connection does not belong to this rdma ctx")
+
+
+
+
+def rdma_create(dev: object) -> EmuRdma:
+    """``doca_rdma_create``."""
+    r = EmuRdma(dev)
+    r.dev_key = dev_key(dev) if hasattr(dev, "devinfo") else ""  # type: ignore[arg-type]
+    return r

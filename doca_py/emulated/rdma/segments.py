@@ -1,0 +1,137 @@
+"""Local buffer lists as memory segments: gather, scatter, grow, and the task failure signal."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING
+
+from ...errors import (
+    DocaError,
+)
+from ..buf import EmuBuf
+from .config import _INVALID, _TOO_BIG
+
+if TYPE_CHECKING:
+    from .tasks import EmuRdmaTaskReceive
+
+_small = 1 << 16
+_memmove = ctypes.memmove
+
+
+class _Fail(Exception):
+    """A task fails with *code* (raised while starting it)."""
+
+    def __init__(self, code: int, detail: str = "") -> None:
+        super().__init__(detail)
+        self.code = code
+
+
+
+def _segments(buf: EmuBuf | None, write: bool) -> tuple[list[memoryview], int]:
+    """Views of a local buffer list: data regions (sources) or the room after them (destinations)."""
+    segs: list[memoryview] = []
+    total = 0
+    b = buf
+    while b is not None:
+        mm = b.mmap
+        if mm is None:
+            raise _Fail(_INVALID, "buffer is not allocated")
+        if write:
+            start = b.data + b.data_len
+            n = b.head + b.len - start
+        else:
+            start, n = b.data, b.data_len
+        if n:
+            try:
+                segs.append(mm.view(start, n, write))
+            except DocaError as exc:
+                raise _Fail(exc.code, str(exc)) from None
+            total += n
+        b = b.next
+    return segs, total
+
+
+def _list_len(buf: EmuBuf | None) -> int:
+    n = 0
+    while buf is not None:
+        n, buf = n + 1, buf.next
+    return n
+
+
+def _scatter(segs: list[memoryview], data: memoryview) -> None:
+    off = 0
+    for s in segs:
+        k = min(len(s), len(data) - off)
+        if k <= 0:
+            break
+        s[:k] = data[off:off + k]
+        off += k
+
+
+def _grow(buf: EmuBuf | None, n: int) -> None:
+    """Account *n* bytes written after the data of a destination list."""
+    b = buf
+    while b is not None and n > 0:
+        room = b.head + b.len - b.data - b.data_len
+        k = min(room, n)
+        b.data_len += k
+        n -= k
+        b = b.next
+
+
+
+def _copy_from(segs: list[memoryview], p: int, n: int) -> None:
+    """Copy *n* bytes at process address *p* into *segs*."""
+    off = 0
+    for s in segs:
+        k = min(len(s), n - off)
+        if k <= 0:
+            break
+        if k <= _small:
+            s[:k] = _target_view(p + off, k)
+        else:
+            _memmove((ctypes.c_char * k).from_buffer(s), p + off, k)  # releases the GIL
+        off += k
+
+
+def _copy_to(p: int, segs: list[memoryview]) -> int:
+    """Copy *segs* to process address *p*."""
+    off = 0
+    for s in segs:
+        k = len(s)
+        if k <= _small:
+            _target_view(p + off, k)[:] = s
+        else:
+            _memmove(p + off, (ctypes.c_char * k).from_buffer(s), k)
+        off += k
+    return off
+
+
+
+def _target_view(p: int, n: int) -> memoryview:
+    return memoryview((ctypes.c_char * n).from_address(p)).cast("B")
+
+
+
+def _tail(segs: list[memoryview], skip: int) -> list[memoryview]:
+    """The parts of *segs* after the first *skip* bytes."""
+    out: list[memoryview] = []
+    for s in segs:
+        if skip >= len(s):
+            skip -= len(s)
+            continue
+        out.append(s[skip:])
+        skip = 0
+    return out
+
+
+def _recv_segments(task: EmuRdmaTaskReceive, n: int) -> tuple[int, list[memoryview]]:
+    if not n:
+        return 0, []
+    try:
+        segs, room = _segments(task.dst, True)
+    except _Fail as f:
+        return f.code, []
+    if room < n:
+        return _TOO_BIG, []
+    return 0, segs

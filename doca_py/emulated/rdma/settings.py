@@ -1,0 +1,146 @@
+"""The typed attributes of the emulated rdma ctx (``doca_rdma_set_*`` / ``get_*``), checked as DOCA does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...errors import (
+    DocaInvalidValue,
+    DocaNotSupported,
+)
+from ...types import AccessFlag as A
+from ..ctx import EmuCtx
+from .connection import EmuRdmaConnection
+from .config import GID_TABLE_SIZE, MAX_BUF_LIST_LEN, MAX_NUM_CONNECTIONS, MAX_QUEUE_SIZE, _NOT_RDMA
+
+class RdmaSettings(EmuCtx):
+    """The settable attributes of :class:`EmuRdma` (setters only while IDLE)."""
+
+    conn_cb: Callable[[int, EmuRdmaConnection], None] | None
+
+    # -- attributes (idle only for setters) -----------------------------------------------------
+    _ATTRS = {"permissions": "perms", "transport_type": "transport", "gid_index": "gid_index",
+              "max_num_connections": "max_conns", "mtu": "mtu", "recv_queue_size": "recv_queue",
+              "send_queue_size": "send_queue", "max_send_buf_list_len": "send_list_len",
+              "receive_dst_buf_list_len": "recv_list_len", "grh_enabled": "grh", "sl": "sl",
+              "rnr_retry_count": "rnr_retry", "connection_request_timeout": "cm_timeout_ms"}
+
+    def _set(self, name: str, value: int) -> None:
+        self._configurable(f"set_{name}")
+        attr = self._ATTRS[name]
+        v = int(value)
+        if v < 0:
+            raise DocaInvalidValue(f"{name} must not be negative")
+        if name == "permissions":
+            if v & ~int(sum(A)):
+                raise DocaInvalidValue(f"unknown access flag bits in {v:#x}")
+            if v & _NOT_RDMA:
+                raise DocaInvalidValue(f"doca_rdma_set_permissions takes the local and RDMA access flags; "
+                                       f"{A(v & _NOT_RDMA)!r} are not RDMA flags")
+        elif name == "transport_type":
+            if v not in (0, 1):
+                raise DocaInvalidValue(f"unknown transport type {v}")
+            if v == 1:
+                raise DocaNotSupported("the emulated device supports the RC transport only")
+        elif name == "mtu" and v > 4:
+            raise DocaInvalidValue(f"unsupported mtu enum value {v}")
+        elif name in ("recv_queue_size", "send_queue_size"):
+            if not 0 < v <= MAX_QUEUE_SIZE:
+                raise DocaInvalidValue(f"{name} must be in 1..{MAX_QUEUE_SIZE}")
+            v = 1 << (v - 1).bit_length()
+        elif name in ("max_send_buf_list_len", "receive_dst_buf_list_len") and not 0 < v <= MAX_BUF_LIST_LEN:
+            raise DocaInvalidValue(f"{name} must be in 1..{MAX_BUF_LIST_LEN}")
+        elif name == "max_num_connections" and not 0 < v <= MAX_NUM_CONNECTIONS:
+            raise DocaInvalidValue(f"max_num_connections must be in 1..{MAX_NUM_CONNECTIONS}")
+        elif name == "gid_index" and v >= GID_TABLE_SIZE:
+            raise DocaInvalidValue(f"gid_index {v} is outside the GID table (size {GID_TABLE_SIZE})")
+        elif name == "rnr_retry_count" and v > 7:
+            raise DocaInvalidValue("rnr_retry_count is at most 7")
+        elif name == "connection_request_timeout" and v > 0xFFFF:
+            raise DocaInvalidValue("connection_request_timeout is a 16-bit number of milliseconds")
+        setattr(self, attr, v)
+
+    def _get(self, name: str) -> int:
+        return int(getattr(self, self._ATTRS[name]))
+
+    def set_permissions(self, value: int) -> None:
+        self._set("permissions", value)
+
+    def get_permissions(self) -> int:
+        return self._get("permissions")
+
+    def set_transport_type(self, value: int) -> None:
+        self._set("transport_type", value)
+
+    def get_transport_type(self) -> int:
+        return self._get("transport_type")
+
+    def set_gid_index(self, value: int) -> None:
+        self._set("gid_index", value)
+
+    def get_gid_index(self) -> int:
+        return self._get("gid_index")
+
+    def set_max_num_connections(self, value: int) -> None:
+        self._set("max_num_connections", value)
+
+    def get_max_num_connections(self) -> int:
+        return self._get("max_num_connections")
+
+    def set_mtu(self, value: int) -> None:
+        self._set("mtu", value)
+
+    def get_mtu(self) -> int:
+        return self._get("mtu")
+
+    def set_recv_queue_size(self, value: int) -> None:
+        self._set("recv_queue_size", value)
+
+    def get_recv_queue_size(self) -> int:
+        return self._get("recv_queue_size")
+
+    def set_send_queue_size(self, value: int) -> None:
+        self._set("send_queue_size", value)
+
+    def get_send_queue_size(self) -> int:
+        return self._get("send_queue_size")
+
+    def set_max_send_buf_list_len(self, value: int) -> None:
+        self._set("max_send_buf_list_len", value)
+
+    def get_max_send_buf_list_len(self) -> int:
+        return self._get("max_send_buf_list_len")
+
+    def set_receive_dst_buf_list_len(self, value: int) -> None:
+        self._set("receive_dst_buf_list_len", value)
+
+    def get_receive_dst_buf_list_len(self) -> int:
+        return self._get("receive_dst_buf_list_len")
+
+    def set_grh_enabled(self, value: bool) -> None:
+        self._set("grh_enabled", int(value))
+
+    def get_grh_enabled(self) -> bool:
+        return bool(self._get("grh_enabled"))
+
+    def set_sl(self, value: int) -> None:
+        self._set("sl", value)
+
+    def get_sl(self) -> int:
+        return self._get("sl")
+
+    def set_rnr_retry_count(self, value: int) -> None:
+        self._set("rnr_retry_count", value)
+
+    def get_rnr_retry_count(self) -> int:
+        return self._get("rnr_retry_count")
+
+    def set_connection_request_timeout(self, value: int) -> None:
+        self._set("connection_request_timeout", value)
+
+    def get_connection_request_timeout(self) -> int:
+        return self._get("connection_request_timeout")
+
+    def set_connection_state_cb(self, cb: Callable[[int, EmuRdmaConnection], None]) -> None:
+        self._configurable("set_connection_state_callbacks")
+        self.conn_cb = cb

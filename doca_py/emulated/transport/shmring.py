@@ -1,0 +1,285 @@
+"""Same-host shared-memory rings: one single-producer, single-consumer byte ring per direction.
+
+A ring lives in a ``memfd`` its *consumer* creates and hands to the producer over a Unix socket
+(``SCM_RIGHTS``), only after the connection's key exchange. The producer appends records and
+publishes its ``head``; the consumer, polling from its progress engine, reads them, writes a
+status into each record and publishes its ``tail``; the producer then reads the statuses
+(:meth:`Producer.reap`) before it reuses the space. No system call and no thread hand-off per
+record: a doorbell (the peer Pe's ``eventfd``) is rung only when the other side sleeps, i.e. set
+its ``*_sleeping`` flag before blocking.
+
+Layout (every index a 64-bit byte count that only grows, its own cache line)::
+
+    0    magic u64 | version u32 | size u32          size: data bytes, a power of two
+    64   head u64                                    written by the producer
+    128  tail u64                                    written by the consumer
+    192  consumer_sleeping u32                       the consumer's Pe is (about to be) asleep
+    256  producer_sleeping u32                       the producer waits for statuses, asleep
+    320  beat u64                                    bumped by the consumer while it polls
+    512  data[size]
+
+A record is a 16-byte header ``length u32 | kind u8 | flags u8 | status u16 | a u32 | b u32``
+and *length* payload bytes, padded to 16; records never wrap (a ``PAD`` record fills the end).
+
+Everything the peer writes is checked before use (indices, lengths, kinds, statuses):
+a hostile or corrupt ring raises :class:`RingError` for that connection, never an access
+outside the mapping. Memory ordering: x86-64 keeps stores in order and loads in order, which
+is what publishing a record needs; the one store-then-load pattern (set a sleeping flag, then
+look at the indices, against the peer's publish-then-look-at-the-flag) goes through
+:func:`fence`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import socket
+import struct
+import threading
+from collections import deque
+from collections.abc import Iterable
+
+__all__ = ["RingError", "Ring", "Producer", "Consumer", "fence", "ring_doorbell", "send_fds", "recv_fds",
+           "K_PAD", "REC_HDR", "DEFAULT_SIZE", "MAX_RECORD"]
+
+_MAGIC = 0x676E697279706164  # "dapyring"
+_VERSION = 1
+_OFF_HEAD, _OFF_TAIL, _OFF_CSLEEP, _OFF_PSLEEP, _OFF_BEAT = 64, 128, 192, 256, 320
+DATA = 512
+REC_HDR = struct.Struct("<IBBHII")  # length | kind | flags | status | a | b
+_HDR_SIZE = REC_HDR.size  # 16
+K_PAD = 0
+#: Data bytes of a connection's ring per direction.
+DEFAULT_SIZE = 1 << 20
+#: Largest record payload: larger messages travel as several records (the transports fragment them).
+MAX_RECORD = 64 << 10
+_GLOBAL = struct.Struct("<QII")
+_STATUS = struct.Struct("<H")
+_U64 = ctypes.c_uint64
+_U32 = ctypes.c_uint32
+_fence_lock = threading.Lock()
+
+
+class RingError(Exception):
+    """The peer's side of a ring is malformed: the connection must go down."""
+
+
+def fence() -> None:
+    """A full memory barrier: an uncontended lock round trip is an atomic read-modify-write."""
+    _fence_lock.acquire()
+    _fence_lock.release()
+
+
+def ring_doorbell(fd: int) -> None:
+    """Wake the peer's progress engine (its ``eventfd``); a closed or full one is ignored."""
+    try:
+        os.eventfd_write(fd, 1)
+    except OSError:
+        pass
+
+
+def _align(n: int) -> int:
+    return (n + 15) & ~15
+
+
+class Ring:
+    """A mapped ring (either side)."""
+
+    def __init__(self, fd: int, size: int, mm: mmap.mmap) -> None:
+        self.fd = fd
+        self.size = size
+        self.mask = size - 1
+        self.mm = mm
+        self.mv = memoryview(mm)
+        self.data = self.mv[DATA:DATA + size]
+        self.head = _U64.from_buffer(mm, _OFF_HEAD)
+        self.tail = _U64.from_buffer(mm, _OFF_TAIL)
+        self.csleep = _U32.from_buffer(mm, _OFF_CSLEEP)
+        self.psleep = _U32.from_buffer(mm, _OFF_PSLEEP)
+        self.beat = _U64.from_buffer(mm, _OFF_BEAT)
+
+    @classmethod
+    def create(cls, size: int = DEFAULT_SIZE) -> Ring:
+        """A new ring in a fresh ``memfd`` (the consumer's side creates it)."""
+        if size < 4096 or size & (size - 1) or size > 1 << 30:
+            raise ValueError(f"ring size {size} is not a power of two in 4 KiB..1 GiB")
+        fd = os.memfd_create("doca_py-ring", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(fd, DATA + size)
+            mm = mmap.mmap(fd, DATA + size)
+        except BaseException:
+            os.close(fd)
+            raise
+        _GLOBAL.pack_into(mm, 0, _MAGIC, _VERSION, size)
+        return cls(fd, size, mm)
+
+    @classmethod
+    def attach(cls, fd: int) -> Ring:
+        """Map a ring the peer created (takes ownership of *fd*); :class:`RingError` if it is not one."""
+        try:
+            total = os.fstat(fd).st_size
+            if total < DATA + 4096:
+                raise RingError(f"the peer's ring is {total} bytes, too small")
+            mm = mmap.mmap(fd, total)
+        except OSError as exc:
+            os.close(fd)
+            raise RingError(f"cannot map the peer's ring: {exc}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        magic, version, size = _GLOBAL.unpack_from(mm, 0)
+        if magic != _MAGIC or version != _VERSION or size & (size - 1) or DATA + size != total:
+            mm.close()
+            os.close(fd)
+            raise RingError(f"the peer's ring header is malformed (magic {magic:#x}, version {version}, "
+                            f"size {size}, file {total} bytes)")
+        return cls(fd, size, mm)
+
+    def close(self) -> None:
+        """Unmap and close (idempotent). The peer's mapping stays valid until it closes its own."""
+        if self.fd < 0:
+            return
+        del self.head, self.tail, self.csleep, self.psleep, self.beat
+        self.data.release()
+        self.mv.release()
+        self.mm.close()
+        os.close(self.fd)
+        self.fd = -1
+
+
+class Producer:
+    """The writing side: append records, publish them, read back their statuses in order."""
+
+    def __init__(self, ring: Ring) -> None:
+        self.ring = ring
+        self.pos = ring.head.value  # next write position (published or not)
+        self.reaped = self.pos  # statuses read up to here: the space before it is free
+        self.records: deque[tuple[int, int, object]] = deque()  # (start, end, tag) awaiting a status
+
+    def free(self) -> int:
+        return self.ring.size - (self.pos - self.reaped)
+
+    def room(self, length: int) -> bool:
+        """Whether a record of *length* payload bytes fits now (counting a wrap's padding)."""
+        rec = _HDR_SIZE + _align(length)
+        end_room = self.ring.size - (self.pos & self.ring.mask)
+        need = rec if rec <= end_room else rec + end_room
+        return need <= self.free()
+
+    def put(self, kind: int, flags: int, a: int, b: int, parts: Iterable[memoryview | bytes], length: int,
+            tag: object) -> None:
+        """Append one record (its room checked by :meth:`room` first); published by :meth:`publish`.
+
+        *tag* comes back from :meth:`reap` with the record's status."""
+        ring = self.ring
+        size, data = ring.size, ring.data
+        rec = _HDR_SIZE + _align(length)
+        off = self.pos & ring.mask
+        if rec > size - off:  # no wrap inside a record: pad to the end
+            REC_HDR.pack_into(data, off, 0, K_PAD, 0, 0, 0, 0)
+            self.pos += size - off
+            off = 0
+        REC_HDR.pack_into(data, off, length, kind, flags, 0xFFFF, a, b)
+        p = off + _HDR_SIZE
+        for s in parts:
+            n = len(s)
+            data[p:p + n] = s
+            p += n
+        start = self.pos
+        self.pos += rec
+        self.records.append((start, self.pos, tag))
+
+    def publish(self) -> None:
+        self.ring.head.value = self.pos
+
+    def reap(self, statuses: frozenset[int]) -> list[tuple[object, int]]:
+        """Records the consumer has finished: ``(tag, status)`` in order. A status outside
+        *statuses*, or a tail outside what was published, is :class:`RingError`."""
+        ring = self.ring
+        tail = ring.tail.value
+        if tail == self.reaped:
+            return []
+        if not self.reaped <= tail <= ring.head.value or tail > self.pos:
+            raise RingError(f"the peer's ring tail {tail} is outside [{self.reaped}, {self.pos}]")
+        out: list[tuple[object, int]] = []
+        recs = self.records
+        data, mask = ring.data, ring.mask
+        while recs and recs[0][1] <= tail:
+            start, end, tag = recs.popleft()
+            st = _STATUS.unpack_from(data, (start & mask) + 6)[0]
+            if st not in statuses:
+                raise RingError(f"the peer wrote status {st} into a ring record")
+            out.append((tag, st))
+        if recs and recs[0][0] < tail:
+            raise RingError(f"the peer's ring tail {tail} ends inside a record")
+        self.reaped = tail
+        return out
+
+
+class Consumer:
+    """The reading side: validate and read records in order, give each a status, publish."""
+
+    def __init__(self, ring: Ring, kinds: frozenset[int]) -> None:
+        self.ring = ring
+        self.kinds = kinds
+        self.pos = ring.tail.value
+        self.published = self.pos
+        self.cur = 0  # size of the record :meth:`peek` returned (read once: the peer may rewrite it)
+
+    def pending(self) -> bool:
+        return self.ring.head.value != self.pos
+
+    def peek(self) -> tuple[int, int, int, int, int, memoryview] | None:
+        """The next record: ``(kind, flags, length, a, b, payload)``, or ``None`` when none is published.
+
+        The payload view is valid until :meth:`done`."""
+        ring = self.ring
+        head = ring.head.value
+        pos = self.pos
+        if head == pos:
+            return None
+        size, data = ring.size, ring.data
+        if not 0 < head - pos <= size:
+            raise RingError(f"the peer's ring head {head} is outside ({pos}, {pos + size}]")
+        off = pos & ring.mask
+        length, kind, flags, _st, a, b = REC_HDR.unpack_from(data, off)
+        if kind == K_PAD:
+            skip = size - off
+            if pos + skip > head:
+                raise RingError("the peer's ring pads past its head")
+            self.pos = pos = pos + skip
+            if head == pos:
+                return None
+            off = 0
+            length, kind, flags, _st, a, b = REC_HDR.unpack_from(data, 0)
+        rec = _HDR_SIZE + _align(length)
+        if kind not in self.kinds or length > MAX_RECORD or off + rec > size or pos + rec > head:
+            raise RingError(f"malformed ring record at {pos}: kind {kind}, length {length} "
+                            f"(head {head}, ring {size} bytes)")
+        self.cur = rec
+        return kind, flags, length, a, b, data[off + _HDR_SIZE:off + _HDR_SIZE + length]
+
+    def done(self, status: int) -> None:
+        """Finish the record :meth:`peek` returned: write its status, move past it (unpublished)."""
+        ring = self.ring
+        _STATUS.pack_into(ring.data, (self.pos & ring.mask) + 6, status)
+        self.pos += self.cur
+
+    def publish(self) -> bool:
+        """Make the finished records' statuses visible; whether anything was published."""
+        if self.pos == self.published:
+            return False
+        self.ring.tail.value = self.published = self.pos
+        return True
+
+
+def send_fds(sock: socket.socket, data: bytes, fds: list[int]) -> None:
+    """Send *data* with *fds* attached (``SCM_RIGHTS``), blocking until it is written."""
+    sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))])
+
+
+def recv_fds(sock: socket.socket, n: int, maxfds: int) -> tuple[bytes, list[int]]:
+    """Receive up to *n* bytes and up to *maxfds* descriptors (the caller owns them)."""
+    data, fds, _flags, _addr = socket.recv_fds(sock, n, maxfds)
+    return data, list(fds)

@@ -1,0 +1,188 @@
+"""The same-host shared-memory ring (doca_py.emulated.transport.shmring) on its own: order, wrap-around,
+status read-back, hostile content, hand-over between processes and the doorbell of a sleeping peer."""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from doca_py.emulated.transport import shmring as sr
+
+K_MSG = 1
+OK = frozenset({0, 7})
+
+
+def _pair(size: int = 4096) -> tuple[sr.Ring, sr.Producer, sr.Consumer]:
+    ring = sr.Ring.create(size)
+    return ring, sr.Producer(ring), sr.Consumer(ring, frozenset({K_MSG}))
+
+
+def _drain(c: sr.Consumer, status: int = 0) -> list[tuple[int, int, bytes]]:
+    got = []
+    while (rec := c.peek()) is not None:
+        kind, flags, length, a, b, payload = rec
+        got.append((a, b, bytes(payload)))
+        c.done(status)
+    c.publish()
+    return got
+
+
+def test_records_arrive_in_order_and_statuses_come_back_in_order() -> None:
+    ring, p, c = _pair()
+    for i in range(20):
+        p.put(K_MSG, 0, i, i * 2, [bytes([i]) * (i % 7)], i % 7, tag=f"t{i}")
+    assert c.peek() is None  # nothing published yet
+    p.publish()
+    got = _drain(c, 7)
+    assert got == [(i, i * 2, bytes([i]) * (i % 7)) for i in range(20)]
+    assert p.reap(OK) == [(f"t{i}", 7) for i in range(20)]
+    assert p.free() == ring.size
+    ring.close()
+
+
+def test_wrap_around_pads_and_never_splits_a_record() -> None:
+    ring, p, c = _pair(4096)
+    sent = received = 0
+    reaped: list[object] = []
+    payload = (bytes(range(256)) * 4)[:1000]  # 1008-byte records with the header: they straddle the end
+    for _round in range(40):  # many times round the ring
+        while p.room(len(payload)):
+            p.put(K_MSG, 0, sent, 0, [memoryview(payload)], len(payload), tag=sent)
+            sent += 1
+        p.publish()
+        for a, _b, data in _drain(c):
+            assert a == received and data == payload
+            received += 1
+        reaped += [t for t, _ in p.reap(OK)]
+    assert received == sent and sent > 40 * 3 and reaped == list(range(sent))
+    ring.close()
+
+
+def test_the_producer_reuses_space_only_after_reading_the_statuses() -> None:
+    ring, p, c = _pair(4096)
+    n = 0
+    while p.room(100):
+        p.put(K_MSG, 0, n, 0, [bytes(100)], 100, tag=n)
+        n += 1
+    p.publish()
+    assert not p.room(100)
+    _drain(c)  # consumed and published, but the producer has not looked yet
+    assert not p.room(100)
+    assert len(p.reap(OK)) == n
+    assert p.room(100)
+    ring.close()
+
+
+def _malform(ring: sr.Ring, off: int, fmt: str, *values: int) -> None:
+    struct.pack_into(fmt, ring.mm, off, *values)
+
+
+@pytest.mark.parametrize("damage", ["head_far_ahead", "head_behind", "length_too_big", "length_past_head",
+                                    "unknown_kind", "pad_past_head"])
+def test_malformed_content_from_the_producer_is_a_clear_error(damage: str) -> None:
+    ring, p, c = _pair(4096)
+    p.put(K_MSG, 0, 1, 2, [b"abcd"], 4, tag=None)
+    p.publish()
+    head = ring.head.value
+    if damage == "head_far_ahead":
+        ring.head.value = head + ring.size + 16
+    elif damage == "head_behind":
+        ring.head.value = (1 << 64) - 16
+    elif damage == "length_too_big":
+        _malform(ring, sr.DATA, "<I", 0xFFFFFFF0)
+    elif damage == "length_past_head":
+        _malform(ring, sr.DATA, "<I", 64)
+    elif damage == "unknown_kind":
+        _malform(ring, sr.DATA + 4, "<B", 99)
+    else:
+        _malform(ring, sr.DATA + 4, "<B", sr.K_PAD)  # a pad at 0 covers the whole ring, past the head
+    with pytest.raises(sr.RingError):
+        c.peek()
+    ring.close()
+
+
+@pytest.mark.parametrize("damage", ["tail_ahead", "tail_behind", "tail_inside_record", "bad_status"])
+def test_malformed_content_from_the_consumer_is_a_clear_error(damage: str) -> None:
+    ring, p, c = _pair(4096)
+    for i in range(3):
+        p.put(K_MSG, 0, i, 0, [bytes(32)], 32, tag=i)
+    p.publish()
+    if damage == "bad_status":
+        _drain(c, 1234)
+    else:
+        _drain(c)
+        ring.tail.value = {"tail_ahead": ring.head.value + 16, "tail_behind": 0xFFFF_FFFF_FFFF,
+                           "tail_inside_record": 16}[damage]
+    with pytest.raises(sr.RingError):
+        p.reap(OK)
+    ring.close()
+
+
+def test_attach_refuses_what_is_not_a_ring() -> None:
+    fd = os.memfd_create("not-a-ring")
+    os.ftruncate(fd, sr.DATA + 4096)
+    with pytest.raises(sr.RingError):
+        sr.Ring.attach(fd)  # zero magic
+    fd = os.memfd_create("tiny")
+    with pytest.raises(sr.RingError):
+        sr.Ring.attach(fd)
+
+
+_CHILD = textwrap.dedent("""
+    import os, select, socket, sys
+    from doca_py.emulated.transport import shmring as sr
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    _, fds = sr.recv_fds(sock, 16, 2)
+    ring_fd, bell = fds  # the consumer's ring and its eventfd
+    ring = sr.Ring.attach(ring_fd)
+    p = sr.Producer(ring)
+    sock.recv(1)  # the consumer says it sleeps
+    for i in range(3):
+        p.put(1, 0, i, 0, [b"x" * i], i, tag=i)
+    p.publish()
+    sr.fence()
+    if ring.csleep.value:
+        sr.ring_doorbell(bell)
+    sock.recv(1)  # wait until the parent has read them, then die with messages queued
+    for i in range(5):
+        p.put(1, 0, 100 + i, 0, [b"q"], 1, tag=i)
+    p.publish()
+    os._exit(0)
+""")
+
+
+def test_a_ring_handed_to_another_process_wakes_a_sleeping_consumer_and_survives_its_death() -> None:
+    ring, _p, c = _pair(1 << 16)
+    bell = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+    a, b = socket.socketpair()
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(b.fileno())], pass_fds=[b.fileno()])
+    b.close()
+    try:
+        sr.send_fds(a, b"ring", [ring.fd, bell])
+        # Sleep as a Pe does: announce it, check once more, then block on the doorbell alone.
+        ring.csleep.value = 1
+        sr.fence()
+        assert not c.pending()
+        a.send(b"s")
+        r, _, _ = select.select([bell], [], [], 30)
+        assert r == [bell], "the producer did not ring the doorbell of a sleeping consumer"
+        os.eventfd_read(bell)
+        ring.csleep.value = 0
+        assert _drain(c) == [(0, 0, b""), (1, 0, b"x"), (2, 0, b"xx")]
+        a.send(b"d")
+        assert child.wait(30) == 0
+        # The producer is gone; what it published stays readable in our mapping, in order.
+        assert [x[0] for x in _drain(c)] == [100, 101, 102, 103, 104]
+    finally:
+        child.kill()
+        child.wait()
+        a.close()
+        os.close(bell)
+        ring.close()
