@@ -21,6 +21,15 @@ per-IO work without doca_py. Its IO/s and CPU per IO are the anchor the topology
 ``--pin`` ones, i.e. everything on cpu 0); ``--no-ceiling`` skips the anchor.
 
     .venv/bin/python benchmarks/e2e/run.py --scenario read-4k --scenario read-64k --layout both --repeat 3 --pick median
+
+``--bridge zero-copy`` measures the zero-copy bridge instead (``apps.zero_copy`` in front of one
+``apps.storage_target`` serving the plain data, which it reads and writes in the initiator's memory
+through the bridge's re-export; no compression, no erasure coding); ``--bridge both`` runs every
+scenario with each bridge, the two back to back per repeat, and adds the zero-copy ÷ GGA tables.
+Recovery and degraded scenarios exist only for the GGA bridge.
+
+    .venv/bin/python benchmarks/e2e/run.py --bridge both --scenario read-4k --scenario read-64k \
+        --scenario write-4k --scenario write-64k --repeat 3 --pick median --no-ceiling
 """
 
 from __future__ import annotations
@@ -50,8 +59,11 @@ from benchmarks.e2e.ceiling import LAYOUTS, CeilingResult  # noqa: E402
 CEILING = Path(__file__).resolve().with_name("ceiling.py")
 
 PROCS = ("data_1", "data_2", "data_p", "bridge", "initiator")
+ZC_PROCS = ("storage", "bridge", "initiator")  # the zero-copy topology: one target
+BRIDGES = ("gga-offload", "zero-copy")
+PROCS_OF = {"gga-offload": PROCS, "zero-copy": ZC_PROCS}
 _SPAWN_NAMES = {"target-data_1": "data_1", "target-data_2": "data_2", "target-data_p": "data_p",
-                "gga_offload": "bridge", "initiator": "initiator"}
+                "gga_offload": "bridge", "initiator": "initiator", "target": "storage", "zero_copy": "bridge"}
 _TICK = os.sysconf("SC_CLK_TCK")
 GIB = 1 << 30
 _R = TypeVar("_R")
@@ -72,17 +84,19 @@ class Scenario:
     goal_cost_ratio: float | None = None
     ceiling: bool = False             # also run ceiling.py (plain reads only)
     kill: str | None = None           # SIGKILL this target when the data path starts (degraded reads)
+    bridges: tuple[str, ...] = BRIDGES  # the bridges it means something for
 
 
 SCENARIOS = {s.key: s for s in (
     Scenario("read-4k", "read 4 KiB", 4096, "read_throughput_test", goal_iops=50_000, ceiling=True),
     Scenario("read-4k-recovery", "read 4 KiB, recovery every 2nd", 4096, "read_throughput_test", 2,
-             baseline="read-4k", goal_cost_ratio=1.3),
+             baseline="read-4k", goal_cost_ratio=1.3, bridges=("gga-offload",)),
     Scenario("read-4k-degraded", "read 4 KiB, data_1 killed (degraded)", 4096, "read_throughput_test",
-             baseline="read-4k", kill="data_1"),
+             baseline="read-4k", kill="data_1", bridges=("gga-offload",)),
     Scenario("read-64k", "read 64 KiB", 65536, "read_throughput_test", goal_gibs=1.5, ceiling=True),
     Scenario("read-64k-recovery", "read 64 KiB, recovery every 2nd", 65536, "read_throughput_test", 2,
-             baseline="read-64k", goal_cost_ratio=1.3),
+             baseline="read-64k", goal_cost_ratio=1.3, bridges=("gga-offload",)),
+    Scenario("write-4k", "write 4 KiB", 4096, "write_throughput_test"),
     Scenario("write-64k", "write 64 KiB", 65536, "write_throughput_test", goal_gibs=0.5),
 )}
 
@@ -101,6 +115,21 @@ class Result:
     latency_mean_us: int
     pe_hit_rate: str
     profiles: dict[str, Path] = field(default_factory=dict)
+    bridge: str = "gga-offload"
+
+    @property
+    def procs(self) -> tuple[str, ...]:
+        return PROCS_OF[self.bridge]
+
+    def cpu_us_per_io(self, name: str) -> float:
+        """µs of CPU per IO of process *name* ("all": the sum; "targets": every target)."""
+        if name == "all":
+            keys: Sequence[str] = self.procs
+        elif name == "targets":
+            keys = [k for k in self.procs if k not in ("bridge", "initiator")]
+        else:
+            keys = [name]
+        return sum(self.cpu_s[k] for k in keys) / self.operations * 1e6
 
     @property
     def iops(self) -> float:
@@ -150,7 +179,7 @@ class BenchTopology(Topology):
         if short in self.pins:
             i = args.index("--cpu")
             args[i + 1] = str(self.pins[short])
-        if self.switch_interval is not None and short in PROCS:
+        if self.switch_interval is not None and short in _SPAWN_NAMES.values():
             args = [str(self.switch_interval), module, *args]
             module = "benchmarks.e2e.switch"
         if short in self.profile:
@@ -197,9 +226,12 @@ def _stat(lines: list[str], label: str) -> str:
 
 def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, workdir: Path, env: dict[str, str],
                  pins: dict[str, int], profile: set[str], timeout: float,
-                 switch_interval: float | None = None) -> Result:
+                 switch_interval: float | None = None, bridge_kind: str = "gga-offload") -> Result:
     test = Test(sc.key, sc.strategy, ops, sc.recovery_every_n)
-    targs = argparse.Namespace(cpu=[0], matrix_type="vandermonde", block_size=sc.block_size, blocks_per_io=1)
+    targs = argparse.Namespace(cpu=[0], matrix_type="vandermonde", block_size=sc.block_size, blocks_per_io=1,
+                               bridge=bridge_kind)
+    procs_of = PROCS_OF[bridge_kind]
+    pins = pins_for(bridge_kind, pins)
     topo = BenchTopology(workdir, env, pins, profile, workdir, switch_interval)
     try:
         _targets, bridge, initiator = start(topo, test, targs, files, plain)
@@ -232,8 +264,19 @@ def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, wo
     finally:
         topo.close()
     busy = (m1[0] - m0[0]) / max(1, m1[1] - m0[1])
-    return Result(sc, duration, count, t1 - t0, {k: sum(cpu1[k]) - sum(cpu0[k]) for k in PROCS},
-                  {k: cpu1[k][1] - cpu0[k][1] for k in PROCS}, busy, mean, hit, dict(topo.profiles))
+    return Result(sc, duration, count, t1 - t0, {k: sum(cpu1[k]) - sum(cpu0[k]) for k in procs_of},
+                  {k: cpu1[k][1] - cpu0[k][1] for k in procs_of}, busy, mean, hit, dict(topo.profiles), bridge_kind)
+
+
+def pins_for(bridge_kind: str, pins: dict[str, int]) -> dict[str, int]:
+    """*pins* (named as the GGA topology's processes) for *bridge_kind*'s processes: the zero-copy
+    topology's one target ("storage") goes where data_1 goes unless pinned itself."""
+    if bridge_kind != "zero-copy":
+        return pins
+    out = {k: v for k, v in pins.items() if k in ZC_PROCS}
+    if "storage" not in out and "data_1" in pins:
+        out["storage"] = pins["data_1"]
+    return out
 
 
 def _fmt_int(x: float) -> str:
@@ -257,6 +300,8 @@ def goal_text(r: Result, results: dict[str, Result]) -> tuple[str, str]:
 
 
 def tables(results: dict[str, Result]) -> str:
+    """The IO/s and CPU tables of *results* (runs of one bridge)."""
+    procs = next(iter(results.values())).procs if results else PROCS
     out = ["| scenario | IO/s | GiB/s | mean latency µs | goal | measured vs goal |",
            "|---|---:|---:|---:|---|---:|"]
     for r in results.values():
@@ -265,13 +310,13 @@ def tables(results: dict[str, Result]) -> str:
                    f"{goal} | {ratio} |")
     out += ["", "CPU during the measured run (all threads; the machine has "
                 f"{os.cpu_count()} CPUs):", "",
-            "| scenario | run s | machine busy | CPU s: " + " | ".join(PROCS) + " | µs CPU per IO: "
-            + " | ".join(PROCS) + " | µs CPU per IO, all | of it in the kernel |",
-            "|---|---:|---:|" + "---:|" * (2 * len(PROCS) + 2)]
+            "| scenario | run s | machine busy | CPU s: " + " | ".join(procs) + " | µs CPU per IO: "
+            + " | ".join(procs) + " | µs CPU per IO, all | of it in the kernel |",
+            "|---|---:|---:|" + "---:|" * (2 * len(procs) + 2)]
     for r in results.values():
-        per_io = [r.cpu_s[k] / r.operations * 1e6 for k in PROCS]
+        per_io = [r.cpu_s[k] / r.operations * 1e6 for k in procs]
         out.append(f"| {r.scenario.title} | {r.window_s:.2f} | {r.machine_busy:.0%} | "
-                   + " | ".join(f"{r.cpu_s[k]:.2f}" for k in PROCS) + " | "
+                   + " | ".join(f"{r.cpu_s[k]:.2f}" for k in procs) + " | "
                    + " | ".join(f"{x:.0f}" for x in per_io) + f" | {sum(per_io):.0f} | "
                    f"{sum(r.sys_s.values()) / max(1e-9, sum(r.cpu_s.values())):.0%} |")
     return "\n".join(out)
@@ -325,6 +370,33 @@ def anchor_tables(results: dict[str, Result], ceilings: dict[str, CeilingResult]
     return "\n".join(out)
 
 
+_BRIDGE_TITLE = {"gga-offload": "GGA", "zero-copy": "zero-copy"}
+_CMP_PROCS = ("initiator", "bridge", "data_1", "data_2", "data_p", "storage")
+
+
+def bridge_tables(gga: dict[str, Result], zc: dict[str, Result]) -> str:
+    """Zero-copy against GGA for the scenarios run with both: IO/s, µs CPU per IO of each process, ratios."""
+    keys = [k for k in gga if k in zc]
+    out = ["| scenario | bridge | IO/s | GiB/s | mean latency µs | µs CPU per IO: "
+           + " | ".join(_CMP_PROCS) + " | all |",
+           "|---|---|---:|---:|---:|" + "---:|" * (len(_CMP_PROCS) + 1)]
+    for key in keys:
+        for r in (gga[key], zc[key]):
+            cells = [f"{r.cpu_us_per_io(k):.0f}" if k in r.procs else "–" for k in _CMP_PROCS]
+            out.append(f"| {r.scenario.title} | {_BRIDGE_TITLE[r.bridge]} | {_fmt_int(r.iops)} | {r.gibs:.3f} | "
+                       f"{_fmt_int(r.latency_mean_us)} | " + " | ".join(cells) + f" | {r.cpu_us_per_io('all'):.0f} |")
+    out += ["", "zero-copy ÷ GGA (IO/s: above 1 is faster; CPU per IO: below 1 is cheaper; targets: all of "
+                "each bridge's targets together):", "",
+            "| scenario | IO/s | µs CPU per IO: initiator | bridge | targets | all |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for key in keys:
+        g, z = gga[key], zc[key]
+        cells = [f"{z.cpu_us_per_io(k) / g.cpu_us_per_io(k):.2f}" if g.cpu_us_per_io(k) > 0 else "–"
+                 for k in ("initiator", "bridge", "targets", "all")]
+        out.append(f"| {g.scenario.title} | {z.iops / g.iops:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def pick(runs: list[_R], how: str, rate: Callable[[_R], float]) -> _R:
     """The fastest run, or the median one by *rate*."""
     ordered = sorted(runs, key=rate)
@@ -345,11 +417,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="benchmarks/e2e/run.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--scenario", action="append", choices=tuple(SCENARIOS),
                    help="run only this scenario (repeatable; default: all)")
+    p.add_argument("--bridge", choices=(*BRIDGES, "both"), default="gga-offload",
+                   help="gga-offload (three targets, compressed and erasure coded; default), zero-copy (one target "
+                        "reading and writing the initiator's memory), or both, back to back per repeat, with the "
+                        "zero-copy ÷ GGA tables; a scenario runs only with the bridges it exists for")
     p.add_argument("--operations", type=int, default=20_000, help="initiator transactions per run (default: 20000)")
     p.add_argument("--block-count", type=int, default=64, help="storage blocks of the sample (default: 64)")
     p.add_argument("--pin", action="append", default=[], metavar="PROC=CPU",
-                   help="pin PROC's worker (data_1, data_2, data_p, targets, bridge, initiator) to CPU instead of "
-                        "apps.topology's cpu 0 (repeatable)")
+                   help="pin PROC's worker (data_1, data_2, data_p, storage: the zero-copy target, else where "
+                        "data_1 is; targets: all of them; bridge, initiator) to CPU instead of apps.topology's cpu 0 "
+                        "(repeatable)")
     p.add_argument("--switch-interval", type=float, metavar="SECONDS",
                    help="run every process with this GIL switch interval (sys.setswitchinterval; default 5 ms)")
     p.add_argument("--layout", choices=(*LAYOUTS, "both"),
@@ -364,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not run ceiling.py (the hand-written anchor) after the plain read scenarios")
     p.add_argument("--ceiling-operations", type=int, default=100_000,
                    help="IOs per ceiling.py run (default: 100000, a few seconds)")
-    p.add_argument("--profile", action="append", default=[], choices=PROCS,
+    p.add_argument("--profile", action="append", default=[], choices=(*PROCS, "storage"),
                    help="run this process under cProfile and print its top functions (repeatable)")
     p.add_argument("--top", type=int, default=30, help="functions shown per profile (default: 30)")
     p.add_argument("--workdir", type=Path, help="keep files, logs and profiles here (default: a temporary directory)")
@@ -377,14 +454,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra: dict[str, int] = {}
     for spec in args.pin:
         name, _, cpu = spec.partition("=")
-        for n in (("data_1", "data_2", "data_p") if name == "targets" else (name,)):
-            if n not in PROCS:
+        for n in (("data_1", "data_2", "data_p", "storage") if name == "targets" else (name,)):
+            if n not in (*PROCS, "storage"):
                 print(f"--pin: unknown process {n!r}", file=sys.stderr)
                 return 2
             extra[n] = int(cpu)
     layouts: list[tuple[str, dict[str, int]]]
     if args.layout is None:
-        full = {p: extra.get(p, 0) for p in PROCS}
+        full = {p: extra.get(p, 0) for p in PROCS}  # "storage" follows data_1 (pins_for)
         layouts = [(next((n for n, v in LAYOUTS.items() if v == full), "pinned"), extra)]
     else:
         names = list(LAYOUTS) if args.layout == "both" else [args.layout]
@@ -395,44 +472,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="doca_py_e2e_")) if own_tmp else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     keys = args.scenario or list(SCENARIOS)
+    bridges = list(BRIDGES) if args.bridge == "both" else [args.bridge]
+    skipped = [k for k in keys if not set(bridges) & set(SCENARIOS[k].bridges)]
+    if skipped:
+        print(f"not run (no such scenario with the {' or '.join(bridges)} bridge): {', '.join(skipped)}", flush=True)
+    keys = [k for k in keys if k not in skipped]
+    if not keys:
+        print("no scenario to run", file=sys.stderr)
+        return 2
     try:
-        prepared: dict[int, tuple[Path, dict[str, Path]]] = {}
+        prepared: dict[tuple[str, int], tuple[Path, dict[str, Path]]] = {}
         for layout, pins in layouts:
-            results: dict[str, Result] = {}
+            results: dict[str, dict[str, Result]] = {b: {} for b in bridges}
             ceilings: dict[str, CeilingResult] = {}
             for key in keys:
                 sc = SCENARIOS[key]
-                if sc.block_size not in prepared:
-                    d = workdir / f"bs{sc.block_size}"
-                    d.mkdir(exist_ok=True)
-                    ns = argparse.Namespace(input=None, block_size=sc.block_size, block_count=args.block_count,
-                                            matrix_type="vandermonde", timeout=args.timeout)
-                    prepared[sc.block_size] = prepare(ns, d, env)
-                plain, files = prepared[sc.block_size]
-                runs: list[Result] = []
+                kinds = [b for b in bridges if b in sc.bridges]
+                for kind in kinds:
+                    if (kind, sc.block_size) not in prepared:
+                        d = workdir / f"{kind}-bs{sc.block_size}"
+                        d.mkdir(exist_ok=True)
+                        ns = argparse.Namespace(input=None, block_size=sc.block_size, block_count=args.block_count,
+                                                matrix_type="vandermonde", timeout=args.timeout, bridge=kind)
+                        prepared[kind, sc.block_size] = prepare(ns, d, env)
+                runs: dict[str, list[Result]] = {b: [] for b in kinds}
                 cruns: list[CeilingResult] = []
                 for i in range(args.repeat):
-                    for attempt in range(args.retries + 1):
-                        try:
-                            r = run_scenario(sc, args.operations, files, plain, plain.parent, env, pins,
-                                             set(args.profile), args.timeout, args.switch_interval)
-                            break
-                        except RuntimeError as exc:
-                            if attempt == args.retries:
-                                raise
-                            why = [ln.strip() for ln in str(exc).splitlines() if "failed" in ln] or [str(exc)]
-                            print(f"[{layout}] {sc.title} (run {i + 1}) FAILED, retrying: {why[0]}", flush=True)
-                    runs.append(r)
-                    print(f"[{layout}] {sc.title} (run {i + 1}): {_fmt_int(r.iops)} IO/s, {r.gibs:.3f} GiB/s, CPU s "
-                          + ", ".join(f"{k} {v:.2f}" for k, v in r.cpu_s.items()), flush=True)
-                    if args.ceiling and sc.ceiling:
-                        c = run_ceiling(sc.block_size, args.ceiling_operations, args.block_count, pins, layout,
-                                        args.timeout)
-                        cruns.append(c)
-                        print(f"[{layout}] {sc.title} (run {i + 1}) ceiling: {_fmt_int(c.iops)} IO/s, "
-                              f"{c.gibs:.3f} GiB/s, {c.cpu_us_per_io_all:.1f} µs CPU per IO; topology ÷ ceiling "
-                              f"{r.iops / c.iops:.3f}", flush=True)
-                results[key] = pick(runs, args.pick, lambda x: x.iops)
+                    for kind in kinds:  # back to back: the machine's drift hits both bridges alike
+                        plain, files = prepared[kind, sc.block_size]
+                        tag = f"[{layout}] {sc.title}" + (f", {_BRIDGE_TITLE[kind]}" if len(bridges) > 1 else "")
+                        for attempt in range(args.retries + 1):
+                            try:
+                                r = run_scenario(sc, args.operations, files, plain, plain.parent, env, pins,
+                                                 set(args.profile), args.timeout, args.switch_interval, kind)
+                                break
+                            except RuntimeError as exc:
+                                if attempt == args.retries:
+                                    raise
+                                why = [ln.strip() for ln in str(exc).splitlines() if "failed" in ln] or [str(exc)]
+                                print(f"{tag} (run {i + 1}) FAILED, retrying: {why[0]}", flush=True)
+                        runs[kind].append(r)
+                        print(f"{tag} (run {i + 1}): {_fmt_int(r.iops)} IO/s, {r.gibs:.3f} GiB/s, CPU s "
+                              + ", ".join(f"{k} {v:.2f}" for k, v in r.cpu_s.items()), flush=True)
+                        if args.ceiling and sc.ceiling and kind == "gga-offload":
+                            c = run_ceiling(sc.block_size, args.ceiling_operations, args.block_count, pins, layout,
+                                            args.timeout)
+                            cruns.append(c)
+                            print(f"{tag} (run {i + 1}) ceiling: {_fmt_int(c.iops)} IO/s, "
+                                  f"{c.gibs:.3f} GiB/s, {c.cpu_us_per_io_all:.1f} µs CPU per IO; topology ÷ "
+                                  f"ceiling {r.iops / c.iops:.3f}", flush=True)
+                for kind in kinds:
+                    results[kind][key] = pick(runs[kind], args.pick, lambda x: x.iops)
                 if cruns:
                     ceilings[key] = pick(cruns, args.pick, lambda x: x.iops)
             print()
@@ -440,18 +530,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"pins: {', '.join(f'{k}={v}' for k, v in pins.items()) or 'all cpu 0 (as apps.topology)'}"
                   + (f", GIL switch interval {args.switch_interval * 1e3:g} ms" if args.switch_interval else "")
                   + (f"; the {args.pick} of {args.repeat} runs" if args.repeat > 1 else ""))
-            print()
-            print(tables(results))
+            for kind in bridges:
+                if not results[kind]:
+                    continue
+                print()
+                if len(bridges) > 1:
+                    print(f"{_BRIDGE_TITLE[kind]} bridge:")
+                    print()
+                print(tables(results[kind]))
             if ceilings:
                 print()
                 print(f"The anchor (ceiling.py, {args.ceiling_operations} IOs per run, same pins, run right after "
-                      f"each topology run; {args.pick} of {args.repeat} each):")
+                      f"each GGA topology run; {args.pick} of {args.repeat} each):")
                 print()
-                print(anchor_tables(results, ceilings))
-            for r in results.values():
-                for name, path in r.profiles.items():
-                    print()
-                    print(profile_summary(f"{r.scenario.key} {name}", path, args.top))
+                print(anchor_tables(results["gga-offload"], ceilings))
+            if len(bridges) > 1 and any(k in results["zero-copy"] for k in results["gga-offload"]):
+                print()
+                print("Zero-copy vs GGA bridge (same run, each scenario's runs back to back):")
+                print()
+                print(bridge_tables(results["gga-offload"], results["zero-copy"]))
+            for per_bridge in results.values():
+                for r in per_bridge.values():
+                    for name, path in r.profiles.items():
+                        print()
+                        print(profile_summary(f"{r.scenario.key} {r.bridge} {name}", path, args.top))
             print()
         return 0
     finally:

@@ -14,24 +14,33 @@ offset u64 | length u64``, where the digest is a hash of the key (the key itself
 never stored in the memory it protects). An importer gets the memfd from the owner
 (:mod:`.memshare`), maps it and re-reads its slot on every access, so ``Mmap.stop``
 in the owner revokes access everywhere at once.
+
+A re-export (a PCI import exported again with ``export_rdma``, D.20) is the
+re-exporting process's own export: its blob names that process, a fresh key and a
+slot in that process's :class:`ReexportTable`, a memfd holding only such records.
+Each record also names the exporter's slot and key digest of the memory it covers,
+so an importer checks both on every access: the host revoking its map, or the DPU
+destroying the map it re-exported, cuts the importer off.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
+import mmap
+import os
 import secrets
 import struct
+import threading
 import zlib
 from dataclasses import dataclass
-import mmap
 from functools import lru_cache
 
 from ..errors import DocaFull, DocaInvalidValue, DocaUnsupportedVersion
 from ..memory import HEADER_SIZE, SharedMemory
 
-__all__ = ["ExportKind", "Blob", "encode", "decode", "boot_id", "ExportTable", "NO_FD", "NO_SLOT", "key_digest",
-           "slot_matches"]
+__all__ = ["ExportKind", "Blob", "encode", "decode", "boot_id", "ExportTable", "ReexportTable", "reexport_add",
+           "NO_FD", "NO_SLOT", "key_digest", "slot_matches", "upstream_of"]
 
 MAGIC = b"DOCAPYMX"
 VERSION = 1
@@ -44,6 +53,7 @@ NO_SLOT = 0xFFFF
 _TABLE_MAGIC = b"DOCAPYHD"
 _TABLE_HEAD = struct.Struct("<8sII")
 _SLOT = struct.Struct("<II16sQQ")
+_UPSTREAM = struct.Struct("<I16s")  # after _SLOT in a re-export record: the covered export's slot and digest
 _SLOT_BASE = 64
 _SLOT_SIZE = 64
 NUM_SLOTS = (HEADER_SIZE - _SLOT_BASE) // _SLOT_SIZE
@@ -113,17 +123,17 @@ def decode(data: bytes) -> Blob:
     return Blob(k, bid, pid, fd, slot, addr, length, offset, perms, key)
 
 
-class ExportTable:
-    """The owner-side export table in a SharedMemory header page."""
+class _Table:
+    """A page of export records: one writer (the exporting process), any number of readers."""
 
-    def __init__(self, shm: SharedMemory) -> None:
-        self.header = shm.header
-        self._lock = shm._exports_lock
+    def __init__(self, header: mmap.mmap, lock: threading.Lock) -> None:
+        self.header = header
+        self._lock = lock
         if self.header[:8] != _TABLE_MAGIC:
             _TABLE_HEAD.pack_into(self.header, 0, _TABLE_MAGIC, VERSION, NUM_SLOTS)
 
-    def add(self, perms: int, offset: int, length: int) -> tuple[int, bytes]:
-        """Publish an export; returns (slot, key)."""
+    def add(self, perms: int, offset: int, length: int, upstream: tuple[int, bytes] | None = None) -> tuple[int, bytes]:
+        """Publish an export; returns (slot, key). *upstream*: (slot, digest) of the export it covers."""
         key = secrets.token_bytes(16)
         with self._lock:
             for slot in range(NUM_SLOTS):
@@ -131,14 +141,52 @@ class ExportTable:
                 if _SLOT.unpack_from(self.header, pos)[0] != _LIVE:
                     # Fields first, state last: a reader never sees a live slot half-written.
                     _SLOT.pack_into(self.header, pos, 0, perms, key_digest(key), offset, length)
+                    _UPSTREAM.pack_into(self.header, pos + _SLOT.size, *(upstream or (NO_SLOT, bytes(16))))
                     struct.pack_into("<I", self.header, pos, _LIVE)
                     return slot, key
-        raise DocaFull(f"more than {NUM_SLOTS} live exports of one shared allocation")
+        raise DocaFull(f"more than {NUM_SLOTS} live exports in one export table")
 
     def revoke(self, slot: int) -> None:
         pos = _SLOT_BASE + slot * _SLOT_SIZE
         with self._lock:
             _SLOT.pack_into(self.header, pos, 0, 0, bytes(16), 0, 0)
+            _UPSTREAM.pack_into(self.header, pos + _SLOT.size, NO_SLOT, bytes(16))
+
+
+class ExportTable(_Table):
+    """The owner-side export table in a SharedMemory header page."""
+
+    def __init__(self, shm: SharedMemory) -> None:
+        super().__init__(shm.header, shm._exports_lock)
+
+
+class ReexportTable(_Table):
+    """A page of this process's re-export records, in a memfd of its own that importers map read-only."""
+
+    def __init__(self) -> None:
+        self.fd = os.memfd_create("doca_py-reexports", os.MFD_CLOEXEC)
+        os.ftruncate(self.fd, HEADER_SIZE)
+        self.pid = os.getpid()
+        super().__init__(mmap.mmap(self.fd, HEADER_SIZE), threading.Lock())
+
+
+_reexport_tables: list[ReexportTable] = []
+_reexport_lock = threading.Lock()
+
+
+def reexport_add(perms: int, offset: int, length: int, upstream: tuple[int, bytes]) -> tuple[ReexportTable, int, bytes]:
+    """Publish a re-export of the export *upstream* (its slot, its key's digest); (table, slot, key)."""
+    with _reexport_lock:
+        if _reexport_tables and _reexport_tables[0].pid != os.getpid():
+            _reexport_tables.clear()  # a forked child writes its own records, never its parent's
+        for table in _reexport_tables:
+            try:
+                return (table, *table.add(perms, offset, length, upstream))
+            except DocaFull:
+                continue
+        table = ReexportTable()  # tables live as long as the process: importers hold their fds
+        _reexport_tables.append(table)
+        return (table, *table.add(perms, offset, length, upstream))
 
 
 def key_digest(key: bytes) -> bytes:
@@ -153,3 +201,11 @@ def slot_matches(header: bytes | memoryview | mmap.mmap, blob: Blob, digest: byt
     state, perms, stored, offset, length = _SLOT.unpack_from(header, _SLOT_BASE + blob.slot * _SLOT_SIZE)
     return bool(state == _LIVE and stored == digest and perms == blob.perms
             and offset == blob.offset and length == blob.length)
+
+
+def upstream_of(table: bytes | memoryview | mmap.mmap, blob: Blob, digest: bytes) -> tuple[int, bytes] | None:
+    """(slot, digest) of the export that *blob*'s live re-export record covers (None: not live)."""
+    if not slot_matches(table, blob, digest):
+        return None
+    slot, up = _UPSTREAM.unpack_from(table, _SLOT_BASE + blob.slot * _SLOT_SIZE + _SLOT.size)
+    return (int(slot), bytes(up)) if slot != NO_SLOT else None

@@ -4,7 +4,7 @@ An exporting process listens on a Unix socket in its private runtime directory
 (mode 0700: other users cannot connect). An importer sends the export blob; the
 exporter checks it against its own export records (key, kind, permissions, range)
 and only then passes the memfd back with ``SCM_RIGHTS`` — read-only when the
-export grants no write. Nothing is reachable through ``/proc/<pid>/fd``: an exporting
+export grants no write — with, for a re-export, its revocation table (read-only). Nothing is reachable through ``/proc/<pid>/fd``: an exporting
 process marks itself non-dumpable (``PR_SET_DUMPABLE``), which closes its ``/proc``
 entries to other processes of the same user; ``DOCA_PY_EMU_DUMPABLE=1`` keeps it
 dumpable (for a debugger) at the price of that isolation.
@@ -31,8 +31,9 @@ HANDSHAKE_TIMEOUT = 5.0
 _STATUS = struct.Struct("<I")
 _PR_SET_DUMPABLE = 4
 
-#: What the exporter's resolver returns for a valid blob: the memfd and whether to grant writes.
-Grant = tuple[int, bool]
+#: What the exporter's resolver returns for a valid blob: the memfd, whether to grant writes, and
+#: further descriptors the importer may only read (a re-exporter's revocation table).
+Grant = tuple[int, bool, tuple[int, ...]]
 Resolver = Callable[[bytes], Grant]
 
 _lock = threading.Lock()
@@ -118,22 +119,28 @@ def _answer(conn: socket.socket) -> None:
     try:
         if resolver is None:
             raise DocaNotFound("this process exports no memory")
-        fd, writable = resolver(blob)
+        fd, writable, extra = resolver(blob)
     except DocaError as exc:
         msg = str(exc).encode()[:512]
         conn.sendall(_STATUS.pack(int(exc.code)) + _STATUS.pack(len(msg)) + msg)
         return
     # A read-only grant is a read-only descriptor: the importer cannot write even by mistake.
-    send = fd if writable else os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    send = [fd if writable else _read_only(fd), *(_read_only(x) for x in extra)]
     try:
-        socket.send_fds(conn, [_STATUS.pack(0) + _STATUS.pack(0)], [send])
+        socket.send_fds(conn, [_STATUS.pack(0) + _STATUS.pack(0)], send)
     finally:
-        if send != fd:
-            os.close(send)
+        for x in send:
+            if x != fd:
+                os.close(x)
 
 
-def request_fd(pid: int, blob: bytes) -> int:
-    """Present *blob* to the exporting process *pid*; its memfd, or the exporter's refusal."""
+def _read_only(fd: int) -> int:
+    return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def request_fd(pid: int, blob: bytes) -> tuple[int, tuple[int, ...]]:
+    """Present *blob* to the exporting process *pid*; its memfd and the read-only extras
+    (:data:`Grant`), or the exporter's refusal."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     sock.settimeout(HANDSHAKE_TIMEOUT)
     try:
@@ -142,7 +149,7 @@ def request_fd(pid: int, blob: bytes) -> int:
         except (FileNotFoundError, ConnectionRefusedError):
             raise DocaNotFound(f"exporting process {pid} or its memory is gone") from None
         sock.sendall(_STATUS.pack(len(blob)) + blob)
-        msg, fds, _, _ = socket.recv_fds(sock, 2 * _STATUS.size, 1)
+        msg, fds, _, _ = socket.recv_fds(sock, 2 * _STATUS.size, 4)
         if len(msg) < 2 * _STATUS.size:
             for fd in fds:
                 os.close(fd)
@@ -153,11 +160,9 @@ def request_fd(pid: int, blob: bytes) -> int:
                 os.close(fd)
             why = _recv_exact(sock, min(n, 4096)).decode(errors="replace")
             raise lookup(code)(f"the exporter refused the import: {why}")
-        if len(fds) != 1:
-            for fd in fds:
-                os.close(fd)
+        if not fds:
             raise DocaNotPermitted("the exporter sent no memory descriptor")
-        return fds[0]
+        return fds[0], tuple(fds[1:])
     except DocaError:
         raise  # the exporter's answer (DocaError classes mix in OSError subclasses)
     except (OSError, ValueError) as exc:

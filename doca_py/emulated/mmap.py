@@ -9,6 +9,7 @@ imported range is ever touched.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import mmap as _mmap
 import os
 import secrets
@@ -60,11 +61,18 @@ _WRITE_BITS: dict[int, int | None] = {Access.LOCAL: int(A.LOCAL_READ_WRITE), Acc
 
 class _Import:
     """The importer's mapping of an exporter's memfd (other process), handed over by the
-    exporter for a valid blob (:mod:`.memshare`)."""
+    exporter for a valid blob (:mod:`.memshare`).
+
+    For a re-export the exporter also hands over its re-export table: access then needs the
+    re-exporter's record and the record of the export it covers (the host's), both live."""
 
     def __init__(self, blob: ex.Blob, raw: bytes, writable: bool) -> None:
-        fd = memshare.request_fd(blob.pid, raw)
+        fd, extra = memshare.request_fd(blob.pid, raw)
+        self.fd = -1  # a PCI import keeps the memfd: a re-export of it hands the memfd on (_grant)
+        self.table: _mmap.mmap | None = None
         try:
+            if extra:
+                self.table = _mmap.mmap(extra[0], HEADER_SIZE, access=_mmap.ACCESS_READ)
             writable = writable and _fd_writable(fd)
             access = _mmap.ACCESS_WRITE if writable else _mmap.ACCESS_READ
             self.header = _mmap.mmap(fd, HEADER_SIZE, access=_mmap.ACCESS_READ)
@@ -74,22 +82,43 @@ class _Import:
             if blob.offset + blob.length > size:
                 raise DocaInvalidValue("export blob range lies outside the exporter's memory")
             self.data = _mmap.mmap(fd, self.skew + blob.length, access=access, offset=HEADER_SIZE + start)
+            if blob.kind is ex.ExportKind.PCI:
+                self.fd = fd
         except (OSError, ValueError) as exc:
             raise DocaInvalidValue(f"cannot map the exported memory: {exc}") from None
         finally:
-            os.close(fd)
+            for x in extra:
+                os.close(x)
+            if self.fd != fd:
+                os.close(fd)
         # numpy reads the address of read-only mappings too (ctypes needs writable ones).
         base = int(np.frombuffer(self.data, dtype=np.uint8).ctypes.data)
         self.base = base + self.skew
         self.blob = blob
         self.digest = ex.key_digest(blob.key)
-        if not ex.slot_matches(self.header, blob, self.digest):
+        self.host_blob, self.host_digest = blob, self.digest  # the record of the memory's owner
+        up = ex.upstream_of(self.table, blob, self.digest) if self.table is not None else None
+        if up is not None:
+            self.host_blob, self.host_digest = dataclasses.replace(blob, slot=up[0]), up[1]
+        if (self.table is not None and up is None) or not self.live():
             self.close()
             raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
+
+    def live(self) -> bool:
+        """Whether the exporter (and, for a re-export, the host under it) still exports the memory."""
+        table = self.table
+        if table is not None and not ex.slot_matches(table, self.blob, self.digest):
+            return False
+        return ex.slot_matches(self.header, self.host_blob, self.host_digest)
 
     def close(self) -> None:
         self.data.close()
         self.header.close()
+        if self.table is not None:
+            self.table.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _fd_writable(fd: int) -> bool:
@@ -102,19 +131,19 @@ def _exporter_of(b: ex.Blob) -> EmuMmap:
     """This process's map that exported *b*, after checking *b* against the export record.
 
     The exporter's own record decides what an import may do, never the blob. A PCI
-    export re-exported over RDMA keeps its key (D.20); RDMA access still needs the
-    exporter's RDMA_* bits, so that is the only kind change allowed."""
+    export is not an RDMA registration: RDMA access to a PCI import goes through the
+    importer's own re-export (D.20), which lives only as long as the importer's map and
+    the host's export both do."""
     with _local_lock:
         peer = _local_exports.get(b.key)
-    if peer is None or not peer.started:
+    if peer is None or peer.destroyed or not (peer.started or peer.from_export):
         raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
     if (peer.addr, peer.length) != (b.addr, b.length):
         raise DocaInvalidValue("export blob range does not match the exporter's mmap")
-    kind = peer._key_kinds.get(b.key)
-    rdma_bits = int(A.RDMA_READ | A.RDMA_WRITE | A.RDMA_ATOMIC)
-    if kind is None or b.perms != peer.perms or not (kind is b.kind or (
-            kind is ex.ExportKind.PCI and b.kind is ex.ExportKind.RDMA and peer.perms & rdma_bits)):
+    if peer._key_kinds.get(b.key) is not b.kind or b.perms != peer.perms:
         raise DocaNotPermitted("export blob does not match what the exporter exported (modified blob)")
+    if peer.from_export:
+        peer._check_live()  # a re-export: the host's export under it must still be live
     return peer
 
 
@@ -125,11 +154,21 @@ def _grant(raw: bytes) -> memshare.Grant:
     if b.pid != os.getpid():
         raise DocaNotPermitted("export blob names another process")
     peer = _exporter_of(b)
+    write_bit = A.PCI_READ_WRITE if b.kind is ex.ExportKind.PCI else A.RDMA_WRITE
+    writable = bool(peer.perms & write_bit)
+    if peer.from_export:  # a re-export: the host's memfd, under our revocation record
+        table = next((t for t, slot in peer._slots if slot == b.slot and isinstance(t, ex.ReexportTable)), None)
+        fd = peer._import.fd if peer._import is not None else -1
+        if fd < 0:
+            shm = find_shared(peer.addr, peer.length)  # the host is this process
+            fd = -1 if shm is None else shm.fd
+        if table is None or fd < 0:
+            raise DocaNotSupported("the re-exported memory is not shareable across processes")
+        return fd, writable, (table.fd,)
     shm = find_shared(peer.addr, peer.length)
     if shm is None:
         raise DocaNotSupported("the exported memory is not shareable across processes")
-    write_bit = A.PCI_READ_WRITE if b.kind is ex.ExportKind.PCI else A.RDMA_WRITE
-    return shm.fd, bool(peer.perms & write_bit)
+    return shm.fd, writable, ()
 
 
 class EmuMmap:
@@ -154,7 +193,7 @@ class EmuMmap:
         self._import: _Import | None = None  # cross-process import: our mapping
         self._delta = 0  # local address = mmap address + delta
         self._exports: dict[ex.ExportKind, bytes] = {}
-        self._slots: list[tuple[ex.ExportTable, int]] = []
+        self._slots: list[tuple[ex.ExportTable | ex.ReexportTable, int]] = []
         self._keys: list[bytes] = []
         self._key_kinds: dict[bytes, ex.ExportKind] = {}  # what each export granted, by key
         # Hot-path summary for local maps, valid while started: [lo, hi) and writability.
@@ -302,13 +341,33 @@ class EmuMmap:
         return blob
 
     def _reexport(self, kind: ex.ExportKind) -> bytes:
-        # DOCA allows re-exporting a PCI import over RDMA (the storage zero-copy path).
-        assert self.blob is not None
-        if self.blob.kind is not ex.ExportKind.PCI or kind is not ex.ExportKind.RDMA:
+        # DOCA allows re-exporting a PCI import over RDMA (the storage zero-copy path, D.20). The
+        # blob is this map's own export (our pid, a fresh key, a record in our re-export table),
+        # so destroying this map revokes it, as DOCA ties an export to the map that made it.
+        up = self.blob
+        assert up is not None
+        if up.kind is not ex.ExportKind.PCI or kind is not ex.ExportKind.RDMA:
             raise DocaNotPermitted("only a PCI-imported mmap can be re-exported, and only with export_rdma")
-        return ex.encode(ex.Blob(kind, self.blob.boot_id, self.blob.pid, self.blob.fd, self.blob.slot,
-                                 self.blob.addr, self.blob.length, self.blob.offset, self.blob.perms,
-                                 self.blob.key))
+        cached = self._exports.get(kind)
+        if cached is not None:
+            return cached
+        self._check_live()
+        if up.fd != ex.NO_FD:  # the host's memory is shareable: other local processes may import it from us
+            table, slot, key = ex.reexport_add(self.perms, up.offset, self.length, (up.slot, ex.key_digest(up.key)))
+            self._slots.append((table, slot))
+            fd = table.fd
+            memshare.serve(_grant)
+        else:
+            slot, key, fd = ex.NO_SLOT, secrets.token_bytes(16), ex.NO_FD
+        with _local_lock:
+            _local_exports[key] = self
+        self._keys.append(key)
+        self._key_kinds[key] = kind
+        blob = ex.encode(ex.Blob(kind, ex.boot_id(), os.getpid(), fd, slot, self.addr, self.length, up.offset,
+                                 self.perms, key))
+        self._exports[kind] = blob
+        self.exported = True
+        return blob
 
     def export_pci(self, dev: DevHandle) -> bytes:
         return self._export(ex.ExportKind.PCI, dev)
@@ -331,8 +390,8 @@ class EmuMmap:
         if self.num_bufs and strict.STRICT:
             raise strict.violation(self, f"destroy while {self.num_bufs} doca_buf(s) still reference it "
                                          f"(thread safety lets DOCA skip the check; the bufs would dangle)")
+        self._revoke()  # an imported map's re-exports die with it too
         if self.started:
-            self._revoke()
             self.started = self.fast = False
             self.mv = None
         if self._import is not None:
@@ -373,13 +432,13 @@ class EmuMmap:
     def _check_live(self) -> None:
         peer = self._peer
         if peer is not None:
-            if not peer.started or peer.destroyed or self.blob is None or self.blob.key not in peer._keys:
+            if peer.destroyed or not (peer.started or peer.from_export) or self.blob is None \
+                    or self.blob.key not in peer._keys:
                 raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
-        elif self._import is not None and self.blob is not None:
-            imp = self._import
-            digest = imp.digest if self.blob is imp.blob else ex.key_digest(self.blob.key)
-            if not ex.slot_matches(imp.header, self.blob, digest):
-                raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
+            if peer.from_export:  # imported from a re-export: the host's export must be live too
+                peer._check_live()
+        elif self._import is not None and not self._import.live():
+            raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
 
 
 def dev_key(dev: DevHandle | None) -> str:
@@ -412,6 +471,7 @@ def mmap_create_from_export(blob: bytes, dev: DevHandle) -> EmuMmap:
         m.perms = peer.perms
         m.kind = Access.PCI if b.kind is ex.ExportKind.PCI else Access.RDMA
         m._peer = peer
+        m._delta = peer._delta  # a re-exporter's own import may be mapped elsewhere in this process
         return m
     if b.boot_id != ex.boot_id():
         if b.kind is not ex.ExportKind.RDMA:

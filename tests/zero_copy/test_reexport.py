@@ -46,6 +46,7 @@ class Chain:
     bridge: Side            # the bridge's io_data context (the connection peer)
     host_mm: d.Mmap
     host_mem: memoryview
+    pci_blob: bytes         # the host's export for the DPU
     imported: d.Mmap        # the DPU's import of the host's PCI export
     rdma_blob: bytes        # its re-export for RDMA
     remote: d.Mmap          # the target's import of the re-export
@@ -84,7 +85,8 @@ def chain(mode: str = "same", host_perms: A = HOST_PERMS) -> Iterator[Chain]:
         host_mm.set_permissions(host_perms)
         host_mm.add_dev(host_dev)
         host_mm.start()
-        imported = d.Mmap.create_from_export(host_mm.export_pci(host_dev), dev)
+        pci_blob = host_mm.export_pci(host_dev)
+        imported = d.Mmap.create_from_export(pci_blob, dev)
         try:
             emu.configure(host_id="target-host" if mode == "cross" else "")
             target = make_side(dev, pe)
@@ -97,7 +99,7 @@ def chain(mode: str = "same", host_perms: A = HOST_PERMS) -> Iterator[Chain]:
         assert target.conn is not None and target.conn._h.same_host is (mode == "same")
         rdma_blob = imported.export_rdma(dev) if host_perms & (A.RDMA_READ | A.RDMA_WRITE) else b""
         remote = d.Mmap.create_from_export(rdma_blob, dev) if rdma_blob else imported
-        c = Chain(dev, pe, inv, target, bridge, host_mm, host_mem, imported, rdma_blob, remote)
+        c = Chain(dev, pe, inv, target, bridge, host_mm, host_mem, pci_blob, imported, rdma_blob, remote)
         try:
             yield c
         finally:
@@ -198,27 +200,59 @@ def test_only_a_pci_import_is_reexported_and_only_for_rdma(mode: str) -> None:
             c.remote.export_rdma(c.dev)         # an RDMA import is not re-exported again
 
 
-@pytest.mark.xfail(strict=True, reason="emulator gap: a re-export outlives the re-exporting map (see test doc)")
-def test_destroying_the_reexporting_map_revokes_its_rdma_blob(mode: str) -> None:
+@pytest.mark.parametrize("op", ["write", "read"])
+def test_destroying_the_reexporting_map_revokes_its_rdma_blob(mode: str, op: str) -> None:
     """DOCA: an export blob belongs to the map that exported it and dies when that map is
     stopped or destroyed (doca-c-api.md §7.2 D.19); for the zero-copy re-export that map is the
     DPU's ``create_from_export`` map, whose RDMA registration of host memory goes with it. The
-    emulator's ``_reexport`` hands out the host's own key (kind changed to RDMA), so the
-    target keeps reaching host memory after the DPU destroyed its map, and the blob can even
-    be imported afresh: the bridge cannot cut the target off."""
+    host's own map stays exported: only the bridge's re-export is cut off."""
     with chain(mode) as c:
-        w = c.write(0, b"\x44" * 64)
+        t: d.Task = c.write(0, b"\x44" * 64) if op == "write" else c.read(0, 64)
         c.imported.close()
-        assert run(c.pe, c.target, w) == ["err"] and w.get_status() == e.ErrorCode.NOT_PERMITTED
+        assert run(c.pe, c.target, t) == ["err"] and t.get_status() == e.ErrorCode.NOT_PERMITTED
         _untouched(c)
+        assert bytes(c.target.mem[1 << 20:(1 << 20) + 64]) == bytes(64)
+        with pytest.raises(e.DocaNotPermitted):
+            d.Mmap.create_from_export(c.rdma_blob, c.dev)
+        # The host's export is untouched: a new import re-exports it afresh, under a new blob.
+        again = d.Mmap.create_from_export(c.pci_blob, c.dev)
+        try:
+            blob = again.export_rdma(c.dev)
+            assert blob != c.rdma_blob
+            d.Mmap.create_from_export(blob, c.dev).close()
+        finally:
+            again.close()
+
+
+def test_the_reexport_is_the_reexporting_maps_own(mode: str) -> None:
+    # One blob per map (asking again gives the same one); a second import of the same host
+    # export has a blob of its own, and destroying one map leaves the other's intact.
+    with chain(mode) as c:
+        assert c.imported.export_rdma(c.dev) == c.rdma_blob
+        other = d.Mmap.create_from_export(c.pci_blob, c.dev)
+        try:
+            other_blob = other.export_rdma(c.dev)
+            assert other_blob != c.rdma_blob
+            other_remote = d.Mmap.create_from_export(other_blob, c.dev)
+            other.close()
+            with pytest.raises(e.DocaNotPermitted):
+                d.Mmap.create_from_export(other_blob, c.dev)
+            other_remote.close()
+            assert run(c.pe, c.target, c.read(64, 64)) == ["ok"]
+            assert bytes(c.target.mem[1 << 20:(1 << 20) + 64]) == PATTERN[64:128]
+        finally:
+            if not other.closed:
+                other.close()
 
 
 # -- the host in its own process, as deployed ------------------------------------------------------------------
 
 
-class HostChild:
-    def __init__(self, perms: A) -> None:
-        self.p = subprocess.Popen([sys.executable, "-m", "tests.zero_copy.host_child", str(int(perms))], cwd=ROOT,
+class Child:
+    """A child process obeying one-line commands (``host_child``, ``dpu_child``); it prints its blob first."""
+
+    def __init__(self, module: str, arg: str) -> None:
+        self.p = subprocess.Popen([sys.executable, "-m", module, arg], cwd=ROOT,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self._line()
         assert line.startswith("blob "), line
@@ -249,7 +283,7 @@ class HostChild:
 def test_cross_process_host_memory_is_reached_and_revoked(backend: str) -> None:
     if backend != "emulated":
         pytest.skip("the chain is built on the emulated devices")
-    host = HostChild(HOST_PERMS)
+    host = Child("tests.zero_copy.host_child", str(int(HOST_PERMS)))
     try:
         with d.Dev.open_by_pci_addr(DPU_PCI) as dev, d.Pe() as pe, d.BufInventory(16) as inv:
             imported = d.Mmap.create_from_export(host.blob, dev)       # the DPU, across PCIe
@@ -282,3 +316,57 @@ def test_cross_process_host_memory_is_reached_and_revoked(backend: str) -> None:
                 mm.close()
     finally:
         host.close()
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("how", ["dpu-destroys", "host-stops"])
+def test_cross_process_reexport_is_the_dpus_and_dies_with_its_map(backend: str, how: str) -> None:
+    """Host (this process), DPU (a child) and target (this process again, through the DPU's
+    blob) as in the deployment: the target maps host memory handed on by the DPU, and loses
+    it when either the DPU destroys the re-exporting map or the host stops its own."""
+    if backend != "emulated":
+        pytest.skip("the chain is built on the emulated devices")
+    with d.Dev.open_by_pci_addr(HOST_PCI) as host_dev, d.Dev.open_by_pci_addr(DPU_PCI) as dev, d.Pe() as pe, \
+            d.BufInventory(16) as inv:
+        host_mm = d.Mmap()
+        host_mem = host_mm.allocate(SIZE)
+        host_mem[:] = PATTERN
+        host_mm.set_permissions(HOST_PERMS)
+        host_mm.add_dev(host_dev)
+        host_mm.start()
+        dpu = Child("tests.zero_copy.dpu_child", host_mm.export_pci(host_dev).hex())
+        try:
+            remote = d.Mmap.create_from_export(dpu.blob, dev)  # from the DPU's process, not the host's
+            assert remote.get_memrange() == host_mm.get_memrange()
+            target, bridge = make_side(dev, pe), make_side(dev, pe)
+            connect_pair(pe, target, bridge)
+            assert target.conn is not None
+            rbase = remote.get_memrange()[0]
+
+            def write(off: int, data: bytes) -> d.Task:
+                assert target.conn is not None
+                target.mem[:len(data)] = data
+                return target.rdma.task_write_allocate_init(target.conn, inv.buf_get_by_data(target.mm, target.base,
+                                                                                               len(data)),
+                                                            inv.buf_get_by_addr(remote, rbase + off, len(data)))
+
+            assert run(pe, target, write(4096, b"zero-copy!")) == ["ok"]
+            assert bytes(host_mem[4096:4106]) == b"zero-copy!"
+            if how == "dpu-destroys":
+                assert dpu.ask("destroy") == "destroyed"
+            else:
+                host_mm.stop()
+            t = write(0, b"late")
+            assert run(pe, target, t) == ["err"] and t.get_status() == e.ErrorCode.NOT_PERMITTED
+            assert bytes(host_mem[:4]) == PATTERN[:4]
+            with pytest.raises(e.DocaNotPermitted):
+                d.Mmap.create_from_export(dpu.blob, dev)
+            target.rdma.close()
+            bridge.rdma.close()
+            inv.close()
+            for mm in (remote, target.mm, bridge.mm):
+                mm.close()
+        finally:
+            dpu.close()
+            del host_mem
+            host_mm.close()

@@ -108,7 +108,7 @@ def test_ctrl_c_in_the_data_path_stops_every_process(running: tuple[list[Proc], 
 
 def test_target_on_another_host_in_a_network_namespace(tmp_path: Path) -> None:
     """The target's one-sided RDMA then travels over TCP to the bridge's io_data context, which
-    resolves the re-exported blob (against the initiator's process, the memory's owner) itself."""
+    resolves the re-exported blob (its own export, covering the initiator's) itself."""
     why = netns.unavailable()
     if why is not None:
         pytest.skip(why)

@@ -15,7 +15,7 @@ from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageTy
 from apps.storage.cli.manpages import APPS, PROGRAMS, build_manpage
 from apps.zero_copy import APP_NAME, build_parser, check_request, finish_response_in_place, parse_args
 from apps.zero_copy.forwarding import user_data_of
-from apps.zero_copy.service import connect_target
+from apps.zero_copy.control import connect_target
 
 R, W = IoMessageType.READ, IoMessageType.WRITE
 CAP, HOST = 64 << 10, 32 << 10
