@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import ctypes
+from typing import TYPE_CHECKING
 
 from ..errors import check
-from .capi import BoundLib, load_common
+from .capi import load_common
+
+if TYPE_CHECKING:
+    from .capi._raw import CommonLib
 
 __all__ = ["lib", "check", "out_ptr", "out_u8", "flag"]
 
 
-def lib() -> BoundLib:
+def lib() -> CommonLib:
     """libdoca_common, bound for the loaded version (opened on first use, then cached
     by :mod:`doca_py.native.capi` until ``loader.reset()``)."""
     return load_common()

@@ -11,6 +11,7 @@ import ctypes
 from ..abc import BufHandle, MmapHandle
 from ..errors import check
 from ._common import flag, lib
+from .borrow import Borrowable
 from .mmap import NativeMmap
 
 __all__ = ["NativeBuf", "NativeBufInventory", "buf_inventory_create"]
@@ -129,7 +130,7 @@ class NativeBuf:
                                "(doca_buf_inventory_buf_reuse_by_args); get a new buffer instead")
 
 
-class NativeBufInventory:
+class NativeBufInventory(Borrowable):
     """``doca_buf_inventory *``."""
 
     def __init__(self, ptr: int | None) -> None:
@@ -183,7 +184,8 @@ class NativeBufInventory:
         return self.wrap(out.value or 0)
 
     def destroy(self) -> None:
-        check(lib().doca_buf_inventory_destroy(self.ptr), "doca_buf_inventory_destroy")
+        if not self.borrowed:
+            check(lib().doca_buf_inventory_destroy(self.ptr), "doca_buf_inventory_destroy")
 
 
 def buf_inventory_create(num_elements: int) -> NativeBufInventory:

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import ctypes
 from functools import partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..abc import BufHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotSupported, check
-from .capi import BoundLib, format_version, load
+from .capi import format_version
+from .capi.compress import load_compress
 from .ctx import NativeCtx
 from .engine import EngineTask, EngineTaskPool, buf_ptr, devinfo_ptr, get_u32, get_u64, init_ctx, is_supported
+
+if TYPE_CHECKING:
+    from .capi._raw import CompressLib
 
 __all__ = [
     "NativeCompress",
@@ -48,19 +52,98 @@ _LEGACY_FLAGS = (False, True)
 #: The second checksum each C task type reports.
 _SECOND_CS = {"compress_deflate": "adler", "decompress_deflate": "adler", LEGACY_LZ4: "adler",
               "decompress_lz4_stream": "xxh", "decompress_lz4_block": "xxh"}
+#: Per C task type (the 2.6 ``decompress_lz4`` included): operation → C function, spelled
+#: out so ``grep`` finds each use (``cap_*`` are the device capability probes).
+TASK_FNS: dict[str, dict[str, str]] = {
+    "compress_deflate": {
+        "cap_is_supported": "doca_compress_cap_task_compress_deflate_is_supported",
+        "cap_get_max_buf_size": "doca_compress_cap_task_compress_deflate_get_max_buf_size",
+        "cap_get_max_buf_list_len": "doca_compress_cap_task_compress_deflate_get_max_buf_list_len",
+        "set_conf": "doca_compress_task_compress_deflate_set_conf",
+        "alloc_init": "doca_compress_task_compress_deflate_alloc_init",
+        "as_task": "doca_compress_task_compress_deflate_as_task",
+        "set_src": "doca_compress_task_compress_deflate_set_src",
+        "get_src": "doca_compress_task_compress_deflate_get_src",
+        "set_dst": "doca_compress_task_compress_deflate_set_dst",
+        "get_dst": "doca_compress_task_compress_deflate_get_dst",
+        "get_crc_cs": "doca_compress_task_compress_deflate_get_crc_cs",
+        "get_adler_cs": "doca_compress_task_compress_deflate_get_adler_cs",
+    },
+    "decompress_deflate": {
+        "cap_is_supported": "doca_compress_cap_task_decompress_deflate_is_supported",
+        "cap_get_max_buf_size": "doca_compress_cap_task_decompress_deflate_get_max_buf_size",
+        "cap_get_max_buf_list_len": "doca_compress_cap_task_decompress_deflate_get_max_buf_list_len",
+        "set_conf": "doca_compress_task_decompress_deflate_set_conf",
+        "alloc_init": "doca_compress_task_decompress_deflate_alloc_init",
+        "as_task": "doca_compress_task_decompress_deflate_as_task",
+        "set_src": "doca_compress_task_decompress_deflate_set_src",
+        "get_src": "doca_compress_task_decompress_deflate_get_src",
+        "set_dst": "doca_compress_task_decompress_deflate_set_dst",
+        "get_dst": "doca_compress_task_decompress_deflate_get_dst",
+        "get_crc_cs": "doca_compress_task_decompress_deflate_get_crc_cs",
+        "get_adler_cs": "doca_compress_task_decompress_deflate_get_adler_cs",
+    },
+    "decompress_lz4_stream": {
+        "cap_is_supported": "doca_compress_cap_task_decompress_lz4_stream_is_supported",
+        "cap_get_max_buf_size": "doca_compress_cap_task_decompress_lz4_stream_get_max_buf_size",
+        "cap_get_max_buf_list_len": "doca_compress_cap_task_decompress_lz4_stream_get_max_buf_list_len",
+        "set_conf": "doca_compress_task_decompress_lz4_stream_set_conf",
+        "alloc_init": "doca_compress_task_decompress_lz4_stream_alloc_init",
+        "as_task": "doca_compress_task_decompress_lz4_stream_as_task",
+        "set_has_block_checksum": "doca_compress_task_decompress_lz4_stream_set_has_block_checksum",
+        "get_has_block_checksum": "doca_compress_task_decompress_lz4_stream_get_has_block_checksum",
+        "set_are_blocks_independent": "doca_compress_task_decompress_lz4_stream_set_are_blocks_independent",
+        "get_are_blocks_independent": "doca_compress_task_decompress_lz4_stream_get_are_blocks_independent",
+        "set_src": "doca_compress_task_decompress_lz4_stream_set_src",
+        "get_src": "doca_compress_task_decompress_lz4_stream_get_src",
+        "set_dst": "doca_compress_task_decompress_lz4_stream_set_dst",
+        "get_dst": "doca_compress_task_decompress_lz4_stream_get_dst",
+        "get_crc_cs": "doca_compress_task_decompress_lz4_stream_get_crc_cs",
+        "get_xxh_cs": "doca_compress_task_decompress_lz4_stream_get_xxh_cs",
+    },
+    "decompress_lz4_block": {
+        "cap_is_supported": "doca_compress_cap_task_decompress_lz4_block_is_supported",
+        "cap_get_max_buf_size": "doca_compress_cap_task_decompress_lz4_block_get_max_buf_size",
+        "cap_get_max_buf_list_len": "doca_compress_cap_task_decompress_lz4_block_get_max_buf_list_len",
+        "set_conf": "doca_compress_task_decompress_lz4_block_set_conf",
+        "alloc_init": "doca_compress_task_decompress_lz4_block_alloc_init",
+        "as_task": "doca_compress_task_decompress_lz4_block_as_task",
+        "set_src": "doca_compress_task_decompress_lz4_block_set_src",
+        "get_src": "doca_compress_task_decompress_lz4_block_get_src",
+        "set_dst": "doca_compress_task_decompress_lz4_block_set_dst",
+        "get_dst": "doca_compress_task_decompress_lz4_block_get_dst",
+        "get_crc_cs": "doca_compress_task_decompress_lz4_block_get_crc_cs",
+        "get_xxh_cs": "doca_compress_task_decompress_lz4_block_get_xxh_cs",
+    },
+    "decompress_lz4": {
+        "cap_is_supported": "doca_compress_cap_task_decompress_lz4_is_supported",
+        "cap_get_max_buf_size": "doca_compress_cap_task_decompress_lz4_get_max_buf_size",
+        "cap_get_max_buf_list_len": "doca_compress_cap_task_decompress_lz4_get_max_buf_list_len",
+        "set_conf": "doca_compress_task_decompress_lz4_set_conf",
+        "alloc_init": "doca_compress_task_decompress_lz4_alloc_init",
+        "as_task": "doca_compress_task_decompress_lz4_as_task",
+        "set_src": "doca_compress_task_decompress_lz4_set_src",
+        "get_src": "doca_compress_task_decompress_lz4_get_src",
+        "set_dst": "doca_compress_task_decompress_lz4_set_dst",
+        "get_dst": "doca_compress_task_decompress_lz4_get_dst",
+        "get_crc_cs": "doca_compress_task_decompress_lz4_get_crc_cs",
+        "get_adler_cs": "doca_compress_task_decompress_lz4_get_adler_cs",
+    },
+}
 
 
-def _cz() -> BoundLib:
-    return load("compress")
+
+def _cz() -> CompressLib:
+    return load_compress()
 
 
-def uses_legacy_lz4(l: BoundLib | None = None) -> bool:
+def uses_legacy_lz4(l: CompressLib | None = None) -> bool:
     """Whether LZ4-stream tasks go through the DOCA 2.6 ``decompress_lz4`` functions."""
     l = l or _cz()
     return not l.has(_STREAM_ALLOC) and l.has(_LEGACY_ALLOC)
 
 
-def _c_kind(l: BoundLib, task: str) -> str:
+def _c_kind(l: CompressLib, task: str) -> str:
     """The C task type serving public *task* on the loaded library."""
     if task not in TASK_TYPES:
         raise DocaInvalidValue(f"unknown compress task type {task!r}; one of {', '.join(TASK_TYPES)}")
@@ -69,7 +152,7 @@ def _c_kind(l: BoundLib, task: str) -> str:
     return task
 
 
-def _version(l: BoundLib) -> str:
+def _version(l: CompressLib) -> str:
     return format_version(l.version)
 
 
@@ -83,11 +166,11 @@ class NativeCompressTask(EngineTask):
         return cast(EngineTaskPool, self.pool).kind
 
     def _call(self, what: str, *args: Any) -> Any:
-        return getattr(_cz(), f"doca_compress_task_{self.kind}_{what}")(self.ptr, *args)
+        return getattr(_cz(), TASK_FNS[self.kind][what])(self.ptr, *args)
 
     def _checksum(self, name: str) -> int:
         if name != "crc" and _SECOND_CS[self.kind] != name:
-            raise DocaNotSupported(f"doca_compress_task_{self.kind} reports crc_cs and "
+            raise DocaNotSupported(f"a {self.kind} task reports crc_cs and "
                                    f"{_SECOND_CS[self.kind]}_cs, not {name}_cs")
         return int(self._call(f"get_{name}_cs"))
 
@@ -118,7 +201,7 @@ class NativeCompressTask(EngineTask):
                 raise DocaNotSupported(f"{name} cannot change on DOCA {_version(_cz())}: its "
                                        "doca_compress_task_decompress_lz4 has no LZ4 stream flags")
         else:
-            raise DocaNotSupported(f"doca_compress_task_{self.kind} has no {name} flag (LZ4 stream tasks only)")
+            raise DocaNotSupported(f"a {self.kind} task has no {name} flag (LZ4 stream tasks only)")
 
     @property
     def has_block_checksum(self) -> bool:
@@ -160,16 +243,16 @@ class NativeCompress(NativeCtx):
         pools: dict[str, EngineTaskPool] = {}
         for task in TASK_TYPES:
             kind = _c_kind(l, task)
-            t = f"doca_compress_task_{kind}"
-            pools[task] = EngineTaskPool(self, partial(getattr(l, f"{t}_set_conf"), ptr), t,
-                                         getattr(l, f"{t}_as_task"), NativeCompressTask, kind)
+            fns = TASK_FNS[kind]
+            pools[task] = EngineTaskPool(self, partial(getattr(l, fns["set_conf"]), ptr), fns["set_conf"],
+                                         getattr(l, fns["as_task"]), NativeCompressTask, kind)
         self.compress_deflate = pools["compress_deflate"]
         self.decompress_deflate = pools["decompress_deflate"]
         self.decompress_lz4_stream = pools["decompress_lz4_stream"]
         self.decompress_lz4_block = pools["decompress_lz4_block"]
 
     def _alloc(self, pool: EngineTaskPool, *args: Any) -> NativeCompressTask:
-        what = f"{pool.name}_alloc_init"
+        what = TASK_FNS[pool.kind]["alloc_init"]
         rc = getattr(_cz(), what)(self.ptr, *args, 0, _byref(pool.out))
         return cast(NativeCompressTask, pool.take(rc, what))
 
@@ -212,15 +295,15 @@ def cap_task_is_supported(devinfo: DevInfoHandle, task: str) -> bool:
     """``doca_compress_cap_task_<task>_is_supported``; ``False`` for a task type the
     loaded DOCA does not have (``decompress_lz4_block`` on 2.6)."""
     l = _cz()
-    return is_supported(getattr(l, f"doca_compress_cap_task_{_c_kind(l, task)}_is_supported"), devinfo)
+    return is_supported(getattr(l, TASK_FNS[_c_kind(l, task)]["cap_is_supported"]), devinfo)
 
 
 def cap_task_get_max_buf_size(devinfo: DevInfoHandle, task: str) -> int:
     l = _cz()
-    return get_u64(getattr(l, f"doca_compress_cap_task_{_c_kind(l, task)}_get_max_buf_size"), devinfo_ptr(devinfo))
+    return get_u64(getattr(l, TASK_FNS[_c_kind(l, task)]["cap_get_max_buf_size"]), devinfo_ptr(devinfo))
 
 
 def cap_task_get_max_buf_list_len(devinfo: DevInfoHandle, task: str) -> int:
     l = _cz()
-    return get_u32(getattr(l, f"doca_compress_cap_task_{_c_kind(l, task)}_get_max_buf_list_len"),
+    return get_u32(getattr(l, TASK_FNS[_c_kind(l, task)]["cap_get_max_buf_list_len"]),
                    devinfo_ptr(devinfo))

@@ -18,6 +18,7 @@ from ..abc import Completion
 from ..errors import DocaBadState, DocaNoMemory, ErrorCode, check
 from .capi import CtxStateChangedCb, TaskCompletionCb
 from ._common import lib
+from .borrow import Borrowable
 
 __all__ = ["NativeCtx", "NativeTask", "NativeTaskPool", "TASK_SUCCESS_CB", "TASK_ERROR_CB"]
 
@@ -26,18 +27,22 @@ _tasks: dict[int, NativeTask] = {}
 _ctxs: dict[int, NativeCtx] = {}
 
 
-def _task_done(ok: bool) -> Callable[[int | None, int, int], None]:
-    def trampoline(task_ptr: int | None, task_ud: int, ctx_ud: int) -> None:
-        t = _tasks.get(task_ud)
-        if t is not None:
-            t.pool.ctx.pending.append((t, ok))
+# The trampolines append the task's prebuilt ``(task, ok)`` item: no allocation per completion.
+def _task_ok(task_ptr: int | None, task_ud: int, ctx_ud: int) -> None:
+    t = _tasks.get(task_ud)
+    if t is not None:
+        t.pool.ctx.pending.append(t.ok_item)
 
-    return trampoline
+
+def _task_err(task_ptr: int | None, task_ud: int, ctx_ud: int) -> None:
+    t = _tasks.get(task_ud)
+    if t is not None:
+        t.pool.ctx.pending.append(t.err_item)
 
 
 #: Registered with every ``*_set_conf``; kept alive for the process.
-TASK_SUCCESS_CB = TaskCompletionCb(_task_done(True))
-TASK_ERROR_CB = TaskCompletionCb(_task_done(False))
+TASK_SUCCESS_CB = TaskCompletionCb(_task_ok)
+TASK_ERROR_CB = TaskCompletionCb(_task_err)
 
 
 def _state_changed(ctx_ud: int, ctx_ptr: int | None, prev: int, nxt: int) -> None:
@@ -49,7 +54,17 @@ def _state_changed(ctx_ud: int, ctx_ptr: int | None, prev: int, nxt: int) -> Non
 STATE_CHANGED_CB = CtxStateChangedCb(_state_changed)
 
 
-class NativeCtx:
+def _wrapped(ctx_ptr: int | None) -> bool:
+    """Whether a live wrapper owns *ctx_ptr*'s user data (then a borrowed view leaves it:
+    the owner's trampolines keep finding the owner)."""
+    ud = ctypes.c_uint64()
+    if lib().doca_ctx_get_user_data(ctx_ptr, ctypes.byref(ud)) != 0:
+        return False
+    owner = _ctxs.get(ud.value)
+    return owner is not None and owner.ctx_ptr == ctx_ptr
+
+
+class NativeCtx(Borrowable):
     """A ``doca_ctx *`` (from ``doca_<lib>_as_ctx``) and the owning library object."""
 
     def __init__(self, ctx_ptr: int | None, destroy: Callable[[], int]) -> None:
@@ -59,9 +74,11 @@ class NativeCtx:
         _ctxs[self.key] = self
         #: Completions recorded by trampolines, dispatched by NativePe.progress.
         self.pending: list[tuple[Any, Any]] = []
+        self._spare: list[tuple[Any, Any]] = []
         self.state_cb: Callable[[int, int], None] | None = None
         self.pe: Any = None
-        check(lib().doca_ctx_set_user_data(ctx_ptr, self.key), "doca_ctx_set_user_data")
+        if not (self.borrowed and _wrapped(ctx_ptr)):
+            check(lib().doca_ctx_set_user_data(ctx_ptr, self.key), "doca_ctx_set_user_data")
 
     def start(self) -> int:
         rc = lib().doca_ctx_start(self.ctx_ptr)
@@ -99,19 +116,23 @@ class NativeCtx:
         pending = self.pending
         if not pending:
             return False
-        self.pending = []
-        for i, (obj, what) in enumerate(pending):
-            try:
+        # Two lists take turns (no list per progress); a callback's completions land in the other.
+        self.pending, self._spare = self._spare, pending
+        i = 0
+        try:
+            for obj, what in pending:
+                i += 1
                 if obj is self:
                     if self.state_cb is not None:
                         self.state_cb(*what)
                 else:
                     obj.inflight = False
-                    cb = obj.pool.success if what else obj.pool.error
-                    cb(obj.owner)
-            except BaseException:
-                self.pending[:0] = pending[i + 1:]  # keep the rest for the next progress
-                raise
+                    (obj.pool.success if what else obj.pool.error)(obj.owner)
+        except BaseException:
+            self.pending[:0] = pending[i:]  # keep the rest for the next progress
+            raise
+        finally:
+            pending.clear()
         return True
 
     def destroy(self) -> None:
@@ -120,7 +141,10 @@ class NativeCtx:
 
 
 class NativeTaskPool:
-    """One task type's pool: ``set_conf`` registers the trampolines."""
+    """One task type's pool: ``set_conf`` registers the trampolines.
+
+    *name* is the C name of the ``*_set_conf`` function (the label of its errors).
+    """
 
     def __init__(self, ctx: NativeCtx, set_conf: Callable[[Any, Any, int], int], name: str) -> None:
         self.ctx = ctx
@@ -131,7 +155,7 @@ class NativeTaskPool:
         self._by_ptr: dict[int, NativeTask] = {}
 
     def set_conf(self, success: Completion, error: Completion, num_tasks: int) -> None:
-        check(self._set_conf(TASK_SUCCESS_CB, TASK_ERROR_CB, num_tasks), f"{self.name}_set_conf")
+        check(self._set_conf(TASK_SUCCESS_CB, TASK_ERROR_CB, num_tasks), self.name)
         self.success, self.error = success, error
 
     def adopt(self, rc: int, ptr: int | None, what: str) -> NativeTask:
@@ -152,7 +176,7 @@ class NativeTaskPool:
 class NativeTask:
     """A ``doca_task *`` of some library task type."""
 
-    __slots__ = ("ptr", "task_ptr", "pool", "owner", "inflight", "key")
+    __slots__ = ("ptr", "task_ptr", "pool", "owner", "inflight", "key", "ok_item", "err_item", "_submit")
     #: DOCA reports only the status; the emulated backend also says why.
     reason = ""
 
@@ -163,13 +187,20 @@ class NativeTask:
         self.owner: object = None
         self.inflight = False
         self.key = next(_keys)
+        # What the completion trampolines record, built once per descriptor.
+        self.ok_item = (self, True)
+        self.err_item = (self, False)
+        l = lib()
+        self._submit = l.doca_task_submit  # looked up once, not per submit
         _tasks[self.key] = self
-        lib().doca_task_set_user_data(ptr, self.key)
+        l.doca_task_set_user_data(ptr, self.key)
 
     def submit(self) -> None:
         if self.inflight:
             raise DocaBadState("task is already in flight")
-        check(lib().doca_task_submit(self.task_ptr), "doca_task_submit")
+        rc = self._submit(self.task_ptr)
+        if rc:
+            check(rc, "doca_task_submit")
         self.inflight = True
 
     def try_submit(self) -> None:

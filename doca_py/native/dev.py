@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from ..abc import DevInfoHandle, DevInfoRepHandle
-from ..errors import check
+from ..errors import DocaInvalidValue, check
 from ..types import (
     DEVINFO_IBDEV_NAME_SIZE,
     DEVINFO_IFACE_NAME_SIZE,
@@ -18,6 +18,7 @@ from ..types import (
     DEVINFO_VUID_SIZE,
 )
 from ._common import flag, lib
+from .borrow import Borrowable
 
 __all__ = ["NativeDevInfo", "NativeDev", "NativeDevInfoRep", "NativeDevRep", "devinfo_create_list"]
 
@@ -51,7 +52,7 @@ def _u16(fn: Callable[..., int], ptr: int | None, what: str) -> int:
     return v.value
 
 
-class NativeDevInfo:
+class NativeDevInfo(Borrowable):
     """``doca_devinfo *``; *keep* holds the list it came from alive."""
 
     def __init__(self, ptr: int | None, keep: object = None) -> None:
@@ -121,7 +122,7 @@ class _List:
         self._destroy(self.arr)
 
 
-class NativeDev:
+class NativeDev(Borrowable):
     """``doca_dev *``."""
 
     def __init__(self, ptr: int | None) -> None:
@@ -141,10 +142,11 @@ class NativeDev:
         return [NativeDevInfoRep(arr[i], keep) for i in range(n.value)]
 
     def close(self) -> None:
-        check(lib().doca_dev_close(self.ptr), "doca_dev_close")
+        if not self.borrowed:
+            check(lib().doca_dev_close(self.ptr), "doca_dev_close")
 
 
-class NativeDevInfoRep:
+class NativeDevInfoRep(Borrowable):
     """``doca_devinfo_rep *``."""
 
     def __init__(self, ptr: int | None, keep: object = None) -> None:
@@ -185,19 +187,29 @@ class NativeDevInfoRep:
         return NativeDevRep(out.value, self)
 
 
-class NativeDevRep:
+class NativeDevRep(Borrowable):
     """``doca_dev_rep *``."""
 
     def __init__(self, ptr: int | None, info: NativeDevInfoRep) -> None:
         self.ptr = ptr
         self._info = info
 
+    @classmethod
+    def from_ptr(cls, ptr: int, *, borrowed: bool = True) -> Self:
+        """Wrap an open ``doca_dev_rep *`` (its devinfo comes from ``doca_dev_rep_as_devinfo``)."""
+        if not isinstance(ptr, int) or not ptr:
+            raise DocaInvalidValue(f"{cls.__name__}.from_ptr needs a non-NULL address, got {ptr!r}")
+        obj = cls(ptr, NativeDevInfoRep(lib().doca_dev_rep_as_devinfo(ptr)))
+        obj.borrowed = borrowed
+        return obj
+
     @property
     def devinfo_rep(self) -> NativeDevInfoRep:
         return self._info
 
     def close(self) -> None:
-        check(lib().doca_dev_rep_close(self.ptr), "doca_dev_rep_close")
+        if not self.borrowed:
+            check(lib().doca_dev_rep_close(self.ptr), "doca_dev_rep_close")
 
 
 def devinfo_create_list() -> list[DevInfoHandle]:

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import ctypes
 from functools import partial
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..abc import BufHandle, DevInfoHandle
 from ..errors import check
 from ._common import lib
-from .capi import BoundLib, load
+from .capi.dma import load_dma
 from .ctx import NativeCtx
 from .engine import EngineTask, EngineTaskPool, buf_ptr, devinfo_ptr, get_u32, get_u64, init_ctx, is_supported
+
+if TYPE_CHECKING:
+    from .capi._raw import DmaLib
 
 __all__ = [
     "NativeDma",
@@ -29,8 +32,8 @@ __all__ = [
 _byref = ctypes.byref
 
 
-def _dma() -> BoundLib:
-    return load("dma")
+def _dma() -> DmaLib:
+    return load_dma()
 
 
 # -- doca_dma ----------------------------------------------------------------------------------
@@ -49,11 +52,11 @@ class NativeDmaTaskMemcpy(EngineTask):
 
     def get_src(self) -> int | None:
         """The source ``doca_buf *``."""
-        return cast("int | None", _dma().doca_dma_task_memcpy_get_src(self.ptr))
+        return _dma().doca_dma_task_memcpy_get_src(self.ptr)
 
     def get_dst(self) -> int | None:
         """The destination ``doca_buf *``."""
-        return cast("int | None", _dma().doca_dma_task_memcpy_get_dst(self.ptr))
+        return _dma().doca_dma_task_memcpy_get_dst(self.ptr)
 
 
 class NativeDma(NativeCtx):
@@ -63,7 +66,7 @@ class NativeDma(NativeCtx):
         l = _dma()
         self.ptr = ptr
         init_ctx(self, ptr, l.doca_dma_as_ctx, l.doca_dma_destroy, "doca_dma")
-        self.memcpy = EngineTaskPool(self, partial(l.doca_dma_task_memcpy_set_conf, ptr), "doca_dma_task_memcpy",
+        self.memcpy = EngineTaskPool(self, partial(l.doca_dma_task_memcpy_set_conf, ptr), "doca_dma_task_memcpy_set_conf",
                                      l.doca_dma_task_memcpy_as_task, NativeDmaTaskMemcpy, "memcpy")
         self._alloc = l.doca_dma_task_memcpy_alloc_init
 

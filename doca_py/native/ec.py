@@ -11,13 +11,16 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..abc import BufHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotPermitted, check
-from .capi import BoundLib, load
+from .capi.erasure_coding import load_ec
 from .ctx import NativeCtx
 from .engine import EngineTask, EngineTaskPool, buf_ptr, devinfo_ptr, get_u32, get_u64, init_ctx, is_supported
+
+if TYPE_CHECKING:
+    from .capi._raw import ErasureCodingLib
 
 __all__ = [
     "NativeEc",
@@ -34,17 +37,62 @@ __all__ = [
 
 _byref = ctypes.byref
 
-#: Per task type: (matrix field, source field, destination setter field, destination getter field).
-FIELDS: dict[str, tuple[str, str, str, str]] = {
-    "create": ("coding_matrix", "original_data_blocks", "rdnc_blocks", "rdnc_blocks"),
-    "recover": ("recover_matrix", "available_blocks", "recovered_data_blocks", "recovered_data"),
-    "update": ("update_matrix", "original_updated_and_rdnc_blocks", "updated_rdnc_blocks", "updated_rdnc_blocks"),
-    "galois_mul": ("coding_matrix", "src_buf", "dst_buf", "dst_buf"),
+#: Per task type: operation → C function (the matrix, source and destination fields are named
+#: differently per type; spelled out so ``grep`` finds each use).
+TASK_FNS: dict[str, dict[str, str]] = {
+    "create": {
+        "cap_is_supported": "doca_ec_cap_task_create_is_supported",
+        "set_conf": "doca_ec_task_create_set_conf",
+        "allocate_init": "doca_ec_task_create_allocate_init",
+        "as_task": "doca_ec_task_create_as_task",
+        "set_matrix": "doca_ec_task_create_set_coding_matrix",
+        "get_matrix": "doca_ec_task_create_get_coding_matrix",
+        "set_src": "doca_ec_task_create_set_original_data_blocks",
+        "get_src": "doca_ec_task_create_get_original_data_blocks",
+        "set_dst": "doca_ec_task_create_set_rdnc_blocks",
+        "get_dst": "doca_ec_task_create_get_rdnc_blocks",
+    },
+    "recover": {
+        "cap_is_supported": "doca_ec_cap_task_recover_is_supported",
+        "set_conf": "doca_ec_task_recover_set_conf",
+        "allocate_init": "doca_ec_task_recover_allocate_init",
+        "as_task": "doca_ec_task_recover_as_task",
+        "set_matrix": "doca_ec_task_recover_set_recover_matrix",
+        "get_matrix": "doca_ec_task_recover_get_recover_matrix",
+        "set_src": "doca_ec_task_recover_set_available_blocks",
+        "get_src": "doca_ec_task_recover_get_available_blocks",
+        "set_dst": "doca_ec_task_recover_set_recovered_data_blocks",
+        "get_dst": "doca_ec_task_recover_get_recovered_data",
+    },
+    "update": {
+        "cap_is_supported": "doca_ec_cap_task_update_is_supported",
+        "set_conf": "doca_ec_task_update_set_conf",
+        "allocate_init": "doca_ec_task_update_allocate_init",
+        "as_task": "doca_ec_task_update_as_task",
+        "set_matrix": "doca_ec_task_update_set_update_matrix",
+        "get_matrix": "doca_ec_task_update_get_update_matrix",
+        "set_src": "doca_ec_task_update_set_original_updated_and_rdnc_blocks",
+        "get_src": "doca_ec_task_update_get_original_updated_and_rdnc_blocks",
+        "set_dst": "doca_ec_task_update_set_updated_rdnc_blocks",
+        "get_dst": "doca_ec_task_update_get_updated_rdnc_blocks",
+    },
+    "galois_mul": {
+        "cap_is_supported": "doca_ec_cap_task_galois_mul_is_supported",
+        "set_conf": "doca_ec_task_galois_mul_set_conf",
+        "allocate_init": "doca_ec_task_galois_mul_allocate_init",
+        "as_task": "doca_ec_task_galois_mul_as_task",
+        "set_matrix": "doca_ec_task_galois_mul_set_coding_matrix",
+        "get_matrix": "doca_ec_task_galois_mul_get_coding_matrix",
+        "set_src": "doca_ec_task_galois_mul_set_src_buf",
+        "get_src": "doca_ec_task_galois_mul_get_src_buf",
+        "set_dst": "doca_ec_task_galois_mul_set_dst_buf",
+        "get_dst": "doca_ec_task_galois_mul_get_dst_buf",
+    },
 }
 
 
-def _ec() -> BoundLib:
-    return load("erasure_coding")
+def _ec() -> ErasureCodingLib:
+    return load_ec()
 
 
 class NativeEcMatrix:
@@ -65,7 +113,7 @@ class NativeEcMatrix:
 
 
 def _fn(kind: str, what: str) -> Any:
-    return getattr(_ec(), f"doca_ec_task_{kind}_{what}")
+    return getattr(_ec(), TASK_FNS[kind][what])
 
 
 class NativeEcTask(EngineTask):
@@ -83,23 +131,23 @@ class NativeEcTask(EngineTask):
 
     def set_matrix(self, matrix: object) -> None:
         m = _matrix_ptr(matrix)
-        _fn(self.kind, f"set_{FIELDS[self.kind][0]}")(self.ptr, m)
+        _fn(self.kind, "set_matrix")(self.ptr, m)
         self.matrix = cast(NativeEcMatrix, matrix)
 
     def get_matrix(self) -> int | None:
-        return cast("int | None", _fn(self.kind, f"get_{FIELDS[self.kind][0]}")(self.ptr))
+        return cast("int | None", _fn(self.kind, "get_matrix")(self.ptr))
 
     def set_src(self, buf: BufHandle) -> None:
-        _fn(self.kind, f"set_{FIELDS[self.kind][1]}")(self.ptr, buf_ptr(buf))
+        _fn(self.kind, "set_src")(self.ptr, buf_ptr(buf))
 
     def get_src(self) -> int | None:
-        return cast("int | None", _fn(self.kind, f"get_{FIELDS[self.kind][1]}")(self.ptr))
+        return cast("int | None", _fn(self.kind, "get_src")(self.ptr))
 
     def set_dst(self, buf: BufHandle) -> None:
-        _fn(self.kind, f"set_{FIELDS[self.kind][2]}")(self.ptr, buf_ptr(buf))
+        _fn(self.kind, "set_dst")(self.ptr, buf_ptr(buf))
 
     def get_dst(self) -> int | None:
-        return cast("int | None", _fn(self.kind, f"get_{FIELDS[self.kind][3]}")(self.ptr))
+        return cast("int | None", _fn(self.kind, "get_dst")(self.ptr))
 
 
 def _matrix_ptr(matrix: object) -> int:
@@ -116,15 +164,14 @@ class NativeEc(NativeCtx):
         self.ptr = ptr
         init_ctx(self, ptr, l.doca_ec_as_ctx, l.doca_ec_destroy, "doca_ec")
         pools: dict[str, EngineTaskPool] = {}
-        for kind in FIELDS:
-            t = f"doca_ec_task_{kind}"
-            pools[kind] = EngineTaskPool(self, partial(getattr(l, f"{t}_set_conf"), ptr), t,
-                                         getattr(l, f"{t}_as_task"), NativeEcTask, kind)
+        for kind, fns in TASK_FNS.items():
+            pools[kind] = EngineTaskPool(self, partial(getattr(l, fns["set_conf"]), ptr), fns["set_conf"],
+                                         getattr(l, fns["as_task"]), NativeEcTask, kind)
         self.create = pools["create"]
         self.recover = pools["recover"]
         self.update = pools["update"]
         self.galois_mul = pools["galois_mul"]
-        self._allocs = {kind: getattr(l, f"doca_ec_task_{kind}_allocate_init") for kind in FIELDS}
+        self._allocs = {kind: getattr(l, fns["allocate_init"]) for kind, fns in TASK_FNS.items()}
 
     # -- matrices ------------------------------------------------------------------------------
     def _new_matrix(self, rc: int, out: ctypes.c_void_p, what: str, keep: object = None) -> NativeEcMatrix:
@@ -167,7 +214,7 @@ class NativeEc(NativeCtx):
     def _alloc(self, kind: str, pool: EngineTaskPool, matrix: object, src: BufHandle, dst: BufHandle) -> NativeEcTask:
         m = self._mine(matrix)
         rc = self._allocs[kind](self.ptr, m, buf_ptr(src), buf_ptr(dst), 0, _byref(pool.out))
-        t = cast(NativeEcTask, pool.take(rc, f"doca_ec_task_{kind}_allocate_init"))
+        t = cast(NativeEcTask, pool.take(rc, TASK_FNS[kind]["allocate_init"]))
         t.matrix = cast(NativeEcMatrix, matrix)
         return t
 

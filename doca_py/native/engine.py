@@ -76,8 +76,11 @@ def get_u64(fn: Any, handle: int | None) -> int:
 def init_ctx(ctx: NativeCtx, obj_ptr: int | None, as_ctx: Any, destroy: Any, what: str) -> None:
     """Run ``NativeCtx.__init__`` for the library object *obj_ptr* (upcast with *as_ctx*).
 
-    Destroys the object if the ctx cannot be set up, so a failed construction leaks nothing.
+    Destroys the object if the ctx cannot be set up, so a failed construction leaks nothing
+    (unless *ctx* is borrowed: then it never destroys it).
     """
+    if ctx.borrowed:
+        destroy = _not_ours  # someone else destroys a borrowed object (doca_py.native.borrow)
     ctx_ptr = as_ctx(obj_ptr)
     try:
         if not ctx_ptr:
@@ -86,6 +89,10 @@ def init_ctx(ctx: NativeCtx, obj_ptr: int | None, as_ctx: Any, destroy: Any, wha
     except BaseException:
         destroy(obj_ptr)
         raise
+
+
+def _not_ours(obj_ptr: int | None) -> int:
+    return 0  # DOCA_SUCCESS: nothing to destroy
 
 
 class EngineTaskPool(NativeTaskPool):
@@ -133,7 +140,7 @@ class EngineTask(NativeTask):
     def __init__(self, ptr: int, pool: EngineTaskPool) -> None:
         task_ptr = pool.as_task(ptr)
         if not task_ptr:
-            raise DocaInvalidValue(f"{pool.name}_as_task returned NULL")
+            raise DocaInvalidValue(f"{getattr(pool.as_task, '__name__', 'as_task')} returned NULL")
         # NativeTask writes the registry key into the user data of the pointer it gets:
         # that must be the doca_task *.
         super().__init__(task_ptr, pool)

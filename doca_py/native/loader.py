@@ -133,13 +133,14 @@ def _open(lib: str) -> tuple[ctypes.CDLL, str]:
                 return handle, str(path)
         if not tried_any:
             attempts.append((str(directory), f"no {base}.so* file"))
-    found = ctypes.util.find_library(f"doca_{lib}")
+    name = base.removeprefix("lib")  # find_library wants the name without "lib"
+    found = ctypes.util.find_library(name)
     if found:
         handle = _try_open(found, mode, attempts)
         if handle is not None:
             return handle, found
     else:
-        attempts.append((f"find_library('doca_{lib}')", "not found"))
+        attempts.append((f"find_library({name!r})", "not found"))
     for suffix in _MAJORS:
         handle = _try_open(f"{base}{suffix}", mode, attempts)
         if handle is not None:

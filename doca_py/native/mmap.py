@@ -7,6 +7,7 @@ import ctypes
 from ..abc import DevHandle, DevInfoHandle
 from ..errors import check
 from ._common import flag, lib
+from .borrow import Borrowable
 from .dev import NativeDev, NativeDevInfo
 
 __all__ = ["NativeMmap", "mmap_create", "mmap_create_from_export",
@@ -18,7 +19,7 @@ def _ptr(dev: DevHandle) -> int | None:
     return dev.ptr
 
 
-class NativeMmap:
+class NativeMmap(Borrowable):
     """``doca_mmap *``."""
 
     def __init__(self, ptr: int | None) -> None:
@@ -81,6 +82,8 @@ class NativeMmap:
         return flag(lib().doca_mmap_get_from_export, self.ptr, "doca_mmap_get_from_export")
 
     def destroy(self) -> None:
+        if self.borrowed:
+            return
         l = lib()
         # The storage apps stop before destroy and ignore a failed stop (doca-c-api §4.4).
         if not self.get_from_export():

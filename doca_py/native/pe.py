@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import ctypes
+import threading
 
 from ..abc import CtxHandle
 from ..errors import DocaUsageError, check
 from ._common import lib
+from .borrow import Borrowable
 from .ctx import NativeCtx
 
 __all__ = ["NativePe", "pe_create"]
 
 
-class NativePe:
+class NativePe(Borrowable):
     """``doca_pe *``: progress runs C, then the recorded Python completions."""
 
     def __init__(self, ptr: int | None) -> None:
@@ -20,6 +22,7 @@ class NativePe:
         self.ctxs: list[NativeCtx] = []
         self._progress = lib().doca_pe_progress
         self._running = False
+        self._owner: int | None = None
 
     def connect_ctx(self, ctx: CtxHandle) -> None:
         assert isinstance(ctx, NativeCtx)
@@ -28,6 +31,8 @@ class NativePe:
         self.ctxs.append(ctx)
 
     def progress(self) -> bool:
+        if threading.get_ident() != self._owner:
+            self._adopt_thread()
         if self._running:
             raise DocaUsageError("Pe.progress() must not be called from inside a callback")
         did = bool(self._progress(self.ptr))
@@ -39,6 +44,13 @@ class NativePe:
         finally:
             self._running = False
         return did
+
+    def _adopt_thread(self) -> None:
+        # DOCA's PE is not thread-safe (conventions: one PE per thread, enforced).
+        if self._owner is not None:
+            raise DocaUsageError("a Pe is single-threaded: progress it only from the thread that "
+                                 "first progressed it")
+        self._owner = threading.get_ident()
 
     def get_notification_handle(self) -> int:
         v = ctypes.c_int()
@@ -60,7 +72,8 @@ class NativePe:
         check(lib().doca_pe_set_event_mode(self.ptr, mode), "doca_pe_set_event_mode")
 
     def destroy(self) -> None:
-        check(lib().doca_pe_destroy(self.ptr), "doca_pe_destroy")
+        if not self.borrowed:
+            check(lib().doca_pe_destroy(self.ptr), "doca_pe_destroy")
 
 
 def pe_create() -> NativePe:

@@ -19,23 +19,39 @@ that implicit connection (``ptr`` is ``None``), tasks accept only it, and anythi
 2.6 lacks (a second connection, the RDMA-CM flow, connection callbacks) raises
 :class:`~doca_py.errors.DocaNotSupported` naming the loaded version.
 
+The connection wrappers and trampolines are in :mod:`.rdma_connection`, the task
+wrapper and its per-type C names in :mod:`.rdma_task`; this module re-exports them.
 Nothing here touches DOCA at import time: libdoca_rdma is opened on first use.
 """
 
 from __future__ import annotations
 
 import ctypes
-import itertools
 from collections.abc import Callable
 from functools import partial
 from typing import Any, cast
 
 from ..abc import BufHandle, DevInfoHandle
-from ..errors import DocaBadState, DocaInvalidValue, DocaNotSupported, ErrorCode, check
-from .capi import BoundLib, format_version, load
-from .capi.rdma import CONNECTION_MARKER, DocaRdmaGid, RdmaConnectionEventCb, RdmaConnectionRequestCb
+from ..errors import DocaInvalidValue, ErrorCode, check
+from .capi.rdma import DocaRdmaGid
 from .ctx import NativeCtx
-from .engine import EngineTask, EngineTaskPool, buf_ptr, devinfo_ptr, get_u32, init_ctx, is_supported
+from .engine import EngineTaskPool, buf_ptr, devinfo_ptr, get_u32, init_ctx, is_supported
+from .rdma_connection import (
+    CONN_DISCONNECTION_CB,
+    CONN_ESTABLISHED_CB,
+    CONN_FAILURE_CB,
+    CONN_REQUEST_CB,
+    EV_DISCONNECTION,
+    EV_ESTABLISHED,
+    EV_FAILURE,
+    EV_REQUEST,
+    NativeRdmaConnection,
+    has_connection_api,
+    need_connections,
+    rd,
+    rdmas,
+)
+from .rdma_task import TASK_FNS, TASK_TYPES, NativeRdmaTask
 
 __all__ = [
     "NativeRdma",
@@ -53,14 +69,14 @@ __all__ = [
     "cap_transport_type_is_supported",
     "cap_task_is_supported",
     "cap_task_receive_get_max_dst_buf_list_len",
+    "EV_REQUEST",
+    "EV_ESTABLISHED",
+    "EV_FAILURE",
+    "EV_DISCONNECTION",
+    "TASK_FNS",
 ]
 
 _byref = ctypes.byref
-
-#: Task types of the public API, as in the C names.
-TASK_TYPES = ("receive", "send", "send_imm", "read", "write", "write_imm", "atomic_cmp_swp", "atomic_fetch_add")
-#: Connection events, in the order of ``doca_rdma_set_connection_state_callbacks`` (as :mod:`doca_py.rdma`).
-EV_REQUEST, EV_ESTABLISHED, EV_FAILURE, EV_DISCONNECTION = 0, 1, 2, 3
 
 # name -> (setter, getter, C type) of the plain settings behind the typed set_*/get_* methods.
 _ATTRS: dict[str, tuple[str, str, Any]] = {
@@ -83,255 +99,12 @@ _ATTRS: dict[str, tuple[str, str, Any]] = {
                                    "doca_rdma_get_connection_request_timeout", ctypes.c_uint16),
 }
 
-_keys = itertools.count(1)
-#: Live rdma ctxs by ctx registry key (= their ctx user data), for the connection trampolines.
-_rdmas: dict[int, NativeRdma] = {}
-
-
-def _rd() -> BoundLib:
-    return load("rdma")
-
-
-def has_connection_api(l: BoundLib | None = None) -> bool:
-    """Whether the loaded libdoca_rdma has connection objects (DOCA 3.x ABI, §6.2)."""
-    return CONNECTION_MARKER not in (l or _rd()).missing
-
-
-def _version(l: BoundLib | None = None) -> str:
-    return format_version((l or _rd()).version)
-
-
-def _need_connections(what: str) -> DocaNotSupported:
-    return DocaNotSupported(
-        f"{what} needs DOCA RDMA connection objects (DOCA 3.0+); the loaded DOCA {_version()} has one implicit "
-        "connection per rdma ctx (doca_rdma_export/doca_rdma_connect without a connection)")
-
-
-# -- connection callbacks -----------------------------------------------------------------------
-def _on_request(conn_ptr: int | None, ctx_ud: int) -> None:
-    r = _rdmas.get(ctx_ud)
-    if r is not None and conn_ptr:
-        r.pending.append((r.conn_for(conn_ptr), EV_REQUEST))
-
-
-def _conn_event(kind: int) -> Callable[[int | None, int, int], None]:
-    def trampoline(conn_ptr: int | None, conn_ud: int, ctx_ud: int) -> None:
-        r = _rdmas.get(ctx_ud)
-        if r is not None and conn_ptr:
-            r.pending.append((r.conn_for(conn_ptr, conn_ud), kind))
-
-    return trampoline
-
-
-#: Registered by ``set_connection_state_cb``; kept alive for the process.
-CONN_REQUEST_CB = RdmaConnectionRequestCb(_on_request)
-CONN_ESTABLISHED_CB = RdmaConnectionEventCb(_conn_event(EV_ESTABLISHED))
-CONN_FAILURE_CB = RdmaConnectionEventCb(_conn_event(EV_FAILURE))
-CONN_DISCONNECTION_CB = RdmaConnectionEventCb(_conn_event(EV_DISCONNECTION))
-
-
-def _addr_params(addr: int) -> tuple[int, str, int]:
-    t, text, port = ctypes.c_int(), ctypes.c_char_p(), ctypes.c_uint16()
-    check(_rd().doca_rdma_addr_get_params(addr, _byref(t), _byref(text), _byref(port)), "doca_rdma_addr_get_params")
-    return t.value, (text.value or b"").decode(), port.value
-
-
-class NativeRdmaConnection:
-    """A ``doca_rdma_connection *`` of one :class:`NativeRdma`.
-
-    ``ptr`` is ``None`` for DOCA 2.6's implicit connection and, until its
-    established or failure callback, for a connection requested with
-    :meth:`NativeRdma.connect_to_addr`.
-    """
-
-    __slots__ = ("rdma", "ptr", "owner", "key", "implicit")
-
-    def __init__(self, rdma: NativeRdma, ptr: int | None, *, implicit: bool = False) -> None:
-        self.rdma = rdma
-        self.ptr = ptr
-        #: The public RdmaConnection.
-        self.owner: object = None
-        #: Passed as the connection user data of connect_to_addr.
-        self.key = next(_keys)
-        self.implicit = implicit
-
-    def _p(self, what: str) -> int:
-        if self.ptr is None:
-            if self.implicit:
-                raise _need_connections(what)
-            raise DocaBadState(f"{what}: the connection is not established yet (connect_to_addr is pending)")
-        return self.ptr
-
-    def get_id(self) -> int:
-        if self.implicit:
-            return 0
-        v = ctypes.c_uint32()
-        check(_rd().doca_rdma_connection_get_id(self._p("doca_rdma_connection_get_id"), _byref(v)),
-              "doca_rdma_connection_get_id")
-        return v.value
-
-    def accept(self, private_data: bytes | None) -> None:
-        data = b"" if private_data is None else bytes(private_data)
-        if len(data) > 0xFF:
-            raise DocaInvalidValue("private data is at most 255 bytes")
-        buf = ctypes.create_string_buffer(data, len(data)) if data else None
-        check(_rd().doca_rdma_connection_accept(self._p("doca_rdma_connection_accept"), buf, len(data)),
-              "doca_rdma_connection_accept")
-
-    def reject(self) -> None:
-        check(_rd().doca_rdma_connection_reject(self._p("doca_rdma_connection_reject")), "doca_rdma_connection_reject")
-
-    def disconnect(self) -> None:
-        check(_rd().doca_rdma_connection_disconnect(self._p("doca_rdma_connection_disconnect")),
-              "doca_rdma_connection_disconnect")
-
-    def get_addr(self) -> tuple[int, str, int] | None:
-        """``(addr_type, address, port)`` of an RDMA-CM connection; ``None`` otherwise
-        (export/connect connections, DOCA 2.6, or DOCA reporting no address)."""
-        l = _rd()
-        if self.ptr is None or not l.has("doca_rdma_connection_get_addr"):
-            return None
-        addr = ctypes.c_void_p()
-        if l.doca_rdma_connection_get_addr(self.ptr, _byref(addr)) != 0 or not addr.value:
-            return None
-        return _addr_params(addr.value)
-
-    def __repr__(self) -> str:
-        what = "implicit" if self.implicit else (hex(self.ptr) if self.ptr else "pending")
-        return f"<NativeRdmaConnection {what}>"
-
-
-class NativeRdmaTask(EngineTask):
-    """A ``doca_rdma_task_* *`` of any type; ``kind`` is its C task type (``"send"`` …).
-
-    Buffer, connection, immediate and atomic operands are reached through the
-    library's setters and getters; receive results through ``opcode``,
-    ``result_len``, ``imm`` and ``result_conn``.
-    """
-
-    __slots__ = ()
-
-    @property
-    def kind(self) -> str:
-        return cast(EngineTaskPool, self.pool).kind
-
-    @property
-    def rdma(self) -> NativeRdma:
-        return cast(NativeRdma, self.pool.ctx)
-
-    def _fn(self, what: str) -> Any:
-        fn = getattr(_rd(), f"doca_rdma_task_{self.kind}_{what}", None)
-        if fn is None:
-            raise AttributeError(f"doca_rdma_task_{self.kind} has no {what}")
-        return fn
-
-    def _call(self, what: str, *args: Any) -> Any:
-        return self._fn(what)(self.ptr, *args)
-
-    # -- buffers
-    def set_src_buf(self, buf: BufHandle | None) -> None:
-        self._call("set_src_buf", buf_ptr(buf))
-
-    def get_src_buf(self) -> int | None:
-        return cast("int | None", self._call("get_src_buf"))
-
-    def set_dst_buf(self, buf: BufHandle | None) -> None:
-        self._call("set_dst_buf", buf_ptr(buf))
-
-    def get_dst_buf(self) -> int | None:
-        return cast("int | None", self._call("get_dst_buf"))
-
-    def set_result_buf(self, buf: BufHandle) -> None:
-        self._call("set_result_buf", buf_ptr(buf))
-
-    def get_result_buf(self) -> int | None:
-        return cast("int | None", self._call("get_result_buf"))
-
-    # -- connection
-    def set_rdma_connection(self, conn: Any) -> None:
-        r = self.rdma
-        if not r.conn_api:
-            r.check_implicit(conn)
-            return
-        self._call("set_rdma_connection", r.conn_ptr(conn))
-
-    def get_rdma_connection(self) -> NativeRdmaConnection | None:
-        r = self.rdma
-        if not r.conn_api:
-            return r.implicit
-        ptr = self._call("get_rdma_connection")
-        return None if not ptr else r.conn_for(ptr)
-
-    # -- immediate data (doca_be32_t, passed through unchanged)
-    @property
-    def imm(self) -> int:
-        if self.kind == "receive":
-            return int(self._call("get_result_immediate_data"))
-        return int(self._call("get_immediate_data"))
-
-    @imm.setter
-    def imm(self, value: int) -> None:
-        if not 0 <= value <= 0xFFFFFFFF:
-            raise DocaInvalidValue(f"immediate data {value} does not fit in 32 bits")
-        self._call("set_immediate_data", value)
-
-    # -- results
-    @property
-    def opcode(self) -> int:
-        """``doca_rdma_task_receive_get_result_opcode``."""
-        return int(self._call("get_result_opcode"))
-
-    @property
-    def result_len(self) -> int:
-        """Bytes received (receive) or read (read)."""
-        return int(self._call("get_result_len"))
-
-    @property
-    def result_conn(self) -> NativeRdmaConnection | None:
-        """The connection a receive arrived on (DOCA 2.6: the implicit one)."""
-        r = self.rdma
-        if not r.conn_api:
-            return r.implicit
-        ptr = self._call("get_result_rdma_connection")
-        return None if not ptr else r.conn_for(ptr)
-
-    # -- atomics (uint64_t operands)
-    def _u64(self, name: str) -> int:
-        return int(self._call(f"get_{name}"))
-
-    def _set_u64(self, name: str, value: int) -> None:
-        self._call(f"set_{name}", value & 0xFFFFFFFFFFFFFFFF)
-
-    @property
-    def cmp(self) -> int:
-        return self._u64("cmp_data")
-
-    @cmp.setter
-    def cmp(self, value: int) -> None:
-        self._set_u64("cmp_data", value)
-
-    @property
-    def swap(self) -> int:
-        return self._u64("swap_data")
-
-    @swap.setter
-    def swap(self, value: int) -> None:
-        self._set_u64("swap_data", value)
-
-    @property
-    def add(self) -> int:
-        return self._u64("add_data")
-
-    @add.setter
-    def add(self, value: int) -> None:
-        self._set_u64("add_data", value)
-
 
 class NativeRdma(NativeCtx):
     """``doca_rdma *`` and its ctx."""
 
     def __init__(self, ptr: int | None) -> None:
-        l = _rd()
+        l = rd()
         self.ptr = ptr
         init_ctx(self, ptr, l.doca_rdma_as_ctx, l.doca_rdma_destroy, "doca_rdma")
         #: DOCA 3.x connection objects (else the 2.6 single implicit connection).
@@ -343,9 +116,9 @@ class NativeRdma(NativeCtx):
         self._addrs: list[int] = []
         pools: dict[str, EngineTaskPool] = {}
         for kind in TASK_TYPES:
-            t = f"doca_rdma_task_{kind}"
-            pools[kind] = EngineTaskPool(self, partial(getattr(l, f"{t}_set_conf"), ptr), t,
-                                         getattr(l, f"{t}_as_task"), NativeRdmaTask, kind)
+            fns = TASK_FNS[kind]
+            pools[kind] = EngineTaskPool(self, partial(getattr(l, fns["set_conf"]), ptr), fns["set_conf"],
+                                         getattr(l, fns["as_task"]), NativeRdmaTask, kind)
         self.receive = pools["receive"]
         self.send = pools["send"]
         self.send_imm = pools["send_imm"]
@@ -354,7 +127,7 @@ class NativeRdma(NativeCtx):
         self.write_imm = pools["write_imm"]
         self.atomic_cmp_swp = pools["atomic_cmp_swp"]
         self.atomic_fetch_add = pools["atomic_fetch_add"]
-        _rdmas[self.key] = self
+        rdmas[self.key] = self
 
     # -- settings ---------------------------------------------------------------------------------
     def _set(self, name: str, value: int) -> None:
@@ -366,15 +139,15 @@ class NativeRdma(NativeCtx):
         if name == "max_num_connections" and not self.conn_api:
             if v == 1:
                 return  # what DOCA 2.6 has
-            raise _need_connections(f"max_num_connections={v}")
-        check(getattr(_rd(), setter)(self.ptr, v), setter)
+            raise need_connections(f"max_num_connections={v}")
+        check(getattr(rd(), setter)(self.ptr, v), setter)
 
     def _get(self, name: str) -> int:
         _, getter, ctype = _ATTRS[name]
         if name == "max_num_connections" and not self.conn_api:
             return 1
         v = ctype()
-        check(getattr(_rd(), getter)(self.ptr, _byref(v)), getter)
+        check(getattr(rd(), getter)(self.ptr, _byref(v)), getter)
         return int(v.value)
 
     def set_permissions(self, value: int) -> None:
@@ -466,8 +239,8 @@ class NativeRdma(NativeCtx):
 
     def destroy(self) -> None:
         NativeCtx.destroy(self)
-        _rdmas.pop(self.key, None)
-        l = _rd()
+        rdmas.pop(self.key, None)
+        l = rd()
         for addr in self._addrs:
             l.doca_rdma_addr_destroy(addr)  # the ctx that used them is gone
         self._addrs.clear()
@@ -519,17 +292,17 @@ class NativeRdma(NativeCtx):
         if not isinstance(conn, NativeRdmaConnection) or conn.rdma is not self:
             raise DocaInvalidValue("the connection does not belong to this rdma ctx")
         if conn is not self.implicit:
-            raise _need_connections("a connection other than the one of the last export")
+            raise need_connections("a connection other than the one of the last export")
 
     def set_connection_state_cb(self, cb: Callable[[int, Any], None]) -> None:
-        check(_rd().doca_rdma_set_connection_state_callbacks(self.ptr, CONN_REQUEST_CB, CONN_ESTABLISHED_CB,
+        check(rd().doca_rdma_set_connection_state_callbacks(self.ptr, CONN_REQUEST_CB, CONN_ESTABLISHED_CB,
                                                              CONN_FAILURE_CB, CONN_DISCONNECTION_CB),
               "doca_rdma_set_connection_state_callbacks")
         self.conn_cb = cb
 
     def export(self) -> tuple[bytes, NativeRdmaConnection]:
         """``doca_rdma_export``: a copy of the blob (it belongs to the ctx) and the new connection."""
-        l = _rd()
+        l = rd()
         blob, n = ctypes.c_void_p(), ctypes.c_size_t()
         if self.conn_api:
             conn = ctypes.c_void_p()
@@ -539,7 +312,7 @@ class NativeRdma(NativeCtx):
             c = self.conn_for(conn.value)
         else:
             if self.implicit is not None:
-                raise _need_connections("a second doca_rdma_export on one started ctx")
+                raise need_connections("a second doca_rdma_export on one started ctx")
             check(l.doca_rdma_export(self.ptr, _byref(blob), _byref(n)), "doca_rdma_export")
             c = self.implicit = NativeRdmaConnection(self, None, implicit=True)
         if not n.value:
@@ -555,26 +328,26 @@ class NativeRdma(NativeCtx):
             raise DocaInvalidValue("empty connection blob")
         buf = ctypes.create_string_buffer(data, len(data))
         if self.conn_api:
-            rc = _rd().doca_rdma_connect(self.ptr, buf, len(data), self.conn_ptr(conn))
+            rc = rd().doca_rdma_connect(self.ptr, buf, len(data), self.conn_ptr(conn))
         else:
             self.check_implicit(conn)
-            rc = _rd().doca_rdma_connect(self.ptr, buf, len(data))
+            rc = rd().doca_rdma_connect(self.ptr, buf, len(data))
         check(rc, "doca_rdma_connect")
 
     def start_listen_to_port(self, port: int) -> int:
         if not 0 <= port <= 0xFFFF:
             raise DocaInvalidValue(f"port {port} is not a 16-bit port number")
-        check(_rd().doca_rdma_start_listen_to_port(self.ptr, port), "doca_rdma_start_listen_to_port")
+        check(rd().doca_rdma_start_listen_to_port(self.ptr, port), "doca_rdma_start_listen_to_port")
         return port
 
     def stop_listen_to_port(self, port: int) -> None:
         if not 0 <= port <= 0xFFFF:
             raise DocaInvalidValue(f"port {port} is not a 16-bit port number")
-        check(_rd().doca_rdma_stop_listen_to_port(self.ptr, port), "doca_rdma_stop_listen_to_port")
+        check(rd().doca_rdma_stop_listen_to_port(self.ptr, port), "doca_rdma_stop_listen_to_port")
 
     def connect_to_addr(self, addr_type: int, address: str, port: int) -> NativeRdmaConnection:
         """RDMA-CM client: a connection whose pointer arrives with its established/failure callback."""
-        l = _rd()
+        l = rd()
         if not 0 <= port <= 0xFFFF:
             raise DocaInvalidValue(f"port {port} is not a 16-bit port number")
         addr = ctypes.c_void_p()
@@ -592,8 +365,8 @@ class NativeRdma(NativeCtx):
 
     # -- tasks --------------------------------------------------------------------------------------
     def _alloc(self, pool: EngineTaskPool, conn: Any, *args: Any) -> NativeRdmaTask:
-        what = f"{pool.name}_allocate_init"
-        fn = getattr(_rd(), what)
+        what = TASK_FNS[pool.kind]["allocate_init"]
+        fn = getattr(rd(), what)
         if self.conn_api:
             rc = fn(self.ptr, self.conn_ptr(conn), *args, 0, _byref(pool.out))
         else:
@@ -603,7 +376,7 @@ class NativeRdma(NativeCtx):
 
     def task_receive_allocate_init(self, dst: BufHandle | None) -> NativeRdmaTask:
         pool = self.receive
-        rc = _rd().doca_rdma_task_receive_allocate_init(self.ptr, buf_ptr(dst), 0, _byref(pool.out))
+        rc = rd().doca_rdma_task_receive_allocate_init(self.ptr, buf_ptr(dst), 0, _byref(pool.out))
         return cast(NativeRdmaTask, pool.take(rc, "doca_rdma_task_receive_allocate_init"))
 
     def task_send_allocate_init(self, conn: Any, src: BufHandle | None) -> NativeRdmaTask:
@@ -632,7 +405,7 @@ class NativeRdma(NativeCtx):
     def get_gpu_handle(self) -> int | None:
         """``doca_rdma_get_gpu_handle`` (GPU datapath; DOCA 3.x)."""
         out = ctypes.c_void_p()
-        check(_rd().doca_rdma_get_gpu_handle(self.ptr, _byref(out)), "doca_rdma_get_gpu_handle")
+        check(rd().doca_rdma_get_gpu_handle(self.ptr, _byref(out)), "doca_rdma_get_gpu_handle")
         return out.value
 
 
@@ -648,29 +421,29 @@ def _u32(v: int) -> int:
 def rdma_create(dev: object) -> NativeRdma:
     """``doca_rdma_create`` on a native dev handle."""
     out = ctypes.c_void_p()
-    check(_rd().doca_rdma_create(getattr(dev, "ptr"), _byref(out)), "doca_rdma_create")
+    check(rd().doca_rdma_create(getattr(dev, "ptr"), _byref(out)), "doca_rdma_create")
     return NativeRdma(out.value)
 
 
 # -- capabilities ----------------------------------------------------------------------------------
 def cap_get_max_recv_queue_size(devinfo: DevInfoHandle) -> int:
-    return get_u32(_rd().doca_rdma_cap_get_max_recv_queue_size, devinfo_ptr(devinfo))
+    return get_u32(rd().doca_rdma_cap_get_max_recv_queue_size, devinfo_ptr(devinfo))
 
 
 def cap_get_max_send_queue_size(devinfo: DevInfoHandle) -> int:
-    return get_u32(_rd().doca_rdma_cap_get_max_send_queue_size, devinfo_ptr(devinfo))
+    return get_u32(rd().doca_rdma_cap_get_max_send_queue_size, devinfo_ptr(devinfo))
 
 
 def cap_get_max_send_buf_list_len(devinfo: DevInfoHandle) -> int:
-    return get_u32(_rd().doca_rdma_cap_get_max_send_buf_list_len, devinfo_ptr(devinfo))
+    return get_u32(rd().doca_rdma_cap_get_max_send_buf_list_len, devinfo_ptr(devinfo))
 
 
 def cap_get_max_message_size(devinfo: DevInfoHandle) -> int:
-    return get_u32(_rd().doca_rdma_cap_get_max_message_size, devinfo_ptr(devinfo))
+    return get_u32(rd().doca_rdma_cap_get_max_message_size, devinfo_ptr(devinfo))
 
 
 def cap_get_gid_table_size(devinfo: DevInfoHandle) -> int:
-    return get_u32(_rd().doca_rdma_cap_get_gid_table_size, devinfo_ptr(devinfo))
+    return get_u32(rd().doca_rdma_cap_get_gid_table_size, devinfo_ptr(devinfo))
 
 
 def cap_get_gid(devinfo: DevInfoHandle, start: int, num: int) -> list[bytes]:
@@ -680,12 +453,12 @@ def cap_get_gid(devinfo: DevInfoHandle, start: int, num: int) -> list[bytes]:
     if num == 0:
         return []
     arr = (DocaRdmaGid * num)()
-    check(_rd().doca_rdma_cap_get_gid(devinfo_ptr(devinfo), start, num, arr), "doca_rdma_cap_get_gid")
+    check(rd().doca_rdma_cap_get_gid(devinfo_ptr(devinfo), start, num, arr), "doca_rdma_cap_get_gid")
     return [bytes(g.raw) for g in arr]
 
 
 def cap_transport_type_is_supported(devinfo: DevInfoHandle, transport: int) -> bool:
-    fn = _rd().doca_rdma_cap_transport_type_is_supported
+    fn = rd().doca_rdma_cap_transport_type_is_supported
     rc = fn(devinfo_ptr(devinfo), transport)
     if rc == ErrorCode.NOT_SUPPORTED:
         return False
@@ -697,12 +470,12 @@ def cap_task_is_supported(devinfo: DevInfoHandle, task: str) -> bool:
     """``doca_rdma_cap_task_<task>_is_supported``."""
     if task not in TASK_TYPES:
         raise DocaInvalidValue(f"unknown rdma task type {task!r}; one of {', '.join(TASK_TYPES)}")
-    return is_supported(getattr(_rd(), f"doca_rdma_cap_task_{task}_is_supported"), devinfo)
+    return is_supported(getattr(rd(), TASK_FNS[task]["cap_is_supported"]), devinfo)
 
 
 def cap_task_receive_get_max_dst_buf_list_len(devinfo: DevInfoHandle, transport: int) -> int:
     v = ctypes.c_uint32()
-    check(_rd().doca_rdma_cap_task_receive_get_max_dst_buf_list_len(devinfo_ptr(devinfo), transport, _byref(v)),
+    check(rd().doca_rdma_cap_task_receive_get_max_dst_buf_list_len(devinfo_ptr(devinfo), transport, _byref(v)),
           "doca_rdma_cap_task_receive_get_max_dst_buf_list_len")
     return v.value
 

@@ -26,6 +26,12 @@ errors.check(lib.doca_devinfo_create_list(ctypes.byref(devs), ctypes.byref(n)))
 
 Tables: [`COMMON`][doca_py.native.capi.common.COMMON] for libdoca_common. A new library's table is a module in this
 package that calls [`register`][doca_py.native.capi.register]; [`tables`][doca_py.native.capi.tables] (used by the probe) finds it.
+Each C function is one literal row (``_f("doca_rdma_set_mtu", ERR, P, ENUM)``), so ``grep`` finds it
+with its signature and DOCA versions.
+
+Typing: ``load_common()``, ``load_rdma()`` … return the ``Protocol`` of their library from the
+generated ``_raw.pyi`` (see [`gen_stubs`][doca_py.native.capi.gen_stubs]; regenerate it after editing
+a table), so mypy checks each call's arity, argument kinds and result.
 """
 
 from __future__ import annotations

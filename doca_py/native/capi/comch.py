@@ -41,10 +41,13 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import POINTER, c_char_p, c_int, c_uint8, c_uint32, c_uint64, c_void_p
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import loader
 from ._decl import BoundLib, Decl, MissingFunction, TaskCompletionCb, format_version, pre3, register
+
+if TYPE_CHECKING:
+    from ._raw import ComchLib
 
 __all__ = [
     "COMCH",
@@ -96,12 +99,8 @@ def _f(name: str, restype: Any, *argtypes: Any, **kw: Any) -> Decl:
     return Decl(name, restype, tuple(argtypes), **kw)
 
 
-def _getset(obj: str, attr: str) -> tuple[Decl, Decl]:
-    return _f(f"doca_comch_{obj}_set_{attr}", ERR, P, U32), _f(f"doca_comch_{obj}_get_{attr}", ERR, P, U32_P)
-
-
-_PRODUCER_ALLOC = "doca_comch_producer_task_send_alloc_init"
-_PRODUCER_ALLOC_26 = (P, P, U32, OUT)  # (producer, buf, consumer_id, →task): no imm_data, imm_data_len
+# 2.x doca_comch_producer_task_send_alloc_init(producer, buf, consumer_id, →task): no imm_data, imm_data_len.
+_PRODUCER_ALLOC_26 = (P, P, U32, OUT)
 
 COMCH: tuple[Decl, ...] = (
     # -- §2.10 core: connection, capabilities, server, client, send task, events (rows 1–42)
@@ -167,11 +166,12 @@ COMCH: tuple[Decl, ...] = (
     _f("doca_comch_consumer_completion_start", ERR, P, **_DPA),
     _f("doca_comch_consumer_completion_stop", ERR, P, **_DPA),
     _f("doca_comch_consumer_completion_get_dpa_handle", ERR, P, U64_P, **_DPA),
-    *(
-        _f(f"doca_comch_consumer_completion_{verb}_{attr}", ERR, P, U32 if verb == "set" else U32_P, **_DPA)
-        for attr in ("max_num_consumers", "max_num_recv", "imm_data_len")
-        for verb in ("set", "get")
-    ),
+    _f("doca_comch_consumer_completion_set_max_num_consumers", ERR, P, U32, **_DPA),
+    _f("doca_comch_consumer_completion_get_max_num_consumers", ERR, P, U32_P, **_DPA),
+    _f("doca_comch_consumer_completion_set_max_num_recv", ERR, P, U32, **_DPA),
+    _f("doca_comch_consumer_completion_get_max_num_recv", ERR, P, U32_P, **_DPA),
+    _f("doca_comch_consumer_completion_set_imm_data_len", ERR, P, U32, **_DPA),
+    _f("doca_comch_consumer_completion_get_imm_data_len", ERR, P, U32_P, **_DPA),
     _f("doca_comch_consumer_set_dev_max_num_recv", ERR, P, U32, **_DPA),
     _f("doca_comch_consumer_set_completion", ERR, P, P, U32, **_DPA),
     _f("doca_comch_consumer_get_dpa_handle", ERR, P, U64_P, **_DPA),
@@ -197,8 +197,8 @@ COMCH: tuple[Decl, ...] = (
     _f("doca_comch_producer_dpa_completion_attach", ERR, P, P, **_DPA),
     _f("doca_comch_producer_get_dpa_handle", ERR, P, U64_P, **_DPA),
     _f("doca_comch_producer_task_send_set_conf", ERR, P, CB, CB, U32),
-    Decl(_PRODUCER_ALLOC, ERR, (P, P, P, U32, U32, OUT),
-         variants=(pre3(ERR, _PRODUCER_ALLOC_26, marker=IMM_MARKER),)),
+    _f("doca_comch_producer_task_send_alloc_init", ERR, P, P, P, U32, U32, OUT,
+       variants=(pre3(ERR, _PRODUCER_ALLOC_26, marker=IMM_MARKER),)),
     _f("doca_comch_producer_task_send_get_buf", P, P),
     _f("doca_comch_producer_task_send_set_buf", None, P, P),
     _f("doca_comch_producer_task_send_get_consumer_id", U32, P),
@@ -211,23 +211,91 @@ COMCH: tuple[Decl, ...] = (
 """Every exported libdoca_comch function of DOCA 3.0.0058 in header order (§2.10–2.12)."""
 
 
-def _name_26(name: str) -> str:
-    special = {
-        "doca_comch_server_event_connection_status_changed_register": "doca_cc_server_event_connection_register",
-        "doca_comch_server_get_device_rep": "doca_cc_server_get_device_repr",
-    }
-    return special.get(name) or "doca_cc_" + name.removeprefix("doca_comch_")
-
-
-RENAMES_26: dict[str, str] = {d.name: _name_26(d.name) for d in COMCH if d.since is None}
-"""3.x name → DOCA 2.6 libdoca_cc name, for the 70 functions 2.6 already had (§6.3)."""
-
 _CC: dict[str, Any] = {"until": (2, 6), "note": "DOCA 2.6 libdoca_cc; renamed doca_comch_* in libdoca_comch"}
 
-CC_26: tuple[Decl, ...] = tuple(
-    Decl(RENAMES_26[d.name], d.restype, _PRODUCER_ALLOC_26 if d.name == _PRODUCER_ALLOC else d.argtypes, **_CC)
-    for d in COMCH
-    if d.name in RENAMES_26
+RENAMES_26: dict[str, str] = {}
+"""3.x name → DOCA 2.6 libdoca_cc name, for the 70 functions 2.6 already had (§6.3)."""
+
+
+def _cc(name: str, name_3x: str, restype: Any, *argtypes: Any) -> Decl:
+    """A 2.6 libdoca_cc row: its own name, the 3.x ``doca_comch_*`` name, its 2.6 signature."""
+    RENAMES_26[name_3x] = name
+    return Decl(name, restype, tuple(argtypes), **_CC)
+
+
+# Same signatures as the 3.x rows (a test compares them) except the producer send
+# alloc_init, which has no imm_data/imm_data_len yet; two names differ beyond the prefix.
+CC_26: tuple[Decl, ...] = (
+    _cc("doca_cc_connection_set_user_data", "doca_comch_connection_set_user_data", ERR, P, DATA),
+    _cc("doca_cc_connection_get_user_data", "doca_comch_connection_get_user_data", DATA, P),
+    _cc("doca_cc_server_get_server_ctx", "doca_comch_server_get_server_ctx", P, P),
+    _cc("doca_cc_client_get_client_ctx", "doca_comch_client_get_client_ctx", P, P),
+    _cc("doca_cc_cap_get_max_name_len", "doca_comch_cap_get_max_name_len", ERR, P, U32_P),
+    _cc("doca_cc_cap_get_max_msg_size", "doca_comch_cap_get_max_msg_size", ERR, P, U32_P),
+    _cc("doca_cc_cap_get_max_recv_queue_size", "doca_comch_cap_get_max_recv_queue_size", ERR, P, U32_P),
+    _cc("doca_cc_cap_get_max_clients", "doca_comch_cap_get_max_clients", ERR, P, U32_P),
+    _cc("doca_cc_server_create", "doca_comch_server_create", ERR, P, P, c_char_p, OUT),
+    _cc("doca_cc_server_destroy", "doca_comch_server_destroy", ERR, P),
+    _cc("doca_cc_cap_server_is_supported", "doca_comch_cap_server_is_supported", ERR, P),
+    _cc("doca_cc_server_set_max_msg_size", "doca_comch_server_set_max_msg_size", ERR, P, U32),
+    _cc("doca_cc_server_get_max_msg_size", "doca_comch_server_get_max_msg_size", ERR, P, U32_P),
+    _cc("doca_cc_server_set_recv_queue_size", "doca_comch_server_set_recv_queue_size", ERR, P, U32),
+    _cc("doca_cc_server_get_recv_queue_size", "doca_comch_server_get_recv_queue_size", ERR, P, U32_P),
+    _cc("doca_cc_server_get_device", "doca_comch_server_get_device", ERR, P, OUT),
+    _cc("doca_cc_server_get_device_repr", "doca_comch_server_get_device_rep", ERR, P, OUT),
+    _cc("doca_cc_server_as_ctx", "doca_comch_server_as_ctx", P, P),
+    _cc("doca_cc_client_create", "doca_comch_client_create", ERR, P, c_char_p, OUT),
+    _cc("doca_cc_client_destroy", "doca_comch_client_destroy", ERR, P),
+    _cc("doca_cc_cap_client_is_supported", "doca_comch_cap_client_is_supported", ERR, P),
+    _cc("doca_cc_client_set_max_msg_size", "doca_comch_client_set_max_msg_size", ERR, P, U32),
+    _cc("doca_cc_client_get_max_msg_size", "doca_comch_client_get_max_msg_size", ERR, P, U32_P),
+    _cc("doca_cc_client_set_recv_queue_size", "doca_comch_client_set_recv_queue_size", ERR, P, U32),
+    _cc("doca_cc_client_get_recv_queue_size", "doca_comch_client_get_recv_queue_size", ERR, P, U32_P),
+    _cc("doca_cc_client_get_device", "doca_comch_client_get_device", ERR, P, OUT),
+    _cc("doca_cc_client_as_ctx", "doca_comch_client_as_ctx", P, P),
+    _cc("doca_cc_client_get_connection", "doca_comch_client_get_connection", ERR, P, OUT),
+    _cc("doca_cc_cap_get_max_send_tasks", "doca_comch_cap_get_max_send_tasks", ERR, P, U32_P),
+    _cc("doca_cc_server_task_send_set_conf", "doca_comch_server_task_send_set_conf", ERR, P, CB, CB, U32),
+    _cc("doca_cc_client_task_send_set_conf", "doca_comch_client_task_send_set_conf", ERR, P, CB, CB, U32),
+    _cc("doca_cc_server_task_send_alloc_init", "doca_comch_server_task_send_alloc_init", ERR, P, P, P, U32, OUT),
+    _cc("doca_cc_client_task_send_alloc_init", "doca_comch_client_task_send_alloc_init", ERR, P, P, P, U32, OUT),
+    _cc("doca_cc_task_send_as_task", "doca_comch_task_send_as_task", P, P),
+    _cc("doca_cc_server_event_msg_recv_register", "doca_comch_server_event_msg_recv_register", ERR, P, ComchEventMsgRecvCb),
+    _cc("doca_cc_client_event_msg_recv_register", "doca_comch_client_event_msg_recv_register", ERR, P, ComchEventMsgRecvCb),
+    _cc("doca_cc_server_event_connection_register", "doca_comch_server_event_connection_status_changed_register", ERR, P, ComchEventConnectionStatusChangedCb, ComchEventConnectionStatusChangedCb),
+    _cc("doca_cc_connection_update_info", "doca_comch_connection_update_info", ERR, P),
+    _cc("doca_cc_connection_get_counter", "doca_comch_connection_get_counter", ERR, P, ENUM, U64_P),
+    _cc("doca_cc_server_event_consumer_register", "doca_comch_server_event_consumer_register", ERR, P, ComchEventConsumerCb, ComchEventConsumerCb),
+    _cc("doca_cc_client_event_consumer_register", "doca_comch_client_event_consumer_register", ERR, P, ComchEventConsumerCb, ComchEventConsumerCb),
+    _cc("doca_cc_consumer_create", "doca_comch_consumer_create", ERR, P, P, OUT),
+    _cc("doca_cc_consumer_destroy", "doca_comch_consumer_destroy", ERR, P),
+    _cc("doca_cc_consumer_cap_is_supported", "doca_comch_consumer_cap_is_supported", ERR, P),
+    _cc("doca_cc_consumer_get_id", "doca_comch_consumer_get_id", ERR, P, U32_P),
+    _cc("doca_cc_consumer_cap_get_max_num_tasks", "doca_comch_consumer_cap_get_max_num_tasks", ERR, P, U32_P),
+    _cc("doca_cc_consumer_cap_get_max_buf_size", "doca_comch_consumer_cap_get_max_buf_size", ERR, P, U32_P),
+    _cc("doca_cc_consumer_cap_get_max_consumers", "doca_comch_consumer_cap_get_max_consumers", ERR, P, U32_P),
+    _cc("doca_cc_consumer_as_ctx", "doca_comch_consumer_as_ctx", P, P),
+    _cc("doca_cc_consumer_task_post_recv_set_conf", "doca_comch_consumer_task_post_recv_set_conf", ERR, P, CB, CB, U32),
+    _cc("doca_cc_consumer_task_post_recv_alloc_init", "doca_comch_consumer_task_post_recv_alloc_init", ERR, P, P, OUT),
+    _cc("doca_cc_consumer_task_post_recv_get_buf", "doca_comch_consumer_task_post_recv_get_buf", P, P),
+    _cc("doca_cc_consumer_task_post_recv_set_buf", "doca_comch_consumer_task_post_recv_set_buf", None, P, P),
+    _cc("doca_cc_consumer_task_post_recv_get_producer_id", "doca_comch_consumer_task_post_recv_get_producer_id", U32, P),
+    _cc("doca_cc_consumer_task_post_recv_as_task", "doca_comch_consumer_task_post_recv_as_task", P, P),
+    _cc("doca_cc_producer_create", "doca_comch_producer_create", ERR, P, OUT),
+    _cc("doca_cc_producer_destroy", "doca_comch_producer_destroy", ERR, P),
+    _cc("doca_cc_producer_cap_is_supported", "doca_comch_producer_cap_is_supported", ERR, P),
+    _cc("doca_cc_producer_get_id", "doca_comch_producer_get_id", ERR, P, U32_P),
+    _cc("doca_cc_producer_cap_get_max_num_tasks", "doca_comch_producer_cap_get_max_num_tasks", ERR, P, U32_P),
+    _cc("doca_cc_producer_cap_get_max_buf_size", "doca_comch_producer_cap_get_max_buf_size", ERR, P, U32_P),
+    _cc("doca_cc_producer_cap_get_max_producers", "doca_comch_producer_cap_get_max_producers", ERR, P, U32_P),
+    _cc("doca_cc_producer_as_ctx", "doca_comch_producer_as_ctx", P, P),
+    _cc("doca_cc_producer_task_send_set_conf", "doca_comch_producer_task_send_set_conf", ERR, P, CB, CB, U32),
+    _cc("doca_cc_producer_task_send_alloc_init", "doca_comch_producer_task_send_alloc_init", ERR, *_PRODUCER_ALLOC_26),
+    _cc("doca_cc_producer_task_send_get_buf", "doca_comch_producer_task_send_get_buf", P, P),
+    _cc("doca_cc_producer_task_send_set_buf", "doca_comch_producer_task_send_set_buf", None, P, P),
+    _cc("doca_cc_producer_task_send_get_consumer_id", "doca_comch_producer_task_send_get_consumer_id", U32, P),
+    _cc("doca_cc_producer_task_send_set_consumer_id", "doca_comch_producer_task_send_set_consumer_id", None, P, U32),
+    _cc("doca_cc_producer_task_send_as_task", "doca_comch_producer_task_send_as_task", P, P),
 )
 """The DOCA 2.6.0058 libdoca_cc functions (in the 3.x header order), 2.6 signatures."""
 
@@ -263,7 +331,7 @@ def comch_view(cc: BoundLib) -> BoundLib:
 _cached: BoundLib | None = None
 
 
-def load_comch() -> BoundLib:
+def load_comch() -> ComchLib:
     """The comch functions under their 3.x names (cached until ``loader.reset()``).
 
     libdoca_comch if it can be opened, else DOCA 2.6's libdoca_cc through
@@ -273,7 +341,7 @@ def load_comch() -> BoundLib:
     global _cached
     hit = _cached
     if hit is not None and loader.loaded_path(hit.libname) is not None and loader.load(hit.libname) is hit.cdll:
-        return hit
+        return cast("ComchLib", hit)
     from . import load
 
     try:
@@ -284,4 +352,4 @@ def load_comch() -> BoundLib:
         except loader.DocaLibraryNotFound as exc26:
             raise loader.DocaLibraryNotFound(LIBNAME, exc.attempts + exc26.attempts) from None
     _cached = lib
-    return lib
+    return cast("ComchLib", lib)

@@ -35,9 +35,12 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ._decl import BoundLib, CtxStateChangedCb, Decl, LogFlushCb, MmapMemrangeFreeCb, pre3, register
+from ._decl import CtxStateChangedCb, Decl, LogFlushCb, MmapMemrangeFreeCb, pre3, register
+
+if TYPE_CHECKING:
+    from ._raw import CommonLib
 
 __all__ = ["COMMON", "INLINE", "LIBNAME", "load_common"]
 
@@ -255,7 +258,7 @@ INLINE: dict[str, str] = {
 """Header-inline C helpers (no symbol) and their Python replacements."""
 
 
-def load_common() -> BoundLib:
+def load_common() -> CommonLib:
     """The bound libdoca_common functions plus its header-inline helpers (cached).
 
     Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
@@ -263,4 +266,4 @@ def load_common() -> BoundLib:
     """
     from . import load
 
-    return load(LIBNAME)
+    return cast("CommonLib", load(LIBNAME))

@@ -16,9 +16,12 @@ Use [`load_compress`][doca_py.native.capi.compress.load_compress] for the bound 
 from __future__ import annotations
 
 from ctypes import POINTER, c_int, c_uint8, c_uint32, c_uint64, c_void_p
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ._decl import BoundLib, Decl, TaskCompletionCb, register
+from ._decl import Decl, TaskCompletionCb, register
+
+if TYPE_CHECKING:
+    from ._raw import CompressLib
 
 __all__ = ["COMPRESS", "COMPRESS_26", "LIBNAME", "load_compress"]
 
@@ -48,41 +51,20 @@ def _f(name: str, restype: Any, *argtypes: Any, **kw: Any) -> Decl:
     return Decl(name, restype, tuple(argtypes), **kw)
 
 
-def _caps(kind: str, **kw: Any) -> tuple[Decl, ...]:
-    c = f"doca_compress_cap_task_{kind}"
-    return (
-        _f(f"{c}_is_supported", ERR, P, **kw),
-        _f(f"{c}_get_max_buf_size", ERR, P, U64_P, **kw),
-        _f(f"{c}_get_max_buf_list_len", ERR, P, U32_P, **kw),
-    )
-
-
-def _bufs(t: str, **kw: Any) -> tuple[Decl, ...]:
-    return (
-        _f(f"{t}_set_src", None, P, P, **kw),
-        _f(f"{t}_get_src", P, P, **kw),
-        _f(f"{t}_set_dst", None, P, P, **kw),
-        _f(f"{t}_get_dst", P, P, **kw),
-    )
-
-
-def _task(kind: str, second_cs: str, **kw: Any) -> tuple[Decl, ...]:
-    """A task type without extra parameters: caps, set_conf, alloc_init, as_task, bufs, checksums."""
-    t = f"doca_compress_task_{kind}"
-    return (
-        *_caps(kind, **kw),
-        _f(f"{t}_set_conf", ERR, P, CB, CB, c_uint32, **kw),
-        _f(f"{t}_alloc_init", ERR, P, P, P, DATA, OUT, **kw),
-        _f(f"{t}_as_task", P, P, **kw),
-        *_bufs(t, **kw),
-        _f(f"{t}_get_crc_cs", c_uint32, P, **kw),
-        _f(f"{t}_get_{second_cs}_cs", c_uint32, P, **kw),
-    )
-
-
-_STREAM = "doca_compress_task_decompress_lz4_stream"
-
-COMPRESS_26: tuple[Decl, ...] = _task("decompress_lz4", "adler", **_LZ4_OLD)
+COMPRESS_26: tuple[Decl, ...] = (
+    _f("doca_compress_cap_task_decompress_lz4_is_supported", ERR, P, **_LZ4_OLD),
+    _f("doca_compress_cap_task_decompress_lz4_get_max_buf_size", ERR, P, U64_P, **_LZ4_OLD),
+    _f("doca_compress_cap_task_decompress_lz4_get_max_buf_list_len", ERR, P, U32_P, **_LZ4_OLD),
+    _f("doca_compress_task_decompress_lz4_set_conf", ERR, P, CB, CB, c_uint32, **_LZ4_OLD),
+    _f("doca_compress_task_decompress_lz4_alloc_init", ERR, P, P, P, DATA, OUT, **_LZ4_OLD),
+    _f("doca_compress_task_decompress_lz4_as_task", P, P, **_LZ4_OLD),
+    _f("doca_compress_task_decompress_lz4_set_src", None, P, P, **_LZ4_OLD),
+    _f("doca_compress_task_decompress_lz4_get_src", P, P, **_LZ4_OLD),
+    _f("doca_compress_task_decompress_lz4_set_dst", None, P, P, **_LZ4_OLD),
+    _f("doca_compress_task_decompress_lz4_get_dst", P, P, **_LZ4_OLD),
+    _f("doca_compress_task_decompress_lz4_get_crc_cs", c_uint32, P, **_LZ4_OLD),
+    _f("doca_compress_task_decompress_lz4_get_adler_cs", c_uint32, P, **_LZ4_OLD),
+)
 """The twelve DOCA 2.6 ``doca_compress_*decompress_lz4*`` functions (§6.3)."""
 
 COMPRESS: tuple[Decl, ...] = (
@@ -90,21 +72,59 @@ COMPRESS: tuple[Decl, ...] = (
     _f("doca_compress_destroy", ERR, P),
     _f("doca_compress_as_ctx", P, P),
     _f("doca_compress_cap_get_max_num_tasks", ERR, P, U32_P),
-    *_task("compress_deflate", "adler"),
-    *_task("decompress_deflate", "adler"),
+    _f("doca_compress_cap_task_compress_deflate_is_supported", ERR, P),
+    _f("doca_compress_cap_task_compress_deflate_get_max_buf_size", ERR, P, U64_P),
+    _f("doca_compress_cap_task_compress_deflate_get_max_buf_list_len", ERR, P, U32_P),
+    _f("doca_compress_task_compress_deflate_set_conf", ERR, P, CB, CB, c_uint32),
+    _f("doca_compress_task_compress_deflate_alloc_init", ERR, P, P, P, DATA, OUT),
+    _f("doca_compress_task_compress_deflate_as_task", P, P),
+    _f("doca_compress_task_compress_deflate_set_src", None, P, P),
+    _f("doca_compress_task_compress_deflate_get_src", P, P),
+    _f("doca_compress_task_compress_deflate_set_dst", None, P, P),
+    _f("doca_compress_task_compress_deflate_get_dst", P, P),
+    _f("doca_compress_task_compress_deflate_get_crc_cs", c_uint32, P),
+    _f("doca_compress_task_compress_deflate_get_adler_cs", c_uint32, P),
+    _f("doca_compress_cap_task_decompress_deflate_is_supported", ERR, P),
+    _f("doca_compress_cap_task_decompress_deflate_get_max_buf_size", ERR, P, U64_P),
+    _f("doca_compress_cap_task_decompress_deflate_get_max_buf_list_len", ERR, P, U32_P),
+    _f("doca_compress_task_decompress_deflate_set_conf", ERR, P, CB, CB, c_uint32),
+    _f("doca_compress_task_decompress_deflate_alloc_init", ERR, P, P, P, DATA, OUT),
+    _f("doca_compress_task_decompress_deflate_as_task", P, P),
+    _f("doca_compress_task_decompress_deflate_set_src", None, P, P),
+    _f("doca_compress_task_decompress_deflate_get_src", P, P),
+    _f("doca_compress_task_decompress_deflate_set_dst", None, P, P),
+    _f("doca_compress_task_decompress_deflate_get_dst", P, P),
+    _f("doca_compress_task_decompress_deflate_get_crc_cs", c_uint32, P),
+    _f("doca_compress_task_decompress_deflate_get_adler_cs", c_uint32, P),
     # LZ4 stream: two uint8_t flags in alloc_init, and their setters/getters.
-    *_caps("decompress_lz4_stream", **_LZ4_NEW),
-    _f(f"{_STREAM}_set_conf", ERR, P, CB, CB, c_uint32, **_LZ4_NEW),
-    _f(f"{_STREAM}_alloc_init", ERR, P, c_uint8, c_uint8, P, P, DATA, OUT, **_LZ4_NEW),
-    _f(f"{_STREAM}_as_task", P, P, **_LZ4_NEW),
-    _f(f"{_STREAM}_set_has_block_checksum", None, P, c_uint8, **_LZ4_NEW),
-    _f(f"{_STREAM}_get_has_block_checksum", c_uint8, P, **_LZ4_NEW),
-    _f(f"{_STREAM}_set_are_blocks_independent", None, P, c_uint8, **_LZ4_NEW),
-    _f(f"{_STREAM}_get_are_blocks_independent", c_uint8, P, **_LZ4_NEW),
-    *_bufs(_STREAM, **_LZ4_NEW),
-    _f(f"{_STREAM}_get_crc_cs", c_uint32, P, **_LZ4_NEW),
-    _f(f"{_STREAM}_get_xxh_cs", c_uint32, P, **_LZ4_NEW),
-    *_task("decompress_lz4_block", "xxh", **_LZ4_NEW),
+    _f("doca_compress_cap_task_decompress_lz4_stream_is_supported", ERR, P, **_LZ4_NEW),
+    _f("doca_compress_cap_task_decompress_lz4_stream_get_max_buf_size", ERR, P, U64_P, **_LZ4_NEW),
+    _f("doca_compress_cap_task_decompress_lz4_stream_get_max_buf_list_len", ERR, P, U32_P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_set_conf", ERR, P, CB, CB, c_uint32, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_alloc_init", ERR, P, c_uint8, c_uint8, P, P, DATA, OUT, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_as_task", P, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_set_has_block_checksum", None, P, c_uint8, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_get_has_block_checksum", c_uint8, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_set_are_blocks_independent", None, P, c_uint8, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_get_are_blocks_independent", c_uint8, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_set_src", None, P, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_get_src", P, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_set_dst", None, P, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_get_dst", P, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_get_crc_cs", c_uint32, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_stream_get_xxh_cs", c_uint32, P, **_LZ4_NEW),
+    _f("doca_compress_cap_task_decompress_lz4_block_is_supported", ERR, P, **_LZ4_NEW),
+    _f("doca_compress_cap_task_decompress_lz4_block_get_max_buf_size", ERR, P, U64_P, **_LZ4_NEW),
+    _f("doca_compress_cap_task_decompress_lz4_block_get_max_buf_list_len", ERR, P, U32_P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_block_set_conf", ERR, P, CB, CB, c_uint32, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_block_alloc_init", ERR, P, P, P, DATA, OUT, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_block_as_task", P, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_block_set_src", None, P, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_block_get_src", P, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_block_set_dst", None, P, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_block_get_dst", P, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_block_get_crc_cs", c_uint32, P, **_LZ4_NEW),
+    _f("doca_compress_task_decompress_lz4_block_get_xxh_cs", c_uint32, P, **_LZ4_NEW),
     *COMPRESS_26,
 )
 """Every exported libdoca_compress function: the 3.x API, then the 2.6-only LZ4 API."""
@@ -112,7 +132,7 @@ COMPRESS: tuple[Decl, ...] = (
 register(LIBNAME, COMPRESS)
 
 
-def load_compress() -> BoundLib:
+def load_compress() -> CompressLib:
     """The bound libdoca_compress functions (cached; opens libdoca_common first).
 
     Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
@@ -120,4 +140,4 @@ def load_compress() -> BoundLib:
     """
     from . import load
 
-    return load(LIBNAME)
+    return cast("CompressLib", load(LIBNAME))

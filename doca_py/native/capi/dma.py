@@ -19,9 +19,12 @@ errors.check(lib.doca_dma_create(dev_ptr, ctypes.byref(dma)), "doca_dma_create")
 from __future__ import annotations
 
 from ctypes import POINTER, c_int, c_uint32, c_uint64, c_void_p
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ._decl import BoundLib, Decl, TaskCompletionCb, register
+from ._decl import Decl, TaskCompletionCb, register
+
+if TYPE_CHECKING:
+    from ._raw import DmaLib
 
 __all__ = ["DMA", "LIBNAME", "load_dma"]
 
@@ -65,7 +68,7 @@ DMA: tuple[Decl, ...] = (
 register(LIBNAME, DMA)
 
 
-def load_dma() -> BoundLib:
+def load_dma() -> DmaLib:
     """The bound libdoca_dma functions (cached; opens libdoca_common first).
 
     Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
@@ -73,4 +76,4 @@ def load_dma() -> BoundLib:
     """
     from . import load
 
-    return load(LIBNAME)
+    return cast("DmaLib", load(LIBNAME))

@@ -19,9 +19,12 @@ errors.check(lib.doca_ec_create(dev_ptr, ctypes.byref(ec)), "doca_ec_create")
 from __future__ import annotations
 
 from ctypes import POINTER, c_int, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ._decl import BoundLib, Decl, TaskCompletionCb, register
+from ._decl import Decl, TaskCompletionCb, register
+
+if TYPE_CHECKING:
+    from ._raw import ErasureCodingLib
 
 __all__ = ["EC", "LIBNAME", "TASK_TYPES", "load_ec"]
 
@@ -44,28 +47,51 @@ def _f(name: str, restype: Any, *argtypes: Any, **kw: Any) -> Decl:
     return Decl(name, restype, tuple(argtypes), **kw)
 
 
-def _task(kind: str, matrix: str, src: str, dst: str, dst_getter: str | None = None) -> tuple[Decl, ...]:
-    """The ten functions of one EC task type (the getter of the output may be named differently)."""
-    t = f"doca_ec_task_{kind}"
-    return (
-        _f(f"doca_ec_cap_task_{kind}_is_supported", ERR, P),
-        _f(f"{t}_set_conf", ERR, P, CB, CB, c_uint32),
-        _f(f"{t}_allocate_init", ERR, P, P, P, P, DATA, OUT),
-        _f(f"{t}_as_task", P, P),
-        _f(f"{t}_set_{matrix}", None, P, P),
-        _f(f"{t}_get_{matrix}", P, P),
-        _f(f"{t}_set_{src}", None, P, P),
-        _f(f"{t}_get_{src}", P, P),
-        _f(f"{t}_set_{dst}", None, P, P),
-        _f(f"{t}_get_{dst_getter or dst}", P, P),
-    )
-
-
 EC: tuple[Decl, ...] = (
-    *_task("galois_mul", "coding_matrix", "src_buf", "dst_buf"),
-    *_task("create", "coding_matrix", "original_data_blocks", "rdnc_blocks"),
-    *_task("update", "update_matrix", "original_updated_and_rdnc_blocks", "updated_rdnc_blocks"),
-    *_task("recover", "recover_matrix", "available_blocks", "recovered_data_blocks", "recovered_data"),
+    # -- galois_mul
+    _f("doca_ec_cap_task_galois_mul_is_supported", ERR, P),
+    _f("doca_ec_task_galois_mul_set_conf", ERR, P, CB, CB, c_uint32),
+    _f("doca_ec_task_galois_mul_allocate_init", ERR, P, P, P, P, DATA, OUT),
+    _f("doca_ec_task_galois_mul_as_task", P, P),
+    _f("doca_ec_task_galois_mul_set_coding_matrix", None, P, P),
+    _f("doca_ec_task_galois_mul_get_coding_matrix", P, P),
+    _f("doca_ec_task_galois_mul_set_src_buf", None, P, P),
+    _f("doca_ec_task_galois_mul_get_src_buf", P, P),
+    _f("doca_ec_task_galois_mul_set_dst_buf", None, P, P),
+    _f("doca_ec_task_galois_mul_get_dst_buf", P, P),
+    # -- create
+    _f("doca_ec_cap_task_create_is_supported", ERR, P),
+    _f("doca_ec_task_create_set_conf", ERR, P, CB, CB, c_uint32),
+    _f("doca_ec_task_create_allocate_init", ERR, P, P, P, P, DATA, OUT),
+    _f("doca_ec_task_create_as_task", P, P),
+    _f("doca_ec_task_create_set_coding_matrix", None, P, P),
+    _f("doca_ec_task_create_get_coding_matrix", P, P),
+    _f("doca_ec_task_create_set_original_data_blocks", None, P, P),
+    _f("doca_ec_task_create_get_original_data_blocks", P, P),
+    _f("doca_ec_task_create_set_rdnc_blocks", None, P, P),
+    _f("doca_ec_task_create_get_rdnc_blocks", P, P),
+    # -- update
+    _f("doca_ec_cap_task_update_is_supported", ERR, P),
+    _f("doca_ec_task_update_set_conf", ERR, P, CB, CB, c_uint32),
+    _f("doca_ec_task_update_allocate_init", ERR, P, P, P, P, DATA, OUT),
+    _f("doca_ec_task_update_as_task", P, P),
+    _f("doca_ec_task_update_set_update_matrix", None, P, P),
+    _f("doca_ec_task_update_get_update_matrix", P, P),
+    _f("doca_ec_task_update_set_original_updated_and_rdnc_blocks", None, P, P),
+    _f("doca_ec_task_update_get_original_updated_and_rdnc_blocks", P, P),
+    _f("doca_ec_task_update_set_updated_rdnc_blocks", None, P, P),
+    _f("doca_ec_task_update_get_updated_rdnc_blocks", P, P),
+    # -- recover
+    _f("doca_ec_cap_task_recover_is_supported", ERR, P),
+    _f("doca_ec_task_recover_set_conf", ERR, P, CB, CB, c_uint32),
+    _f("doca_ec_task_recover_allocate_init", ERR, P, P, P, P, DATA, OUT),
+    _f("doca_ec_task_recover_as_task", P, P),
+    _f("doca_ec_task_recover_set_recover_matrix", None, P, P),
+    _f("doca_ec_task_recover_get_recover_matrix", P, P),
+    _f("doca_ec_task_recover_set_available_blocks", None, P, P),
+    _f("doca_ec_task_recover_get_available_blocks", P, P),
+    _f("doca_ec_task_recover_set_recovered_data_blocks", None, P, P),
+    _f("doca_ec_task_recover_get_recovered_data", P, P),
     _f("doca_ec_create", ERR, P, OUT),
     _f("doca_ec_destroy", ERR, P),
     _f("doca_ec_as_ctx", P, P),
@@ -82,7 +108,7 @@ EC: tuple[Decl, ...] = (
 register(LIBNAME, EC)
 
 
-def load_ec() -> BoundLib:
+def load_ec() -> ErasureCodingLib:
     """The bound libdoca_erasure_coding functions (cached; opens libdoca_common first).
 
     Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
@@ -90,4 +116,4 @@ def load_ec() -> BoundLib:
     """
     from . import load
 
-    return load(LIBNAME)
+    return cast("ErasureCodingLib", load(LIBNAME))

@@ -34,9 +34,12 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ._decl import BoundLib, Decl, TaskCompletionCb, pre3, register
+from ._decl import Decl, TaskCompletionCb, pre3, register
+
+if TYPE_CHECKING:
+    from ._raw import RdmaLib
 
 __all__ = [
     "RDMA",
@@ -95,40 +98,6 @@ def _delta(name: str, restype: Any, new: tuple[Any, ...], old: tuple[Any, ...]) 
     """A §6.2 row: 3.x *new* argtypes, 2.6 *old* ones (chosen when the marker is absent)."""
     return Decl(name, restype, new, variants=(pre3(restype, old, marker=CONNECTION_MARKER),))
 
-
-def _alloc(kind: str, *params: Any) -> Decl:
-    """``*_allocate_init(rdma, [connection,] params..., user_data, →task)``: 3.0 added the connection."""
-    return _delta(f"doca_rdma_task_{kind}_allocate_init", ERR, (P, P, *params, DATA, OUT), (P, *params, DATA, OUT))
-
-
-def _head(kind: str) -> tuple[Decl, ...]:
-    """Capability probe and set_conf of one task type (same in 2.6 and 3.x)."""
-    return (
-        _f(f"doca_rdma_cap_task_{kind}_is_supported", ERR, P),
-        _f(f"doca_rdma_task_{kind}_set_conf", ERR, P, CB, CB, c_uint32),
-    )
-
-
-def _bufs(t: str, *names: str) -> tuple[Decl, ...]:
-    out: list[Decl] = []
-    for n in names:
-        out += [_f(f"{t}_set_{n}", None, P, P), _f(f"{t}_get_{n}", P, P)]
-    return tuple(out)
-
-
-def _conn(t: str) -> tuple[Decl, ...]:
-    return (_f(f"{t}_set_rdma_connection", None, P, P, **_NEW), _f(f"{t}_get_rdma_connection", P, P, **_NEW))
-
-
-def _imm(t: str) -> tuple[Decl, ...]:
-    return (_f(f"{t}_set_immediate_data", None, P, BE32), _f(f"{t}_get_immediate_data", BE32, P))
-
-
-def _u64(t: str, name: str) -> tuple[Decl, ...]:
-    return (_f(f"{t}_set_{name}", None, P, c_uint64), _f(f"{t}_get_{name}", c_uint64, P))
-
-
-_T = "doca_rdma_task_"
 
 RDMA: tuple[Decl, ...] = (
     # -- context, export/connect, RDMA-CM, bridge (rows 1–16)
@@ -195,85 +164,137 @@ RDMA: tuple[Decl, ...] = (
     # -- receive (56–68): its allocate_init has no connection in any version
     _f("doca_rdma_cap_task_receive_is_supported", ERR, P),
     _f("doca_rdma_cap_task_receive_get_max_dst_buf_list_len", ERR, P, ENUM, U32_P),
-    _f(f"{_T}receive_set_conf", ERR, P, CB, CB, c_uint32),
-    _f(f"{_T}receive_set_dst_buf_list_len", ERR, P, c_uint32),
-    _f(f"{_T}receive_get_dst_buf_list_len", ERR, P, U32_P),
-    _f(f"{_T}receive_allocate_init", ERR, P, P, DATA, OUT),
-    _f(f"{_T}receive_as_task", P, P),
-    *_bufs(f"{_T}receive", "dst_buf"),
-    _f(f"{_T}receive_get_result_opcode", ENUM, P),
-    _f(f"{_T}receive_get_result_len", c_uint32, P),
-    _f(f"{_T}receive_get_result_immediate_data", BE32, P),
-    _f(f"{_T}receive_get_result_rdma_connection", P, P, **_NEW),
+    _f("doca_rdma_task_receive_set_conf", ERR, P, CB, CB, c_uint32),
+    _f("doca_rdma_task_receive_set_dst_buf_list_len", ERR, P, c_uint32),
+    _f("doca_rdma_task_receive_get_dst_buf_list_len", ERR, P, U32_P),
+    _f("doca_rdma_task_receive_allocate_init", ERR, P, P, DATA, OUT),
+    _f("doca_rdma_task_receive_as_task", P, P),
+    _f("doca_rdma_task_receive_set_dst_buf", None, P, P),
+    _f("doca_rdma_task_receive_get_dst_buf", P, P),
+    _f("doca_rdma_task_receive_get_result_opcode", ENUM, P),
+    _f("doca_rdma_task_receive_get_result_len", c_uint32, P),
+    _f("doca_rdma_task_receive_get_result_immediate_data", BE32, P),
+    _f("doca_rdma_task_receive_get_result_rdma_connection", P, P, **_NEW),
     # -- send (69–76)
-    *_head("send"),
-    _alloc("send", P),
-    _f(f"{_T}send_as_task", P, P),
-    *_bufs(f"{_T}send", "src_buf"),
-    *_conn(f"{_T}send"),
+    _f("doca_rdma_cap_task_send_is_supported", ERR, P),
+    _f("doca_rdma_task_send_set_conf", ERR, P, CB, CB, c_uint32),
+    _delta("doca_rdma_task_send_allocate_init", ERR, (P, P, P, DATA, OUT), (P, P, DATA, OUT)),
+    _f("doca_rdma_task_send_as_task", P, P),
+    _f("doca_rdma_task_send_set_src_buf", None, P, P),
+    _f("doca_rdma_task_send_get_src_buf", P, P),
+    _f("doca_rdma_task_send_set_rdma_connection", None, P, P, **_NEW),
+    _f("doca_rdma_task_send_get_rdma_connection", P, P, **_NEW),
     # -- send with immediate (77–86)
-    *_head("send_imm"),
-    _alloc("send_imm", P, BE32),
-    _f(f"{_T}send_imm_as_task", P, P),
-    *_bufs(f"{_T}send_imm", "src_buf"),
-    *_imm(f"{_T}send_imm"),
-    *_conn(f"{_T}send_imm"),
+    _f("doca_rdma_cap_task_send_imm_is_supported", ERR, P),
+    _f("doca_rdma_task_send_imm_set_conf", ERR, P, CB, CB, c_uint32),
+    _delta("doca_rdma_task_send_imm_allocate_init", ERR, (P, P, P, BE32, DATA, OUT), (P, P, BE32, DATA, OUT)),
+    _f("doca_rdma_task_send_imm_as_task", P, P),
+    _f("doca_rdma_task_send_imm_set_src_buf", None, P, P),
+    _f("doca_rdma_task_send_imm_get_src_buf", P, P),
+    _f("doca_rdma_task_send_imm_set_immediate_data", None, P, BE32),
+    _f("doca_rdma_task_send_imm_get_immediate_data", BE32, P),
+    _f("doca_rdma_task_send_imm_set_rdma_connection", None, P, P, **_NEW),
+    _f("doca_rdma_task_send_imm_get_rdma_connection", P, P, **_NEW),
     # -- read (87–97)
-    *_head("read"),
-    _alloc("read", P, P),
-    _f(f"{_T}read_as_task", P, P),
-    *_bufs(f"{_T}read", "src_buf", "dst_buf"),
-    _f(f"{_T}read_get_result_len", c_uint32, P),
-    *_conn(f"{_T}read"),
+    _f("doca_rdma_cap_task_read_is_supported", ERR, P),
+    _f("doca_rdma_task_read_set_conf", ERR, P, CB, CB, c_uint32),
+    _delta("doca_rdma_task_read_allocate_init", ERR, (P, P, P, P, DATA, OUT), (P, P, P, DATA, OUT)),
+    _f("doca_rdma_task_read_as_task", P, P),
+    _f("doca_rdma_task_read_set_src_buf", None, P, P),
+    _f("doca_rdma_task_read_get_src_buf", P, P),
+    _f("doca_rdma_task_read_set_dst_buf", None, P, P),
+    _f("doca_rdma_task_read_get_dst_buf", P, P),
+    _f("doca_rdma_task_read_get_result_len", c_uint32, P),
+    _f("doca_rdma_task_read_set_rdma_connection", None, P, P, **_NEW),
+    _f("doca_rdma_task_read_get_rdma_connection", P, P, **_NEW),
     # -- write (98–107)
-    *_head("write"),
-    _alloc("write", P, P),
-    _f(f"{_T}write_as_task", P, P),
-    *_bufs(f"{_T}write", "src_buf", "dst_buf"),
-    *_conn(f"{_T}write"),
+    _f("doca_rdma_cap_task_write_is_supported", ERR, P),
+    _f("doca_rdma_task_write_set_conf", ERR, P, CB, CB, c_uint32),
+    _delta("doca_rdma_task_write_allocate_init", ERR, (P, P, P, P, DATA, OUT), (P, P, P, DATA, OUT)),
+    _f("doca_rdma_task_write_as_task", P, P),
+    _f("doca_rdma_task_write_set_src_buf", None, P, P),
+    _f("doca_rdma_task_write_get_src_buf", P, P),
+    _f("doca_rdma_task_write_set_dst_buf", None, P, P),
+    _f("doca_rdma_task_write_get_dst_buf", P, P),
+    _f("doca_rdma_task_write_set_rdma_connection", None, P, P, **_NEW),
+    _f("doca_rdma_task_write_get_rdma_connection", P, P, **_NEW),
     # -- write with immediate (108–119)
-    *_head("write_imm"),
-    _alloc("write_imm", P, P, BE32),
-    _f(f"{_T}write_imm_as_task", P, P),
-    *_bufs(f"{_T}write_imm", "src_buf", "dst_buf"),
-    *_imm(f"{_T}write_imm"),
-    *_conn(f"{_T}write_imm"),
+    _f("doca_rdma_cap_task_write_imm_is_supported", ERR, P),
+    _f("doca_rdma_task_write_imm_set_conf", ERR, P, CB, CB, c_uint32),
+    _delta("doca_rdma_task_write_imm_allocate_init", ERR, (P, P, P, P, BE32, DATA, OUT), (P, P, P, BE32, DATA, OUT)),
+    _f("doca_rdma_task_write_imm_as_task", P, P),
+    _f("doca_rdma_task_write_imm_set_src_buf", None, P, P),
+    _f("doca_rdma_task_write_imm_get_src_buf", P, P),
+    _f("doca_rdma_task_write_imm_set_dst_buf", None, P, P),
+    _f("doca_rdma_task_write_imm_get_dst_buf", P, P),
+    _f("doca_rdma_task_write_imm_set_immediate_data", None, P, BE32),
+    _f("doca_rdma_task_write_imm_get_immediate_data", BE32, P),
+    _f("doca_rdma_task_write_imm_set_rdma_connection", None, P, P, **_NEW),
+    _f("doca_rdma_task_write_imm_get_rdma_connection", P, P, **_NEW),
     # -- atomic compare-and-swap (120–133)
-    *_head("atomic_cmp_swp"),
-    _alloc("atomic_cmp_swp", P, P, c_uint64, c_uint64),
-    _f(f"{_T}atomic_cmp_swp_as_task", P, P),
-    *_bufs(f"{_T}atomic_cmp_swp", "dst_buf", "result_buf"),
-    *_u64(f"{_T}atomic_cmp_swp", "cmp_data"),
-    *_u64(f"{_T}atomic_cmp_swp", "swap_data"),
-    *_conn(f"{_T}atomic_cmp_swp"),
+    _f("doca_rdma_cap_task_atomic_cmp_swp_is_supported", ERR, P),
+    _f("doca_rdma_task_atomic_cmp_swp_set_conf", ERR, P, CB, CB, c_uint32),
+    _delta("doca_rdma_task_atomic_cmp_swp_allocate_init", ERR, (P, P, P, P, c_uint64, c_uint64, DATA, OUT), (P, P, P, c_uint64, c_uint64, DATA, OUT)),
+    _f("doca_rdma_task_atomic_cmp_swp_as_task", P, P),
+    _f("doca_rdma_task_atomic_cmp_swp_set_dst_buf", None, P, P),
+    _f("doca_rdma_task_atomic_cmp_swp_get_dst_buf", P, P),
+    _f("doca_rdma_task_atomic_cmp_swp_set_result_buf", None, P, P),
+    _f("doca_rdma_task_atomic_cmp_swp_get_result_buf", P, P),
+    _f("doca_rdma_task_atomic_cmp_swp_set_cmp_data", None, P, c_uint64),
+    _f("doca_rdma_task_atomic_cmp_swp_get_cmp_data", c_uint64, P),
+    _f("doca_rdma_task_atomic_cmp_swp_set_swap_data", None, P, c_uint64),
+    _f("doca_rdma_task_atomic_cmp_swp_get_swap_data", c_uint64, P),
+    _f("doca_rdma_task_atomic_cmp_swp_set_rdma_connection", None, P, P, **_NEW),
+    _f("doca_rdma_task_atomic_cmp_swp_get_rdma_connection", P, P, **_NEW),
     # -- atomic fetch-and-add (134–145)
-    *_head("atomic_fetch_add"),
-    _alloc("atomic_fetch_add", P, P, c_uint64),
-    _f(f"{_T}atomic_fetch_add_as_task", P, P),
-    *_bufs(f"{_T}atomic_fetch_add", "dst_buf", "result_buf"),
-    *_u64(f"{_T}atomic_fetch_add", "add_data"),
-    *_conn(f"{_T}atomic_fetch_add"),
+    _f("doca_rdma_cap_task_atomic_fetch_add_is_supported", ERR, P),
+    _f("doca_rdma_task_atomic_fetch_add_set_conf", ERR, P, CB, CB, c_uint32),
+    _delta("doca_rdma_task_atomic_fetch_add_allocate_init", ERR, (P, P, P, P, c_uint64, DATA, OUT), (P, P, P, c_uint64, DATA, OUT)),
+    _f("doca_rdma_task_atomic_fetch_add_as_task", P, P),
+    _f("doca_rdma_task_atomic_fetch_add_set_dst_buf", None, P, P),
+    _f("doca_rdma_task_atomic_fetch_add_get_dst_buf", P, P),
+    _f("doca_rdma_task_atomic_fetch_add_set_result_buf", None, P, P),
+    _f("doca_rdma_task_atomic_fetch_add_get_result_buf", P, P),
+    _f("doca_rdma_task_atomic_fetch_add_set_add_data", None, P, c_uint64),
+    _f("doca_rdma_task_atomic_fetch_add_get_add_data", c_uint64, P),
+    _f("doca_rdma_task_atomic_fetch_add_set_rdma_connection", None, P, P, **_NEW),
+    _f("doca_rdma_task_atomic_fetch_add_get_rdma_connection", P, P, **_NEW),
     # -- remote net sync event get (146–156)
-    *_head("remote_net_sync_event_get"),
-    _alloc("remote_net_sync_event_get", P, P),
-    _f(f"{_T}remote_net_sync_event_get_as_task", P, P),
-    *_bufs(f"{_T}remote_net_sync_event_get", "sync_event", "dst_buf"),
-    _f(f"{_T}remote_net_sync_event_get_get_result_len", c_uint32, P),
-    *_conn(f"{_T}remote_net_sync_event_get"),
+    _f("doca_rdma_cap_task_remote_net_sync_event_get_is_supported", ERR, P),
+    _f("doca_rdma_task_remote_net_sync_event_get_set_conf", ERR, P, CB, CB, c_uint32),
+    _delta("doca_rdma_task_remote_net_sync_event_get_allocate_init", ERR, (P, P, P, P, DATA, OUT), (P, P, P, DATA, OUT)),
+    _f("doca_rdma_task_remote_net_sync_event_get_as_task", P, P),
+    _f("doca_rdma_task_remote_net_sync_event_get_set_sync_event", None, P, P),
+    _f("doca_rdma_task_remote_net_sync_event_get_get_sync_event", P, P),
+    _f("doca_rdma_task_remote_net_sync_event_get_set_dst_buf", None, P, P),
+    _f("doca_rdma_task_remote_net_sync_event_get_get_dst_buf", P, P),
+    _f("doca_rdma_task_remote_net_sync_event_get_get_result_len", c_uint32, P),
+    _f("doca_rdma_task_remote_net_sync_event_get_set_rdma_connection", None, P, P, **_NEW),
+    _f("doca_rdma_task_remote_net_sync_event_get_get_rdma_connection", P, P, **_NEW),
     # -- remote net sync event notify set (157–166)
-    *_head("remote_net_sync_event_notify_set"),
-    _alloc("remote_net_sync_event_notify_set", P, P),
-    _f(f"{_T}remote_net_sync_event_notify_set_as_task", P, P),
-    *_bufs(f"{_T}remote_net_sync_event_notify_set", "sync_event"),
-    *_conn(f"{_T}remote_net_sync_event_notify_set"),
-    *_bufs(f"{_T}remote_net_sync_event_notify_set", "src_buf"),
+    _f("doca_rdma_cap_task_remote_net_sync_event_notify_set_is_supported", ERR, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_set_set_conf", ERR, P, CB, CB, c_uint32),
+    _delta("doca_rdma_task_remote_net_sync_event_notify_set_allocate_init", ERR, (P, P, P, P, DATA, OUT), (P, P, P, DATA, OUT)),
+    _f("doca_rdma_task_remote_net_sync_event_notify_set_as_task", P, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_set_set_sync_event", None, P, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_set_get_sync_event", P, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_set_set_rdma_connection", None, P, P, **_NEW),
+    _f("doca_rdma_task_remote_net_sync_event_notify_set_get_rdma_connection", P, P, **_NEW),
+    _f("doca_rdma_task_remote_net_sync_event_notify_set_set_src_buf", None, P, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_set_get_src_buf", P, P),
     # -- remote net sync event notify add (167–178)
-    *_head("remote_net_sync_event_notify_add"),
-    _alloc("remote_net_sync_event_notify_add", P, P, c_uint64),
-    _f(f"{_T}remote_net_sync_event_notify_add_as_task", P, P),
-    *_bufs(f"{_T}remote_net_sync_event_notify_add", "sync_event", "result_buf"),
-    *_u64(f"{_T}remote_net_sync_event_notify_add", "add_data"),
-    *_conn(f"{_T}remote_net_sync_event_notify_add"),
+    _f("doca_rdma_cap_task_remote_net_sync_event_notify_add_is_supported", ERR, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_add_set_conf", ERR, P, CB, CB, c_uint32),
+    _delta("doca_rdma_task_remote_net_sync_event_notify_add_allocate_init", ERR, (P, P, P, P, c_uint64, DATA, OUT), (P, P, P, c_uint64, DATA, OUT)),
+    _f("doca_rdma_task_remote_net_sync_event_notify_add_as_task", P, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_add_set_sync_event", None, P, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_add_get_sync_event", P, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_add_set_result_buf", None, P, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_add_get_result_buf", P, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_add_set_add_data", None, P, c_uint64),
+    _f("doca_rdma_task_remote_net_sync_event_notify_add_get_add_data", c_uint64, P),
+    _f("doca_rdma_task_remote_net_sync_event_notify_add_set_rdma_connection", None, P, P, **_NEW),
+    _f("doca_rdma_task_remote_net_sync_event_notify_add_get_rdma_connection", P, P, **_NEW),
     # -- DPA (179)
     _f("doca_rdma_dpa_completion_attach", ERR, P, P, **_NEW),
 )
@@ -299,7 +320,7 @@ RDMA_SRQ_26: tuple[Decl, ...] = (
 register(LIBNAME, RDMA + RDMA_SRQ_26)
 
 
-def load_rdma() -> BoundLib:
+def load_rdma() -> RdmaLib:
     """The bound libdoca_rdma functions (cached; opens libdoca_common first).
 
     Raises [`DocaLibraryNotFound`][doca_py.native.loader.DocaLibraryNotFound] (an ``ImportError``)
@@ -307,4 +328,4 @@ def load_rdma() -> BoundLib:
     """
     from . import load
 
-    return load(LIBNAME)
+    return cast("RdmaLib", load(LIBNAME))
