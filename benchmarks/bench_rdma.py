@@ -78,7 +78,7 @@ def child() -> None:
         blob, conn = rdma.export()
         print(blob.hex(), mm.export_rdma(dev).hex(), shm.name, srv.getsockname()[1], flush=True)
         rdma.connect(bytes.fromhex(sys.stdin.readline().strip()), conn)
-        _wait(pe, lambda: rdma.state == CtxState.RUNNING)
+        _wait(pe, lambda: rdma.get_state() == CtxState.RUNNING)
         for i in range(2 * WINDOW):
             rdma.task_receive_allocate_init(inv.buf_get_by_addr(mm, base + i * MSG, MSG)).submit()
         # Raw messaging reference: parse 64-byte length-prefixed messages, ack each batch.
@@ -162,7 +162,7 @@ class Bench:
         self.rdma.connect(bytes.fromhex(conn_hex), self.conn)
         self.remote = d.Mmap.create_from_export(bytes.fromhex(mm_hex), self.dev)
         self.rbase = self.remote.get_memrange()[0]
-        _wait(self.pe, lambda: self.rdma.state == CtxState.RUNNING)
+        _wait(self.pe, lambda: self.rdma.get_state() == CtxState.RUNNING)
         self.shm = shared_memory.SharedMemory(name=shm_name)
         from multiprocessing import resource_tracker
 

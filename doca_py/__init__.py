@@ -6,7 +6,7 @@ by ``DOCA_PY_IMPL=native|emulated|auto`` at import.
 
 from __future__ import annotations
 
-from ._impl import impl
+from ._backend import impl
 from .buf import Buf, BufInventory
 from .comch import (
     ComchClient,
@@ -14,6 +14,7 @@ from .comch import (
     ComchConsumer,
     ComchConsumerTaskPostRecv,
     ComchCounter,
+    ComchOptions,
     ComchProducer,
     ComchProducerTaskSend,
     ComchServer,
@@ -41,6 +42,7 @@ from .rdma import (
     RdmaAddrType,
     RdmaConnection,
     RdmaOpcode,
+    RdmaOptions,
     RdmaTaskAtomicCmpSwp,
     RdmaTaskAtomicFetchAdd,
     RdmaTaskRead,
@@ -62,8 +64,8 @@ __all__ = [
     "Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate", "CompressTaskDecompressLz4Stream",
     "CompressTaskDecompressLz4Block", "CompressTaskType",
     "ComchServer", "ComchClient", "ComchConnection", "ComchConsumer", "ComchProducer", "ComchTaskSend",
-    "ComchConsumerTaskPostRecv", "ComchProducerTaskSend", "ComchCounter",
-    "Rdma", "RdmaAddr", "RdmaAddrType", "RdmaConnection", "RdmaOpcode", "RdmaTransportType", "RdmaTaskReceive",
+    "ComchConsumerTaskPostRecv", "ComchProducerTaskSend", "ComchCounter", "ComchOptions",
+    "Rdma", "RdmaOptions", "RdmaAddr", "RdmaAddrType", "RdmaConnection", "RdmaOpcode", "RdmaTransportType", "RdmaTaskReceive",
     "RdmaTaskSend", "RdmaTaskSendImm", "RdmaTaskRead", "RdmaTaskWrite", "RdmaTaskWriteImm", "RdmaTaskAtomicCmpSwp",
     "RdmaTaskAtomicFetchAdd",
     "AccessFlag", "CtxState", "DevinfoRepFilter", "PciFuncType", "PeEventMode", "TaskSubmitFlag",

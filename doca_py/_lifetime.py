@@ -7,6 +7,10 @@
 * an object that is garbage collected without ``close()`` is released by a
   ``weakref.finalize`` recipe, which does nothing in a forked child or at
   interpreter shutdown; top-level objects also warn ``ResourceWarning``;
+* ``obj.handle`` is the backend handle (the C address as an ``int`` on the native backend,
+  the backend object on the emulated one) and ``Cls.from_handle(h, …)`` wraps an existing
+  handle *without* ownership: closing such a "borrowed" wrapper closes its Python
+  children but never destroys the DOCA object, whose creator still owns it;
 * ``repr()`` names the class, says open or closed and, for an open object, the
   facts of `DocaObject._repr_facts` (a closed object's handle is never
   touched: on the native backend it is freed memory).
@@ -25,7 +29,13 @@ from typing import Any
 
 from .errors import DocaUsageError
 
-__all__ = ["DocaObject"]
+__all__ = ["DocaObject", "raw_handle"]
+
+
+def raw_handle(h: object) -> object:
+    """The public face of backend handle *h*: the C address (``ptr``) of a native handle, else *h* itself."""
+    ptr = getattr(h, "ptr", None)
+    return ptr if isinstance(ptr, int) else h
 
 
 def _release(pid: int, name: str, warn: bool, release: Callable[[], object]) -> None:
@@ -44,6 +54,8 @@ class DocaObject:
 
     # Top-level objects (Pe, Dev, Mmap, BufInventory) warn when leaked.
     _warn_unclosed: bool = False
+    # Wrapping a handle someone else owns (from_handle): close() never destroys it.
+    _borrowed: bool = False
 
     def __init__(self) -> None:
         self._closed = False
@@ -58,6 +70,29 @@ class DocaObject:
         self._finalizer = weakref.finalize(
             self, _release, os.getpid(), type(self).__name__, self._warn_unclosed, release
         )
+
+    def _borrow(self) -> None:
+        """Make this wrapper a borrower: no finalizer, and ``close`` leaves the DOCA object alone."""
+        self._borrowed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+
+    @property
+    def handle(self) -> object:
+        """The backend handle this object wraps: on the native backend the address of the C object
+        (``struct doca_<x> *`` as an ``int``), on the emulated backend the backend object itself.
+
+        Valid while this object is open; ownership stays with this object (use the class's
+        ``from_handle`` to wrap it again without ownership).
+        """
+        h: object = getattr(self, "_h")  # every subclass sets ``_h``, typed with its protocol
+        return raw_handle(h)
+
+    @property
+    def borrowed(self) -> bool:
+        """Whether this wrapper was made by ``from_handle`` (it never destroys the DOCA object)."""
+        return self._borrowed
 
     def _adopt(self, child: DocaObject) -> None:
         self._check_open()
@@ -83,7 +118,10 @@ class DocaObject:
             except Exception as exc:  # keep closing the others
                 errors.append(exc)
         try:
-            self._close()
+            if self._borrowed:
+                self._close_borrowed()
+            else:
+                self._close()
         except Exception as exc:
             errors.append(exc)
         if errors:
@@ -97,6 +135,9 @@ class DocaObject:
 
     def _close(self) -> None:
         """Backend release; runs once, after the children are closed."""
+
+    def _close_borrowed(self) -> None:
+        """What ``close`` does instead of `_close` for a borrowed wrapper (Python-side state only)."""
 
     def _repr_facts(self) -> list[str]:
         """What ``repr()`` shows of an open object, as ``name=value`` strings.

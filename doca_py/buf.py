@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from typing import cast
 
-from . import _impl
+from ._backend import backend
 from ._lifetime import DocaObject
-from .abc import BufBackend, BufHandle, BufInventoryHandle
+from ._backend.protocols.core import BufHandle, BufInventoryHandle
 from .errors import DocaInvalidValue
 from .mmap import Mmap
 
 __all__ = ["BufInventory", "Buf"]
 
-
-def _backend() -> BufBackend:
-    return cast(BufBackend, _impl.backend_module("buf"))
 
 
 class BufInventory(DocaObject):
@@ -29,14 +26,31 @@ class BufInventory(DocaObject):
 
     _warn_unclosed = True
 
-    def __init__(self, num_elements: int, *, start: bool = True) -> None:
+    def __init__(self, num_elements: int, *, start: bool = True, _handle: BufInventoryHandle | None = None) -> None:
         super().__init__()
+        if _handle is not None:  # from_handle
+            self._h: BufInventoryHandle = _handle
+            return
         if num_elements <= 0:
             raise DocaInvalidValue(f"num_elements must be positive, got {num_elements}")
-        self._h: BufInventoryHandle = _backend().buf_inventory_create(num_elements)
+        self._h = backend.buf.buf_inventory_create(num_elements)
         self._arm_finalizer(self._h.destroy)
         if start:
             self._h.start()
+
+    @classmethod
+    def from_handle(cls, handle: BufInventoryHandle | int) -> BufInventory:
+        """Wrap an existing ``doca_buf_inventory`` without taking ownership (it is used as it is: started
+        or not).
+
+        *handle* is another wrapper's ``handle``: on the native backend
+        the address of a C ``doca_buf_inventory`` (one made by C code, say), on the emulated backend the backend object.
+        The wrapper is borrowed: its ``close`` closes the Python objects made through it but never
+        destroys the DOCA object, which its creator destroys after closing this wrapper.
+        """
+        inv = cls(0, _handle=backend.borrow_buf_inventory(handle) if isinstance(handle, int) else handle)
+        inv._borrow()
+        return inv
 
     def start(self) -> None:
         """``doca_buf_inventory_start``. The constructor starts the inventory already."""

@@ -20,7 +20,7 @@ Fast path (either side, on an established connection):
 ```python
 consumer = ComchConsumer(conn, mmap); pe.connect_ctx(consumer)
 consumer.task_post_recv_set_conf(on_recv, on_recv_error, 64); consumer.start()   # STARTING
-consumer.task_post_recv_alloc_init(buf).submit()       # the peer learns consumer.id (new_consumer)
+consumer.task_post_recv_alloc_init(buf).submit()       # the peer learns consumer.get_id() (new_consumer)
 producer = ComchProducer(conn); pe.connect_ctx(producer)
 producer.task_send_set_conf(on_sent, on_error, 64); producer.start()
 task = producer.task_send_alloc_init(src, b"imm", remote_consumer_id)
@@ -44,10 +44,20 @@ the task. The producer's error callback reports fatal errors only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from dataclasses import dataclass
+from typing import Any, cast
 
-from . import _impl
-from .abc import BufHandle, CtxHandle, DevInfoHandle, MmapHandle, TaskHandle
+from ._backend import backend
+from ._backend.protocols.comch import (
+    ComchClientHandle,
+    ComchConnectionHandle,
+    ComchConsumerHandle,
+    ComchConsumerTaskPostRecvHandle,
+    ComchEndpointHandle,
+    ComchProducerHandle,
+    ComchProducerTaskSendHandle,
+    ComchServerHandle,
+)
 from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo, DevRep
@@ -56,13 +66,11 @@ from .types import NamedIntEnum
 from .mmap import Mmap
 
 __all__ = [
-    "ComchServer", "ComchClient", "ComchConnection", "ComchConsumer", "ComchProducer",
+    "ComchServer", "ComchClient", "ComchOptions", "ComchConnection", "ComchConsumer", "ComchProducer",
     "ComchTaskSend", "ComchConsumerTaskPostRecv", "ComchProducerTaskSend", "ComchCounter",
     "MsgRecvCallback", "ConnectionStatusCallback", "ConsumerCallback",
     "cap_get_max_name_len", "cap_get_max_msg_size", "cap_get_max_recv_queue_size", "cap_get_max_clients",
     "cap_get_max_send_tasks",
-    "ComchConnectionHandle", "ComchEndpointHandle", "ComchServerHandle", "ComchClientHandle",
-    "ComchConsumerHandle", "ComchProducerHandle", "ComchBackend",
 ]
 
 
@@ -90,171 +98,35 @@ ConsumerCallback = Callable[["ComchConnection", int], None]
 """``cb(connection, consumer_id)``, as ``doca_comch_event_consumer_cb_t``."""
 
 
-# -- backend protocols ------------------------------------------------------------------------------
-class ComchConnectionHandle(Protocol):
-    """``doca_comch_connection`` as a backend implements it."""
-
-    #: The public [`ComchConnection`][doca_py.comch.ComchConnection] wrapping it.
-    owner: object
-    """Backend: the server or client the connection belongs to."""
-
-    def is_server_side(self) -> bool:
-        """Backend hook behind the public ``is_server_side`` (``doca_comch``)."""
-    def is_connected(self) -> bool:
-        """Backend hook behind the public ``is_connected`` (``doca_comch``)."""
-    def update_info(self) -> None:
-        """Backend hook behind the public ``update_info`` (``doca_comch``)."""
-    def get_counter(self, counter: int) -> int:
-        """Backend hook behind the public ``get_counter`` (``doca_comch``)."""
-
-
-class ComchEndpointHandle(CtxHandle, Protocol):
-    """What ``doca_comch_server`` and ``doca_comch_client`` share. Events call back with the
-    public connection object that ``set_wrap``'s function made for a handle."""
-
-    @property
-    def send(self) -> Any:
-        """Backend: the send task type (``doca_comch_task_send``)."""
-    def set_max_msg_size(self, value: int) -> None:
-        """``doca_comch_<side>_set_max_msg_size``."""
-    def get_max_msg_size(self) -> int:
-        """``doca_comch_<side>_get_max_msg_size``."""
-    def set_recv_queue_size(self, value: int) -> None:
-        """``doca_comch_<side>_set_recv_queue_size``."""
-    def get_recv_queue_size(self) -> int:
-        """``doca_comch_<side>_get_recv_queue_size``."""
-    def set_wrap(self, wrap: Callable[[Any], object]) -> None:
-        """Backend hook behind the public ``set_wrap`` (``doca_comch``)."""
-    def set_event_cb(self, kind: str, cb: Callable[..., None] | None) -> None:
-        """Backend hook behind the public ``set_event_cb`` (``doca_comch``)."""
-    def task_send_alloc_init(self, conn: Any, data: Any) -> TaskHandle:
-        """Backend hook behind the public ``task_send_alloc_init`` (``doca_comch``)."""
-
-
-class ComchServerHandle(ComchEndpointHandle, Protocol):
-    """``doca_comch_server``."""
-
-    def disconnect(self, conn: Any) -> None:
-        """Backend hook behind the public ``disconnect`` (``doca_comch``)."""
-    def get_connections(self) -> list[Any]:
-        """Backend hook behind the public ``get_connections`` (``doca_comch``)."""
-
-
-class ComchClientHandle(ComchEndpointHandle, Protocol):
-    """``doca_comch_client``."""
-
-    def get_connection(self) -> Any:
-        """Backend hook behind the public ``get_connection`` (``doca_comch``)."""
-
-
-class ComchConsumerHandle(CtxHandle, Protocol):
-    """``doca_comch_consumer``."""
-
-    @property
-    def post_recv(self) -> Any:
-        """Backend: the post-recv task type (``doca_comch_consumer_task_post_recv``)."""
-    def get_id(self) -> int:
-        """Backend hook behind the public ``get_id`` (``doca_comch``)."""
-    def set_imm_data_len(self, n: int) -> None:
-        """Backend hook behind the public ``set_imm_data_len`` (``doca_comch``)."""
-    def get_imm_data_len(self) -> int:
-        """Backend hook behind the public ``get_imm_data_len`` (``doca_comch``)."""
-    def task_post_recv_alloc_init(self, buf: BufHandle) -> TaskHandle:
-        """Backend hook behind the public ``task_post_recv_alloc_init`` (``doca_comch``)."""
-
-
-class ComchProducerHandle(CtxHandle, Protocol):
-    """``doca_comch_producer``."""
-
-    @property
-    def send(self) -> Any:
-        """Backend: the send task type (``doca_comch_producer_task_send``)."""
-    def get_id(self) -> int:
-        """Backend hook behind the public ``get_id`` (``doca_comch``)."""
-    def task_send_alloc_init(self, buf: BufHandle, imm: bytes, consumer_id: int) -> TaskHandle:
-        """Backend hook behind the public ``task_send_alloc_init`` (``doca_comch``)."""
-
-
-class ComchBackend(Protocol):
-    """Module ``doca_py.<impl>.comch``."""
-
-    def server_create(self, dev: object, rep: object, name: str) -> ComchServerHandle:
-        """Backend hook behind the public ``server_create`` (``doca_comch``)."""
-    def client_create(self, dev: object, name: str) -> ComchClientHandle:
-        """Backend hook behind the public ``client_create`` (``doca_comch``)."""
-    def consumer_create(self, conn: Any, mmap: MmapHandle) -> ComchConsumerHandle:
-        """Backend hook behind the public ``consumer_create`` (``doca_comch``)."""
-    def producer_create(self, conn: Any) -> ComchProducerHandle:
-        """Backend hook behind the public ``producer_create`` (``doca_comch``)."""
-    def cap_server_is_supported(self, devinfo: DevInfoHandle) -> bool:
-        """Backend hook behind the public ``cap_server_is_supported`` (``doca_comch``)."""
-    def cap_client_is_supported(self, devinfo: DevInfoHandle) -> bool:
-        """Backend hook behind the public ``cap_client_is_supported`` (``doca_comch``)."""
-    def cap_get_max_name_len(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_name_len`` (``doca_comch``)."""
-    def cap_get_max_msg_size(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_msg_size`` (``doca_comch``)."""
-    def cap_get_max_recv_queue_size(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_recv_queue_size`` (``doca_comch``)."""
-    def cap_get_max_clients(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_clients`` (``doca_comch``)."""
-    def cap_get_max_send_tasks(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_send_tasks`` (``doca_comch``)."""
-    def consumer_cap_is_supported(self, devinfo: DevInfoHandle) -> bool:
-        """Backend hook behind the public ``consumer_cap_is_supported`` (``doca_comch``)."""
-    def consumer_cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``consumer_cap_get_max_num_tasks`` (``doca_comch``)."""
-    def consumer_cap_get_max_buf_size(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``consumer_cap_get_max_buf_size`` (``doca_comch``)."""
-    def consumer_cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``consumer_cap_get_max_buf_list_len`` (``doca_comch``)."""
-    def consumer_cap_get_max_consumers(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``consumer_cap_get_max_consumers`` (``doca_comch``)."""
-    def consumer_cap_get_max_imm_data_len(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``consumer_cap_get_max_imm_data_len`` (``doca_comch``)."""
-    def producer_cap_is_supported(self, devinfo: DevInfoHandle) -> bool:
-        """Backend hook behind the public ``producer_cap_is_supported`` (``doca_comch``)."""
-    def producer_cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``producer_cap_get_max_num_tasks`` (``doca_comch``)."""
-    def producer_cap_get_max_buf_size(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``producer_cap_get_max_buf_size`` (``doca_comch``)."""
-    def producer_cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``producer_cap_get_max_buf_list_len`` (``doca_comch``)."""
-    def producer_cap_get_max_producers(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``producer_cap_get_max_producers`` (``doca_comch``)."""
-
-
-def _backend() -> ComchBackend:
-    return cast(ComchBackend, _impl.backend_module("comch"))
-
-
 # -- capabilities (doca_comch_cap_*) -----------------------------------------------------------------
 def cap_get_max_name_len(devinfo: DevInfo) -> int:
     """Longest server name, counting the terminating NUL as DOCA does."""
-    return _backend().cap_get_max_name_len(devinfo._h)
+    return backend.comch.cap_get_max_name_len(devinfo._h)
 
 
 def cap_get_max_msg_size(devinfo: DevInfo) -> int:
     """Largest control message."""
-    return _backend().cap_get_max_msg_size(devinfo._h)
+    return backend.comch.cap_get_max_msg_size(devinfo._h)
 
 
 def cap_get_max_recv_queue_size(devinfo: DevInfo) -> int:
     """Deepest receive queue of a server or client."""
-    return _backend().cap_get_max_recv_queue_size(devinfo._h)
+    return backend.comch.cap_get_max_recv_queue_size(devinfo._h)
 
 
 def cap_get_max_clients(devinfo: DevInfo) -> int:
     """Clients one server accepts."""
-    return _backend().cap_get_max_clients(devinfo._h)
+    return backend.comch.cap_get_max_clients(devinfo._h)
 
 
 def cap_get_max_send_tasks(devinfo: DevInfo) -> int:
     """Send tasks a server or client may configure."""
-    return _backend().cap_get_max_send_tasks(devinfo._h)
+    return backend.comch.cap_get_max_send_tasks(devinfo._h)
 
 
 # -- connections -------------------------------------------------------------------------------------
+
+
 class ComchConnection:
     """``doca_comch_connection``: one client ↔ server link, owned by its server or client."""
 
@@ -304,6 +176,8 @@ class ComchConnection:
 
 
 # -- tasks -------------------------------------------------------------------------------------------
+
+
 class ComchTaskSend(Task):
     """``doca_comch_task_send``: one control message to a connection (copied at allocation).
 
@@ -321,6 +195,7 @@ class _BufTask(Task):
     """A comch task over one buffer."""
 
     __slots__ = ("_buf",)
+    _h: ComchConsumerTaskPostRecvHandle | ComchProducerTaskSendHandle
     _buf: Buf
 
     def get_buf(self) -> Buf:
@@ -329,7 +204,7 @@ class _BufTask(Task):
 
     def set_buf(self, buf: Buf) -> None:
         """Replace the buffer (not while in flight)."""
-        self._h.set_buf(buf._h)  # type: ignore[attr-defined]
+        self._h.set_buf(buf._h)
         self._buf = buf
 
 
@@ -340,18 +215,19 @@ class ComchConsumerTaskPostRecv(_BufTask):
     grew by the bytes received)."""
 
     __slots__ = ()
+    _h: ComchConsumerTaskPostRecvHandle
 
     def get_producer_id(self) -> int:
         """The producer that filled the buffer (0 if none)."""
-        return int(self._h.producer_id)  # type: ignore[attr-defined]
+        return int(self._h.producer_id)
 
     def get_imm_data(self) -> bytes:
         """The immediate data sent with the buffer (empty if none)."""
-        return bytes(self._h.imm)  # type: ignore[attr-defined]
+        return bytes(self._h.imm)
 
     def get_imm_data_len(self) -> int:
         """``doca_comch_consumer_task_post_recv_get_imm_data_len``: the imm data len."""
-        return len(self._h.imm)  # type: ignore[attr-defined]
+        return len(self._h.imm)
 
 
 class ComchProducerTaskSend(_BufTask):
@@ -367,38 +243,70 @@ class ComchProducerTaskSend(_BufTask):
     a lost connection), and a failed task stops the producer."""
 
     __slots__ = ()
+    _h: ComchProducerTaskSendHandle
 
     def get_consumer_id(self) -> int:
         """``doca_comch_producer_task_send_get_consumer_id``: the consumer id."""
-        return int(self._h.consumer_id)  # type: ignore[attr-defined]
+        return int(self._h.consumer_id)
 
     def set_consumer_id(self, consumer_id: int) -> None:
         """``doca_comch_producer_task_send_set_consumer_id``: set the consumer id to *consumer_id*."""
-        self._h.set_consumer_id(consumer_id)  # type: ignore[attr-defined]
+        self._h.set_consumer_id(consumer_id)
 
     def get_imm_data(self) -> bytes:
         """``doca_comch_producer_task_send_get_imm_data``: the imm data."""
-        return bytes(self._h.imm)  # type: ignore[attr-defined]
+        return bytes(self._h.imm)
 
     def get_imm_data_len(self) -> int:
         """``doca_comch_producer_task_send_get_imm_data_len``: the imm data len."""
-        return len(self._h.imm)  # type: ignore[attr-defined]
+        return len(self._h.imm)
 
     def set_imm_data(self, imm_data: bytes) -> None:
         """Copy *imm_data* (at most ``ComchConsumer.cap_get_max_imm_data_len`` bytes) into the task."""
-        self._h.set_imm_data(bytes(imm_data))  # type: ignore[attr-defined]
+        self._h.set_imm_data(bytes(imm_data))
 
 
 # -- server and client ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComchOptions:
+    """The settings of a [`ComchServer`][doca_py.comch.ComchServer] or [`ComchClient`][doca_py.comch.ComchClient]
+    in one value (as cuda.core's ``StreamOptions``).
+
+    Pass it to ``configure`` or to the constructor (``options=``) while the ctx is IDLE. ``None`` leaves a
+    setting as it is; each field goes through the DOCA-named setter of the same name.
+    """
+
+    max_msg_size: int | None = None
+    """``doca_comch_server/client_set_max_msg_size``."""
+    recv_queue_size: int | None = None
+    """``doca_comch_server/client_set_recv_queue_size``."""
+
+
 class _Endpoint(Ctx):
     """What [`ComchServer`][doca_py.comch.ComchServer] and [`ComchClient`][doca_py.comch.ComchClient] share."""
 
     _h: ComchEndpointHandle
 
-    def _setup(self, dev: Dev) -> None:
+    def _setup(self, dev: Dev, options: ComchOptions | None) -> None:
         dev._adopt(self)
         self._dev = dev
         self._h.set_wrap(self._conn)
+        if options is not None:
+            self.configure(options)
+
+    def configure(self, options: ComchOptions) -> None:
+        """Apply every setting of *options* that is not ``None`` through its DOCA-named setter
+        (``set_max_msg_size``, ``set_recv_queue_size``).
+
+        :raises DocaBadState: when the ctx is not IDLE.
+        :raises DocaInvalidValue: for a value the setter refuses (the ones before it stay set).
+        """
+        if options.max_msg_size is not None:
+            self.set_max_msg_size(options.max_msg_size)
+        if options.recv_queue_size is not None:
+            self.set_recv_queue_size(options.recv_queue_size)
 
     def _conn(self, h: ComchConnectionHandle) -> ComchConnection:
         c = cast("ComchConnection | None", h.owner)
@@ -473,12 +381,13 @@ class ComchServer(_Endpoint):
     ``start`` returns RUNNING; a second server with the same name on the same host
     function fails to start with ``DocaAlreadyExist``."""
 
-    def __init__(self, dev: Dev, rep: DevRep, name: str, user_data: Any = None) -> None:
+    def __init__(self, dev: Dev, rep: DevRep, name: str, user_data: Any = None, *,
+                 options: ComchOptions | None = None) -> None:
         dev._check_open()
         rep._check_open()
-        self._h: ComchServerHandle = _backend().server_create(dev._h, rep._h, name)
+        self._h: ComchServerHandle = backend.comch.server_create(dev._h, rep._h, name)
         super().__init__(self._h, user_data)
-        self._setup(dev)
+        self._setup(dev, options)
         self._rep = rep
         self.name = name
         """The service name clients connect to (``doca_comch_server_create``)."""
@@ -509,7 +418,7 @@ class ComchServer(_Endpoint):
     @staticmethod
     def cap_is_supported(devinfo: DevInfo) -> bool:
         """``doca_comch_cap_server_is_supported``."""
-        return _backend().cap_server_is_supported(devinfo._h)
+        return backend.comch.cap_server_is_supported(devinfo._h)
 
     def __enter__(self) -> ComchServer:
         return self
@@ -522,11 +431,11 @@ class ComchClient(_Endpoint):
     then [`get_connection`][doca_py.comch.ComchClient.get_connection] is valid. If the server goes away the ctx moves to
     STOPPING and then IDLE (once every task is freed); it can be started again."""
 
-    def __init__(self, dev: Dev, name: str, user_data: Any = None) -> None:
+    def __init__(self, dev: Dev, name: str, user_data: Any = None, *, options: ComchOptions | None = None) -> None:
         dev._check_open()
-        self._h: ComchClientHandle = _backend().client_create(dev._h, name)
+        self._h: ComchClientHandle = backend.comch.client_create(dev._h, name)
         super().__init__(self._h, user_data)
-        self._setup(dev)
+        self._setup(dev, options)
         self.name = name
         """The service name of the server (``doca_comch_client_create``)."""
 
@@ -537,13 +446,15 @@ class ComchClient(_Endpoint):
     @staticmethod
     def cap_is_supported(devinfo: DevInfo) -> bool:
         """``doca_comch_cap_client_is_supported``."""
-        return _backend().cap_client_is_supported(devinfo._h)
+        return backend.comch.cap_client_is_supported(devinfo._h)
 
     def __enter__(self) -> ComchClient:
         return self
 
 
 # -- fast path ----------------------------------------------------------------------------------------
+
+
 class ComchConsumer(Ctx):
     """``doca_comch_consumer``: receives producer data into buffers of *mmap*.
 
@@ -556,20 +467,15 @@ class ComchConsumer(Ctx):
         owner = connection._ctx
         owner._check_open()
         mmap._check_open()
-        self._h: ComchConsumerHandle = _backend().consumer_create(connection._h, mmap._h)
+        self._h: ComchConsumerHandle = backend.comch.consumer_create(connection._h, mmap._h)
         super().__init__(self._h, user_data)
         owner._adopt(self)  # closed before its server/client
         mmap._adopt(self)  # and before its memory
         self._connection = connection
         self._mmap = mmap
 
-    @property
-    def id(self) -> int:
-        """The connection-unique id the peer's producers address."""
-        return self._h.get_id()
-
     def get_id(self) -> int:
-        """``doca_comch_consumer_get_id``: the id."""
+        """``doca_comch_consumer_get_id``: the connection-unique id the peer's producers address."""
         return self._h.get_id()
 
     def get_connection(self) -> ComchConnection:
@@ -602,32 +508,32 @@ class ComchConsumer(Ctx):
     @staticmethod
     def cap_is_supported(devinfo: DevInfo) -> bool:
         """``doca_comch_consumer_cap_is_supported``: whether *devinfo* supports ."""
-        return _backend().consumer_cap_is_supported(devinfo._h)
+        return backend.comch.consumer_cap_is_supported(devinfo._h)
 
     @staticmethod
     def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
         """``doca_comch_consumer_cap_get_max_num_tasks``: the largest num tasks *devinfo* supports."""
-        return _backend().consumer_cap_get_max_num_tasks(devinfo._h)
+        return backend.comch.consumer_cap_get_max_num_tasks(devinfo._h)
 
     @staticmethod
     def cap_get_max_buf_size(devinfo: DevInfo) -> int:
         """``doca_comch_consumer_cap_get_max_buf_size``: the largest buf size *devinfo* supports."""
-        return _backend().consumer_cap_get_max_buf_size(devinfo._h)
+        return backend.comch.consumer_cap_get_max_buf_size(devinfo._h)
 
     @staticmethod
     def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
         """``doca_comch_consumer_cap_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
-        return _backend().consumer_cap_get_max_buf_list_len(devinfo._h)
+        return backend.comch.consumer_cap_get_max_buf_list_len(devinfo._h)
 
     @staticmethod
     def cap_get_max_consumers(devinfo: DevInfo) -> int:
         """``doca_comch_consumer_cap_get_max_consumers``: the largest consumers *devinfo* supports."""
-        return _backend().consumer_cap_get_max_consumers(devinfo._h)
+        return backend.comch.consumer_cap_get_max_consumers(devinfo._h)
 
     @staticmethod
     def cap_get_max_imm_data_len(devinfo: DevInfo) -> int:
         """``doca_comch_consumer_cap_get_max_imm_data_len``: the largest imm data len *devinfo* supports."""
-        return _backend().consumer_cap_get_max_imm_data_len(devinfo._h)
+        return backend.comch.consumer_cap_get_max_imm_data_len(devinfo._h)
 
     def __enter__(self) -> ComchConsumer:
         return self
@@ -639,18 +545,14 @@ class ComchProducer(Ctx):
     def __init__(self, connection: ComchConnection, user_data: Any = None) -> None:
         owner = connection._ctx
         owner._check_open()
-        self._h: ComchProducerHandle = _backend().producer_create(connection._h)
+        self._h: ComchProducerHandle = backend.comch.producer_create(connection._h)
         super().__init__(self._h, user_data)
         owner._adopt(self)
         self._connection = connection
 
-    @property
-    def id(self) -> int:
-        """The id consumers report ([`ComchConsumerTaskPostRecv.get_producer_id`][doca_py.comch.ComchConsumerTaskPostRecv.get_producer_id])."""
-        return self._h.get_id()
-
     def get_id(self) -> int:
-        """``doca_comch_producer_get_id``: the id."""
+        """``doca_comch_producer_get_id``: the id consumers report
+        ([`ComchConsumerTaskPostRecv.get_producer_id`][doca_py.comch.ComchConsumerTaskPostRecv.get_producer_id])."""
         return self._h.get_id()
 
     def get_connection(self) -> ComchConnection:
@@ -674,27 +576,27 @@ class ComchProducer(Ctx):
     @staticmethod
     def cap_is_supported(devinfo: DevInfo) -> bool:
         """``doca_comch_producer_cap_is_supported``: whether *devinfo* supports ."""
-        return _backend().producer_cap_is_supported(devinfo._h)
+        return backend.comch.producer_cap_is_supported(devinfo._h)
 
     @staticmethod
     def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
         """``doca_comch_producer_cap_get_max_num_tasks``: the largest num tasks *devinfo* supports."""
-        return _backend().producer_cap_get_max_num_tasks(devinfo._h)
+        return backend.comch.producer_cap_get_max_num_tasks(devinfo._h)
 
     @staticmethod
     def cap_get_max_buf_size(devinfo: DevInfo) -> int:
         """``doca_comch_producer_cap_get_max_buf_size``: the largest buf size *devinfo* supports."""
-        return _backend().producer_cap_get_max_buf_size(devinfo._h)
+        return backend.comch.producer_cap_get_max_buf_size(devinfo._h)
 
     @staticmethod
     def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
         """``doca_comch_producer_cap_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
-        return _backend().producer_cap_get_max_buf_list_len(devinfo._h)
+        return backend.comch.producer_cap_get_max_buf_list_len(devinfo._h)
 
     @staticmethod
     def cap_get_max_producers(devinfo: DevInfo) -> int:
         """``doca_comch_producer_cap_get_max_producers``: the largest producers *devinfo* supports."""
-        return _backend().producer_cap_get_max_producers(devinfo._h)
+        return backend.comch.producer_cap_get_max_producers(devinfo._h)
 
     def __enter__(self) -> ComchProducer:
         return self

@@ -16,17 +16,17 @@ Output that does not fit after the destination's data fails the task.
 from __future__ import annotations
 
 import enum
-from typing import Any, Protocol, cast
+from typing import Any, TypeVar
 
-from . import _impl
-from .abc import BufHandle, CtxHandle, DevHandle, DevInfoHandle, TaskHandle
+from ._backend import backend
+from ._backend.protocols.engines import CompressHandle, CompressTaskHandle
 from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo
 
 __all__ = ["Compress", "CompressTaskType", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate",
-           "CompressTaskDecompressLz4Stream", "CompressTaskDecompressLz4Block", "CompressHandle", "CompressBackend",
-           "TASK_TYPES"]
+           "CompressTaskDecompressLz4Stream", "CompressTaskDecompressLz4Block", "TASK_TYPES"]
+
 
 class CompressTaskType(enum.StrEnum):
     """The compress task types, named as in DOCA's function names (``doca_compress_cap_task_<name>_…``)."""
@@ -44,66 +44,6 @@ class CompressTaskType(enum.StrEnum):
 #: Task type names as they appear in DOCA's function names.
 TASK_TYPES = tuple(t.value for t in CompressTaskType)
 """The task type names, as strings (the values of [`CompressTaskType`][doca_py.compress.CompressTaskType])."""
-
-
-class CompressTaskHandle(TaskHandle, Protocol):
-    """A compress task handle: checksums of the last success, LZ4 stream flags."""
-
-    @property
-    def crc_cs(self) -> int: ...
-    @property
-    def adler_cs(self) -> int: ...
-    @property
-    def xxh_cs(self) -> int: ...
-    has_block_checksum: bool
-    are_blocks_independent: bool
-    def set_src(self, buf: BufHandle) -> None: ...
-    def set_dst(self, buf: BufHandle) -> None: ...
-
-
-class CompressHandle(CtxHandle, Protocol):
-    """``doca_compress`` as a backend implements it."""
-
-    @property
-    def compress_deflate(self) -> Any:
-        """Backend: the compress deflate task type (``doca_compress_task_compress_deflate``)."""
-    @property
-    def decompress_deflate(self) -> Any:
-        """Backend: the decompress deflate task type (``doca_compress_task_decompress_deflate``)."""
-    @property
-    def decompress_lz4_stream(self) -> Any:
-        """Backend: the decompress lz4 stream task type (``doca_compress_task_decompress_lz4_stream``)."""
-    @property
-    def decompress_lz4_block(self) -> Any:
-        """Backend: the decompress lz4 block task type (``doca_compress_task_decompress_lz4_block``)."""
-    def task_compress_deflate_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle:
-        """Backend hook behind the public ``task_compress_deflate_alloc_init`` (``doca_compress``)."""
-    def task_decompress_deflate_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle:
-        """Backend hook behind the public ``task_decompress_deflate_alloc_init`` (``doca_compress``)."""
-    def task_decompress_lz4_stream_alloc_init(self, has_block_checksum: bool, are_blocks_independent: bool,
-                                              src: BufHandle, dst: BufHandle) -> CompressTaskHandle:
-        """Backend hook behind the public ``task_decompress_lz4_stream_alloc_init`` (``doca_compress``)."""
-    def task_decompress_lz4_block_alloc_init(self, src: BufHandle, dst: BufHandle) -> CompressTaskHandle:
-        """Backend hook behind the public ``task_decompress_lz4_block_alloc_init`` (``doca_compress``)."""
-    def cap_get_max_num_tasks(self) -> int:
-        """Backend hook behind the public ``cap_get_max_num_tasks`` (``doca_compress``)."""
-
-
-class CompressBackend(Protocol):
-    """Module ``doca_py.<impl>.compress``."""
-
-    def compress_create(self, dev: DevHandle) -> CompressHandle:
-        """Backend hook behind the public ``compress_create`` (``doca_compress``)."""
-    def cap_task_is_supported(self, devinfo: DevInfoHandle, task: str) -> bool:
-        """Backend hook behind the public ``cap_task_is_supported`` (``doca_compress``)."""
-    def cap_task_get_max_buf_size(self, devinfo: DevInfoHandle, task: str) -> int:
-        """Backend hook behind the public ``cap_task_get_max_buf_size`` (``doca_compress``)."""
-    def cap_task_get_max_buf_list_len(self, devinfo: DevInfoHandle, task: str) -> int:
-        """Backend hook behind the public ``cap_task_get_max_buf_list_len`` (``doca_compress``)."""
-
-
-def _backend() -> CompressBackend:
-    return cast(CompressBackend, _impl.backend_module("compress"))
 
 
 class _CompressTask(Task):
@@ -195,12 +135,29 @@ class CompressTaskDecompressLz4Block(_CompressTask):
         return self._h.xxh_cs
 
 
+_CT = TypeVar("_CT", bound=_CompressTask)
+
+
 class Compress(Ctx):
     """``doca_compress`` context on *dev*."""
 
-    def __init__(self, dev: Dev, user_data: Any = None) -> None:
+    @classmethod
+    def from_handle(cls, dev: Dev, handle: CompressHandle | int, user_data: Any = None) -> Compress:
+        """Wrap an existing ``doca_compress`` on *dev* without taking ownership (it keeps its state, configuration
+        and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not connected).
+
+        *handle* is another wrapper's ``handle``: on the native backend
+        the address of a C ``doca_compress`` (one made by C code, say), on the emulated backend the backend object.
+        The wrapper is borrowed: its ``close`` closes the Python objects made through it but never
+        destroys the DOCA object, which its creator destroys after closing this wrapper.
+        """
+        c = cls(dev, user_data, _handle=backend.borrow_compress(handle) if isinstance(handle, int) else handle)
+        c._borrow()
+        return c
+
+    def __init__(self, dev: Dev, user_data: Any = None, *, _handle: CompressHandle | None = None) -> None:
         dev._check_open()
-        self._h: CompressHandle = _backend().compress_create(dev._h)
+        self._h: CompressHandle = backend.compress.compress_create(dev._h) if _handle is None else _handle
         super().__init__(self._h, user_data)
         dev._adopt(self)
 
@@ -242,7 +199,7 @@ class Compress(Ctx):
         """
         self._set_conf(self._h.decompress_lz4_block, success, error, num_tasks)
 
-    def _wrap(self, h: TaskHandle, cls: type[_CompressTask], src: Buf, dst: Buf, user_data: Any) -> Any:
+    def _wrap(self, h: CompressTaskHandle, cls: type[_CT], src: Buf, dst: Buf, user_data: Any) -> _CT:
         t = self._wrap_task(h, cls, user_data)
         t._src, t._dst = src, dst
         return t
@@ -256,7 +213,7 @@ class Compress(Ctx):
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
         h = self._h.task_compress_deflate_alloc_init(src._h, dst._h)
-        return cast(CompressTaskCompressDeflate, self._wrap(h, CompressTaskCompressDeflate, src, dst, user_data))
+        return self._wrap(h, CompressTaskCompressDeflate, src, dst, user_data)
 
     def task_decompress_deflate_alloc_init(self, src: Buf, dst: Buf,
                                            user_data: Any = None) -> CompressTaskDecompressDeflate:
@@ -267,7 +224,7 @@ class Compress(Ctx):
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
         h = self._h.task_decompress_deflate_alloc_init(src._h, dst._h)
-        return cast(CompressTaskDecompressDeflate, self._wrap(h, CompressTaskDecompressDeflate, src, dst, user_data))
+        return self._wrap(h, CompressTaskDecompressDeflate, src, dst, user_data)
 
     def task_decompress_lz4_stream_alloc_init(self, has_block_checksum: bool, are_blocks_independent: bool,
                                               src: Buf, dst: Buf,
@@ -279,8 +236,7 @@ class Compress(Ctx):
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
         h = self._h.task_decompress_lz4_stream_alloc_init(has_block_checksum, are_blocks_independent, src._h, dst._h)
-        return cast(CompressTaskDecompressLz4Stream,
-                    self._wrap(h, CompressTaskDecompressLz4Stream, src, dst, user_data))
+        return self._wrap(h, CompressTaskDecompressLz4Stream, src, dst, user_data)
 
     def task_decompress_lz4_block_alloc_init(self, src: Buf, dst: Buf,
                                              user_data: Any = None) -> CompressTaskDecompressLz4Block:
@@ -291,8 +247,7 @@ class Compress(Ctx):
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
         h = self._h.task_decompress_lz4_block_alloc_init(src._h, dst._h)
-        return cast(CompressTaskDecompressLz4Block,
-                    self._wrap(h, CompressTaskDecompressLz4Block, src, dst, user_data))
+        return self._wrap(h, CompressTaskDecompressLz4Block, src, dst, user_data)
 
     def cap_get_max_num_tasks(self) -> int:
         """Tasks of all types this context can hold (DOCA asks the ctx, not the device)."""
@@ -301,17 +256,17 @@ class Compress(Ctx):
     @staticmethod
     def cap_task_is_supported(devinfo: DevInfo, task: CompressTaskType) -> bool:
         """``doca_compress_cap_task_<task>_is_supported``."""
-        return _backend().cap_task_is_supported(devinfo._h, _task(task))
+        return backend.compress.cap_task_is_supported(devinfo._h, _task(task))
 
     @staticmethod
     def cap_task_get_max_buf_size(devinfo: DevInfo, task: CompressTaskType) -> int:
         """``doca_compress_cap_task_<task>_get_max_buf_size``."""
-        return _backend().cap_task_get_max_buf_size(devinfo._h, _task(task))
+        return backend.compress.cap_task_get_max_buf_size(devinfo._h, _task(task))
 
     @staticmethod
     def cap_task_get_max_buf_list_len(devinfo: DevInfo, task: CompressTaskType) -> int:
         """``doca_compress_cap_task_<task>_get_max_buf_list_len``."""
-        return _backend().cap_task_get_max_buf_list_len(devinfo._h, _task(task))
+        return backend.compress.cap_task_get_max_buf_list_len(devinfo._h, _task(task))
 
     def __enter__(self) -> Compress:
         return self

@@ -13,7 +13,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._lifetime import DocaObject
-from .abc import CtxHandle, TaskHandle
+from ._backend.protocols.core import CtxHandle, TaskHandle, TaskPoolHandle
 from .errors import DocaBadState, DocaError, DocaTimeout, DocaUsageError, ErrorCode, lookup
 from .types import CtxState, TaskSubmitFlag
 
@@ -104,11 +104,6 @@ class Ctx(DocaObject):
         """``doca_ctx_get_state``: the [`CtxState`][doca_py.types.CtxState]."""
         return _STATES[self._ctx_h.get_state()]
 
-    @property
-    def state(self) -> CtxState:
-        """The current [`CtxState`][doca_py.types.CtxState] (``doca_ctx_get_state``)."""
-        return _STATES[self._ctx_h.get_state()]
-
     def get_num_inflight_tasks(self) -> int:
         """``doca_ctx_get_num_inflight_tasks``: tasks submitted and not completed yet."""
         return self._ctx_h.get_num_inflight_tasks()
@@ -125,7 +120,7 @@ class Ctx(DocaObject):
         """``doca_ctx_flush_tasks``: hand tasks submitted with ``TaskSubmitFlag.NONE`` to the hardware."""
         self._ctx_h.flush_tasks()
 
-    def _set_conf(self, pool: Any, success: TaskCallback[Any], error: TaskCallback[Any], num_tasks: int) -> None:
+    def _set_conf(self, pool: TaskPoolHandle, success: TaskCallback[Any], error: TaskCallback[Any], num_tasks: int) -> None:
         """Register completion callbacks and the pool size of one task type (idle only)."""
         self._check_open()
         pool.set_conf(completion(self, success), completion(self, error), num_tasks)
@@ -220,13 +215,8 @@ class Task:
         self._allocated = False
 
     def get_status(self) -> ErrorCode:
-        """``SUCCESS`` or why the task failed (``IO_FAILED`` when flushed by stop)."""
-        return ErrorCode(self._h.get_status())
-
-    @property
-    def status(self) -> ErrorCode:
         """``doca_task_get_status``: the [`ErrorCode`][doca_py.errors.ErrorCode] the task completed with
-        (``SUCCESS`` if it succeeded).
+        (``SUCCESS``, or why it failed: ``IO_FAILED`` when flushed by stop).
         """
         return ErrorCode(self._h.get_status())
 

@@ -10,19 +10,15 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import cast
 
-from . import _impl
+from ._backend import backend
 from ._lifetime import DocaObject
-from .abc import DevBackend, DevHandle, DevInfoHandle, DevInfoRepHandle, DevRepHandle
+from ._backend.protocols.core import DevHandle, DevInfoHandle, DevInfoRepHandle, DevRepHandle
 from .errors import DocaNotFound
 from .types import DevinfoRepFilter, PciFuncType
 
 __all__ = ["DevInfo", "Dev", "DevInfoRep", "DevRep", "devinfo_create_list"]
 
-
-def _backend() -> DevBackend:
-    return cast(DevBackend, _impl.backend_module("dev"))
 
 
 class DevInfo:
@@ -117,7 +113,7 @@ class DevInfo:
 
 def devinfo_create_list() -> list[DevInfo]:
     """``doca_devinfo_create_list``: every local device."""
-    return [DevInfo(h) for h in _backend().devinfo_create_list()]
+    return [DevInfo(h) for h in backend.dev.devinfo_create_list()]
 
 
 def _find(pred_name: str, value: str) -> DevInfo:
@@ -142,6 +138,19 @@ class Dev(DocaObject):
         super().__init__()
         self._h = handle
         self._arm_finalizer(handle.close)
+
+    @classmethod
+    def from_handle(cls, handle: DevHandle | int) -> Dev:
+        """Wrap an open ``doca_dev`` without taking ownership.
+
+        *handle* is another wrapper's ``handle``: on the native backend
+        the address of a C ``doca_dev`` (one made by C code, say), on the emulated backend the backend object.
+        The wrapper is borrowed: its ``close`` closes the Python objects made through it but never
+        destroys the DOCA object, which its creator destroys after closing this wrapper.
+        """
+        d = cls(backend.borrow_dev(handle) if isinstance(handle, int) else handle)
+        d._borrow()
+        return d
 
     @classmethod
     def open_by_pci_addr(cls, pci_addr: str) -> Dev:
@@ -181,11 +190,6 @@ class Dev(DocaObject):
     def as_devinfo(self) -> DevInfo:
         """``doca_dev_as_devinfo``."""
         return DevInfo(self._h.devinfo)
-
-    @property
-    def devinfo(self) -> DevInfo:
-        """The device's [`DevInfo`][doca_py.dev.DevInfo] (``doca_dev_as_devinfo``)."""
-        return self.as_devinfo()
 
     def rep_create_list(self, filter: DevinfoRepFilter = DevinfoRepFilter.NET) -> list[DevInfoRep]:
         """``doca_devinfo_rep_create_list``: representors of host functions (DPU side)."""
@@ -270,6 +274,19 @@ class DevRep(DocaObject):
         super().__init__()
         self._h = handle
         self._arm_finalizer(handle.close)
+
+    @classmethod
+    def from_handle(cls, handle: DevRepHandle | int) -> DevRep:
+        """Wrap an open ``doca_dev_rep`` without taking ownership.
+
+        *handle* is another wrapper's ``handle``: on the native backend
+        the address of a C ``doca_dev_rep`` (one made by C code, say), on the emulated backend the backend object.
+        The wrapper is borrowed: its ``close`` closes the Python objects made through it but never
+        destroys the DOCA object, which its creator destroys after closing this wrapper.
+        """
+        d = cls(backend.borrow_dev_rep(handle) if isinstance(handle, int) else handle)
+        d._borrow()
+        return d
 
     def get_pci_addr_str(self) -> str:
         """The PCI address of the opened representor (``doca_devinfo_rep_get_pci_addr_str`` of

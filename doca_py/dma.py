@@ -11,50 +11,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, cast
+from typing import Any
 
-from . import _impl
-from .abc import BufHandle, CtxHandle, DevHandle, DevInfoHandle, TaskHandle
+from ._backend import backend
+from ._backend.protocols.engines import DmaHandle, DmaTaskMemcpyHandle
 from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo
 
-__all__ = ["Dma", "DmaTaskMemcpy", "DmaHandle", "DmaBackend"]
-
-
-class DmaHandle(CtxHandle, Protocol):
-    """``doca_dma`` as a backend implements it."""
-
-    @property
-    def memcpy(self) -> Any:
-        """Backend: the memcpy task type (``doca_dma_task_memcpy``)."""
-    def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle) -> TaskHandle:
-        """Backend hook behind the public ``task_memcpy_alloc_init`` (``doca_dma``)."""
-
-
-class DmaBackend(Protocol):
-    """Module ``doca_py.<impl>.dma``."""
-
-    def dma_create(self, dev: DevHandle) -> DmaHandle:
-        """Backend hook behind the public ``dma_create`` (``doca_dma``)."""
-    def cap_task_memcpy_is_supported(self, devinfo: DevInfoHandle) -> bool:
-        """Backend hook behind the public ``cap_task_memcpy_is_supported`` (``doca_dma``)."""
-    def cap_task_memcpy_get_max_buf_size(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_task_memcpy_get_max_buf_size`` (``doca_dma``)."""
-    def cap_task_memcpy_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_task_memcpy_get_max_buf_list_len`` (``doca_dma``)."""
-    def cap_get_max_num_tasks(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_num_tasks`` (``doca_dma``)."""
-
-
-def _backend() -> DmaBackend:
-    return cast(DmaBackend, _impl.backend_module("dma"))
+__all__ = ["Dma", "DmaTaskMemcpy"]
 
 
 class DmaTaskMemcpy(Task):
     """``doca_dma_task_memcpy``: copy *src*'s data after *dst*'s data."""
 
     __slots__ = ("_src", "_dst")
+    _h: DmaTaskMemcpyHandle
 
     def get_src(self) -> Buf:
         """``doca_dma_task_memcpy_get_src``: the src."""
@@ -66,21 +38,35 @@ class DmaTaskMemcpy(Task):
 
     def set_src(self, src: Buf) -> None:
         """``doca_dma_task_memcpy_set_src``: set the src to *src*."""
-        self._h.set_src(src._h)  # type: ignore[attr-defined]
+        self._h.set_src(src._h)
         self._src = src
 
     def set_dst(self, dst: Buf) -> None:
         """``doca_dma_task_memcpy_set_dst``: set the dst to *dst*."""
-        self._h.set_dst(dst._h)  # type: ignore[attr-defined]
+        self._h.set_dst(dst._h)
         self._dst = dst
 
 
 class Dma(Ctx):
     """``doca_dma`` context on *dev*."""
 
-    def __init__(self, dev: Dev, user_data: Any = None) -> None:
+    @classmethod
+    def from_handle(cls, dev: Dev, handle: DmaHandle | int, user_data: Any = None) -> Dma:
+        """Wrap an existing ``doca_dma`` on *dev* without taking ownership (it keeps its state, configuration
+        and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not connected).
+
+        *handle* is another wrapper's ``handle``: on the native backend
+        the address of a C ``doca_dma`` (one made by C code, say), on the emulated backend the backend object.
+        The wrapper is borrowed: its ``close`` closes the Python objects made through it but never
+        destroys the DOCA object, which its creator destroys after closing this wrapper.
+        """
+        c = cls(dev, user_data, _handle=backend.borrow_dma(handle) if isinstance(handle, int) else handle)
+        c._borrow()
+        return c
+
+    def __init__(self, dev: Dev, user_data: Any = None, *, _handle: DmaHandle | None = None) -> None:
         dev._check_open()
-        self._h: DmaHandle = _backend().dma_create(dev._h)
+        self._h: DmaHandle = backend.dma.dma_create(dev._h) if _handle is None else _handle
         super().__init__(self._h, user_data)
         dev._adopt(self)
         self._dev = dev
@@ -100,22 +86,22 @@ class Dma(Ctx):
     @staticmethod
     def cap_task_memcpy_is_supported(devinfo: DevInfo) -> bool:
         """``doca_dma_cap_task_memcpy_is_supported``: whether *devinfo* supports task memcpy."""
-        return _backend().cap_task_memcpy_is_supported(devinfo._h)
+        return backend.dma.cap_task_memcpy_is_supported(devinfo._h)
 
     @staticmethod
     def cap_task_memcpy_get_max_buf_size(devinfo: DevInfo) -> int:
         """``doca_dma_cap_task_memcpy_get_max_buf_size``: the largest buf size *devinfo* supports."""
-        return _backend().cap_task_memcpy_get_max_buf_size(devinfo._h)
+        return backend.dma.cap_task_memcpy_get_max_buf_size(devinfo._h)
 
     @staticmethod
     def cap_task_memcpy_get_max_buf_list_len(devinfo: DevInfo) -> int:
         """``doca_dma_cap_task_memcpy_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
-        return _backend().cap_task_memcpy_get_max_buf_list_len(devinfo._h)
+        return backend.dma.cap_task_memcpy_get_max_buf_list_len(devinfo._h)
 
     @staticmethod
     def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
         """``doca_dma_cap_get_max_num_tasks``: the largest num tasks *devinfo* supports."""
-        return _backend().cap_get_max_num_tasks(devinfo._h)
+        return backend.dma.cap_get_max_num_tasks(devinfo._h)
 
     def __enter__(self) -> Dma:
         return self

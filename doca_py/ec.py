@@ -17,20 +17,20 @@ emulated backend is bit-compatible with ISA-L's ``gf_gen_rs_matrix``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol, cast
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from . import _impl
+from ._backend import backend
+from ._backend.protocols.core import BufHandle
+from ._backend.protocols.engines import EcHandle, EcMatrixHandle, EcTaskHandle
 from ._lifetime import DocaObject
-from .abc import BufHandle, CtxHandle, DevHandle, DevInfoHandle, TaskHandle
 from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo
 from .errors import DocaInvalidValue
 from .types import NamedIntEnum
 
-__all__ = ["Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
-           "EcHandle", "EcBackend"]
+__all__ = ["Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul"]
 
 
 class EcMatrixType(NamedIntEnum):
@@ -42,74 +42,10 @@ class EcMatrixType(NamedIntEnum):
     """``DOCA_EC_MATRIX_TYPE_VANDERMONDE``."""
 
 
-class EcTaskHandle(TaskHandle, Protocol):
-    """An EC task handle: the matrix and buffers can be re-aimed between runs."""
-
-    def set_matrix(self, matrix: Any) -> None: ...
-    def set_src(self, buf: BufHandle) -> None: ...
-    def set_dst(self, buf: BufHandle) -> None: ...
-
-
-class EcHandle(CtxHandle, Protocol):
-    """``doca_ec`` as a backend implements it (matrices are opaque objects)."""
-
-    @property
-    def create(self) -> Any:
-        """Backend: the create task type (``doca_ec_task_create``)."""
-    @property
-    def recover(self) -> Any:
-        """Backend: the recover task type (``doca_ec_task_recover``)."""
-    @property
-    def update(self) -> Any:
-        """Backend: the update task type (``doca_ec_task_update``)."""
-    @property
-    def galois_mul(self) -> Any:
-        """Backend: the galois mul task type (``doca_ec_task_galois_mul``)."""
-    def matrix_create(self, matrix_type: int, k: int, m: int) -> Any:
-        """Backend hook behind the public ``matrix_create`` (``doca_ec``)."""
-    def matrix_create_from_raw(self, data: bytes, k: int, m: int) -> Any:
-        """Backend hook behind the public ``matrix_create_from_raw`` (``doca_ec``)."""
-    def matrix_create_recover(self, coding: Any, missing: list[int]) -> Any:
-        """Backend hook behind the public ``matrix_create_recover`` (``doca_ec``)."""
-    def matrix_create_update(self, coding: Any, updated: list[int]) -> Any:
-        """Backend hook behind the public ``matrix_create_update`` (``doca_ec``)."""
-    def task_create_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle:
-        """Backend hook behind the public ``task_create_allocate_init`` (``doca_ec``)."""
-    def task_recover_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle:
-        """Backend hook behind the public ``task_recover_allocate_init`` (``doca_ec``)."""
-    def task_update_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle:
-        """Backend hook behind the public ``task_update_allocate_init`` (``doca_ec``)."""
-    def task_galois_mul_allocate_init(self, matrix: Any, src: BufHandle, dst: BufHandle) -> EcTaskHandle:
-        """Backend hook behind the public ``task_galois_mul_allocate_init`` (``doca_ec``)."""
-
-
-class EcBackend(Protocol):
-    """Module ``doca_py.<impl>.ec``."""
-
-    def ec_create(self, dev: DevHandle) -> EcHandle:
-        """Backend hook behind the public ``ec_create`` (``doca_ec``)."""
-    def cap_task_create_is_supported(self, devinfo: DevInfoHandle) -> bool:
-        """Backend hook behind the public ``cap_task_create_is_supported`` (``doca_ec``)."""
-    def cap_task_recover_is_supported(self, devinfo: DevInfoHandle) -> bool:
-        """Backend hook behind the public ``cap_task_recover_is_supported`` (``doca_ec``)."""
-    def cap_task_update_is_supported(self, devinfo: DevInfoHandle) -> bool:
-        """Backend hook behind the public ``cap_task_update_is_supported`` (``doca_ec``)."""
-    def cap_task_galois_mul_is_supported(self, devinfo: DevInfoHandle) -> bool:
-        """Backend hook behind the public ``cap_task_galois_mul_is_supported`` (``doca_ec``)."""
-    def cap_get_max_block_size(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_block_size`` (``doca_ec``)."""
-    def cap_get_max_buf_list_len(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_buf_list_len`` (``doca_ec``)."""
-
-
-def _backend() -> EcBackend:
-    return cast(EcBackend, _impl.backend_module("ec"))
-
-
 class EcMatrix(DocaObject):
     """``doca_ec_matrix``: closed with its ``Ec`` (or earlier with [`close`][doca_py.ec.EcMatrix.close])."""
 
-    def __init__(self, handle: Any, k_in: int, r_out: int) -> None:
+    def __init__(self, handle: EcMatrixHandle, k_in: int, r_out: int) -> None:
         super().__init__()
         self._h = handle
         #: Input blocks the matrix multiplies and output blocks it produces.
@@ -263,17 +199,34 @@ class EcTaskGaloisMul(_EcTask):
         self._set_dst(buf)
 
 
+_ET = TypeVar("_ET", bound=_EcTask)
+
+
 class Ec(Ctx):
     """``doca_ec`` context on *dev*. Matrices it creates close with it."""
 
-    def __init__(self, dev: Dev, user_data: Any = None) -> None:
+    @classmethod
+    def from_handle(cls, dev: Dev, handle: EcHandle | int, user_data: Any = None) -> Ec:
+        """Wrap an existing ``doca_ec`` on *dev* without taking ownership (it keeps its state, configuration
+        and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not connected).
+
+        *handle* is another wrapper's ``handle``: on the native backend
+        the address of a C ``doca_ec`` (one made by C code, say), on the emulated backend the backend object.
+        The wrapper is borrowed: its ``close`` closes the Python objects made through it but never
+        destroys the DOCA object, which its creator destroys after closing this wrapper.
+        """
+        c = cls(dev, user_data, _handle=backend.borrow_ec(handle) if isinstance(handle, int) else handle)
+        c._borrow()
+        return c
+
+    def __init__(self, dev: Dev, user_data: Any = None, *, _handle: EcHandle | None = None) -> None:
         dev._check_open()
-        self._h: EcHandle = _backend().ec_create(dev._h)
+        self._h: EcHandle = backend.ec.ec_create(dev._h) if _handle is None else _handle
         super().__init__(self._h, user_data)
         dev._adopt(self)
 
     # -- matrices ---------------------------------------------------------------------------
-    def _matrix(self, h: Any, k_in: int, r_out: int) -> EcMatrix:
+    def _matrix(self, h: EcMatrixHandle, k_in: int, r_out: int) -> EcMatrix:
         mat = EcMatrix(h, k_in, r_out)
         self._adopt(mat)
         return mat
@@ -315,7 +268,7 @@ class Ec(Ctx):
         self._set_conf(self._h.create, success, error, num_tasks)
 
     def task_recover_set_conf(self, success: TaskCallback[EcTaskRecover], error: TaskCallback[EcTaskRecover],
-                              num_tasks: int) -> None:
+                           num_tasks: int) -> None:
         """``doca_ec_task_recover_set_conf``: configure the recover tasks (before start): the completion and error
         callbacks and the pool size.
 
@@ -333,7 +286,7 @@ class Ec(Ctx):
         self._set_conf(self._h.update, success, error, num_tasks)
 
     def task_galois_mul_set_conf(self, success: TaskCallback[EcTaskGaloisMul],
-                                 error: TaskCallback[EcTaskGaloisMul], num_tasks: int) -> None:
+                           error: TaskCallback[EcTaskGaloisMul], num_tasks: int) -> None:
         """``doca_ec_task_galois_mul_set_conf``: configure the galois mul tasks (before start): the completion and
         error callbacks and the pool size.
 
@@ -341,7 +294,8 @@ class Ec(Ctx):
         """
         self._set_conf(self._h.galois_mul, success, error, num_tasks)
 
-    def _alloc(self, alloc: Any, cls: type[_EcTask], matrix: EcMatrix, src: Buf, dst: Buf, user_data: Any) -> Any:
+    def _alloc(self, alloc: Callable[[EcMatrixHandle, BufHandle, BufHandle], EcTaskHandle], cls: type[_ET],
+               matrix: EcMatrix, src: Buf, dst: Buf, user_data: Any) -> _ET:
         if matrix.closed:
             raise DocaInvalidValue("the EC matrix is closed")
         t = self._wrap_task(alloc(matrix._h, src._h, dst._h), cls, user_data)
@@ -349,69 +303,69 @@ class Ec(Ctx):
         return t
 
     def task_create_allocate_init(self, coding_matrix: EcMatrix, original_data_blocks: Buf, rdnc_blocks: Buf,
-                                  user_data: Any = None) -> EcTaskCreate:
+                           user_data: Any = None) -> EcTaskCreate:
         """Encode: *original_data_blocks* holds k blocks back to back; m blocks are appended
         after *rdnc_blocks*' data."""
-        return cast(EcTaskCreate, self._alloc(self._h.task_create_allocate_init, EcTaskCreate, coding_matrix,
-                                              original_data_blocks, rdnc_blocks, user_data))
+        return self._alloc(self._h.task_create_allocate_init, EcTaskCreate, coding_matrix,
+                           original_data_blocks, rdnc_blocks, user_data)
 
     def task_recover_allocate_init(self, recover_matrix: EcMatrix, available_blocks: Buf, recovered_data: Buf,
-                                   user_data: Any = None) -> EcTaskRecover:
+                           user_data: Any = None) -> EcTaskRecover:
         """Recover: *available_blocks* (a buffer or a list) holds k surviving blocks."""
-        return cast(EcTaskRecover, self._alloc(self._h.task_recover_allocate_init, EcTaskRecover, recover_matrix,
-                                               available_blocks, recovered_data, user_data))
+        return self._alloc(self._h.task_recover_allocate_init, EcTaskRecover, recover_matrix,
+                           available_blocks, recovered_data, user_data)
 
     def task_update_allocate_init(self, update_matrix: EcMatrix, original_updated_and_rdnc_blocks: Buf,
-                                  updated_rdnc_blocks: Buf, user_data: Any = None) -> EcTaskUpdate:
+                           updated_rdnc_blocks: Buf, user_data: Any = None) -> EcTaskUpdate:
         """``doca_ec_task_update_allocate_init``: take a update task from the pool, initialised with the arguments.
 
         :raises DocaNoMemory: when every task of the pool is in flight.
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
-        return cast(EcTaskUpdate, self._alloc(self._h.task_update_allocate_init, EcTaskUpdate, update_matrix,
-                                              original_updated_and_rdnc_blocks, updated_rdnc_blocks, user_data))
+        return self._alloc(self._h.task_update_allocate_init, EcTaskUpdate, update_matrix,
+                           original_updated_and_rdnc_blocks, updated_rdnc_blocks, user_data)
 
     def task_galois_mul_allocate_init(self, coding_matrix: EcMatrix, src_buf: Buf, dst_buf: Buf,
-                                      user_data: Any = None) -> EcTaskGaloisMul:
+                           user_data: Any = None) -> EcTaskGaloisMul:
         """``doca_ec_task_galois_mul_allocate_init``: take a galois mul task from the pool, initialised with the
         arguments.
 
         :raises DocaNoMemory: when every task of the pool is in flight.
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
-        return cast(EcTaskGaloisMul, self._alloc(self._h.task_galois_mul_allocate_init, EcTaskGaloisMul,
-                                                 coding_matrix, src_buf, dst_buf, user_data))
+        return self._alloc(self._h.task_galois_mul_allocate_init, EcTaskGaloisMul,
+                           coding_matrix, src_buf, dst_buf, user_data)
 
     # -- capabilities -------------------------------------------------------------------------
     @staticmethod
     def cap_task_create_is_supported(devinfo: DevInfo) -> bool:
         """``doca_ec_cap_task_create_is_supported``: whether *devinfo* supports task create."""
-        return _backend().cap_task_create_is_supported(devinfo._h)
+        return backend.ec.cap_task_create_is_supported(devinfo._h)
 
     @staticmethod
     def cap_task_recover_is_supported(devinfo: DevInfo) -> bool:
         """``doca_ec_cap_task_recover_is_supported``: whether *devinfo* supports task recover."""
-        return _backend().cap_task_recover_is_supported(devinfo._h)
+        return backend.ec.cap_task_recover_is_supported(devinfo._h)
 
     @staticmethod
     def cap_task_update_is_supported(devinfo: DevInfo) -> bool:
         """``doca_ec_cap_task_update_is_supported``: whether *devinfo* supports task update."""
-        return _backend().cap_task_update_is_supported(devinfo._h)
+        return backend.ec.cap_task_update_is_supported(devinfo._h)
 
     @staticmethod
     def cap_task_galois_mul_is_supported(devinfo: DevInfo) -> bool:
         """``doca_ec_cap_task_galois_mul_is_supported``: whether *devinfo* supports task galois mul."""
-        return _backend().cap_task_galois_mul_is_supported(devinfo._h)
+        return backend.ec.cap_task_galois_mul_is_supported(devinfo._h)
 
     @staticmethod
     def cap_get_max_block_size(devinfo: DevInfo) -> int:
         """``doca_ec_cap_get_max_block_size``: the largest block size *devinfo* supports."""
-        return _backend().cap_get_max_block_size(devinfo._h)
+        return backend.ec.cap_get_max_block_size(devinfo._h)
 
     @staticmethod
     def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
         """``doca_ec_cap_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
-        return _backend().cap_get_max_buf_list_len(devinfo._h)
+        return backend.ec.cap_get_max_buf_list_len(devinfo._h)
 
     def __enter__(self) -> Ec:
         return self

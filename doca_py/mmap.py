@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-from . import _impl
+from ._backend import backend
 from ._lifetime import DocaObject
-from .abc import MmapBackend, MmapHandle
+from ._backend.protocols.core import MmapHandle
 from .dev import Dev, DevInfo
 from .errors import DocaBadState, DocaError, DocaInvalidValue, DocaNotSupported
 from .memory import SharedMemory, buffer_address
@@ -24,9 +24,6 @@ from .types import AccessFlag
 
 __all__ = ["Mmap"]
 
-
-def _backend() -> MmapBackend:
-    return cast(MmapBackend, _impl.backend_module("mmap"))
 
 
 class Mmap(DocaObject):
@@ -42,7 +39,7 @@ class Mmap(DocaObject):
 
     def __init__(self, user_data: Any = None, *, _handle: MmapHandle | None = None) -> None:
         super().__init__()
-        self._h = _handle if _handle is not None else _backend().mmap_create()
+        self._h = _handle if _handle is not None else backend.mmap.mmap_create()
         self.user_data: Any = user_data
         """Any object, given back by callbacks (``doca_mmap_set_user_data``)."""
         self._pin: memoryview | None = None
@@ -50,6 +47,19 @@ class Mmap(DocaObject):
         self._devs: list[Dev] = []
         self._started = False
         self._arm_finalizer(self._h.destroy)
+
+    @classmethod
+    def from_handle(cls, handle: MmapHandle | int, user_data: Any = None) -> Mmap:
+        """Wrap an existing ``doca_mmap`` without taking ownership.
+
+        *handle* is another wrapper's ``handle``: on the native backend
+        the address of a C ``doca_mmap`` (one made by C code, say), on the emulated backend the backend object.
+        The wrapper is borrowed: its ``close`` closes the Python objects made through it but never
+        destroys the DOCA object, which its creator destroys after closing this wrapper.
+        """
+        m = cls(user_data, _handle=backend.borrow_mmap(handle) if isinstance(handle, int) else handle)
+        m._borrow()
+        return m
 
     # -- configuration ----------------------------------------------------------------------
     def set_memrange(self, buffer: Any) -> None:
@@ -168,7 +178,7 @@ class Mmap(DocaObject):
         dev._check_open()
         if not isinstance(blob, (bytes, bytearray, memoryview)):
             raise DocaInvalidValue(f"export blob must be bytes, not {type(blob).__name__}")
-        m = cls(user_data, _handle=_backend().mmap_create_from_export(bytes(blob), dev._h))
+        m = cls(user_data, _handle=backend.mmap.mmap_create_from_export(bytes(blob), dev._h))
         m._started = True
         dev._adopt(m)
         m._devs.append(dev)
@@ -189,12 +199,12 @@ class Mmap(DocaObject):
     @staticmethod
     def cap_is_export_pci_supported(devinfo: DevInfo) -> bool:
         """``doca_mmap_cap_is_export_pci_supported``: whether *devinfo* can export an mmap over PCI (DPU ↔ host)."""
-        return _backend().cap_is_export_pci_supported(devinfo._h)
+        return backend.mmap.cap_is_export_pci_supported(devinfo._h)
 
     @staticmethod
     def cap_is_create_from_export_pci_supported(devinfo: DevInfo) -> bool:
         """``doca_mmap_cap_is_create_from_export_pci_supported``: whether *devinfo* can import a PCI export."""
-        return _backend().cap_is_create_from_export_pci_supported(devinfo._h)
+        return backend.mmap.cap_is_create_from_export_pci_supported(devinfo._h)
 
     # -- CPU access ---------------------------------------------------------------------------
     def view(self, addr: int, length: int) -> memoryview:
@@ -230,6 +240,9 @@ class Mmap(DocaObject):
 
     def _close(self) -> None:
         self._h.destroy()
+        self._release_memory()
+
+    def _close_borrowed(self) -> None:
         self._release_memory()
 
     def _repr_facts(self) -> list[str]:

@@ -14,11 +14,12 @@ pe.clear_notification()
 from __future__ import annotations
 
 import select
-from typing import TYPE_CHECKING, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, overload
 
-from . import _impl
+from ._backend import backend
 from ._lifetime import DocaObject
-from .abc import PeBackend, PeHandle
+from ._backend.protocols.core import PeHandle
 from .errors import DocaUsageError
 from .types import PeEventMode
 
@@ -32,21 +33,31 @@ def _closed_progress() -> bool:
     raise DocaUsageError("Pe is closed")
 
 
-def _backend() -> PeBackend:
-    return cast(PeBackend, _impl.backend_module("pe"))
-
 
 class Pe(DocaObject):
     """``doca_pe``. Closing it closes (stops and destroys) every connected ctx first."""
 
     _warn_unclosed = True
 
-    def __init__(self) -> None:
+    def __init__(self, *, _handle: PeHandle | None = None) -> None:
         super().__init__()
-        self._h: PeHandle = _backend().pe_create()
+        self._h: PeHandle = backend.pe.pe_create() if _handle is None else _handle
         self._arm_finalizer(self._h.destroy)
         # Bound once: progress() is the hottest call in every event loop.
         self.progress = self._h.progress  # type: ignore[method-assign]
+
+    @classmethod
+    def from_handle(cls, handle: PeHandle | int) -> Pe:
+        """Wrap an existing ``doca_pe`` without taking ownership.
+
+        *handle* is another wrapper's ``handle``: on the native backend
+        the address of a C ``doca_pe`` (one made by C code, say), on the emulated backend the backend object.
+        The wrapper is borrowed: its ``close`` closes the Python objects made through it but never
+        destroys the DOCA object, which its creator destroys after closing this wrapper.
+        """
+        pe = cls(_handle=backend.borrow_pe(handle) if isinstance(handle, int) else handle)
+        pe._borrow()
+        return pe
 
     def progress(self) -> bool:
         """Run pending completions, events and state changes; ``True`` if any ran."""
@@ -75,19 +86,32 @@ class Pe(DocaObject):
         """Acknowledge a wake-up before re-arming."""
         self._h.clear_notification(self._h.get_notification_handle() if handle is None else handle)
 
-    def wait(self, timeout: float | None = None) -> bool:
+    @overload
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+    @overload
+    def wait(self, timeout: float | None = None, *, extra_fds: Sequence[int]) -> list[int]: ...
+
+    def wait(self, timeout: float | None = None, *, extra_fds: Sequence[int] | None = None) -> bool | list[int]:
         """Progress, sleeping on the notification handle up to *timeout* seconds if idle.
 
-        Returns whether anything ran.
+        Returns whether anything ran. With *extra_fds* (file descriptors such as a worker's
+        wake-up eventfd) the sleep also ends when one of them is readable, and the result is
+        the list of those that are (empty when only completions, or nothing, ended it); the
+        caller drains them. Either way the completions that ended the sleep have run.
         """
-        if self._h.progress():
-            return True
-        self._h.request_notification()
-        fd = self._h.get_notification_handle()
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if ready:
-            self._h.clear_notification(fd)
-        return self._h.progress()
+        h = self._h
+        if h.progress():
+            return True if extra_fds is None else []
+        h.request_notification()
+        fd = h.get_notification_handle()
+        ready, _, _ = select.select([fd] if extra_fds is None else [fd, *extra_fds], [], [], timeout)
+        if fd in ready:
+            h.clear_notification(fd)
+        ran = h.progress()
+        if extra_fds is None:
+            return ran
+        return [f for f in ready if f != fd]
 
     def get_num_inflight_tasks(self) -> int:
         """``doca_pe_get_num_inflight_tasks``: tasks submitted on the connected contexts and not completed yet."""

@@ -30,24 +30,40 @@ an integer, passed through unchanged.
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Callable
-from typing import Any, Protocol, cast
+from dataclasses import dataclass
+from typing import Any, cast
 
-from . import _impl
-from ._lifetime import DocaObject
-from .abc import BufHandle, CtxHandle, DevInfoHandle, TaskHandle
+from ._backend import backend
+from ._backend.protocols.rdma import RdmaConnectionHandle, RdmaHandle
 from .buf import Buf
-from .ctx import Ctx, Task, TaskCallback
+from .ctx import Ctx, TaskCallback
 from .dev import Dev, DevInfo
 from .errors import DocaInvalidValue, DocaUsageError
+from .rdma_connection import (
+    ConnectionCallback,
+    ConnectionRequestCallback,
+    RdmaAddr,
+    RdmaAddrType,
+    RdmaConnection,
+)
+from .rdma_tasks import (
+    RdmaOpcode,
+    RdmaTaskAtomicCmpSwp,
+    RdmaTaskAtomicFetchAdd,
+    RdmaTaskRead,
+    RdmaTaskReceive,
+    RdmaTaskSend,
+    RdmaTaskSendImm,
+    RdmaTaskWrite,
+    RdmaTaskWriteImm,
+)
 from .types import AccessFlag, MtuSize, NamedIntEnum
 
 __all__ = [
-    "Rdma", "RdmaConnection", "RdmaAddr", "RdmaTransportType", "RdmaAddrType", "RdmaOpcode",
+    "Rdma", "RdmaOptions", "RdmaConnection", "RdmaAddr", "RdmaTransportType", "RdmaAddrType", "RdmaOpcode",
     "RdmaTaskReceive", "RdmaTaskSend", "RdmaTaskSendImm", "RdmaTaskRead", "RdmaTaskWrite", "RdmaTaskWriteImm",
     "RdmaTaskAtomicCmpSwp", "RdmaTaskAtomicFetchAdd",
-    "ConnectionRequestCallback", "ConnectionCallback", "RdmaHandle", "RdmaBackend",
+    "ConnectionRequestCallback", "ConnectionCallback",
 ]
 
 
@@ -60,451 +76,54 @@ class RdmaTransportType(NamedIntEnum):
     """``DOCA_RDMA_TRANSPORT_TYPE_DC``."""
 
 
-class RdmaAddrType(NamedIntEnum):
-    """``enum doca_rdma_addr_type`` (RDMA-CM addresses)."""
-
-    IPv4 = 0
-    """``DOCA_RDMA_ADDR_TYPE_IPV4``."""
-    IPv6 = 1
-    """``DOCA_RDMA_ADDR_TYPE_IPV6``."""
-    GID = 2
-    """``DOCA_RDMA_ADDR_TYPE_GID``."""
-
-
-class RdmaOpcode(NamedIntEnum):
-    """``enum doca_rdma_opcode``: what filled a receive task."""
-
-    RECV_SEND = 0
-    """``DOCA_RDMA_OPCODE_RECV_SEND``."""
-    RECV_SEND_WITH_IMM = 1
-    """``DOCA_RDMA_OPCODE_RECV_SEND_WITH_IMM``."""
-    RECV_WRITE_WITH_IMM = 2
-    """``DOCA_RDMA_OPCODE_RECV_WRITE_WITH_IMM``."""
-
-
-#: ``cb(connection, ctx_user_data)``: a CM connection request (server); accept or reject inside.
-ConnectionRequestCallback = Callable[["RdmaConnection", Any], None]
-"""``cb(connection, ctx_user_data)``, as ``doca_rdma_connection_request_cb_t``."""
-#: ``cb(connection, connection_user_data, ctx_user_data)``: established, failure or disconnection.
-ConnectionCallback = Callable[["RdmaConnection", Any, Any], None]
-"""``cb(connection, ctx_user_data)``, as the established/failure/disconnect callbacks of
-``doca_rdma_set_connection_state_callbacks``.
-"""
-
 # Backend connection events, in the order of set_connection_state_callbacks.
 _EV_REQUEST, _EV_ESTABLISHED, _EV_FAILURE, _EV_DISCONNECTION = 0, 1, 2, 3
 
 
-class RdmaHandle(CtxHandle, Protocol):
-    """``doca_rdma`` as a backend implements it. Task pools are opaque objects with
-    ``set_conf(success, error, num_tasks)``; connections are opaque handles with an
-    ``owner`` attribute and ``get_id/accept/reject/disconnect/get_addr``."""
-
-    @property
-    def receive(self) -> Any:
-        """Backend: the receive task type (``doca_rdma_task_receive``)."""
-    @property
-    def send(self) -> Any:
-        """Backend: the send task type (``doca_rdma_task_send``)."""
-    @property
-    def send_imm(self) -> Any:
-        """Backend: the send imm task type (``doca_rdma_task_send_imm``)."""
-    @property
-    def read(self) -> Any:
-        """Backend: the read task type (``doca_rdma_task_read``)."""
-    @property
-    def write(self) -> Any:
-        """Backend: the write task type (``doca_rdma_task_write``)."""
-    @property
-    def write_imm(self) -> Any:
-        """Backend: the write imm task type (``doca_rdma_task_write_imm``)."""
-    @property
-    def atomic_cmp_swp(self) -> Any:
-        """Backend: the atomic cmp swp task type (``doca_rdma_task_atomic_cmp_swp``)."""
-    @property
-    def atomic_fetch_add(self) -> Any:
-        """Backend: the atomic fetch add task type (``doca_rdma_task_atomic_fetch_add``)."""
-    def set_permissions(self, value: int) -> None:
-        """``doca_rdma_set_permissions``."""
-    def get_permissions(self) -> int:
-        """``doca_rdma_get_permissions``."""
-    def set_transport_type(self, value: int) -> None:
-        """``doca_rdma_set_transport_type``."""
-    def get_transport_type(self) -> int:
-        """``doca_rdma_get_transport_type``."""
-    def set_gid_index(self, value: int) -> None:
-        """``doca_rdma_set_gid_index``."""
-    def get_gid_index(self) -> int:
-        """``doca_rdma_get_gid_index``."""
-    def set_max_num_connections(self, value: int) -> None:
-        """``doca_rdma_set_max_num_connections``."""
-    def get_max_num_connections(self) -> int:
-        """``doca_rdma_get_max_num_connections``."""
-    def set_mtu(self, value: int) -> None:
-        """``doca_rdma_set_mtu``."""
-    def get_mtu(self) -> int:
-        """``doca_rdma_get_mtu``."""
-    def set_recv_queue_size(self, value: int) -> None:
-        """``doca_rdma_set_recv_queue_size``."""
-    def get_recv_queue_size(self) -> int:
-        """``doca_rdma_get_recv_queue_size``."""
-    def set_send_queue_size(self, value: int) -> None:
-        """``doca_rdma_set_send_queue_size``."""
-    def get_send_queue_size(self) -> int:
-        """``doca_rdma_get_send_queue_size``."""
-    def set_max_send_buf_list_len(self, value: int) -> None:
-        """``doca_rdma_set_max_send_buf_list_len``."""
-    def get_max_send_buf_list_len(self) -> int:
-        """``doca_rdma_get_max_send_buf_list_len``."""
-    def set_receive_dst_buf_list_len(self, value: int) -> None:
-        """``doca_rdma_task_receive_set_dst_buf_list_len``."""
-    def get_receive_dst_buf_list_len(self) -> int:
-        """``doca_rdma_task_receive_get_dst_buf_list_len``."""
-    def set_grh_enabled(self, value: bool) -> None:
-        """``doca_rdma_set_grh_enabled``."""
-    def get_grh_enabled(self) -> bool:
-        """``doca_rdma_get_grh_enabled``."""
-    def set_sl(self, value: int) -> None:
-        """``doca_rdma_set_sl``."""
-    def get_sl(self) -> int:
-        """``doca_rdma_get_sl``."""
-    def set_rnr_retry_count(self, value: int) -> None:
-        """``doca_rdma_set_rnr_retry_count``."""
-    def get_rnr_retry_count(self) -> int:
-        """``doca_rdma_get_rnr_retry_count``."""
-    def set_connection_request_timeout(self, value: int) -> None:
-        """``doca_rdma_set_connection_request_timeout``."""
-    def get_connection_request_timeout(self) -> int:
-        """``doca_rdma_get_connection_request_timeout``."""
-    def set_connection_state_cb(self, cb: Callable[[int, Any], None]) -> None:
-        """Backend hook behind the public ``set_connection_state_cb`` (``doca_rdma``)."""
-    def export(self) -> tuple[bytes, Any]:
-        """Backend hook behind the public ``export`` (``doca_rdma``)."""
-    def connect(self, blob: bytes, conn: Any) -> None:
-        """Backend hook behind the public ``connect`` (``doca_rdma``)."""
-    def start_listen_to_port(self, port: int) -> int:
-        """Backend hook behind the public ``start_listen_to_port`` (``doca_rdma``)."""
-    def stop_listen_to_port(self, port: int) -> None:
-        """Backend hook behind the public ``stop_listen_to_port`` (``doca_rdma``)."""
-    def connect_to_addr(self, addr_type: int, address: str, port: int) -> Any:
-        """Backend hook behind the public ``connect_to_addr`` (``doca_rdma``)."""
-    def task_receive_allocate_init(self, dst: BufHandle | None) -> TaskHandle:
-        """Backend hook behind the public ``task_receive_allocate_init`` (``doca_rdma``)."""
-    def task_send_allocate_init(self, conn: Any, src: BufHandle | None) -> TaskHandle:
-        """Backend hook behind the public ``task_send_allocate_init`` (``doca_rdma``)."""
-    def task_send_imm_allocate_init(self, conn: Any, src: BufHandle | None, imm: int) -> TaskHandle:
-        """Backend hook behind the public ``task_send_imm_allocate_init`` (``doca_rdma``)."""
-    def task_read_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> TaskHandle:
-        """Backend hook behind the public ``task_read_allocate_init`` (``doca_rdma``)."""
-    def task_write_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> TaskHandle:
-        """Backend hook behind the public ``task_write_allocate_init`` (``doca_rdma``)."""
-    def task_write_imm_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle, imm: int) -> TaskHandle:
-        """Backend hook behind the public ``task_write_imm_allocate_init`` (``doca_rdma``)."""
-    def task_atomic_cmp_swp_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle, cmp: int,
-                                          swap: int) -> TaskHandle:
-        """Backend hook behind the public ``task_atomic_cmp_swp_allocate_init`` (``doca_rdma``)."""
-    def task_atomic_fetch_add_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle,
-                                            add: int) -> TaskHandle:
-        """Backend hook behind the public ``task_atomic_fetch_add_allocate_init`` (``doca_rdma``)."""
-
-
-class RdmaBackend(Protocol):
-    """Module ``doca_py.<impl>.rdma``."""
-
-    def rdma_create(self, dev: object) -> RdmaHandle:
-        """Backend hook behind the public ``rdma_create`` (``doca_rdma``)."""
-    def cap_get_max_recv_queue_size(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_recv_queue_size`` (``doca_rdma``)."""
-    def cap_get_max_send_queue_size(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_send_queue_size`` (``doca_rdma``)."""
-    def cap_get_max_send_buf_list_len(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_send_buf_list_len`` (``doca_rdma``)."""
-    def cap_get_max_message_size(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_max_message_size`` (``doca_rdma``)."""
-    def cap_get_gid_table_size(self, devinfo: DevInfoHandle) -> int:
-        """Backend hook behind the public ``cap_get_gid_table_size`` (``doca_rdma``)."""
-    def cap_get_gid(self, devinfo: DevInfoHandle, start: int, num: int) -> list[bytes]:
-        """Backend hook behind the public ``cap_get_gid`` (``doca_rdma``)."""
-    def cap_transport_type_is_supported(self, devinfo: DevInfoHandle, transport: int) -> bool:
-        """Backend hook behind the public ``cap_transport_type_is_supported`` (``doca_rdma``)."""
-    def cap_task_is_supported(self, devinfo: DevInfoHandle, task: str) -> bool:
-        """Backend hook behind the public ``cap_task_is_supported`` (``doca_rdma``)."""
-    def cap_task_receive_get_max_dst_buf_list_len(self, devinfo: DevInfoHandle, transport: int) -> int:
-        """Backend hook behind the public ``cap_task_receive_get_max_dst_buf_list_len`` (``doca_rdma``)."""
-
-
-def _backend() -> RdmaBackend:
-    return cast(RdmaBackend, _impl.backend_module("rdma"))
-
-
-class RdmaAddr(DocaObject):
-    """``doca_rdma_addr``: where an RDMA-CM server listens (IPv4, IPv6 or GID string + port)."""
-
-    def __init__(self, addr_type: RdmaAddrType, address: str, port: int) -> None:
-        super().__init__()
-        t = RdmaAddrType(addr_type)
-        if not 0 <= port <= 0xFFFF:
-            raise DocaInvalidValue(f"port {port} is not a 16-bit port number")
-        try:
-            ip = ipaddress.ip_address(address)
-        except ValueError:
-            raise DocaInvalidValue(f"{address!r} is not an {t.name} address") from None
-        if (t is RdmaAddrType.IPv4) != (ip.version == 4):
-            raise DocaInvalidValue(f"{address!r} is not an {t.name} address")
-        self.addr_type, self.address, self.port = t, address, port
-
-    def get_params(self) -> tuple[RdmaAddrType, str, int]:
-        """``doca_rdma_addr_get_params``: (type, address string, port)."""
-        return self.addr_type, self.address, self.port
-
-    def __repr__(self) -> str:
-        return f"RdmaAddr({self.addr_type.name}, {self.address!r}, {self.port})"
-
-
-class RdmaConnection:
-    """``doca_rdma_connection``: one peer of an [`Rdma`][doca_py.rdma.Rdma] context (owned by it)."""
-
-    __slots__ = ("_h", "_rdma", "user_data", "__weakref__")
-
-    def __init__(self, handle: Any, rdma: Rdma, user_data: Any = None) -> None:
-        self._h = handle
-        self._rdma = rdma
-        self.user_data: Any = user_data
-        """Any object (``doca_rdma_connection_set_user_data``)."""
-
-    def get_id(self) -> int:
-        """``doca_rdma_connection_get_id``: the connection's number inside its ctx."""
-        return int(self._h.get_id())
-
-    def set_user_data(self, user_data: Any) -> None:
-        """Data handed to this connection's established/failure/disconnection callbacks."""
-        self.user_data = user_data
-
-    def get_user_data(self) -> Any:
-        """``doca_rdma_connection_get_user_data``: the user data."""
-        return self.user_data
-
-    def accept(self, private_data: bytes | None = None) -> None:
-        """Accept a CM connection request (call from the request callback or later)."""
-        self._h.accept(None if private_data is None else bytes(private_data))
-
-    def reject(self) -> None:
-        """Reject a CM connection request."""
-        self._h.reject()
-
-    def disconnect(self) -> None:
-        """Tear the connection down; the peer gets its disconnection callback."""
-        self._h.disconnect()
-
-    def get_addr(self) -> RdmaAddr | None:
-        """The peer's address for a CM connection (``None`` for export/connect)."""
-        a = self._h.get_addr()
-        return None if a is None else RdmaAddr(RdmaAddrType(a[0]), a[1], a[2])
-
-    @property
-    def rdma(self) -> Rdma:
-        """The [`Rdma`][doca_py.rdma.Rdma] context of the connection."""
-        return self._rdma
-
-    def __repr__(self) -> str:
-        return f"<RdmaConnection {self.get_id()}>"
-
-
-# -- tasks --------------------------------------------------------------------------------------
-class _ConnTask(Task):
-    __slots__ = ("_conn",)
-    _conn: RdmaConnection
-
-    def get_rdma_connection(self) -> RdmaConnection:
-        """``doca_rdma_task_<type>_get_rdma_connection``: the rdma connection."""
-        return self._conn
-
-    def set_rdma_connection(self, connection: RdmaConnection) -> None:
-        """``doca_rdma_task_<type>_set_rdma_connection``: set the rdma connection to *connection*."""
-        self._h.set_rdma_connection(connection._h)  # type: ignore[attr-defined]
-        self._conn = connection
-
-
-class RdmaTaskReceive(Task):
-    """``doca_rdma_task_receive``: a posted receive, filled by the peer's send (or write
-    with immediate). The received bytes are appended after the destination's data."""
-
-    __slots__ = ("_dst",)
-    _dst: Buf | None
-
-    def get_dst_buf(self) -> Buf | None:
-        """``doca_rdma_task_receive_get_dst_buf``: the dst buf."""
-        return self._dst
-
-    def set_dst_buf(self, dst: Buf | None) -> None:
-        """``doca_rdma_task_receive_set_dst_buf``: set the dst buf to *dst*."""
-        self._h.set_dst_buf(None if dst is None else dst._h)  # type: ignore[attr-defined]
-        self._dst = dst
-
-    def get_result_opcode(self) -> RdmaOpcode:
-        """Which peer operation filled the receive (valid after success)."""
-        return RdmaOpcode(self._h.opcode)  # type: ignore[attr-defined]
-
-    def get_result_len(self) -> int:
-        """Bytes received (for ``RECV_WRITE_WITH_IMM``: bytes the peer wrote)."""
-        return int(self._h.result_len)  # type: ignore[attr-defined]
-
-    def get_result_immediate_data(self) -> int:
-        """The immediate of a ``*_WITH_IMM`` opcode (``doca_be32_t``, as sent)."""
-        return int(self._h.imm)  # type: ignore[attr-defined]
-
-    def get_result_rdma_connection(self) -> RdmaConnection | None:
-        """The connection the message arrived on."""
-        h = self._h.result_conn  # type: ignore[attr-defined]
-        return None if h is None else cast(RdmaConnection, h.owner)
-
-
-class RdmaTaskSend(_ConnTask):
-    """``doca_rdma_task_send``: the source's data to the peer's next posted receive."""
-
-    __slots__ = ("_src",)
-    _src: Buf | None
-
-    def get_src_buf(self) -> Buf | None:
-        """``doca_rdma_task_send_get_src_buf``: the src buf."""
-        return self._src
-
-    def set_src_buf(self, src: Buf | None) -> None:
-        """``doca_rdma_task_send_set_src_buf``: set the src buf to *src*."""
-        self._h.set_src_buf(None if src is None else src._h)  # type: ignore[attr-defined]
-        self._src = src
-
-
-class _ImmediateData:
-    """The 32-bit immediate data of send_imm and write_imm tasks."""
-
-    __slots__ = ()
-    _h: Any
-
-    def get_immediate_data(self) -> int:
-        """``doca_rdma_task_<type>_get_immediate_data``: the immediate data."""
-        return int(self._h.imm)
-
-    def set_immediate_data(self, imm: int) -> None:
-        """``doca_rdma_task_<type>_set_immediate_data``: set the immediate data to *imm*."""
-        if not 0 <= imm <= 0xFFFFFFFF:
-            raise DocaInvalidValue("immediate data is 32 bits")
-        self._h.imm = imm
-
-
-class RdmaTaskSendImm(_ImmediateData, RdmaTaskSend):
-    """``doca_rdma_task_send_imm``: a send carrying 32 bits of immediate data."""
-
-    __slots__ = ()
-
-
-class _OneSidedTask(_ConnTask):
-    __slots__ = ("_src", "_dst")
-    _src: Buf
-    _dst: Buf
-
-    def get_src_buf(self) -> Buf:
-        """``doca_rdma_task_<read|write>_get_src_buf``: the src buf."""
-        return self._src
-
-    def set_src_buf(self, src: Buf) -> None:
-        """``doca_rdma_task_<read|write>_set_src_buf``: set the src buf to *src*."""
-        self._h.set_src_buf(src._h)  # type: ignore[attr-defined]
-        self._src = src
-
-    def get_dst_buf(self) -> Buf:
-        """``doca_rdma_task_<read|write>_get_dst_buf``: the dst buf."""
-        return self._dst
-
-    def set_dst_buf(self, dst: Buf) -> None:
-        """``doca_rdma_task_<read|write>_set_dst_buf``: set the dst buf to *dst*."""
-        self._h.set_dst_buf(dst._h)  # type: ignore[attr-defined]
-        self._dst = dst
-
-
-class RdmaTaskRead(_OneSidedTask):
-    """``doca_rdma_task_read``: the remote source's data into the local destination."""
-
-    __slots__ = ()
-
-
-class RdmaTaskWrite(_OneSidedTask):
-    """``doca_rdma_task_write``: the local source's data after the remote destination's data."""
-
-    __slots__ = ()
-
-
-class RdmaTaskWriteImm(_ImmediateData, RdmaTaskWrite):
-    """``doca_rdma_task_write_imm``: a write that also completes a receive on the peer
-    (opcode ``RECV_WRITE_WITH_IMM``)."""
-
-    __slots__ = ()
-
-
-class _AtomicTask(_ConnTask):
-    __slots__ = ("_dst", "_result")
-    _dst: Buf
-    _result: Buf
-
-    def get_dst_buf(self) -> Buf:
-        """``doca_rdma_task_atomic_<type>_get_dst_buf``: the dst buf."""
-        return self._dst
-
-    def set_dst_buf(self, dst: Buf) -> None:
-        """``doca_rdma_task_atomic_<type>_set_dst_buf``: set the dst buf to *dst*."""
-        self._h.set_dst_buf(dst._h)  # type: ignore[attr-defined]
-        self._dst = dst
-
-    def get_result_buf(self) -> Buf:
-        """``doca_rdma_task_atomic_<type>_get_result_buf``: the result buf."""
-        return self._result
-
-    def set_result_buf(self, result: Buf) -> None:
-        """``doca_rdma_task_atomic_<type>_set_result_buf``: set the result buf to *result*."""
-        self._h.set_result_buf(result._h)  # type: ignore[attr-defined]
-        self._result = result
-
-
-class RdmaTaskAtomicCmpSwp(_AtomicTask):
-    """``doca_rdma_task_atomic_cmp_swp``: 64-bit compare-and-swap at the remote
-    destination; the old value (native byte order) is appended to the result buffer."""
-
-    __slots__ = ()
-
-    def get_cmp_data(self) -> int:
-        """``doca_rdma_task_atomic_cmp_swp_get_cmp_data``: the cmp data."""
-        return int(self._h.cmp)  # type: ignore[attr-defined]
-
-    def set_cmp_data(self, cmp: int) -> None:
-        """``doca_rdma_task_atomic_cmp_swp_set_cmp_data``: set the cmp data to *cmp*."""
-        self._h.cmp = cmp & (1 << 64) - 1  # type: ignore[attr-defined]
-
-    def get_swap_data(self) -> int:
-        """``doca_rdma_task_atomic_cmp_swp_get_swap_data``: the swap data."""
-        return int(self._h.swap)  # type: ignore[attr-defined]
-
-    def set_swap_data(self, swap: int) -> None:
-        """``doca_rdma_task_atomic_cmp_swp_set_swap_data``: set the swap data to *swap*."""
-        self._h.swap = swap & (1 << 64) - 1  # type: ignore[attr-defined]
-
-
-class RdmaTaskAtomicFetchAdd(_AtomicTask):
-    """``doca_rdma_task_atomic_fetch_add``: 64-bit fetch-and-add at the remote destination."""
-
-    __slots__ = ()
-
-    def get_add_data(self) -> int:
-        """``doca_rdma_task_atomic_fetch_add_get_add_data``: the add data."""
-        return int(self._h.add)  # type: ignore[attr-defined]
-
-    def set_add_data(self, add: int) -> None:
-        """``doca_rdma_task_atomic_fetch_add_set_add_data``: set the add data to *add*."""
-        self._h.add = add & (1 << 64) - 1  # type: ignore[attr-defined]
-
-
 # -- the context ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RdmaOptions:
+    """The settings of an [`Rdma`][doca_py.rdma.Rdma] context in one value (as cuda.core's ``StreamOptions``).
+
+    Pass it to [`Rdma.configure`][doca_py.rdma.Rdma.configure] or ``Rdma(dev, options=...)`` while the ctx is
+    IDLE. Every field is optional: ``None`` leaves the setting as it is (DOCA's default on a new ctx). Each
+    field is applied through the DOCA-named setter of the same name (``permissions`` through
+    ``doca_rdma_set_permissions`` …), which validates it.
+    """
+
+    permissions: AccessFlag | None = None
+    """``doca_rdma_set_permissions``."""
+    transport_type: RdmaTransportType | None = None
+    """``doca_rdma_set_transport_type``."""
+    gid_index: int | None = None
+    """``doca_rdma_set_gid_index``."""
+    max_num_connections: int | None = None
+    """``doca_rdma_set_max_num_connections``."""
+    mtu: MtuSize | None = None
+    """``doca_rdma_set_mtu``."""
+    recv_queue_size: int | None = None
+    """``doca_rdma_set_recv_queue_size``."""
+    send_queue_size: int | None = None
+    """``doca_rdma_set_send_queue_size``."""
+    max_send_buf_list_len: int | None = None
+    """``doca_rdma_set_max_send_buf_list_len``."""
+    receive_dst_buf_list_len: int | None = None
+    """``doca_rdma_task_receive_set_dst_buf_list_len``."""
+    grh_enabled: bool | None = None
+    """``doca_rdma_set_grh_enabled``."""
+    sl: int | None = None
+    """``doca_rdma_set_sl``."""
+    rnr_retry_count: int | None = None
+    """``doca_rdma_set_rnr_retry_count``."""
+    connection_request_timeout: int | None = None
+    """``doca_rdma_set_connection_request_timeout`` (milliseconds)."""
+
+
 class Rdma(Ctx):
-    """``doca_rdma`` context on *dev*.
+    """``doca_rdma`` context on *dev*, configured with *options* if given (see
+    [`configure`][doca_py.rdma.Rdma.configure]).
 
     Configure before [`start`][doca_py.ctx.Ctx.start] (IDLE). ``start`` leaves the ctx STARTING; it goes
     RUNNING from [`Pe.progress`][doca_py.pe.Pe.progress]: DOCA 3.x without any connection (RUNNING means
@@ -512,14 +131,66 @@ class Rdma(Ctx):
     called. [`export`][doca_py.rdma.Rdma.export] and [`connect`][doca_py.rdma.Rdma.connect] work while STARTING or RUNNING.
     """
 
-    def __init__(self, dev: Dev, user_data: Any = None) -> None:
+    @classmethod
+    def from_handle(cls, dev: Dev, handle: RdmaHandle | int, user_data: Any = None) -> Rdma:
+        """Wrap an existing ``doca_rdma`` on *dev* without taking ownership (it keeps its state, configuration
+        and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not connected).
+
+        *handle* is another wrapper's ``handle``: on the native backend
+        the address of a C ``doca_rdma`` (one made by C code, say), on the emulated backend the backend object.
+        The wrapper is borrowed: its ``close`` closes the Python objects made through it but never
+        destroys the DOCA object, which its creator destroys after closing this wrapper.
+        """
+        c = cls(dev, user_data, _handle=backend.borrow_rdma(handle) if isinstance(handle, int) else handle)
+        c._borrow()
+        return c
+
+    def __init__(self, dev: Dev, user_data: Any = None, *, options: RdmaOptions | None = None,
+                 _handle: RdmaHandle | None = None) -> None:
         dev._check_open()
-        self._h: RdmaHandle = _backend().rdma_create(dev._h)
+        self._h: RdmaHandle = backend.rdma.rdma_create(dev._h) if _handle is None else _handle
         super().__init__(self._h, user_data)
         dev._adopt(self)
         self._dev = dev
         self._conn_cbs: tuple[ConnectionRequestCallback | None, ConnectionCallback | None,
                               ConnectionCallback | None, ConnectionCallback | None] = (None, None, None, None)
+        if options is not None:
+            self.configure(options)
+
+    def configure(self, options: RdmaOptions) -> None:
+        """Apply every setting of *options* that is not ``None``, in field order, through the DOCA-named
+        setters (``set_permissions`` …); the first refused value raises (the ones before it stay set).
+
+        :raises DocaBadState: when the ctx is not IDLE.
+        :raises DocaInvalidValue: for a value the setter refuses.
+        """
+        o = options
+        if o.permissions is not None:
+            self.set_permissions(o.permissions)
+        if o.transport_type is not None:
+            self.set_transport_type(o.transport_type)
+        if o.gid_index is not None:
+            self.set_gid_index(o.gid_index)
+        if o.max_num_connections is not None:
+            self.set_max_num_connections(o.max_num_connections)
+        if o.mtu is not None:
+            self.set_mtu(o.mtu)
+        if o.recv_queue_size is not None:
+            self.set_recv_queue_size(o.recv_queue_size)
+        if o.send_queue_size is not None:
+            self.set_send_queue_size(o.send_queue_size)
+        if o.max_send_buf_list_len is not None:
+            self.set_max_send_buf_list_len(o.max_send_buf_list_len)
+        if o.receive_dst_buf_list_len is not None:
+            self.task_receive_set_dst_buf_list_len(o.receive_dst_buf_list_len)
+        if o.grh_enabled is not None:
+            self.set_grh_enabled(o.grh_enabled)
+        if o.sl is not None:
+            self.set_sl(o.sl)
+        if o.rnr_retry_count is not None:
+            self.set_rnr_retry_count(o.rnr_retry_count)
+        if o.connection_request_timeout is not None:
+            self.set_connection_request_timeout(o.connection_request_timeout)
 
     # -- configuration (IDLE) ----------------------------------------------------------------
     def set_permissions(self, flags: AccessFlag | int) -> None:
@@ -641,14 +312,14 @@ class Rdma(Ctx):
         self._conn_cbs = (request, established, failure, disconnection)
         self._h.set_connection_state_cb(self._on_conn_event)
 
-    def _conn(self, h: Any, user_data: Any = None) -> RdmaConnection:
+    def _conn(self, h: RdmaConnectionHandle, user_data: Any = None) -> RdmaConnection:
         c = cast("RdmaConnection | None", h.owner)
         if c is None:
             c = RdmaConnection(h, self, user_data)
             h.owner = c
         return c
 
-    def _on_conn_event(self, kind: int, h: Any) -> None:
+    def _on_conn_event(self, kind: int, h: RdmaConnectionHandle) -> None:
         conn = self._conn(h)
         request, established, failure, disconnection = self._conn_cbs
         if kind == _EV_REQUEST:
@@ -781,7 +452,7 @@ class Rdma(Ctx):
 
     # -- task allocation --------------------------------------------------------------------
     @staticmethod
-    def _check_conn(conn: RdmaConnection) -> Any:
+    def _check_conn(conn: RdmaConnection) -> RdmaConnectionHandle:
         if not isinstance(conn, RdmaConnection):
             raise DocaUsageError(f"expected an RdmaConnection, got {type(conn).__name__}")
         return conn._h
@@ -875,84 +546,84 @@ class Rdma(Ctx):
     @staticmethod
     def cap_get_max_recv_queue_size(devinfo: DevInfo) -> int:
         """``doca_rdma_cap_get_max_recv_queue_size``: the largest recv queue size *devinfo* supports."""
-        return _backend().cap_get_max_recv_queue_size(devinfo._h)
+        return backend.rdma.cap_get_max_recv_queue_size(devinfo._h)
 
     @staticmethod
     def cap_get_max_send_queue_size(devinfo: DevInfo) -> int:
         """``doca_rdma_cap_get_max_send_queue_size``: the largest send queue size *devinfo* supports."""
-        return _backend().cap_get_max_send_queue_size(devinfo._h)
+        return backend.rdma.cap_get_max_send_queue_size(devinfo._h)
 
     @staticmethod
     def cap_get_max_send_buf_list_len(devinfo: DevInfo) -> int:
         """``doca_rdma_cap_get_max_send_buf_list_len``: the largest send buf list len *devinfo* supports."""
-        return _backend().cap_get_max_send_buf_list_len(devinfo._h)
+        return backend.rdma.cap_get_max_send_buf_list_len(devinfo._h)
 
     @staticmethod
     def cap_get_max_message_size(devinfo: DevInfo) -> int:
         """``doca_rdma_cap_get_max_message_size``: the largest message size *devinfo* supports."""
-        return _backend().cap_get_max_message_size(devinfo._h)
+        return backend.rdma.cap_get_max_message_size(devinfo._h)
 
     @staticmethod
     def cap_get_gid_table_size(devinfo: DevInfo) -> int:
         """``doca_rdma_cap_get_gid_table_size``: the get gid table size *devinfo* supports."""
-        return _backend().cap_get_gid_table_size(devinfo._h)
+        return backend.rdma.cap_get_gid_table_size(devinfo._h)
 
     @staticmethod
     def cap_get_gid(devinfo: DevInfo, start_index: int, num_entries: int) -> list[bytes]:
         """``num_entries`` 16-byte GIDs from *start_index*."""
-        return _backend().cap_get_gid(devinfo._h, start_index, num_entries)
+        return backend.rdma.cap_get_gid(devinfo._h, start_index, num_entries)
 
     @staticmethod
     def cap_transport_type_is_supported(devinfo: DevInfo, transport: RdmaTransportType) -> bool:
         """``doca_rdma_cap_transport_type_is_supported``: whether *devinfo* supports transport type."""
-        return _backend().cap_transport_type_is_supported(devinfo._h, int(transport))
+        return backend.rdma.cap_transport_type_is_supported(devinfo._h, int(transport))
 
     @staticmethod
     def cap_task_receive_get_max_dst_buf_list_len(devinfo: DevInfo, transport: RdmaTransportType) -> int:
         """``doca_rdma_cap_task_receive_get_max_dst_buf_list_len``: the largest dst buf list len *devinfo*
         supports.
         """
-        return _backend().cap_task_receive_get_max_dst_buf_list_len(devinfo._h, int(transport))
+        return backend.rdma.cap_task_receive_get_max_dst_buf_list_len(devinfo._h, int(transport))
 
     @staticmethod
     def cap_task_receive_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_receive_is_supported``: whether *devinfo* supports task receive."""
-        return _backend().cap_task_is_supported(devinfo._h, "receive")
+        return backend.rdma.cap_task_is_supported(devinfo._h, "receive")
 
     @staticmethod
     def cap_task_send_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_send_is_supported``: whether *devinfo* supports task send."""
-        return _backend().cap_task_is_supported(devinfo._h, "send")
+        return backend.rdma.cap_task_is_supported(devinfo._h, "send")
 
     @staticmethod
     def cap_task_send_imm_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_send_imm_is_supported``: whether *devinfo* supports task send imm."""
-        return _backend().cap_task_is_supported(devinfo._h, "send_imm")
+        return backend.rdma.cap_task_is_supported(devinfo._h, "send_imm")
 
     @staticmethod
     def cap_task_read_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_read_is_supported``: whether *devinfo* supports task read."""
-        return _backend().cap_task_is_supported(devinfo._h, "read")
+        return backend.rdma.cap_task_is_supported(devinfo._h, "read")
 
     @staticmethod
     def cap_task_write_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_write_is_supported``: whether *devinfo* supports task write."""
-        return _backend().cap_task_is_supported(devinfo._h, "write")
+        return backend.rdma.cap_task_is_supported(devinfo._h, "write")
 
     @staticmethod
     def cap_task_write_imm_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_write_imm_is_supported``: whether *devinfo* supports task write imm."""
-        return _backend().cap_task_is_supported(devinfo._h, "write_imm")
+        return backend.rdma.cap_task_is_supported(devinfo._h, "write_imm")
 
     @staticmethod
     def cap_task_atomic_cmp_swp_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_atomic_cmp_swp_is_supported``: whether *devinfo* supports task atomic cmp swp."""
-        return _backend().cap_task_is_supported(devinfo._h, "atomic_cmp_swp")
+        return backend.rdma.cap_task_is_supported(devinfo._h, "atomic_cmp_swp")
 
     @staticmethod
     def cap_task_atomic_fetch_add_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_atomic_fetch_add_is_supported``: whether *devinfo* supports task atomic fetch add."""
-        return _backend().cap_task_is_supported(devinfo._h, "atomic_fetch_add")
+        return backend.rdma.cap_task_is_supported(devinfo._h, "atomic_fetch_add")
 
     def __enter__(self) -> Rdma:
         return self

@@ -31,7 +31,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from . import __version__, comch
-from ._impl import impl
+from ._backend import impl
 from .comch import ComchClient, ComchConsumer, ComchProducer, ComchServer
 from .compress import Compress, CompressTaskType
 from .dev import DevInfo, devinfo_create_list

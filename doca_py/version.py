@@ -8,20 +8,14 @@ it follows (``DOCA_PY_EMU_VERSION``, default 3.2).
 from __future__ import annotations
 
 import re
-from typing import Protocol, cast
-
-from . import _impl
+from ._backend import backend
 
 __all__ = ["version_runtime", "version_info_runtime"]
 
 
-class _VersionBackend(Protocol):
-    def version_runtime(self) -> str: ...
-
-
 def version_runtime() -> str:
     """``doca_version_runtime()``: the runtime version string, e.g. ``"3.0.0058"``."""
-    return cast(_VersionBackend, _impl.backend_module("version")).version_runtime()
+    return backend.version.version_runtime()
 
 
 def version_info_runtime() -> tuple[int, int, int]:

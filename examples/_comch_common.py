@@ -106,7 +106,7 @@ def init_comch_ctrl_path_server(server_name: str, hw_dev: d.Dev, rep_dev: d.DevR
         if cb_cfg.data_path_mode:
             assert cb_cfg.new_consumer_cb is not None and cb_cfg.expired_consumer_cb is not None
             server.event_consumer_register(cb_cfg.new_consumer_cb, cb_cfg.expired_consumer_cb)
-        server.set_max_msg_size(comch.cap_get_max_msg_size(hw_dev.devinfo))
+        server.set_max_msg_size(comch.cap_get_max_msg_size(hw_dev.as_devinfo()))
         server.set_recv_queue_size(CC_REC_QUEUE_SIZE)
         server.user_data = cb_cfg.ctx_user_data  # doca_ctx_set_user_data
         server.start()
@@ -135,7 +135,7 @@ def init_comch_ctrl_path_client(server_name: str, hw_dev: d.Dev,
         if cb_cfg.data_path_mode:
             assert cb_cfg.new_consumer_cb is not None and cb_cfg.expired_consumer_cb is not None
             client.event_consumer_register(cb_cfg.new_consumer_cb, cb_cfg.expired_consumer_cb)
-        client.set_max_msg_size(comch.cap_get_max_msg_size(hw_dev.devinfo))
+        client.set_max_msg_size(comch.cap_get_max_msg_size(hw_dev.as_devinfo()))
         client.set_recv_queue_size(CC_REC_QUEUE_SIZE)
         client.user_data = cb_cfg.ctx_user_data  # doca_ctx_set_user_data
         client.start()  # DOCA_ERROR_IN_PROGRESS in C: the ctx is STARTING

@@ -343,7 +343,7 @@ class SampleBuffers:
 
 def get_max_buf_size(resources: CompressResources, task_type: CompressTaskType, file_size: int) -> int:
     """``doca_compress_cap_task_get_max_buf_size``; refuse a file larger than that."""
-    max_buf_size = Compress.cap_task_get_max_buf_size(resources.state.dev.devinfo, task_type)
+    max_buf_size = Compress.cap_task_get_max_buf_size(resources.state.dev.as_devinfo(), task_type)
     if file_size > max_buf_size:
         raise DocaInvalidValue(f"Invalid file size. Should be smaller than {max_buf_size}")
     return max_buf_size

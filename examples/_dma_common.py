@@ -50,7 +50,7 @@ def allocate_dma_resources(pci_addr: str, num_src_buf: int, num_dst_buf: int) ->
     try:
         # The C sample compares num_src_buf + num_dst_buf with the cap; the cap bounds each
         # task buffer list, so each list is checked against it.
-        max_buf_list_len = d.Dma.cap_task_memcpy_get_max_buf_list_len(dev.devinfo)
+        max_buf_list_len = d.Dma.cap_task_memcpy_get_max_buf_list_len(dev.as_devinfo())
         if max(num_src_buf, num_dst_buf) > max_buf_list_len:
             raise DocaInvalidValue(f"number of doca_buf exceeds the limitation [{max_buf_list_len}]")
         state = create_core_objects(dev, num_src_buf + num_dst_buf)

@@ -116,8 +116,8 @@ def ec_core_init(state: EcSampleObjects, pci_addr: str, is_support_func: TaskChe
         raise
     state.core_state = core
     state.ec = d.Ec(dev)
-    max_block_size = d.Ec.cap_get_max_block_size(dev.devinfo)
-    max_buf_list_len = d.Ec.cap_get_max_buf_list_len(dev.devinfo)
+    max_block_size = d.Ec.cap_get_max_block_size(dev.as_devinfo())
+    max_buf_list_len = d.Ec.cap_get_max_buf_list_len(dev.as_devinfo())
     if num_src_buf + num_dst_buf > max_buf_list_len:
         raise DocaInvalidValue(f"Number of doca_buf [{num_src_buf + num_dst_buf}] exceed the limitation "
                                f"[{max_buf_list_len}]")

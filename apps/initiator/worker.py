@@ -2,7 +2,10 @@
 client's connection, and the transaction engine of storage-apps-spec §7.2 / §8.1.
 
 Every DOCA object of a worker is created, progressed and destroyed on the worker's
-thread (a ``Pe`` is single-threaded). The control thread drives it through events:
+thread (a ``Pe`` is single-threaded). The thread is a
+:class:`~apps.storage.runtime.worker_thread.WorkerThread`, as the target's and the bridges'
+workers are (pinning, the wake-up and the sleep on the ``Pe``, the teardown in the thread);
+each of its steps runs the current phase. The control thread drives it through events:
 
 1. :meth:`Worker.launch` — the thread pins itself, builds its objects and progresses until
    the producer and consumer are RUNNING (:attr:`Worker.ready`, or :attr:`Worker.error`);
@@ -11,7 +14,8 @@ thread (a ``Pe`` is single-threaded). The control thread drives it through event
 3. :meth:`Worker.teardown` — the objects are destroyed and the thread exits.
 
 Data path: every transaction owns one 64-byte request message and one producer send
-task; the consumer has ``2·T_w`` receive buffers. An IO submits the producer send and
+task, made once and re-used by each of its IOs (the request is packed in place); the
+consumer has ``2·T_w`` receive buffers, emptied and posted again per response. An IO submits the producer send and
 completes when both the send completion and the response (matched by ``user_data``)
 have arrived, in either order. A response is checked: ``user_data`` in range, a
 transaction waiting for it, the echoed fields unchanged, and ``result`` — an error
@@ -27,12 +31,10 @@ answering (stopped, hung) ends the run instead of stalling it forever.
 from __future__ import annotations
 
 import logging
-import os
-import select
-import struct
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import doca_py as d
@@ -41,11 +43,12 @@ from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostR
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import CtxState
 
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_message_from
+
+from apps.storage.errors import StorageAppError
+from apps.storage.runtime.worker_thread import WorkerThread
 
 from .metrics import IoRecord
-from apps.storage.errors import StorageAppError
-
 from .plan import Action, AddressPool, WorkerPlan, first_difference
 
 __all__ = ["Worker", "WorkerResult", "DRAIN_TIMEOUT", "HEX_WINDOW", "TIMED_OUT_SHOWN"]
@@ -61,12 +64,11 @@ TIMED_OUT_SHOWN = 8
 _IDLE_SLEEP = 0.1
 _BUSY_CHECK = 4096
 """Completions between two deadline checks while the PE keeps finding work."""
-_MSG = struct.Struct(">I4xQIIQQ24x")
-_RESP = struct.Struct(">I4xQIIQQ")
 _READ = int(IoMessageType.READ)
 _WRITE = int(IoMessageType.WRITE)
 _RESULT = int(IoMessageType.RESULT)
 _AGAIN = ErrorCode.AGAIN
+_now_ns = time.perf_counter_ns  # several times per IO: bound once
 
 
 class WorkerResult:
@@ -106,46 +108,60 @@ class _Txn:
         self.active = False
 
 
-class Worker:
-    """One worker thread (see the module documentation)."""
+class Worker(WorkerThread):
+    """One worker thread (see the module documentation); the public methods run on the control thread."""
 
     def __init__(self, plan: WorkerPlan, *, steps: tuple[Action, ...], io_size: int, dev: d.Dev,
                  connection: ComchConnection, region: memoryview, expected: bytes | None,
                  pin: bool = True, io_timeout: float = 0.0) -> None:
-        self.plan = plan
         self.index = plan.index
+        # The control thread only ever waits on the events below, so the mailbox abort flag stays unset.
+        super().__init__(plan.cpu, threading.Event(), f"initiator-worker-{plan.index}",
+                         work_units=plan.transaction_count, pin=pin)
+        self.plan = plan
         self.steps = steps
         self.io_size = io_size
         self.dev = dev
         self.connection = connection
         self.region = region
         self.expected = memoryview(expected) if expected is not None else None
-        self.pin = pin
         self.io_timeout = io_timeout
         self.timed_out: list[str] = []
         """The IOs that timed out (``read of storage offset 12288 (transaction 3)``), if any."""
         self.result = WorkerResult()
-        self.error: str | None = None
         self.aborted = False
         self.ready = threading.Event()
         self.finished = threading.Event()
         self.exited = threading.Event()
         self._go = threading.Event()
-        self._teardown = threading.Event()
         self._stop = threading.Event()
         self.remote_consumer_id: int | None = None
         self.consumer_id: int | None = None
-        self._thread = threading.Thread(target=self._main, name=f"initiator-worker-{plan.index}", daemon=True)
-        self._running = False
         self._txns = [_Txn(i) for i in range(plan.transaction_count)]
+        self._n_txns = plan.transaction_count
         # Producer sends refused by submit with AGAIN (the service's consumer has no receive
         # posted yet, DOCA 3.x), submitted again after a later progress; built once.
         self._retry: deque[ComchProducerTaskSend] = deque()
         self._started = 0
         self._inflight_ios = 0
-        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        # Per-IO lookups done once: the records of each IO kind, the receive buffers by slot.
+        self._io_read = self.result.io["read"]
+        self._io_write = self.result.io["write"]
+        self._recv_bufs: list[d.Buf] = []
+        self._msg_mmap: d.Mmap | None = None
+        self._inv: d.BufInventory | None = None
+        self._consumer: ComchConsumer | None = None
+        self._producer: ComchProducer | None = None
+        self._mem: memoryview = memoryview(b"")
+        self._req_base = 0
+        self._phase: Callable[[], None] = self._create
 
     # -- control thread API -----------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """``worker <index> (cpu <id>)``."""
+        return f"worker {self.index} (cpu {self.cpu})"
+
     @property
     def completed(self) -> int:
         """Transactions completed so far (read without locking: an int)."""
@@ -169,7 +185,7 @@ class Worker:
     def teardown(self) -> None:
         """Destroy the objects and end the thread (also valid before :meth:`go`)."""
         self._stop.set()
-        self._teardown.set()
+        self._exit = True
         self._wake()
 
     def join(self, timeout: float) -> bool:
@@ -178,145 +194,129 @@ class Worker:
             self._thread.join(timeout)
             if self._thread.is_alive():
                 return False
-        fd, self._wake_fd = self._wake_fd, -1
-        if fd >= 0:
-            os.close(fd)  # closed here, by the control thread, once nobody can wake the worker
+        self._wakeup.close()  # by the control thread, once nobody can wake the worker
         return True
 
-    def _wake(self) -> None:
-        fd = self._wake_fd
-        if fd >= 0:
-            try:
-                os.eventfd_write(fd, 1)
-            except OSError:
-                pass
-
-    # -- thread -----------------------------------------------------------------------------------
+    # -- thread: one phase per step (WorkerThread runs the steps until teardown) ---------------------
     def _fail(self, text: str) -> None:
         if self.error is None:
-            self.error = f"worker {self.index} (cpu {self.plan.cpu}): {text}"
+            self.error = f"{self.name}: {text}"
             _log.debug("%s", self.error)
         self._running = False
 
-    def _main(self) -> None:
+    def _step(self) -> None:
         try:
-            self._pin_cpu()
-            with d.Pe() as pe:
-                self._pe = pe
-                self._run(pe)
-        except BaseException as exc:  # noqa: BLE001 - reported by the control thread, no traceback spew
+            self._phase()
+        except Exception as exc:  # noqa: BLE001 - reported by the control thread, no traceback spew
             self._fail(f"{type(exc).__name__}: {exc}" if not isinstance(exc, (DocaError, StorageAppError))
                        else str(exc))
-        finally:
-            self.ready.set()
-            self.finished.set()
-            self.exited.set()
+            self._exit = True  # the objects are destroyed at once (_teardown)
 
-    def _pin_cpu(self) -> None:
-        if not self.pin or not hasattr(os, "sched_setaffinity"):
-            return
-        try:
-            os.sched_setaffinity(0, {self.plan.cpu})  # pid 0 = this thread on Linux
-        except OSError as exc:
-            _log.warning("worker %d: cannot pin to cpu %d (%s); running unpinned", self.index, self.plan.cpu,
-                         exc.strerror or exc)
-
-    def _wait(self, pe: d.Pe, timeout: float) -> bool:
-        """Progress; if idle, sleep on the PE and the wake-up fd up to *timeout*."""
-        if pe.progress():
-            return True
-        pe.request_notification()
-        try:
-            ready, _, _ = select.select([pe.fileno(), self._wake_fd], [], [], timeout)
-            if self._wake_fd in ready:
-                try:
-                    os.eventfd_read(self._wake_fd)
-                except BlockingIOError:
-                    pass
-        finally:
-            pe.clear_notification()
-        return pe.progress()
-
-    def _run(self, pe: d.Pe) -> None:
+    def _create(self) -> None:
         t_w = self.plan.transaction_count
         n_recv = 2 * t_w
-        msg_mmap = d.Mmap()
-        try:
-            mem = msg_mmap.allocate(3 * t_w * IO_MESSAGE_SIZE)
-            msg_mmap.set_permissions(d.AccessFlag.LOCAL_READ_WRITE | d.AccessFlag.PCI_READ_WRITE)
-            msg_mmap.add_dev(self.dev)
-            msg_mmap.start()
-            base = msg_mmap.get_memrange()[0]
-            with d.BufInventory(n_recv + t_w) as inv:
-                consumer = ComchConsumer(self.connection, msg_mmap)
-                producer = ComchProducer(self.connection)
-                try:
-                    self._objects(pe, inv, msg_mmap, mem, base, consumer, producer)
-                finally:
-                    self._running = False
-                    for ctx in (consumer, producer):
-                        self._close_ctx(pe, ctx)
-        finally:
-            msg_mmap.close()
-
-    def _close_ctx(self, pe: d.Pe, ctx: d.Ctx) -> None:
-        try:
-            ctx.close()
-        except DocaError as exc:
-            _log.debug("worker %d: closing %s: %s", self.index, type(ctx).__name__, exc)
-
-    def _objects(self, pe: d.Pe, inv: d.BufInventory, mmap: d.Mmap, mem: memoryview, base: int,
-                 consumer: ComchConsumer, producer: ComchProducer) -> None:
-        t_w = self.plan.transaction_count
-        n_recv = 2 * t_w
-        self._mem = mem
+        self._pe = pe = d.Pe()
+        self._msg_mmap = msg_mmap = d.Mmap()
+        self._mem = msg_mmap.allocate(3 * t_w * IO_MESSAGE_SIZE)
+        msg_mmap.set_permissions(d.AccessFlag.LOCAL_READ_WRITE | d.AccessFlag.PCI_READ_WRITE)
+        msg_mmap.add_dev(self.dev)
+        msg_mmap.start()
+        self._inv = d.BufInventory(n_recv + t_w)
+        self._consumer = consumer = ComchConsumer(self.connection, msg_mmap)
+        self._producer = producer = ComchProducer(self.connection)
         pe.connect_ctx(consumer)
         pe.connect_ctx(producer)
         consumer.task_post_recv_set_conf(self._on_recv, self._on_recv_error, n_recv)
         producer.task_send_set_conf(self._on_sent, self._on_send_error, t_w)
         consumer.start()
         producer.start()
-        while not self._teardown.is_set():
-            if consumer.get_state() == CtxState.RUNNING and producer.get_state() == CtxState.RUNNING:
-                break
-            if consumer.get_state() == CtxState.IDLE or producer.get_state() == CtxState.IDLE:
-                raise StorageAppError(ErrorCode.CONNECTION_RESET, "the comch connection went away while the "
-                                                                  "producer and consumer were starting")
-            self._wait(pe, _IDLE_SLEEP)
-        else:
+        self._phase = self._starting
+
+    def _starting(self) -> None:
+        consumer, producer = self._consumer, self._producer
+        assert consumer is not None and producer is not None
+        if consumer.get_state() == CtxState.RUNNING and producer.get_state() == CtxState.RUNNING:
+            self.consumer_id = consumer.get_id()
+            self._phase = self._waiting_for_go
+            self.ready.set()
             return
-        self.consumer_id = consumer.id
-        self.ready.set()
-        # Wait for the go (or the teardown); keep progressing meanwhile.
-        while not (self._go.is_set() or self._teardown.is_set() or self._stop.is_set()):
-            self._wait(pe, _IDLE_SLEEP)
-        if self._go.is_set() and not self._stop.is_set():
-            recv_tasks: list[ComchConsumerTaskPostRecv] = []
-            assert self.remote_consumer_id is not None
-            try:
-                for j in range(n_recv):
-                    buf = inv.buf_get_by_addr(mmap, base + j * IO_MESSAGE_SIZE, IO_MESSAGE_SIZE)
-                    recv_tasks.append(consumer.task_post_recv_alloc_init(buf, user_data=j))
-                for txn in self._txns:
-                    off = (n_recv + txn.index) * IO_MESSAGE_SIZE
-                    buf = inv.buf_get_by_data(mmap, base + off, IO_MESSAGE_SIZE)
-                    txn.task = producer.task_send_alloc_init(buf, None, self.remote_consumer_id, user_data=txn)
-            except DocaError as exc:
-                self._fail(f"preparing the data path failed: {exc}")
-            else:
-                self._req_base = n_recv * IO_MESSAGE_SIZE
-                self._data_path(pe, recv_tasks)
+        if consumer.get_state() == CtxState.IDLE or producer.get_state() == CtxState.IDLE:
+            raise StorageAppError(ErrorCode.CONNECTION_RESET, "the comch connection went away while the "
+                                                              "producer and consumer were starting")
+        self._sleep(_IDLE_SLEEP)
+
+    def _waiting_for_go(self) -> None:
+        """Keep progressing until the go (or a stop)."""
+        if self._stop.is_set():
+            self._end_phase()
+        elif self._go.is_set():
+            self._prepare_data_path()
+        else:
+            self._sleep(_IDLE_SLEEP)
+
+    def _prepare_data_path(self) -> None:
+        """Every task and buffer of the data path, once: the IOs re-use them."""
+        inv, mmap, consumer, producer = self._inv, self._msg_mmap, self._consumer, self._producer
+        assert inv is not None and mmap is not None and consumer is not None and producer is not None
+        assert self.remote_consumer_id is not None
+        n_recv = 2 * self.plan.transaction_count
+        base = mmap.get_memrange()[0]
+        recv_tasks: list[ComchConsumerTaskPostRecv] = []
+        try:
+            for j in range(n_recv):
+                buf = inv.buf_get_by_addr(mmap, base + j * IO_MESSAGE_SIZE, IO_MESSAGE_SIZE)
+                self._recv_bufs.append(buf)
+                recv_tasks.append(consumer.task_post_recv_alloc_init(buf, user_data=j))
+            for txn in self._txns:
+                off = (n_recv + txn.index) * IO_MESSAGE_SIZE
+                buf = inv.buf_get_by_data(mmap, base + off, IO_MESSAGE_SIZE)
+                txn.task = producer.task_send_alloc_init(buf, None, self.remote_consumer_id, user_data=txn)
+        except DocaError as exc:
+            self._fail(f"preparing the data path failed: {exc}")
+            self._end_phase()
+            return
+        self._req_base = n_recv * IO_MESSAGE_SIZE
+        self._start_data_path(recv_tasks)
+
+    def _end_phase(self) -> None:
+        """The data path is over (or never ran): say so, then idle until the teardown."""
         self.finished.set()
-        while not self._teardown.is_set():
-            self._wait(pe, _IDLE_SLEEP)
+        self._phase = self._finished
+
+    def _finished(self) -> None:
+        self._sleep(_IDLE_SLEEP)
+
+    def _teardown(self) -> None:
+        self._running = False
+        try:
+            for ctx in (self._consumer, self._producer):
+                if ctx is not None:
+                    try:
+                        ctx.close()
+                    except DocaError as exc:
+                        _log.debug("%s: closing %s: %s", self.name, type(ctx).__name__, exc)
+            self._consumer = self._producer = None
+            for obj in (self._inv, self._msg_mmap, self._pe):
+                if obj is not None:
+                    obj.close()
+        except Exception as exc:  # noqa: BLE001 - reported by the control thread
+            self._fail(f"{type(exc).__name__}: {exc}" if not isinstance(exc, DocaError) else str(exc))
+        finally:
+            self._inv = self._msg_mmap = self._pe = None
+            self._recv_bufs.clear()
+            self.ready.set()
+            self.finished.set()
+            self.exited.set()
 
     # -- data path --------------------------------------------------------------------------------------
-    def _data_path(self, pe: d.Pe, recv_tasks: list[ComchConsumerTaskPostRecv]) -> None:
-        res = self.result
+    def _start_data_path(self, recv_tasks: list[ComchConsumerTaskPostRecv]) -> None:
         plan = self.plan
         self._local_pool: AddressPool = plan.local_pool(self.io_size)
         self._storage_pool: AddressPool = plan.storage_pool(self.io_size)
+        self._timeout_ns = int(self.io_timeout * 1e9)
+        self._busy = _BUSY_CHECK
         self._running = True
+        self._phase = self._data_round
         try:
             for t in recv_tasks:
                 t.submit()
@@ -326,49 +326,53 @@ class Worker:
                     break
         except (DocaError, StorageAppError) as exc:
             self._fail(f"starting the data path failed: {exc}")
-        run_limit = plan.run_limit
-        stop = self._stop
-        progress = pe.progress
-        hits = misses = 0
-        fd = pe.fileno()
-        wake = self._wake_fd
+
+    def _data_round(self) -> None:
+        """Progress while there is work; once idle, check the stop and the deadlines, then sleep
+        once and return (the next step continues). Nothing here is per IO but ``progress``."""
+        res = self.result
+        run_limit = self.plan.run_limit
+        progress = self._pe.progress  # type: ignore[union-attr]  # set while the data path runs
         retry = self._retry
-        timeout_ns = int(self.io_timeout * 1e9)
-        busy = _BUSY_CHECK
-        while self._running and res.completed < run_limit:
-            if progress():
-                hits += 1
+        timeout_ns = self._timeout_ns
+        hits = misses = 0
+        try:
+            while self._running and res.completed < run_limit:
+                if progress():
+                    hits += 1
+                    if retry:
+                        self._resubmit()
+                    if timeout_ns:
+                        self._busy -= 1
+                        if not self._busy:
+                            self._busy = _BUSY_CHECK
+                            self._check_deadlines(timeout_ns)
+                    continue
+                misses += 1
+                if self._stop.is_set():
+                    self.aborted = True
+                    self._running = False
+                    break
+                if timeout_ns and self._check_deadlines(timeout_ns):
+                    break
                 if retry:
                     self._resubmit()
-                if timeout_ns:
-                    busy -= 1
-                    if not busy:
-                        busy = _BUSY_CHECK
-                        self._check_deadlines(timeout_ns)
-                continue
-            misses += 1
-            if stop.is_set():
-                self.aborted = True
-                self._running = False
-                break
-            if timeout_ns and self._check_deadlines(timeout_ns):
-                break
-            if retry:
-                self._resubmit()
-                if retry:
-                    select.select([], [], [], 0.001)  # the peer has no receive posted: back off a little
-                continue
-            pe.request_notification()
-            if wake in select.select([fd, wake], [], [], _IDLE_SLEEP)[0]:
-                try:
-                    os.eventfd_read(wake)
-                except BlockingIOError:
-                    pass
-            pe.clear_notification()
-        res.pe_hits, res.pe_misses = hits, misses
+                    if retry:
+                        time.sleep(0.001)  # the peer has no receive posted: back off a little
+                    continue
+                self._sleep(_IDLE_SLEEP)
+                return
+        finally:
+            res.pe_hits += hits
+            res.pe_misses += misses
+        self._end_data_path()
+
+    def _end_data_path(self) -> None:
+        res = self.result
         if res.end_time is None:
             res.end_time = time.monotonic()
         self._running = False
+        retry = self._retry
         while retry:  # never submitted: not in flight
             txn = retry.popleft().user_data
             txn.awaiting = False
@@ -376,11 +380,12 @@ class Worker:
         # Let the IOs in flight finish (so no response lands in a buffer being torn down).
         deadline = time.monotonic() + DRAIN_TIMEOUT
         while self._inflight_ios > 0 and time.monotonic() < deadline:
-            self._wait(pe, min(_IDLE_SLEEP, max(0.0, deadline - time.monotonic())))
+            self._sleep(min(_IDLE_SLEEP, max(0.0, deadline - time.monotonic())))
+        self._end_phase()
 
     def _check_deadlines(self, timeout_ns: int) -> bool:
         """Fail the worker if an IO has been in flight for longer than the IO deadline; whether it did."""
-        now = time.perf_counter_ns()
+        now = _now_ns()
         late = [t for t in self._txns if t.refs > 0 and now - t.io_start_ns >= timeout_ns]
         if not late:
             return False
@@ -408,13 +413,13 @@ class Worker:
                 retry.appendleft(task)  # accounted for when the data path ends
                 self._fail(f"resubmitting a producer send failed: {exc}")
                 return
-            task.user_data.io_submit_ns = time.perf_counter_ns()
+            task.user_data.io_submit_ns = _now_ns()
 
     def _start_txn(self, txn: _Txn) -> None:
         self._started += 1
         txn.active = True
         txn.step = 0
-        txn.start_ns = time.perf_counter_ns()
+        txn.start_ns = _now_ns()
         txn.local = self._local_pool.take()
         txn.storage = self._storage_pool.take()
         self._advance(txn)
@@ -446,10 +451,10 @@ class Worker:
         txn.kind = kind
         txn.refs = 2
         txn.awaiting = True
-        _MSG.pack_into(self._mem, self._req_base + txn.index * IO_MESSAGE_SIZE, kind, txn.index, 0, self.io_size,
+        pack_io_message_into(self._mem, self._req_base + txn.index * IO_MESSAGE_SIZE, kind, txn.index, 0, self.io_size,
                        txn.local, txn.storage)
         self._inflight_ios += 1
-        txn.io_start_ns = time.perf_counter_ns()
+        txn.io_start_ns = _now_ns()
         try:
             task.submit()
         except DocaError as exc:
@@ -459,15 +464,15 @@ class Worker:
                 self._inflight_ios -= 1
                 self._fail(f"submitting the producer send of transaction {txn.index} failed: {exc}")
                 return
-        txn.io_submit_ns = time.perf_counter_ns()
+        txn.io_submit_ns = _now_ns()
 
     def _io_done(self, txn: _Txn) -> None:
         txn.refs -= 1
         if txn.refs:
             return
         self._inflight_ios -= 1
-        now = time.perf_counter_ns()
-        self.result.io["read" if txn.kind == _READ else "write"].add(txn.io_submit_ns - txn.io_start_ns,
+        now = _now_ns()
+        (self._io_read if txn.kind == _READ else self._io_write).add(txn.io_submit_ns - txn.io_start_ns,
                                                                      now - txn.io_submit_ns)
         if self._running:
             self._advance(txn)
@@ -496,7 +501,7 @@ class Worker:
 
     def _finish(self, txn: _Txn) -> None:
         res = self.result
-        us = ((time.perf_counter_ns() - txn.start_ns) // 1000) & 0xFFFFFFFF
+        us = ((_now_ns() - txn.start_ns) // 1000) & 0xFFFFFFFF
         res.lat_sum_us += us
         if us < res.lat_min_us:
             res.lat_min_us = us
@@ -526,14 +531,15 @@ class Worker:
             self._fail(f"producer send of transaction {txn.index} failed: {status.name}")
 
     def _on_recv(self, task: ComchConsumerTaskPostRecv, slot: int, ctx_user_data: Any) -> None:
-        kind, user_data, result, io_size, req_off, sto_off = _RESP.unpack_from(self._mem, slot * IO_MESSAGE_SIZE)
+        kind, user_data, result, io_size, req_off, sto_off = unpack_io_message_from(self._mem,
+                                                                                 slot * IO_MESSAGE_SIZE)
         if self._running:
-            task.get_buf().reset_data_len()
+            self._recv_bufs[slot].reset_data_len()
             try:
                 task.submit()
             except DocaError as exc:
                 self._fail(f"re-posting a consumer receive failed: {exc}")
-        if user_data >= len(self._txns):
+        if user_data >= self._n_txns:
             self._fail(f"response with invalid user_data {user_data} (this worker has {len(self._txns)} "
                        f"transactions)")
             return

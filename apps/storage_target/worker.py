@@ -6,8 +6,14 @@ Each worker has
   tasks, one per 64-byte io-message slot (receive and send share the slot's bytes);
 * an **io_data** context with ``T'`` RDMA read and ``T'`` RDMA write tasks, each pair using
   two buffers per slot: one over the storage, one over the requester's exported region
-  (imported with :meth:`Mmap.create_from_export`), re-aimed per IO with
-  ``reuse_by_data`` / ``reuse_by_addr`` as the reference does.
+  (imported with :meth:`Mmap.create_from_export`). Their windows span the whole region, so an
+  IO only moves their data section (``set_data``; the reference re-aims with
+  ``reuse_by_data`` / ``reuse_by_addr``).
+
+Per IO the worker does only what the IO needs: every buffer and task of a slot is allocated
+once (`_start_data_path`); the response is written over the request in place and sent by the
+slot's send buffer, which never moves; the receive buffer is only emptied
+(``reset_data_len``) before it is posted again; nothing is logged but refusals and failures.
 
 Data path: receive → check → transfer (``read`` = RDMA *write* from storage to the
 requester, ``write`` = RDMA *read* from the requester into storage) → the received buffer
@@ -27,7 +33,6 @@ GIL-heavy paths, and one process keeps storage memory shared without extra plumb
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -42,7 +47,8 @@ from apps.storage.wire.addressing import target_transfer_error
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
 from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT, WorkerThread
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place, \
+    unpack_io_message_from
 from apps.storage.runtime.stats import WorkerStats
 
 __all__ = ["StorageRegion", "Worker", "COMMAND_TIMEOUT", "MAX_TRANSACTIONS", "RDMA_PERMISSIONS"]
@@ -59,8 +65,6 @@ _IDLE_SLEEP = 0.1
 _MAX_WARNINGS = 8    # refused io messages logged at WARNING per worker, then DEBUG
 _ABORT_DRAIN = 0.5   # longest drain once Ctrl-C was pressed
 _ZERO_MSG = bytes(IO_MESSAGE_SIZE)
-# type, user_data, result, io_size, requester_offset, storage_offset (apps.storage.wire.io_message's layout)
-_IO_FIELDS = struct.Struct(">I4xQIIQQ")
 _READ = int(IoMessageType.READ)
 _WRITE = int(IoMessageType.WRITE)
 
@@ -201,7 +205,7 @@ class Worker(WorkerThread):
             raise StorageAppError(exc.code, f"Failed to import the requester's memory (mmap export blob of "
                                             f"{len(self._remote_blob)} bytes): {exc}") from None
         self._remote_base, self.remote_size = self._remote_mm.get_memrange()
-        self._max_message = Rdma.cap_get_max_message_size(dev.devinfo)
+        self._max_message = Rdma.cap_get_max_message_size(dev.as_devinfo())
         self._ctrl = ctrl = Rdma(dev, RdmaConnectionRole.IO_CONTROL)
         self._data = data = Rdma(dev, RdmaConnectionRole.IO_DATA)
         for ctx in (ctrl, data):
@@ -297,8 +301,7 @@ class Worker(WorkerThread):
 
     def _post_receive(self, s: _Slot) -> None:
         assert s.recv_buf is not None and s.recv_task is not None
-        s.io[:] = _ZERO_MSG  # no stale bytes if a shorter message arrives
-        s.recv_buf.reuse_by_addr(s.addr, IO_MESSAGE_SIZE)
+        s.recv_buf.reset_data_len()  # the window never moves: only empty the data
         try:
             s.recv_task.submit()
         except DocaError as exc:
@@ -317,9 +320,10 @@ class Worker(WorkerThread):
         self._in_flight += 1
         n = task.get_result_len()
         if n != IO_MESSAGE_SIZE:
+            s.io[n:] = _ZERO_MSG[n:]  # the answer echoes what arrived, zero-padded (no stale bytes)
             self._refuse(s, f"{n} bytes received, an io message is {IO_MESSAGE_SIZE}", None)
             return
-        typ, user_data, _result, size, requester_offset, storage_offset = _IO_FIELDS.unpack_from(s.io)
+        typ, user_data, _result, size, requester_offset, storage_offset = unpack_io_message_from(s.io)
         st = self._storage
         # The checks of target_transfer_error() and the message size limit, inline; a refusal takes the
         # slow path below for its text.
@@ -334,15 +338,17 @@ class Worker(WorkerThread):
         assert s.storage_buf is not None and s.remote_buf is not None
         local, remote = st.base + storage_offset, self._remote_base + requester_offset
         try:
+            # Both windows span their whole region (checked once): only the data sections move, the
+            # source's to the bytes to send, the destination's to where they land (empty).
             if typ == _READ:  # storage -> requester: RDMA write
                 assert s.write_task is not None
-                s.storage_buf.reuse_by_data(local, size)
-                s.remote_buf.reuse_by_addr(remote, size)
+                s.storage_buf.set_data(local, size)
+                s.remote_buf.set_data(remote, 0)
                 s.write_task.submit()
             else:             # requester -> storage: RDMA read
                 assert s.read_task is not None
-                s.remote_buf.reuse_by_data(remote, size)
-                s.storage_buf.reuse_by_addr(local, size)
+                s.remote_buf.set_data(remote, size)
+                s.storage_buf.set_data(local, 0)
                 s.read_task.submit()
         except DocaError as exc:
             log.error("%s: failed to submit the transfer of user_data %d: %s", self.name, user_data, exc)
@@ -366,9 +372,8 @@ class Worker(WorkerThread):
     def _respond(self, s: _Slot, code: ErrorCode | int) -> None:
         if self._closing:  # a transfer flushed by the teardown: nobody to answer
             return
-        assert s.send_buf is not None and s.send_task is not None
-        make_response_in_place(s.io, code)
-        s.send_buf.reuse_by_data(s.addr, IO_MESSAGE_SIZE)
+        assert s.send_task is not None
+        make_response_in_place(s.io, code)  # the send buffer covers these 64 bytes for good
         try:
             s.send_task.submit()
         except DocaError as exc:

@@ -39,24 +39,19 @@ True
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from doca_py.errors import ErrorCode
 
 from apps.storage.wire.addressing import target_transfer_error
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, RESULT_OFFSET, TYPE_OFFSET, USER_DATA_OFFSET, IoMessage, \
-    IoMessageType
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, USER_DATA_OFFSET, IoMessage, IoMessageType, \
+    make_response_in_place, set_type_in_place, unpack_io_message_from, user_data_at
 
 __all__ = ["RequestProblem", "check_request", "finish_response_in_place", "user_data_of", "ECHOED"]
 
-_U32 = struct.Struct(">I")
-_U64 = struct.Struct(">Q")
 _RESULT_TYPE = int(IoMessageType.RESULT)
 _READ = int(IoMessageType.READ)
 _WRITE = int(IoMessageType.WRITE)
-# type, user_data, result, io_size, requester_offset, storage_offset (the io message layout, padding skipped)
-_FIELDS = struct.Struct(">I4xQIIQQ")
 #: Byte ranges of the fields a response must echo: user_data, then io_size + both offsets.
 ECHOED = ((USER_DATA_OFFSET, USER_DATA_OFFSET + 8), (20, 40))
 
@@ -77,7 +72,7 @@ def check_request(raw: bytes | bytearray | memoryview, received_len: int, *, cap
     if received_len != IO_MESSAGE_SIZE:
         return RequestProblem(ErrorCode.INVALID_VALUE, f"io message of {received_len} bytes, expected "
                                                        f"{IO_MESSAGE_SIZE}")
-    typ, _ud, _res, size, requester, storage = _FIELDS.unpack_from(raw)
+    typ, _ud, _res, size, requester, storage = unpack_io_message_from(raw)
     if (typ == _READ or typ == _WRITE) and 0 < size and storage + size <= capacity \
             and requester + size <= host_size:
         return None  # the common case, without building an IoMessage
@@ -92,7 +87,7 @@ def user_data_of(raw: bytes | bytearray | memoryview, received_len: int) -> int 
     """The ``user_data`` of a message of *received_len* bytes (``None`` if it is too short)."""
     if received_len < USER_DATA_OFFSET + 8:
         return None
-    return int(_U64.unpack_from(raw, USER_DATA_OFFSET)[0])
+    return user_data_at(raw)
 
 
 def finish_response_in_place(response: bytearray | memoryview, request: bytes | bytearray | memoryview) -> str | None:
@@ -105,16 +100,17 @@ def finish_response_in_place(response: bytearray | memoryview, request: bytes | 
     initiator gets a well-formed error for its own request. A zero ``result`` of a
     well-formed answer stays zero; a target error stays that error.
     """
-    (typ,) = _U32.unpack_from(response, TYPE_OFFSET)
+    # Field by field (what ECHOED spans), without slicing either buffer: this runs once per IO.
+    typ, ud, _res, size, requester, storage = unpack_io_message_from(response)
+    _typ, req_ud, _req_res, req_size, req_requester, req_storage = unpack_io_message_from(request)
     problem = None
-    for lo, hi in ECHOED:
-        if response[lo:hi] != request[lo:hi]:
-            problem = "the storage target's response does not echo the request (user_data, io_size or offsets)"
-            break
-    if problem is None and typ != _RESULT_TYPE:
+    if ud != req_ud or size != req_size or requester != req_requester or storage != req_storage:
+        problem = "the storage target's response does not echo the request (user_data, io_size or offsets)"
+    elif typ != _RESULT_TYPE:
         problem = f"the storage target answered with io message type {typ} instead of result"
     if problem is not None:
-        response[:IO_MESSAGE_SIZE] = bytes(request[:IO_MESSAGE_SIZE])
-        _U32.pack_into(response, RESULT_OFFSET, int(ErrorCode.UNEXPECTED))
-    _U32.pack_into(response, TYPE_OFFSET, _RESULT_TYPE)
+        response[:IO_MESSAGE_SIZE] = request[:IO_MESSAGE_SIZE]
+        make_response_in_place(response, ErrorCode.UNEXPECTED)
+    else:
+        set_type_in_place(response, _RESULT_TYPE)
     return problem

@@ -39,7 +39,6 @@ thread; the control thread drives it through the one-command mailbox of
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 import time
 from collections import deque
@@ -56,7 +55,7 @@ from doca_py.types import AccessFlag, CtxState
 from apps.storage.runtime.bridge_worker import ABORT_DRAIN, IO_MESSAGE_PERMISSIONS, BridgeWorkerThread
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, make_response_in_place
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, make_response_in_place, result_at, user_data_at
 from apps.storage.runtime.stats import WorkerStats
 from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT
 
@@ -71,8 +70,6 @@ SLOT_STRIDE = 2 * IO_MESSAGE_SIZE
 """Bytes per slot *j*: A_j then B_j (§11.6)."""
 _MAX_WARNINGS = 8    # per kind of problem, then DEBUG
 _ZERO = bytes(IO_MESSAGE_SIZE)
-_U64 = struct.Struct(">Q")
-_U32 = struct.Struct(">I")
 _SEND, _ANSWER = 1, 2   # what a tracked request still waits for: its RDMA send, the target's answer
 _CONTEXTS = ("consumer", "producer", "io_control", "io_data")
 
@@ -299,8 +296,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         task = a.recv_task
         if task is None or not self._running:
             return
-        a.view[:] = _ZERO  # no stale bytes if a shorter message arrives
-        a.buf.reuse_by_addr(a.addr, IO_MESSAGE_SIZE)
+        a.buf.reset_data_len()  # A_j's window never moves: only empty it
         try:
             task.submit()
         except DocaError as exc:
@@ -314,9 +310,11 @@ class Worker(BridgeWorkerThread[SharedResources]):
         n = a.buf.get_data_len()
         problem = check_request(a.view, n, capacity=sh.capacity, host_size=sh.host_size)
         if problem is not None:
+            if n < IO_MESSAGE_SIZE:
+                a.view[n:] = _ZERO[n:]  # the answer echoes what arrived, zero-padded (no stale bytes)
             self._refuse(a, problem.code, problem.reason)
             return
-        ud = int(_U64.unpack_from(a.view, 8)[0])
+        ud = user_data_at(a.view)
         if not self._running:
             self._refuse(a, ErrorCode.BAD_STATE, f"the bridge is not serving requests ({self.error or 'stopped'})")
         elif self.target_failed is not None:
@@ -347,6 +345,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         self._warn("refuse", "%s: answering user_data %s with %s: %s", self.name, ud,
                    getattr(code, "name", code), why)
         make_response_in_place(a.view, code)
+        a.buf.reuse_by_data(a.addr, IO_MESSAGE_SIZE)  # the answer is all 64 bytes, whatever arrived
         self._submit_answer(a)
 
     def _submit_answer(self, slot: _Request | _Response) -> None:
@@ -354,7 +353,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         if task is None or self._comch_closing:
             self._answer_lost(slot, "the comch producer is gone")
             return
-        slot.buf.reuse_by_data(slot.addr, IO_MESSAGE_SIZE)
+        # A forwarded B_k holds the 64 bytes it received; a refused A_j was re-aimed by _refuse.
         try:
             task.submit()
         except DocaError as exc:
@@ -400,8 +399,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         task = b.recv_task
         if task is None or self._closing or self.target_failed is not None:
             return
-        b.view[:] = _ZERO
-        b.buf.reuse_by_addr(b.addr, IO_MESSAGE_SIZE)
+        b.buf.reset_data_len()  # B_k's window never moves; a short answer is never forwarded
         try:
             task.submit()
         except DocaError as exc:
@@ -454,7 +452,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         problem = finish_response_in_place(b.view, a.view)
         if problem is not None:
             self._warn("answer", "%s: %s (user_data %d)", self.name, problem, ud)
-        result = int(_U32.unpack_from(b.view, 16)[0])
+        result = result_at(b.view)
         if result:
             self.target_error_count += 1
             self._warn("target_error", "%s: the storage target answered user_data %d with error %d", self.name, ud,

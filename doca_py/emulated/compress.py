@@ -112,7 +112,9 @@ class EmuCompressTask(EmuSrcDstTask):
             return _NOT_PERMITTED
         if self._offload(src.data_len):
             return OFFLOAD
-        kernel: Kernel = self.pool.kernel  # type: ignore[attr-defined]
+        pool = self.pool
+        assert isinstance(pool, _Pool)  # compress tasks come from compress pools only
+        kernel = pool.kernel
         s = data_views(src)[0]
         out = tail_view(dst, room(dst))
         n = kernel(s, out, self)

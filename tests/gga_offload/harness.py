@@ -291,7 +291,7 @@ class TestInitiator:
             self.consumers.append(c)
             self.producers.append(p)
         self.wait(lambda: len(self.transport.remote_consumer_ids) >= cores
-                  and all(x.state == CtxState.RUNNING for x in self.consumers + self.producers),
+                  and all(x.get_state() == CtxState.RUNNING for x in self.consumers + self.producers),
                   f"the {self.peer}'s consumers")
         self.remote_consumers = self.transport.remote_consumer_ids[:cores]
         for k, c in enumerate(self.consumers):

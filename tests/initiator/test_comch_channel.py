@@ -209,7 +209,7 @@ def test_consumer_events_reach_the_peer_in_order() -> None:
                 cons.task_post_recv_set_conf(lambda t, u, c: None, lambda t, u, c: None, 4)
                 cons.start()
                 consumers.append(cons)
-                ids.append(cons.id)
+                ids.append(cons.get_id())
             channel.send(ControlMessage(M.INIT_STORAGE_RESPONSE, 0, 0))
             channel.receive(DEADLINE)  # the client saw them: drop them
             for cons in consumers:

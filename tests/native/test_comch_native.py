@@ -7,7 +7,7 @@
    send ``alloc_init`` gets its 2.x signature when the immediate-data API is absent;
    a 2.6 runtime is reached through libdoca_cc under the 3.x names.
 3. The object layer on a fake libdoca_comch / libdoca_cc compiled at test time
-   (:mod:`doca_py.native._testlib_comch`) over a fake libdoca_common.
+   (``tests/native/fakelib/comch.c``) over a fake libdoca_common.
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ import pytest
 
 from doca_py import errors
 from doca_py.errors import DocaBadState, DocaInvalidValue, DocaNotConnected, DocaNotSupported
-from doca_py.native import _testlib_comch as fake
 from doca_py.native import capi, loader
 from doca_py.native import comch as ncomch
 from doca_py.native import dev as ndev
 from doca_py.native import pe as npe
-from doca_py.native._testlib import build_fake_common, find_compiler
 from doca_py.native.buf import NativeBuf, NativeBufInventory
 from doca_py.native.capi import BoundLib, MissingFunction, TaskCompletionCb
 from doca_py.native.capi.comch import (
@@ -48,6 +46,8 @@ from doca_py.native.capi.comch import (
 from doca_py.native.mmap import NativeMmap
 
 from .conftest import UseLibdir
+from .fakelib import comch as fake
+from .fakelib.plugin import FakeLibs
 
 DOC = Path(__file__).parents[2].parent / "shared/design/doca-c-api.md"
 C = ctypes
@@ -244,31 +244,22 @@ def test_missing_symbols_become_stubs_naming_versions(lib30: BoundLib) -> None:
         cc.doca_cc_server_create(None, None, b"x", None)
 
 
-def _comch_dir(factory: pytest.TempPathFactory, name: str, version: str, **kw: bool) -> Path:
-    if find_compiler() is None:
-        pytest.skip("no C compiler (gcc/cc/$CC) to build the fake DOCA libraries")
-    d = factory.mktemp(name)
-    build_fake_common(d, version)
-    fake.build_fake_comch(d, **kw)
-    return d
-
-
-@pytest.fixture(scope="module")
-def comch30_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def comch30_dir(fakelibs: FakeLibs) -> Path:
     """A DOCA 3.0-like common and a libdoca_comch with immediate data."""
-    return _comch_dir(tmp_path_factory, "comch30", "3.0.0058")
+    return fakelibs.dir("comch30")
 
 
-@pytest.fixture(scope="module")
-def comch28_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def comch28_dir(fakelibs: FakeLibs) -> Path:
     """A DOCA 2.8-like common and a libdoca_comch with the 2.x producer ABI (no immediate data)."""
-    return _comch_dir(tmp_path_factory, "comch28", "2.8.0081", imm_api=False)
+    return fakelibs.dir("comch28")
 
 
-@pytest.fixture(scope="module")
-def cc26_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def cc26_dir(fakelibs: FakeLibs) -> Path:
     """A DOCA 2.6-like common and a libdoca_cc (``doca_cc_*`` names), no libdoca_comch."""
-    return _comch_dir(tmp_path_factory, "cc26", "2.6.0058", cc=True)
+    return fakelibs.dir("cc26")
 
 
 def _use(directory: Path, use_libdir: UseLibdir, libname: str) -> BoundLib:

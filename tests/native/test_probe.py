@@ -34,7 +34,7 @@ def test_fake_library_report(fake30_dir: Path, capsys: pytest.CaptureFixture[str
     assert (r["version"], r["soname"]) == ("3.0.0058", "libdoca_common.so.3")
     assert r["declared"] == len(COMMON)
     assert r["present"] + len(r["missing"]) == len(COMMON)
-    assert "doca_mmap_create" in r["missing"]
+    assert "doca_mmap_set_dmabuf_memrange" in r["missing"]
     assert "doca_pe_create" not in r["missing"] and "doca_task_get_user_data" not in r["missing"]
     assert r["undeclared"] == []  # the fake's own helpers are not doca_*
 

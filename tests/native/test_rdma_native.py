@@ -5,7 +5,7 @@
 2. Binding: absent symbols are ``DocaNotSupported`` stubs naming versions; a 2.6
    runtime binds the 2.6 signatures (no connection argument), a 3.x one the 3.x ones.
 3. The object layer on a fake libdoca_rdma compiled at test time
-   (:mod:`doca_py.native._testlib_rdma`) over a fake libdoca_common, for both ABIs.
+   (``tests/native/fakelib/rdma.c``) over a fake libdoca_common, for both ABIs.
 """
 
 from __future__ import annotations
@@ -24,12 +24,10 @@ import pytest
 
 from doca_py import errors
 from doca_py.errors import DocaBadState, DocaConnectionAborted, DocaFull, DocaInvalidValue, DocaNotSupported
-from doca_py.native import _testlib_rdma as fake
 from doca_py.native import capi, loader
 from doca_py.native import dev as ndev
 from doca_py.native import pe as npe
 from doca_py.native import rdma as nrdma
-from doca_py.native._testlib import build_fake_common, find_compiler
 from doca_py.native.buf import NativeBuf, NativeBufInventory
 from doca_py.native.capi import BoundLib, MissingFunction, TaskCompletionCb
 from doca_py.native.capi.rdma import (
@@ -42,6 +40,8 @@ from doca_py.native.capi.rdma import (
 )
 
 from .conftest import UseLibdir
+from .fakelib import rdma as fake
+from .fakelib.plugin import FakeLibs
 
 DOC = Path(__file__).parents[2].parent / "shared/design/doca-c-api.md"
 C = ctypes
@@ -227,25 +227,16 @@ def test_missing_symbols_become_stubs_naming_versions(lib30: BoundLib) -> None:
         lib.doca_rdma_srq_create(None, None)
 
 
-def _rdma_dir(factory: pytest.TempPathFactory, name: str, version: str, conn_api: bool) -> Path:
-    if find_compiler() is None:
-        pytest.skip("no C compiler (gcc/cc/$CC) to build the fake DOCA libraries")
-    d = factory.mktemp(name)
-    build_fake_common(d, version)
-    fake.build_fake_rdma(d, conn_api=conn_api)
-    return d
-
-
-@pytest.fixture(scope="module")
-def rdma30_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def rdma30_dir(fakelibs: FakeLibs) -> Path:
     """A DOCA 3.0-like common and a libdoca_rdma with connection objects."""
-    return _rdma_dir(tmp_path_factory, "rdma30", "3.0.0058", True)
+    return fakelibs.dir("rdma30")
 
 
-@pytest.fixture(scope="module")
-def rdma26_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def rdma26_dir(fakelibs: FakeLibs) -> Path:
     """A DOCA 2.6-like common and a libdoca_rdma with the 2.6 ABI."""
-    return _rdma_dir(tmp_path_factory, "rdma26", "2.6.0058", False)
+    return fakelibs.dir("rdma26")
 
 
 def _use(directory: Path, use_libdir: UseLibdir) -> BoundLib:

@@ -152,7 +152,7 @@ def test_matrix_arguments_are_checked(bench: Bench) -> None:
     other = _ec(bench)
     with pytest.raises(e.DocaNotPermitted):
         other.matrix_create_recover(coding, [0])
-    assert d.Ec.cap_get_max_buf_list_len(bench.dev.devinfo) >= 2
+    assert d.Ec.cap_get_max_buf_list_len(bench.dev.as_devinfo()) >= 2
     ec.close()
     assert coding.closed  # matrices close with their context
 

@@ -225,7 +225,7 @@ class Requester:
             self.pe.wait(0.2)
 
     def start(self) -> None:
-        self.wait(lambda: all(c.ctrl.state == CtxState.RUNNING and c.data.state == CtxState.RUNNING
+        self.wait(lambda: all(c.ctrl.get_state() == CtxState.RUNNING and c.data.get_state() == CtxState.RUNNING
                               for c in self.cores), "the requester's contexts to run")
         self.call(M.START_STORAGE_REQUEST)
 

@@ -19,7 +19,7 @@ import pytest
 
 from apps.storage.wire.control import ControlMessage, ErrorPayload, MessageType, encode_frame
 from apps.storage.channels.control_channel import FrameDecoder
-from apps.storage_target.server import DROPPED_PREFIX, LISTEN_BACKLOG
+from apps.storage_target.control import DROPPED_PREFIX, LISTEN_BACKLOG
 
 from .client import DEADLINE, Requester, TargetProcess
 

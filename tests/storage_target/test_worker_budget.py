@@ -20,11 +20,12 @@ from doca_py.rdma import Rdma
 from doca_py.types import AccessFlag as A
 from doca_py.types import CtxState
 
-from apps.storage.cli.config import InitiatorConfig, TargetConfig
+from apps.initiator.config import InitiatorConfig
+from apps.storage_target.config import TargetConfig
 from apps.storage.wire.control import ControlMessage, ErrorPayload, InitStorage, MessageType, RdmaConnectionRole
 from apps.storage.errors import StorageAppError
 from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT, WORK_UNIT_BUDGET, WorkerThread, work_budget
-from apps.storage_target.server import TargetSession, allocate_storage, load_content
+from apps.storage_target.control import TargetSession, allocate_storage, load_content
 from apps.storage_target.worker import MAX_TRANSACTIONS, StorageRegion, Worker
 
 from .client import DEADLINE, DEVICE
@@ -128,7 +129,7 @@ def test_target_worker_prepares_the_largest_transaction_count(dev: d.Dev, abort:
             blob, conn = ctx.export()
             ctx.connect(worker.connect(role, blob), conn)
         end = time.monotonic() + DEADLINE
-        while not (worker.ready and all(c.state == CtxState.RUNNING for c in peers.values())):
+        while not (worker.ready and all(c.get_state() == CtxState.RUNNING for c in peers.values())):
             assert time.monotonic() < end, "the RDMA contexts did not reach RUNNING"
             pe.wait(0.1)
         worker.start_data_path()

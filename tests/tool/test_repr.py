@@ -16,7 +16,7 @@ DPU_PCI = "0000:03:00.0"
 
 def test_reprs_name_the_class_the_state_and_the_facts(backend: str) -> None:
     with d.Dev.open_by_pci_addr(DPU_PCI) as dev, d.Pe() as pe, d.BufInventory(8) as inv:
-        assert repr(dev) == f"<Dev open pci={DPU_PCI} ibdev={dev.devinfo.get_ibdev_name()}>"
+        assert repr(dev) == f"<Dev open pci={DPU_PCI} ibdev={dev.as_devinfo().get_ibdev_name()}>"
         assert repr(pe) == "<Pe open ctxs=0 inflight=0>"
         assert repr(inv) == "<BufInventory open elements=8 free=8>"
 
@@ -134,7 +134,7 @@ def test_a_failed_task_status_reads_by_name(backend: str) -> None:
         dma = d.Dma(dev)
         pe.connect_ctx(dma)
         dma.task_memcpy_set_conf(lambda t, u, c: statuses.append("ok"),
-                                 lambda t, u, c: statuses.append(f"failed {t.status}"), 2)
+                                 lambda t, u, c: statuses.append(f"failed {t.get_status()}"), 2)
         dma.start()
         task = dma.task_memcpy_alloc_init(src, dst)
         try:

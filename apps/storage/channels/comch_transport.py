@@ -41,7 +41,6 @@ Everything here runs on the thread that progresses *pe* (a ``Pe`` is single-thre
 from __future__ import annotations
 
 import logging
-import select
 import time
 from collections.abc import Callable
 
@@ -287,12 +286,7 @@ class ComchTransport:
             return True
         if timeout <= 0:
             return False
-        pe = self.pe
-        pe.request_notification()
-        try:
-            select.select([pe], [], [], timeout)
-        finally:
-            pe.clear_notification()
+        self.pe.wait(timeout)
         return self.progress()
 
     def pump(self, timeout: float | None) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import os
 import queue
-import select
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ import doca_py as d
 from doca_py.errors import ErrorCode
 
 from apps.storage.errors import StorageAppError
+from apps.storage.runtime.wakeup import Wakeup
 
 __all__ = ["WorkerThread", "COMMAND_TIMEOUT", "WORK_UNIT_BUDGET", "work_budget"]
 
@@ -61,17 +61,19 @@ class WorkerThread:
     """Base of the storage apps' per-core workers.
 
     *work_units* (usually the transaction count) scales every call's budget, see
-    `budget`.
+    `budget`; *pin* false leaves the thread unpinned (tests on a machine with fewer CPUs).
     """
 
-    def __init__(self, cpu: int, abort: threading.Event, thread_name: str, *, work_units: int = 0) -> None:
+    def __init__(self, cpu: int, abort: threading.Event, thread_name: str, *, work_units: int = 0,
+                 pin: bool = True) -> None:
         if work_units < 0:
             raise ValueError(f"work_units must be >= 0, got {work_units}")
         self.cpu = cpu
         self.work_units = work_units
+        self.pin = pin
         self._abort = abort
         self._commands: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
-        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._wakeup = Wakeup()
         self._thread = threading.Thread(target=self._main, name=thread_name, daemon=True)
         self._exit = False
         self._running = False  # the data path accepts work
@@ -104,13 +106,17 @@ class WorkerThread:
             if self._thread.is_alive():
                 log.error("%s did not stop within %.0f s; abandoning it", self.name, timeout)
                 return
-        if self._wake_fd >= 0:
-            os.close(self._wake_fd)
-            self._wake_fd = -1
+        self._wakeup.close()
 
     def _wake(self) -> None:
-        if self._wake_fd >= 0:
-            os.eventfd_write(self._wake_fd, 1)
+        self._wakeup.set()
+
+    def _post(self, fn: Callable[[], T]) -> Future[T]:
+        """Queue *fn* for the worker thread without waiting; its future."""
+        fut: Future[T] = Future()
+        self._commands.put((fn, fut))
+        self._wakeup.set()
+        return fut
 
     def _call(self, fn: Callable[[], T], timeout: float, what: str, *, abortable: bool = True) -> T:
         """Run *fn* in the worker thread; its result or exception, bounded by
@@ -119,9 +125,7 @@ class WorkerThread:
         if not self._thread.is_alive():
             raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} is not running"
                                   + (f" ({self.error})" if self.error else ""))
-        fut: Future[T] = Future()
-        self._commands.put((fn, fut))
-        self._wake()
+        fut = self._post(fn)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -138,11 +142,17 @@ class WorkerThread:
                                          else ""))
 
     # -- worker thread ------------------------------------------------------------------------
-    def _main(self) -> None:
+    def _pin(self) -> None:
+        """Pin the calling (worker) thread to `cpu`; a warning if the machine refuses."""
+        if not self.pin:
+            return
         try:
-            os.sched_setaffinity(0, {self.cpu})
+            os.sched_setaffinity(0, {self.cpu})  # pid 0: this thread
         except (OSError, ValueError) as exc:  # e.g. fewer CPUs in the test machine / container
             log.warning("%s: could not pin the thread to cpu %d (%s); running unpinned", self.name, self.cpu, exc)
+
+    def _main(self) -> None:
+        self._pin()
         try:
             while not self._exit:
                 self._run_commands()
@@ -175,21 +185,10 @@ class WorkerThread:
             except BaseException as exc:  # noqa: BLE001 - handed to the control thread
                 fut.set_exception(exc)
 
-    def _sleep(self, timeout: float) -> None:
-        """Wait for a completion or a command (at most *timeout* s)."""
-        fds = [self._wake_fd]
-        pe = self._pe
-        if pe is not None:
-            pe.request_notification()
-            fds.append(pe.fileno())
-        ready, _, _ = select.select(fds, [], [], timeout)
-        if pe is not None:
-            pe.clear_notification()
-        if self._wake_fd in ready:
-            try:
-                os.eventfd_read(self._wake_fd)
-            except BlockingIOError:
-                pass
+    def _sleep(self, timeout: float) -> bool:
+        """Wait for a completion (which then has run) or a wake-up (at most *timeout* s);
+        whether a wake-up ended it."""
+        return self._wakeup.sleep(self._pe, timeout)
 
     def _step(self) -> None:
         """One round of the data path (progress, maybe sleep)."""

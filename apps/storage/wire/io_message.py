@@ -16,13 +16,36 @@ offset      size  field
 This module always writes the padding as zeros and ignores it when reading. A
 response is the request with ``type`` = result and ``result`` set
 ([`make_response_in_place`][apps.storage.wire.io_message.make_response_in_place]); every other field is echoed.
+
+Two ways in: [`IoMessage`][apps.storage.wire.io_message.IoMessage] (checked, for control code,
+tests and error texts) and, for the data path of every worker, functions that allocate nothing
+but what ``struct`` returns: [`pack_io_message_into`][apps.storage.wire.io_message.pack_io_message_into]
+writes a message in place (into the transaction's own message buffer), and
+[`unpack_io_message_from`][apps.storage.wire.io_message.unpack_io_message_from],
+[`unpack_io_head_from`][apps.storage.wire.io_message.unpack_io_head_from],
+[`user_data_at`][apps.storage.wire.io_message.user_data_at] and
+[`result_at`][apps.storage.wire.io_message.result_at] read fields where they lie. They are the
+precompiled ``struct.Struct`` methods themselves (no wrapper call per IO).
+
+```pycon
+>>> buf = bytearray(2 * IO_MESSAGE_SIZE)
+>>> pack_io_message_into(buf, IO_MESSAGE_SIZE, IoMessageType.READ, 7, 0, 4096, 8192, 40960)
+>>> unpack_io_message_from(buf, IO_MESSAGE_SIZE)
+(1, 7, 0, 4096, 8192, 40960)
+>>> make_response_in_place(buf, 5, IO_MESSAGE_SIZE)
+>>> unpack_io_head_from(buf, IO_MESSAGE_SIZE), user_data_at(buf, IO_MESSAGE_SIZE), result_at(buf, IO_MESSAGE_SIZE)
+((0, 7, 5), 7, 5)
+
+```
 """
 
 from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from doca_py.errors import ErrorCode
 
@@ -31,6 +54,8 @@ from apps.storage.errors import ProtocolError
 __all__ = [
     "IO_MESSAGE_SIZE", "IoMessageType", "IoMessage", "TYPE_OFFSET", "USER_DATA_OFFSET", "RESULT_OFFSET",
     "IO_SIZE_OFFSET", "REQUESTER_OFFSET_OFFSET", "STORAGE_OFFSET_OFFSET", "make_response_in_place",
+    "pack_io_message_into", "unpack_io_message_from", "unpack_io_head_from", "user_data_at", "result_at",
+    "set_type_in_place",
 ]
 
 IO_MESSAGE_SIZE = 64
@@ -52,6 +77,33 @@ STORAGE_OFFSET_OFFSET = 32
 _LAYOUT = struct.Struct(">I4xQIIQQ24x")
 assert _LAYOUT.size == IO_MESSAGE_SIZE
 _U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+_HEAD = struct.Struct(">I4xQI")  # type, pad, user_data, result
+
+pack_io_message_into: Callable[[Any, int, int, int, int, int, int, int], None] = _LAYOUT.pack_into
+"""``pack_io_message_into(buffer, offset, type, user_data, result, io_size, requester_offset,
+storage_offset)``: write one message (padding zeroed) at *offset* of a writable buffer.
+Unchecked: a field out of range raises ``struct.error``."""
+unpack_io_message_from: Callable[..., tuple[int, int, int, int, int, int]] = _LAYOUT.unpack_from
+"""``unpack_io_message_from(buffer, offset=0)``: ``(type, user_data, result, io_size,
+requester_offset, storage_offset)`` of the 64 bytes at *offset* (``struct.error`` if fewer)."""
+unpack_io_head_from: Callable[..., tuple[int, int, int]] = _HEAD.unpack_from
+"""``unpack_io_head_from(buffer, offset=0)``: ``(type, user_data, result)`` of the message at *offset*."""
+
+
+def user_data_at(buffer: Any, offset: int = 0) -> int:
+    """The ``user_data`` of the message at *offset* of *buffer*."""
+    return int(_U64.unpack_from(buffer, offset + USER_DATA_OFFSET)[0])
+
+
+def result_at(buffer: Any, offset: int = 0) -> int:
+    """The ``result`` of the message at *offset* of *buffer*."""
+    return int(_U32.unpack_from(buffer, offset + RESULT_OFFSET)[0])
+
+
+def set_type_in_place(buffer: bytearray | memoryview, type: int, offset: int = 0) -> None:
+    """Overwrite the ``type`` of the message at *offset* (the other fields are left)."""
+    _U32.pack_into(buffer, offset + TYPE_OFFSET, type)
 
 
 class IoMessageType(enum.IntEnum):
@@ -129,5 +181,9 @@ class IoMessage:
 def make_response_in_place(buffer: bytearray | memoryview, result: ErrorCode | int, offset: int = 0) -> None:
     """Turn the request at *offset* of *buffer* into its response, as the targets do:
     overwrite ``type`` with result and ``result`` with *result*; leave the rest."""
-    _U32.pack_into(buffer, offset + TYPE_OFFSET, int(IoMessageType.RESULT))
-    _U32.pack_into(buffer, offset + RESULT_OFFSET, int(result))
+    _pack_u32(buffer, offset + TYPE_OFFSET, _RESULT_TYPE)
+    _pack_u32(buffer, offset + RESULT_OFFSET, result)
+
+
+_RESULT_TYPE = int(IoMessageType.RESULT)
+_pack_u32 = _U32.pack_into  # make_response_in_place runs once per IO in every target and bridge

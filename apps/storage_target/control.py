@@ -41,7 +41,6 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import AccessFlag
 
 from apps.storage.channels.control_channel import ControlChannel, TcpTransport
-from apps.storage.cli.config import TargetConfig
 from apps.storage.wire.control import (
     HEADER_SIZE, PREFIX_SIZE, ControlMessage, InitStorage, MessageType, PhaseChecker, RdmaConnection,
     RdmaConnectionRole, StorageDetails, decode_body, encode_frame, error_response_for_exception,
@@ -52,6 +51,7 @@ from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.storage.wire.sbc import SbcFile, load_storage_content
 from apps.storage.runtime.stats import WorkerStats, format_worker_stats
 
+from .config import TargetConfig
 from .worker import MAX_TRANSACTIONS, StorageRegion, Worker
 
 __all__ = ["TargetSession", "run_target", "load_content", "allocate_storage", "listen", "accept_requester",

@@ -48,7 +48,7 @@ from doca_py.errors import DocaAlreadyExist, DocaError, ErrorCode
 
 from apps.storage.channels.control_channel import ControlChannel, TcpTransport
 from apps.storage.channels.comch_transport import CONNECT_POLL_INTERVAL, ComchTransport
-from apps.storage.cli.config import Ipv4Endpoint, ZeroCopyConfig
+from apps.storage.cli.config import Ipv4Endpoint
 from apps.storage.wire.control import (
     HEADER_SIZE, ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, Payload, PhaseChecker,
     RdmaConnection, RdmaConnectionRole, StorageDetails, make_response,
@@ -62,6 +62,7 @@ from apps.storage.runtime.service_control import (
 )
 from apps.storage.runtime.stats import WorkerStats
 
+from .config import ZeroCopyConfig
 from .worker import SharedResources, Worker
 
 __all__ = ["ZeroCopyService", "TargetLink", "TargetFailure", "run_service", "connect_target", "open_comch_server",

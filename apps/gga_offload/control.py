@@ -42,7 +42,7 @@ from doca_py.types import AccessFlag
 from apps.storage.wire.addressing import ChunkLayout, TargetRole, doubled_storage_details, merge_target_details
 from apps.storage.channels.control_channel import ControlChannel, TcpTransport, connect_tcp
 from apps.storage.channels.comch_transport import ComchTransport, listen_comch_server
-from apps.storage.cli.config import GgaOffloadConfig, Ipv4Endpoint
+from apps.storage.cli.config import Ipv4Endpoint
 from apps.storage.wire.control import (
     ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, PhaseChecker, RdmaConnection,
     RdmaConnectionRole, StorageDetails, make_response, unexpected_message_text,
@@ -55,6 +55,7 @@ from apps.storage.runtime.service_control import (
 )
 from apps.storage.runtime.stats import WorkerStats
 
+from .config import GgaOffloadConfig
 from .health import TargetHealth
 from .planning import check_target_geometry
 from .worker import SharedResources, Worker

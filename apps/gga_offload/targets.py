@@ -1,0 +1,315 @@
+"""The gga worker's RDMA side: the three storage targets (data_1, data_2, data_p) and their health.
+
+Per target an **io_control** ``Rdma`` context (one send task per transaction on its own 64-byte
+request slot, one receive task per transaction for the responses) and an **io_data** one (no
+tasks: only the target reads and writes the worker's chunks through it). Requests are packed in
+place into their slots and sent with their pre-allocated tasks; a response is read from its slot
+with one unpack and its receive posted again (§8.2, §4.3).
+
+Health (degraded mode, see :mod:`apps.gga_offload.health`): a target whose task or context
+fails, or whose request is not answered within ``--target-io-timeout``, is taken out for the
+session; the requests of this worker still waiting for it are written off — a read fetches the
+block again from the two others, anything else is answered with an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import doca_py as d
+from doca_py.errors import DocaError, ErrorCode
+from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskReceive, RdmaTaskSend
+from doca_py.types import AccessFlag
+
+from apps.storage.errors import StorageAppError
+from apps.storage.wire.addressing import ChunkLayout, TargetRole
+from apps.storage.wire.control import RdmaConnectionRole
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_head_from
+
+from .health import TargetHealth, role_name
+from .transaction import Transaction, pick_late_target
+
+__all__ = ["Targets", "RDMA_PERMISSIONS", "MAX_WARNINGS"]
+
+log = logging.getLogger("apps.gga_offload")
+
+RDMA_PERMISSIONS = AccessFlag.LOCAL_READ_WRITE | AccessFlag.RDMA_READ | AccessFlag.RDMA_WRITE
+MAX_WARNINGS = 8        # IO failures logged as WARNING per worker; the rest at DEBUG
+_DEADLINE_SCAN = 0.1    # seconds between two scans for target requests past --target-io-timeout
+_RESULT = int(IoMessageType.RESULT)
+_NAMES = tuple(r.name.lower() for r in TargetRole)
+
+StateCallback = Callable[[Any, d.Ctx, Any, Any], None]
+
+
+class Targets:
+    """One worker's io_control / io_data contexts towards the three targets, and which are out."""
+
+    def __init__(self, dev: d.Dev, pe: d.Pe, n: int, state_cb: Callable[[str], StateCallback],
+                 progress: Callable[[Transaction], None], accepting: Callable[[], bool],
+                 running: Callable[[], bool], worker_name: str, health: TargetHealth, io_timeout: float,
+                 layout: ChunkLayout) -> None:
+        self._progress = progress
+        self._accepting = accepting  # whether responses are still expected (running or IOs in flight)
+        self._running = running      # whether the data path takes requests
+        self._name = worker_name
+        self.health = health
+        self._io_timeout = io_timeout
+        self._block_size, self._half = layout.block_size, layout.half
+        self.closing = False
+        self.ctrl: list[Rdma] = []
+        self.data: list[Rdma] = []
+        self._conns: dict[RdmaConnectionRole, list[RdmaConnection | None]] = {
+            RdmaConnectionRole.IO_CONTROL: [None, None, None], RdmaConnectionRole.IO_DATA: [None, None, None]}
+        for role in TargetRole:
+            ctrl, data = Rdma(dev, role), Rdma(dev, role)
+            for ctx, kind in ((ctrl, "ctrl"), (data, "data")):
+                pe.connect_ctx(ctx)
+                ctx.set_permissions(RDMA_PERMISSIONS)
+                ctx.set_state_changed_cb(state_cb(f"{role.name.lower()}/{kind}"))
+            ctrl.task_send_set_conf(self._on_sent, self._on_send_error, n)
+            ctrl.task_receive_set_conf(self._on_response, self._on_receive_error, n)
+            self.ctrl.append(ctrl)
+            self.data.append(data)
+        self._txns: list[Transaction] = []
+        self._req_slots: list[list[memoryview]] = []     # [transaction][role]
+        self._sends: list[list[RdmaTaskSend]] = []       # [transaction][role]
+        self._resp_slots: list[list[memoryview]] = []    # [role][transaction]
+        self._resp_tasks: list[list[RdmaTaskReceive]] = []
+        self._resp_bufs: list[list[tuple[d.Buf, int]]] = []  # each receive's buffer and its fixed address
+        self.dead: set[TargetRole] = set()  # targets out, as applied by this worker
+        self._health_version = 0
+        self._next_scan = 0.0
+        self.io_warnings = 0
+
+    @property
+    def contexts(self) -> list[Rdma]:
+        """Every RDMA context (io_control ones first)."""
+        return [*self.ctrl, *self.data]
+
+    # ------------------------------------------------------------------ control phase
+    def export(self, role: RdmaConnectionRole) -> list[bytes]:
+        """Export the *role* context towards each target (data_1, data_2, data_p)."""
+        conns = self._conns[role]
+        blobs = []
+        for r, ctx in enumerate(self.ctrl if role is RdmaConnectionRole.IO_CONTROL else self.data):
+            if conns[r] is not None:
+                raise StorageAppError(ErrorCode.BAD_STATE, f"{self._name}: {role.name.lower()} already exported")
+            blob, conn = ctx.export()
+            conns[r] = conn
+            blobs.append(blob)
+        return blobs
+
+    def connect(self, role: RdmaConnectionRole, blobs: list[bytes]) -> None:
+        """Connect the *role* contexts with the targets' blobs."""
+        conns = self._conns[role]
+        for r, (ctx, blob) in enumerate(zip(self.ctrl if role is RdmaConnectionRole.IO_CONTROL else self.data,
+                                            blobs)):
+            conn = conns[r]
+            if conn is None:
+                raise StorageAppError(ErrorCode.BAD_STATE, f"{self._name}: {role.name.lower()} was not exported")
+            try:
+                ctx.connect(bytes(blob), conn)
+            except DocaError as exc:
+                raise StorageAppError(exc.code, f"{self._name}: connecting the {role.name.lower()} context to "
+                                                f"{role_name(r)} failed: {exc}") from None
+
+    def prepare(self, inv: d.BufInventory, io_mm: d.Mmap, txns: list[Transaction], req_offset: int,
+                resp_offset: int) -> None:
+        """Allocate the tasks: request ``(j, r)`` at *req_offset* + ``(3j + r)·64`` of *io_mm*,
+        its response at *resp_offset* + ``(3j + r)·64``; then post every receive."""
+        base = io_mm.get_memrange()[0]
+        mem = io_mm.buffer
+        m = IO_MESSAGE_SIZE
+        self._txns = txns
+        conns = self._conns[RdmaConnectionRole.IO_CONTROL]
+        for t in txns:
+            slots, sends = [], []
+            for r, ctrl in enumerate(self.ctrl):
+                off = req_offset + (t.index * 3 + r) * m
+                slots.append(mem[off:off + m])
+                conn = conns[r]
+                assert conn is not None
+                sends.append(ctrl.task_send_allocate_init(conn, inv.buf_get_by_data(io_mm, base + off, m), t))
+            self._req_slots.append(slots)
+            self._sends.append(sends)
+        for r, ctrl in enumerate(self.ctrl):
+            rslots, tasks, bufs = [], [], []
+            for j in range(len(txns)):
+                off = resp_offset + (j * 3 + r) * m
+                rslots.append(mem[off:off + m])
+                buf = inv.buf_get_by_addr(io_mm, base + off, m)
+                bufs.append((buf, base + off))
+                tasks.append(ctrl.task_receive_allocate_init(buf, (r, j)))
+            self._resp_slots.append(rslots)
+            self._resp_tasks.append(tasks)
+            self._resp_bufs.append(bufs)
+        for r in range(3):
+            for j in range(len(txns)):
+                self._post_receive(r, j)
+
+    # ------------------------------------------------------------------ requests
+    def send(self, t: Transaction, kind: int, roles: tuple[int, ...]) -> None:
+        """Send the half-block requests of block ``t.block`` to *roles* (what ``BlockPlan.read_requests``
+        / ``write_requests`` build), packed in place; a target that is out fails the transaction."""
+        if self.dead and t.refused_roles(roles, self.dead):
+            return
+        h = self._half
+        storage = (t.storage_offset // self._block_size + t.block) * h  # Transaction.target_storage_offset
+        where = t.where
+        if self._io_timeout:
+            t.deadline = time.monotonic() + self._io_timeout
+        slots, sends = self._req_slots[t.index], self._sends[t.index]
+        for r in roles:
+            pack_io_message_into(slots[r], 0, kind, t.index, 0, h, where[r], storage)
+            try:
+                sends[r].submit()
+            except DocaError as exc:
+                t.set_error(exc.code, f"sending to {_NAMES[r]} failed: {exc}")
+                continue
+            bit = 1 << r
+            t.send_mask |= bit
+            t.resp_mask |= bit
+
+    def _post_receive(self, r: int, j: int) -> None:
+        # The slot is not zeroed: a response is used only when it filled all 64 bytes.
+        buf, addr = self._resp_bufs[r][j]
+        buf.reuse_by_addr(addr, IO_MESSAGE_SIZE)
+        try:
+            self._resp_tasks[r][j].submit()
+        except DocaError as exc:
+            self.target_failed(TargetRole(r), f"posting a receive failed: {exc}")
+
+    # ------------------------------------------------------------------ completions
+    def _on_sent(self, task: RdmaTaskSend, t: Transaction, role: Any) -> None:
+        if t.sent(int(role)) and not self.closing:
+            self._progress(t)
+
+    def _on_send_error(self, task: RdmaTaskSend, t: Transaction, role: Any) -> None:
+        r = int(role)
+        if not t.send_mask & (1 << r):
+            return  # written off: its target was taken out meanwhile
+        # Taking the target out writes this request off too (a read is served again from the others).
+        self.target_failed(TargetRole(r), f"a send failed: {task.get_status().name}")
+        if t.send_mask & (1 << r):  # closing (or the target was already out): fail the transaction
+            status = task.get_status()
+            if t.send_failed(r, status, f"sending to {_NAMES[r]} failed") and not self.closing:
+                self._progress(t)
+
+    def _on_response(self, task: RdmaTaskReceive, where: tuple[int, int], _role: Any) -> None:
+        if self.closing:
+            return
+        r, j = where
+        n = task.get_result_len()
+        if n == IO_MESSAGE_SIZE:
+            typ, ud, result = unpack_io_head_from(self._resp_slots[r][j])
+        else:
+            typ, ud, result = _RESULT, -1, 0
+        if self._accepting():
+            self._post_receive(r, j)
+        txns = self._txns
+        if not 0 <= ud < len(txns) or not txns[ud].resp_mask & (1 << r):
+            if TargetRole(r) in self.dead:  # a late answer of a target that is out: written off
+                log.debug("%s: ignoring a late response from %s (out)", self._name, _NAMES[r])
+            else:
+                log.warning("%s: ignoring an unexpected response from %s (%d bytes, user_data %d)", self._name,
+                            _NAMES[r], n, ud)
+            return
+        t = txns[ud]
+        if t.answered(r, typ, result, _RESULT):
+            self._progress(t)
+
+    def _on_receive_error(self, task: RdmaTaskReceive, where: tuple[int, int], _role: Any) -> None:
+        if not self.closing and self._running():
+            self.target_failed(TargetRole(where[0]), f"a receive failed: {task.get_status().name}")
+
+    # ------------------------------------------------------------------ health
+    def target_failed(self, role: TargetRole, why: str) -> None:
+        """Target *role* is lost (an RDMA task or context failed)."""
+        self.target_out(role, f"was lost ({why})", ErrorCode.CONNECTION_RESET)
+
+    def target_out(self, role: TargetRole, why: str, code: ErrorCode) -> None:
+        """Take *role* out for the session (every thread), then write off this worker's requests to it."""
+        if self.closing:
+            return
+        self.health.mark_out(role, why)  # logs the WARNING once per target
+        self._apply_out(role, why, code)
+
+    def sync_health(self) -> bool:
+        """Apply the targets taken out by other threads; whether any target is out."""
+        health = self.health
+        if health.version != self._health_version:
+            self._health_version = health.version
+            for role in sorted(health.out - self.dead):
+                self._apply_out(role, health.reasons.get(role, "is out"), ErrorCode.CONNECTION_RESET)
+        return bool(self.dead)
+
+    def _apply_out(self, role: TargetRole, why: str, code: ErrorCode) -> None:
+        """Nothing is sent to *role* any more; requests of it still unanswered are written off: a read
+        fetches its block again from the two others (degraded), anything else is answered with *code*.
+
+        A stalled target may still RDMA-write its late answer into the transaction's chunk, at the
+        normal place of its half; degraded reads never use that place (see ``Transaction.alt_offsets``,
+        and data_p's place is unused by plain reads), writes are refused, and the target is never used
+        again: so the chunk stays safe to reuse at once."""
+        if self.closing or role in self.dead:
+            return
+        self.dead.add(role)
+        log.info("%s: storage target %s is out; %s", self._name, role_name(role),
+                 "serving reads from the two others" if len(self.dead) == 1 else "failing every IO")
+        readable = len(self.dead) == 1
+        text = f"storage target {role_name(role)} {why}"
+        for t in self._txns:
+            failed = t.write_off(int(role), readable, int(code), text)
+            if failed is None:
+                continue
+            if failed:
+                self.warn_io(t, code, text)
+            if not t.outstanding:
+                self._progress(t)
+
+    def check_deadlines(self) -> None:
+        """Every ≤ 0.1 s: take out the target with the most requests past ``--target-io-timeout``."""
+        if not self._io_timeout or not self._txns:
+            return
+        now = time.monotonic()
+        if now < self._next_scan:
+            return
+        self._next_scan = now + min(_DEADLINE_SCAN, self._io_timeout / 4)
+        r = pick_late_target(self._txns, now)
+        if r is None:
+            return
+        late = [t for t in self._txns if (t.send_mask | t.resp_mask) and t.deadline <= now]
+        self.target_out(TargetRole(r), f"did not answer an IO request within {self._io_timeout:g} s "
+                                       f"(--target-io-timeout)", ErrorCode.TIME_OUT)
+        for t in late:
+            if (t.send_mask | t.resp_mask) and t.deadline <= now:
+                t.deadline = now + self._io_timeout
+
+    def warn_io(self, t: Transaction, code: ErrorCode, why: str) -> None:
+        """Log an IO answered with an error (WARNING for the first few, then DEBUG)."""
+        self.io_warnings += 1
+        level = logging.WARNING if self.io_warnings <= MAX_WARNINGS else logging.DEBUG
+        log.log(level, "%s: answering transaction %d with %s: %s", self._name, t.index, code.name, why)
+
+    # ------------------------------------------------------------------ teardown
+    def named_contexts(self) -> list[tuple[str, Rdma]]:
+        """``(name, context)`` of every context, for closing."""
+        return [(f"{role_name(r)} io_control context", c) for r, c in enumerate(self.ctrl)] + \
+            [(f"{role_name(r)} io_data context", c) for r, c in enumerate(self.data)]
+
+    def release(self) -> None:
+        """Drop the slot views (after the contexts were closed)."""
+        for group in (*self._req_slots, *self._resp_slots):
+            for s in group:
+                s.release()
+        self._req_slots.clear()
+        self._sends.clear()
+        self._resp_slots.clear()
+        self._resp_tasks.clear()
+        self._resp_bufs.clear()
+        self._txns = []
+        self.ctrl, self.data = [], []

@@ -1,0 +1,256 @@
+"""The one place that selects a backend and binds it to the typed contract (psycopg's ``pq`` package).
+
+``DOCA_PY_IMPL=native|emulated|auto`` (psycopg's ``PSYCOPG_IMPL``) picks the backend at import:
+``auto`` (the default) uses ``native`` when libdoca_common loads, else ``emulated``; an explicit
+choice that cannot be honoured raises ``ImportError`` listing every attempt.
+
+[`backend`][doca_py._backend.backend] exposes one attribute per DOCA library, typed with its
+protocol from ``doca_py._backend.protocols``: ``backend.rdma`` is the selected backend's
+``doca_py.<impl>.rdma`` module as an [`RdmaBackend`][doca_py._backend.protocols.rdma.RdmaBackend]. A
+library module is imported on first use (an application that never touches comch never imports
+it). Each attribute returns the native or the emulated module from one branch each, so mypy checks
+*both* backends against the protocol here; there is no other static proof to keep in step.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from functools import cached_property
+
+from ..errors import DocaUsageError
+from .protocols.comch import ComchBackend, ComchClientHandle, ComchServerHandle
+from .protocols.core import (
+    BufBackend,
+    BufInventoryHandle,
+    DevBackend,
+    DevHandle,
+    DevRepHandle,
+    MmapBackend,
+    MmapHandle,
+    PeBackend,
+    PeHandle,
+    VersionBackend,
+)
+from .protocols.engines import CompressBackend, CompressHandle, DmaBackend, DmaHandle, EcBackend, EcHandle
+from .protocols.rdma import RdmaBackend, RdmaHandle
+
+__all__ = ["IMPLEMENTATIONS", "select", "impl", "Backend", "backend"]
+
+IMPLEMENTATIONS = ("native", "emulated")
+
+
+def _native_available() -> str | None:
+    """``None`` if the native backend can be used, else why not."""
+    try:
+        loader = importlib.import_module("doca_py.native.loader")
+    except ImportError as exc:  # the native layer itself is broken
+        return f"cannot import doca_py.native.loader: {exc}"
+    try:
+        loader.load("common")
+    except Exception as exc:  # noqa: BLE001 - report whatever the loader says
+        return str(exc)
+    return None
+
+
+def select(requested: str | None = None) -> str:
+    """Resolve *requested* (default: ``$DOCA_PY_IMPL`` or ``auto``) to a backend name."""
+    choice = (requested if requested is not None else os.environ.get("DOCA_PY_IMPL", "auto")).strip().lower()
+    if choice in ("", "auto"):
+        return "native" if _native_available() is None else "emulated"
+    if choice == "emulated":
+        return "emulated"
+    if choice == "native":
+        why = _native_available()
+        if why is not None:
+            raise ImportError(f"DOCA_PY_IMPL=native requested but the DOCA libraries are not usable:\n  {why}")
+        return "native"
+    raise ImportError(f"DOCA_PY_IMPL={choice!r} is not one of: auto, {', '.join(IMPLEMENTATIONS)}")
+
+
+class Backend:
+    """The library modules of one backend, each typed with its protocol and imported on first use."""
+
+    def __init__(self, name: str) -> None:
+        if name not in IMPLEMENTATIONS:
+            raise ValueError(f"unknown backend {name!r}")
+        self.name = name
+        """``"native"`` or ``"emulated"``."""
+
+    @property
+    def native(self) -> bool:
+        """Whether this is the native (libdoca through ctypes) backend."""
+        return self.name == "native"
+
+    @cached_property
+    def dev(self) -> DevBackend:
+        """``doca_py.<impl>.dev``."""
+        if self.native:
+            from ..native import dev as n
+            return n
+        from ..emulated import dev as e
+        return e
+
+    @cached_property
+    def mmap(self) -> MmapBackend:
+        """``doca_py.<impl>.mmap``."""
+        if self.native:
+            from ..native import mmap as n
+            return n
+        from ..emulated import mmap as e
+        return e
+
+    @cached_property
+    def buf(self) -> BufBackend:
+        """``doca_py.<impl>.buf``."""
+        if self.native:
+            from ..native import buf as n
+            return n
+        from ..emulated import buf as e
+        return e
+
+    @cached_property
+    def pe(self) -> PeBackend:
+        """``doca_py.<impl>.pe``."""
+        if self.native:
+            from ..native import pe as n
+            return n
+        from ..emulated import pe as e
+        return e
+
+    @cached_property
+    def version(self) -> VersionBackend:
+        """``doca_py.<impl>.version``."""
+        if self.native:
+            from ..native import version as n
+            return n
+        from ..emulated import version as e
+        return e
+
+    @cached_property
+    def dma(self) -> DmaBackend:
+        """``doca_py.<impl>.dma``."""
+        if self.native:
+            from ..native import dma as n
+            return n
+        from ..emulated import dma as e
+        return e
+
+    @cached_property
+    def ec(self) -> EcBackend:
+        """``doca_py.<impl>.ec``."""
+        if self.native:
+            from ..native import ec as n
+            return n
+        from ..emulated import ec as e
+        return e
+
+    @cached_property
+    def compress(self) -> CompressBackend:
+        """``doca_py.<impl>.compress``."""
+        if self.native:
+            from ..native import compress as n
+            return n
+        from ..emulated import compress as e
+        return e
+
+    @cached_property
+    def rdma(self) -> RdmaBackend:
+        """``doca_py.<impl>.rdma``."""
+        if self.native:
+            from ..native import rdma as n
+            return n
+        from ..emulated import rdma as e
+        return e
+
+    @cached_property
+    def comch(self) -> ComchBackend:
+        """``doca_py.<impl>.comch``."""
+        if self.native:
+            from ..native import comch as n
+            return n
+        from ..emulated import comch as e
+        return e
+
+    # -- borrowed native handles (``Cls.from_handle(address)``) ----------------------------------------
+    # The native classes' ``from_ptr`` wraps a C object without owning it (doca_py.native.borrow).
+    def _native_only(self, what: str) -> None:
+        if not self.native:
+            raise DocaUsageError(f"{what}: an int handle is the address of a native DOCA object; the "
+                                 f"{self.name} backend's handles are objects (pass another wrapper's .handle)")
+
+    def borrow_dev(self, ptr: int) -> DevHandle:
+        """A borrowed handle of the ``doca_dev *`` at *ptr* (native backend only)."""
+        self._native_only("Dev.from_handle")
+        from ..native.dev import NativeDev
+        return NativeDev.from_ptr(ptr)
+
+    def borrow_dev_rep(self, ptr: int) -> DevRepHandle:
+        """A borrowed handle of the ``doca_dev_rep *`` at *ptr* (native backend only)."""
+        self._native_only("DevRep.from_handle")
+        from ..native.dev import NativeDevRep
+        return NativeDevRep.from_ptr(ptr)
+
+    def borrow_mmap(self, ptr: int) -> MmapHandle:
+        """A borrowed handle of the ``doca_mmap *`` at *ptr* (native backend only)."""
+        self._native_only("Mmap.from_handle")
+        from ..native.mmap import NativeMmap
+        return NativeMmap.from_ptr(ptr)
+
+    def borrow_buf_inventory(self, ptr: int) -> BufInventoryHandle:
+        """A borrowed handle of the ``doca_buf_inventory *`` at *ptr* (native backend only)."""
+        self._native_only("BufInventory.from_handle")
+        from ..native.buf import NativeBufInventory
+        return NativeBufInventory.from_ptr(ptr)
+
+    def borrow_pe(self, ptr: int) -> PeHandle:
+        """A borrowed handle of the ``doca_pe *`` at *ptr* (native backend only)."""
+        self._native_only("Pe.from_handle")
+        from ..native.pe import NativePe
+        return NativePe.from_ptr(ptr)
+
+    def borrow_dma(self, ptr: int) -> DmaHandle:
+        """A borrowed handle of the ``doca_dma *`` at *ptr* (native backend only)."""
+        self._native_only("Dma.from_handle")
+        from ..native.dma import NativeDma
+        return NativeDma.from_ptr(ptr)
+
+    def borrow_ec(self, ptr: int) -> EcHandle:
+        """A borrowed handle of the ``doca_ec *`` at *ptr* (native backend only)."""
+        self._native_only("Ec.from_handle")
+        from ..native.ec import NativeEc
+        return NativeEc.from_ptr(ptr)
+
+    def borrow_compress(self, ptr: int) -> CompressHandle:
+        """A borrowed handle of the ``doca_compress *`` at *ptr* (native backend only)."""
+        self._native_only("Compress.from_handle")
+        from ..native.compress import NativeCompress
+        return NativeCompress.from_ptr(ptr)
+
+    def borrow_rdma(self, ptr: int) -> RdmaHandle:
+        """A borrowed handle of the ``doca_rdma *`` at *ptr* (native backend only)."""
+        self._native_only("Rdma.from_handle")
+        from ..native.rdma import NativeRdma
+        return NativeRdma.from_ptr(ptr)
+
+    def borrow_comch_server(self, ptr: int) -> ComchServerHandle:
+        """A borrowed handle of the ``doca_comch_server *`` at *ptr* (native backend only)."""
+        self._native_only("ComchServer.from_handle")
+        from ..native.comch import NativeComchServer
+        return NativeComchServer.from_ptr(ptr)
+
+    def borrow_comch_client(self, ptr: int) -> ComchClientHandle:
+        """A borrowed handle of the ``doca_comch_client *`` at *ptr* (native backend only)."""
+        self._native_only("ComchClient.from_handle")
+        from ..native.comch import NativeComchClient
+        return NativeComchClient.from_ptr(ptr)
+
+    def __repr__(self) -> str:
+        return f"<doca_py backend {self.name}>"
+
+
+impl: str = select()
+"""The backend in use, ``"native"`` or ``"emulated"`` (chosen at import from ``DOCA_PY_IMPL``)."""
+
+backend = Backend(impl)
+"""The selected backend's library modules."""

@@ -1,0 +1,246 @@
+"""The ``doca_rdma`` task types: receive, send, read, write and atomics (DOCA 3.x API).
+
+Import these names from [`doca_py.rdma`][doca_py.rdma] (or ``doca_py``); this module is where they live.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from ._backend.protocols.rdma import (
+    RdmaTaskAtomicCmpSwpHandle,
+    RdmaTaskAtomicFetchAddHandle,
+    RdmaTaskAtomicHandle,
+    RdmaTaskConnHandle,
+    RdmaTaskReadWriteHandle,
+    RdmaTaskReceiveHandle,
+    RdmaTaskSendHandle,
+    RdmaTaskSendImmHandle,
+    RdmaTaskWriteImmHandle,
+)
+from .buf import Buf
+from .ctx import Task
+from .errors import DocaInvalidValue
+from .rdma_connection import RdmaConnection
+from .types import NamedIntEnum
+
+__all__ = [
+    "RdmaOpcode", "RdmaTaskReceive", "RdmaTaskSend", "RdmaTaskSendImm", "RdmaTaskRead", "RdmaTaskWrite",
+    "RdmaTaskWriteImm", "RdmaTaskAtomicCmpSwp", "RdmaTaskAtomicFetchAdd",
+]
+
+
+class RdmaOpcode(NamedIntEnum):
+    """``enum doca_rdma_opcode``: what filled a receive task."""
+
+    RECV_SEND = 0
+    """``DOCA_RDMA_OPCODE_RECV_SEND``."""
+    RECV_SEND_WITH_IMM = 1
+    """``DOCA_RDMA_OPCODE_RECV_SEND_WITH_IMM``."""
+    RECV_WRITE_WITH_IMM = 2
+    """``DOCA_RDMA_OPCODE_RECV_WRITE_WITH_IMM``."""
+
+
+class _ConnTask(Task):
+    __slots__ = ("_conn",)
+    _h: RdmaTaskConnHandle
+    _conn: RdmaConnection
+
+    def get_rdma_connection(self) -> RdmaConnection:
+        """``doca_rdma_task_<type>_get_rdma_connection``: the rdma connection."""
+        return self._conn
+
+    def set_rdma_connection(self, connection: RdmaConnection) -> None:
+        """``doca_rdma_task_<type>_set_rdma_connection``: set the rdma connection to *connection*."""
+        self._h.set_rdma_connection(connection._h)
+        self._conn = connection
+
+
+class RdmaTaskReceive(Task):
+    """``doca_rdma_task_receive``: a posted receive, filled by the peer's send (or write
+    with immediate). The received bytes are appended after the destination's data."""
+
+    __slots__ = ("_dst",)
+    _h: RdmaTaskReceiveHandle
+    _dst: Buf | None
+
+    def get_dst_buf(self) -> Buf | None:
+        """``doca_rdma_task_receive_get_dst_buf``: the dst buf."""
+        return self._dst
+
+    def set_dst_buf(self, dst: Buf | None) -> None:
+        """``doca_rdma_task_receive_set_dst_buf``: set the dst buf to *dst*."""
+        self._h.set_dst_buf(None if dst is None else dst._h)
+        self._dst = dst
+
+    def get_result_opcode(self) -> RdmaOpcode:
+        """Which peer operation filled the receive (valid after success)."""
+        return RdmaOpcode(self._h.opcode)
+
+    def get_result_len(self) -> int:
+        """Bytes received (for ``RECV_WRITE_WITH_IMM``: bytes the peer wrote)."""
+        return int(self._h.result_len)
+
+    def get_result_immediate_data(self) -> int:
+        """The immediate of a ``*_WITH_IMM`` opcode (``doca_be32_t``, as sent)."""
+        return int(self._h.imm)
+
+    def get_result_rdma_connection(self) -> RdmaConnection | None:
+        """The connection the message arrived on."""
+        h = self._h.result_conn
+        return None if h is None else cast(RdmaConnection, h.owner)
+
+
+class RdmaTaskSend(_ConnTask):
+    """``doca_rdma_task_send``: the source's data to the peer's next posted receive."""
+
+    __slots__ = ("_src",)
+    _h: RdmaTaskSendHandle
+    _src: Buf | None
+
+    def get_src_buf(self) -> Buf | None:
+        """``doca_rdma_task_send_get_src_buf``: the src buf."""
+        return self._src
+
+    def set_src_buf(self, src: Buf | None) -> None:
+        """``doca_rdma_task_send_set_src_buf``: set the src buf to *src*."""
+        self._h.set_src_buf(None if src is None else src._h)
+        self._src = src
+
+
+def _imm32(imm: int) -> int:
+    if not 0 <= imm <= 0xFFFFFFFF:
+        raise DocaInvalidValue("immediate data is 32 bits")
+    return imm
+
+
+class RdmaTaskSendImm(RdmaTaskSend):
+    """``doca_rdma_task_send_imm``: a send carrying 32 bits of immediate data."""
+
+    __slots__ = ()
+    _h: RdmaTaskSendImmHandle
+
+    def get_immediate_data(self) -> int:
+        """``doca_rdma_task_send_imm_get_immediate_data``: the immediate data."""
+        return int(self._h.imm)
+
+    def set_immediate_data(self, imm: int) -> None:
+        """``doca_rdma_task_send_imm_set_immediate_data``: set the immediate data to *imm* (32 bits)."""
+        self._h.imm = _imm32(imm)
+
+
+class _OneSidedTask(_ConnTask):
+    __slots__ = ("_src", "_dst")
+    _h: RdmaTaskReadWriteHandle
+    _src: Buf
+    _dst: Buf
+
+    def get_src_buf(self) -> Buf:
+        """``doca_rdma_task_<read|write>_get_src_buf``: the src buf."""
+        return self._src
+
+    def set_src_buf(self, src: Buf) -> None:
+        """``doca_rdma_task_<read|write>_set_src_buf``: set the src buf to *src*."""
+        self._h.set_src_buf(src._h)
+        self._src = src
+
+    def get_dst_buf(self) -> Buf:
+        """``doca_rdma_task_<read|write>_get_dst_buf``: the dst buf."""
+        return self._dst
+
+    def set_dst_buf(self, dst: Buf) -> None:
+        """``doca_rdma_task_<read|write>_set_dst_buf``: set the dst buf to *dst*."""
+        self._h.set_dst_buf(dst._h)
+        self._dst = dst
+
+
+class RdmaTaskRead(_OneSidedTask):
+    """``doca_rdma_task_read``: the remote source's data into the local destination."""
+
+    __slots__ = ()
+
+
+class RdmaTaskWrite(_OneSidedTask):
+    """``doca_rdma_task_write``: the local source's data after the remote destination's data."""
+
+    __slots__ = ()
+
+
+class RdmaTaskWriteImm(RdmaTaskWrite):
+    """``doca_rdma_task_write_imm``: a write that also completes a receive on the peer
+    (opcode ``RECV_WRITE_WITH_IMM``)."""
+
+    __slots__ = ()
+    _h: RdmaTaskWriteImmHandle
+
+    def get_immediate_data(self) -> int:
+        """``doca_rdma_task_write_imm_get_immediate_data``: the immediate data."""
+        return int(self._h.imm)
+
+    def set_immediate_data(self, imm: int) -> None:
+        """``doca_rdma_task_write_imm_set_immediate_data``: set the immediate data to *imm* (32 bits)."""
+        self._h.imm = _imm32(imm)
+
+
+class _AtomicTask(_ConnTask):
+    __slots__ = ("_dst", "_result")
+    _h: RdmaTaskAtomicHandle
+    _dst: Buf
+    _result: Buf
+
+    def get_dst_buf(self) -> Buf:
+        """``doca_rdma_task_atomic_<type>_get_dst_buf``: the dst buf."""
+        return self._dst
+
+    def set_dst_buf(self, dst: Buf) -> None:
+        """``doca_rdma_task_atomic_<type>_set_dst_buf``: set the dst buf to *dst*."""
+        self._h.set_dst_buf(dst._h)
+        self._dst = dst
+
+    def get_result_buf(self) -> Buf:
+        """``doca_rdma_task_atomic_<type>_get_result_buf``: the result buf."""
+        return self._result
+
+    def set_result_buf(self, result: Buf) -> None:
+        """``doca_rdma_task_atomic_<type>_set_result_buf``: set the result buf to *result*."""
+        self._h.set_result_buf(result._h)
+        self._result = result
+
+
+class RdmaTaskAtomicCmpSwp(_AtomicTask):
+    """``doca_rdma_task_atomic_cmp_swp``: 64-bit compare-and-swap at the remote
+    destination; the old value (native byte order) is appended to the result buffer."""
+
+    __slots__ = ()
+    _h: RdmaTaskAtomicCmpSwpHandle
+
+    def get_cmp_data(self) -> int:
+        """``doca_rdma_task_atomic_cmp_swp_get_cmp_data``: the cmp data."""
+        return int(self._h.cmp)
+
+    def set_cmp_data(self, cmp: int) -> None:
+        """``doca_rdma_task_atomic_cmp_swp_set_cmp_data``: set the cmp data to *cmp*."""
+        self._h.cmp = cmp & (1 << 64) - 1
+
+    def get_swap_data(self) -> int:
+        """``doca_rdma_task_atomic_cmp_swp_get_swap_data``: the swap data."""
+        return int(self._h.swap)
+
+    def set_swap_data(self, swap: int) -> None:
+        """``doca_rdma_task_atomic_cmp_swp_set_swap_data``: set the swap data to *swap*."""
+        self._h.swap = swap & (1 << 64) - 1
+
+
+class RdmaTaskAtomicFetchAdd(_AtomicTask):
+    """``doca_rdma_task_atomic_fetch_add``: 64-bit fetch-and-add at the remote destination."""
+
+    __slots__ = ()
+    _h: RdmaTaskAtomicFetchAddHandle
+
+    def get_add_data(self) -> int:
+        """``doca_rdma_task_atomic_fetch_add_get_add_data``: the add data."""
+        return int(self._h.add)
+
+    def set_add_data(self, add: int) -> None:
+        """``doca_rdma_task_atomic_fetch_add_set_add_data``: set the add data to *add*."""
+        self._h.add = add & (1 << 64) - 1
