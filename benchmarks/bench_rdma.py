@@ -6,7 +6,9 @@
 * 64-byte send/receive message rate (64 sends in flight, the peer reposting its
   receives from the completion callback) vs raw batched messaging in Python over a
   loopback TCP socket (64 length-prefixed messages per ``send``, parsed one by one by
-  the peer, one acknowledgement per batch).
+  the peer, one acknowledgement per batch): once between two processes on this host
+  (the shared-memory rings), once with a child claiming another host id (the TCP
+  streams, the transport before the rings), each against its own reference.
 
 Prints a markdown table.
 
@@ -133,9 +135,12 @@ def child() -> None:
 
 # -- the measuring process ----------------------------------------------------------------------------
 class Bench:
-    def __init__(self) -> None:
+    def __init__(self, tcp: bool = False) -> None:
+        # tcp: the child claims another host id, so send/receive takes the TCP streams instead of the
+        # same-host shared-memory rings (the transport before them; same machine, same run).
+        env = dict(os.environ, DOCA_PY_RDMA_HOST_ID="bench-other-host") if tcp else None
         self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, text=True, env=env)
         assert self.p.stdout is not None and self.p.stdin is not None
         conn_hex, mm_hex, shm_name, port = self.p.stdout.readline().split()
         self.dev = d.Dev.open_by_pci_addr("03:00.0")
@@ -292,6 +297,7 @@ class Bench:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time", type=float, default=0.3, help="seconds per measurement round")
+    ap.add_argument("--messages-only", action="store_true", help="only the send/receive message rates")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -301,7 +307,7 @@ def main() -> None:
     try:
         print("| operation | size | doca_py | reference | ratio |")
         print("|---|---|---:|---:|---:|")
-        for op in ("write", "read"):
+        for op in ("write", "read") if not args.messages_only else ():
             for size in SIZES:
                 got = b.bandwidth(op, size, args.time)
                 ref = b.raw_copy(op, size, args.time)
@@ -310,8 +316,16 @@ def main() -> None:
                       f"{got / ref:.2f} |")
         got = b.msg_rate(args.time)
         ref = b.raw_msg_rate(args.time)
-        print(f"| send/receive (msgs/s) vs batched TCP messages | {MSG} B | {got / 1e3:.0f} k | {ref / 1e3:.0f} k | "
-              f"{got / ref:.3f} |")
+        print(f"| send/receive, same host: shared-memory rings (msgs/s) vs batched TCP messages | {MSG} B | "
+              f"{got / 1e3:.0f} k | {ref / 1e3:.0f} k | {got / ref:.3f} |")
+    finally:
+        b.close()
+    b = Bench(tcp=True)
+    try:
+        got = b.msg_rate(args.time)
+        ref = b.raw_msg_rate(args.time)
+        print(f"| send/receive, other host id: TCP streams (msgs/s) vs batched TCP messages | {MSG} B | "
+              f"{got / 1e3:.0f} k | {ref / 1e3:.0f} k | {got / ref:.3f} |")
     finally:
         b.close()
 

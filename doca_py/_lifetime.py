@@ -84,9 +84,10 @@ class DocaObject:
         (``struct doca_<x> *`` as an ``int``), on the emulated backend the backend object itself.
 
         Valid while this object is open; ownership stays with this object (use the class's
-        ``from_handle`` to wrap it again without ownership).
+        ``from_handle`` to wrap it again without ownership). ``None`` for a pure-Python object
+        (``RdmaAddr``).
         """
-        h: object = getattr(self, "_h")  # every subclass sets ``_h``, typed with its protocol
+        h: object = getattr(self, "_h", None)  # subclasses set ``_h``, typed with its protocol
         return raw_handle(h)
 
     @property

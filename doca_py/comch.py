@@ -52,14 +52,14 @@ from ._backend.protocols.comch import (
     ComchClientHandle,
     ComchConnectionHandle,
     ComchConsumerHandle,
-    ComchConsumerTaskPostRecvHandle,
     ComchEndpointHandle,
     ComchProducerHandle,
-    ComchProducerTaskSendHandle,
     ComchServerHandle,
 )
+from ._lifetime import raw_handle
 from .buf import Buf
-from .ctx import Ctx, Task, TaskCallback
+from .comch_tasks import ComchConsumerTaskPostRecv, ComchProducerTaskSend, ComchTaskSend
+from .ctx import Ctx, TaskCallback
 from .dev import Dev, DevInfo, DevRep
 from .errors import DocaInvalidValue, DocaUsageError
 from .types import NamedIntEnum
@@ -132,6 +132,12 @@ class ComchConnection:
 
     __slots__ = ("_h", "_ctx", "user_data", "__weakref__")
 
+    @property
+    def handle(self) -> object:
+        """The backend handle (the C address as an ``int`` on the native backend, the backend object on the
+        emulated one); see ``DocaObject.handle``."""
+        return raw_handle(self._h)
+
     def __init__(self, handle: ComchConnectionHandle, ctx: ComchServer | ComchClient) -> None:
         self._h = handle
         self._ctx = ctx
@@ -175,97 +181,6 @@ class ComchConnection:
         return f"<ComchConnection {side} {'up' if self._h.is_connected() else 'down'}>"
 
 
-# -- tasks -------------------------------------------------------------------------------------------
-
-
-class ComchTaskSend(Task):
-    """``doca_comch_task_send``: one control message to a connection (copied at allocation).
-
-    Completes successfully once the message has been handed to the link."""
-
-    __slots__ = ("_conn",)
-    _conn: ComchConnection
-
-    def get_connection(self) -> ComchConnection:
-        """``doca_comch_task_send_get_connection``: the connection."""
-        return self._conn
-
-
-class _BufTask(Task):
-    """A comch task over one buffer."""
-
-    __slots__ = ("_buf",)
-    _h: ComchConsumerTaskPostRecvHandle | ComchProducerTaskSendHandle
-    _buf: Buf
-
-    def get_buf(self) -> Buf:
-        """``doca_comch_<task>_get_buf``: the buf."""
-        return self._buf
-
-    def set_buf(self, buf: Buf) -> None:
-        """Replace the buffer (not while in flight)."""
-        self._h.set_buf(buf._h)
-        self._buf = buf
-
-
-class ComchConsumerTaskPostRecv(_BufTask):
-    """``doca_comch_consumer_task_post_recv``: a buffer offered to the peer's producers.
-
-    On success the producer's data follows the buffer's previous data (its data length
-    grew by the bytes received)."""
-
-    __slots__ = ()
-    _h: ComchConsumerTaskPostRecvHandle
-
-    def get_producer_id(self) -> int:
-        """The producer that filled the buffer (0 if none)."""
-        return int(self._h.producer_id)
-
-    def get_imm_data(self) -> bytes:
-        """The immediate data sent with the buffer (empty if none)."""
-        return bytes(self._h.imm)
-
-    def get_imm_data_len(self) -> int:
-        """``doca_comch_consumer_task_post_recv_get_imm_data_len``: the imm data len."""
-        return len(self._h.imm)
-
-
-class ComchProducerTaskSend(_BufTask):
-    """``doca_comch_producer_task_send``: a buffer's data (plus immediate data) into the next
-    posted buffer of a remote consumer.
-
-    [`submit`][doca_py.ctx.Task.submit] raises [`DocaAgain`][doca_py.errors.DocaAgain] while that consumer has no
-    buffer posted (``doca_task_submit`` returns ``DOCA_ERROR_AGAIN`` in DOCA 3.x): the task
-    is not in flight and stays the caller's; submit it again after a later
-    ``Pe.progress()``, as DOCA's samples loop ``do { submit } while (AGAIN)``. The buffer's
-    bytes are read when the task runs (in ``progress``), not at submit. The error callback
-    reports fatal errors only (``NOT_FOUND`` for an unknown or expired consumer, ``TOO_BIG``,
-    a lost connection), and a failed task stops the producer."""
-
-    __slots__ = ()
-    _h: ComchProducerTaskSendHandle
-
-    def get_consumer_id(self) -> int:
-        """``doca_comch_producer_task_send_get_consumer_id``: the consumer id."""
-        return int(self._h.consumer_id)
-
-    def set_consumer_id(self, consumer_id: int) -> None:
-        """``doca_comch_producer_task_send_set_consumer_id``: set the consumer id to *consumer_id*."""
-        self._h.set_consumer_id(consumer_id)
-
-    def get_imm_data(self) -> bytes:
-        """``doca_comch_producer_task_send_get_imm_data``: the imm data."""
-        return bytes(self._h.imm)
-
-    def get_imm_data_len(self) -> int:
-        """``doca_comch_producer_task_send_get_imm_data_len``: the imm data len."""
-        return len(self._h.imm)
-
-    def set_imm_data(self, imm_data: bytes) -> None:
-        """Copy *imm_data* (at most ``ComchConsumer.cap_get_max_imm_data_len`` bytes) into the task."""
-        self._h.set_imm_data(bytes(imm_data))
-
-
 # -- server and client ---------------------------------------------------------------------------------
 
 
@@ -289,10 +204,11 @@ class _Endpoint(Ctx):
 
     _h: ComchEndpointHandle
 
-    def _setup(self, dev: Dev, options: ComchOptions | None) -> None:
+    def _setup(self, dev: Dev, options: ComchOptions | None, wrap: bool) -> None:
         dev._adopt(self)
         self._dev = dev
-        self._h.set_wrap(self._conn)
+        if wrap:  # another wrapper's handle (from_handle) keeps that wrapper's connections
+            self._h.set_wrap(self._conn)
         if options is not None:
             self.configure(options)
 
@@ -381,13 +297,31 @@ class ComchServer(_Endpoint):
     ``start`` returns RUNNING; a second server with the same name on the same host
     function fails to start with ``DocaAlreadyExist``."""
 
+    @classmethod
+    def from_handle(cls, dev: Dev, rep: DevRep, name: str, handle: ComchServerHandle | int,
+                    user_data: Any = None) -> ComchServer:
+        """Wrap an existing ``doca_comch_server`` serving *name* on *dev* / *rep*, without taking ownership.
+
+        *handle* is another wrapper's ``handle``: on the native backend the address of a C ``doca_comch_server``, on the
+        emulated backend the backend object. The wrapper is borrowed: its ``close`` never stops or destroys
+        the DOCA object, which its creator destroys after closing this wrapper. Connections stay those of
+        the wrapper that owns the handle; a wrapper of a bare address wraps them itself.
+        """
+        native = isinstance(handle, int)
+        c = cls(dev, rep, name, user_data, _handle=backend.borrow_comch_server(handle) if native else handle,
+                _wrap=native)
+        c._borrow()
+        return c
+
     def __init__(self, dev: Dev, rep: DevRep, name: str, user_data: Any = None, *,
-                 options: ComchOptions | None = None) -> None:
+                 options: ComchOptions | None = None, _handle: ComchServerHandle | None = None,
+                 _wrap: bool = True) -> None:
         dev._check_open()
         rep._check_open()
-        self._h: ComchServerHandle = backend.comch.server_create(dev._h, rep._h, name)
+        self._h: ComchServerHandle = backend.comch.server_create(dev._h, rep._h, name) if _handle is None \
+            else _handle
         super().__init__(self._h, user_data)
-        self._setup(dev, options)
+        self._setup(dev, options, _wrap)
         self._rep = rep
         self.name = name
         """The service name clients connect to (``doca_comch_server_create``)."""
@@ -431,11 +365,26 @@ class ComchClient(_Endpoint):
     then [`get_connection`][doca_py.comch.ComchClient.get_connection] is valid. If the server goes away the ctx moves to
     STOPPING and then IDLE (once every task is freed); it can be started again."""
 
-    def __init__(self, dev: Dev, name: str, user_data: Any = None, *, options: ComchOptions | None = None) -> None:
+    @classmethod
+    def from_handle(cls, dev: Dev, name: str, handle: ComchClientHandle | int, user_data: Any = None) -> ComchClient:
+        """Wrap an existing ``doca_comch_client`` of *name* on *dev*, without taking ownership.
+
+        *handle* is another wrapper's ``handle``: on the native backend the address of a C ``doca_comch_client``, on the
+        emulated backend the backend object. The wrapper is borrowed: its ``close`` never stops or destroys
+        the DOCA object, which its creator destroys after closing this wrapper. Connections stay those of
+        the wrapper that owns the handle; a wrapper of a bare address wraps them itself.
+        """
+        native = isinstance(handle, int)
+        c = cls(dev, name, user_data, _handle=backend.borrow_comch_client(handle) if native else handle, _wrap=native)
+        c._borrow()
+        return c
+
+    def __init__(self, dev: Dev, name: str, user_data: Any = None, *, options: ComchOptions | None = None,
+                 _handle: ComchClientHandle | None = None, _wrap: bool = True) -> None:
         dev._check_open()
-        self._h: ComchClientHandle = backend.comch.client_create(dev._h, name)
+        self._h: ComchClientHandle = backend.comch.client_create(dev._h, name) if _handle is None else _handle
         super().__init__(self._h, user_data)
-        self._setup(dev, options)
+        self._setup(dev, options, _wrap)
         self.name = name
         """The service name of the server (``doca_comch_client_create``)."""
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._lifetime import DocaObject
+from ._lifetime import DocaObject, raw_handle
 from ._backend.protocols.core import CtxHandle, TaskHandle, TaskPoolHandle
 from .errors import DocaBadState, DocaError, DocaTimeout, DocaUsageError, ErrorCode, lookup
 from .types import CtxState, TaskSubmitFlag
@@ -175,6 +175,12 @@ class Task:
     with [`free`][doca_py.ctx.Task.free]; the Python objects are recycled with the descriptors."""
 
     __slots__ = ("_h", "_ctx", "user_data", "_allocated", "_future", "__weakref__")
+
+    @property
+    def handle(self) -> object:
+        """The backend handle (the C address as an ``int`` on the native backend, the backend object on the
+        emulated one); see ``DocaObject.handle``."""
+        return raw_handle(self._h)
 
     def __init__(self, handle: TaskHandle, ctx: Ctx) -> None:
         self._h = handle

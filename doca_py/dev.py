@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 
 from ._backend import backend
-from ._lifetime import DocaObject
+from ._lifetime import DocaObject, raw_handle
 from ._backend.protocols.core import DevHandle, DevInfoHandle, DevInfoRepHandle, DevRepHandle
 from .errors import DocaNotFound
 from .types import DevinfoRepFilter, PciFuncType
@@ -23,6 +23,12 @@ __all__ = ["DevInfo", "Dev", "DevInfoRep", "DevRep", "devinfo_create_list"]
 
 class DevInfo:
     """``doca_devinfo``: what a device is and can do (no resources held)."""
+
+    @property
+    def handle(self) -> object:
+        """The backend handle (the C address as an ``int`` on the native backend, the backend object on the
+        emulated one); see ``DocaObject.handle``."""
+        return raw_handle(self._h)
 
     def __init__(self, handle: DevInfoHandle) -> None:
         self._h = handle
@@ -218,6 +224,12 @@ class Dev(DocaObject):
 
 class DevInfoRep:
     """``doca_devinfo_rep``."""
+
+    @property
+    def handle(self) -> object:
+        """The backend handle (the C address as an ``int`` on the native backend, the backend object on the
+        emulated one); see ``DocaObject.handle``."""
+        return raw_handle(self._h)
 
     def __init__(self, handle: DevInfoRepHandle, dev: Dev) -> None:
         self._h = handle

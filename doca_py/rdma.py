@@ -30,7 +30,6 @@ an integer, passed through unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, cast
 
 from ._backend import backend
@@ -46,6 +45,7 @@ from .rdma_connection import (
     RdmaAddrType,
     RdmaConnection,
 )
+from .rdma_options import RdmaOptions, RdmaTransportType
 from .rdma_tasks import (
     RdmaOpcode,
     RdmaTaskAtomicCmpSwp,
@@ -57,7 +57,7 @@ from .rdma_tasks import (
     RdmaTaskWrite,
     RdmaTaskWriteImm,
 )
-from .types import AccessFlag, MtuSize, NamedIntEnum
+from .types import AccessFlag, MtuSize
 
 __all__ = [
     "Rdma", "RdmaOptions", "RdmaConnection", "RdmaAddr", "RdmaTransportType", "RdmaAddrType", "RdmaOpcode",
@@ -67,58 +67,11 @@ __all__ = [
 ]
 
 
-class RdmaTransportType(NamedIntEnum):
-    """``enum doca_rdma_transport_type``."""
-
-    RC = 0
-    """``DOCA_RDMA_TRANSPORT_TYPE_RC``."""
-    DC = 1
-    """``DOCA_RDMA_TRANSPORT_TYPE_DC``."""
-
-
 # Backend connection events, in the order of set_connection_state_callbacks.
 _EV_REQUEST, _EV_ESTABLISHED, _EV_FAILURE, _EV_DISCONNECTION = 0, 1, 2, 3
 
 
 # -- the context ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class RdmaOptions:
-    """The settings of an [`Rdma`][doca_py.rdma.Rdma] context in one value (as cuda.core's ``StreamOptions``).
-
-    Pass it to [`Rdma.configure`][doca_py.rdma.Rdma.configure] or ``Rdma(dev, options=...)`` while the ctx is
-    IDLE. Every field is optional: ``None`` leaves the setting as it is (DOCA's default on a new ctx). Each
-    field is applied through the DOCA-named setter of the same name (``permissions`` through
-    ``doca_rdma_set_permissions`` …), which validates it.
-    """
-
-    permissions: AccessFlag | None = None
-    """``doca_rdma_set_permissions``."""
-    transport_type: RdmaTransportType | None = None
-    """``doca_rdma_set_transport_type``."""
-    gid_index: int | None = None
-    """``doca_rdma_set_gid_index``."""
-    max_num_connections: int | None = None
-    """``doca_rdma_set_max_num_connections``."""
-    mtu: MtuSize | None = None
-    """``doca_rdma_set_mtu``."""
-    recv_queue_size: int | None = None
-    """``doca_rdma_set_recv_queue_size``."""
-    send_queue_size: int | None = None
-    """``doca_rdma_set_send_queue_size``."""
-    max_send_buf_list_len: int | None = None
-    """``doca_rdma_set_max_send_buf_list_len``."""
-    receive_dst_buf_list_len: int | None = None
-    """``doca_rdma_task_receive_set_dst_buf_list_len``."""
-    grh_enabled: bool | None = None
-    """``doca_rdma_set_grh_enabled``."""
-    sl: int | None = None
-    """``doca_rdma_set_sl``."""
-    rnr_retry_count: int | None = None
-    """``doca_rdma_set_rnr_retry_count``."""
-    connection_request_timeout: int | None = None
-    """``doca_rdma_set_connection_request_timeout`` (milliseconds)."""
 
 
 class Rdma(Ctx):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._backend.protocols.rdma import RdmaConnectionHandle
-from ._lifetime import DocaObject
+from ._lifetime import DocaObject, raw_handle
 from .errors import DocaInvalidValue
 from .types import NamedIntEnum
 
@@ -69,6 +69,12 @@ class RdmaConnection:
     """``doca_rdma_connection``: one peer of an [`Rdma`][doca_py.rdma.Rdma] context (owned by it)."""
 
     __slots__ = ("_h", "_rdma", "user_data", "__weakref__")
+
+    @property
+    def handle(self) -> object:
+        """The backend handle (the C address as an ``int`` on the native backend, the backend object on the
+        emulated one); see ``DocaObject.handle``."""
+        return raw_handle(self._h)
 
     def __init__(self, handle: RdmaConnectionHandle, rdma: Rdma, user_data: Any = None) -> None:
         self._h = handle

@@ -378,6 +378,8 @@ class Worker(BridgeWorkerThread[SharedResources]):
         step = t.next_step()
         while step:
             steps[step](t)
+            if t.op_busy or t.send_mask or t.resp_mask:  # asynchronous now: its completion goes on
+                return
             step = t.next_step()
 
     def _fetch_from_storage(self, t: Transaction) -> None:

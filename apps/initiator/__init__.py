@@ -13,6 +13,9 @@ Differences from the reference are listed in ``docs/initiator.md``; the main one
 response whose ``result`` is an error is a failed IO, responses are checked against their
 requests, Ctrl-C works in every phase (the program ends within about 2 s), and a service
 that goes away ends the run with an error instead of a hang.
+
+Modules: `cli` (parser, Ctrl-C, ``main``), `config` (the flags), `control` (the control
+phase and the run), `worker` (the per-core transaction engine), `plan`, `metrics`, `report`.
 """
 
 from __future__ import annotations

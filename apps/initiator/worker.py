@@ -43,10 +43,9 @@ from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostR
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import CtxState
 
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_message_from
-
 from apps.storage.errors import StorageAppError
 from apps.storage.runtime.worker_thread import WorkerThread
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_message_from
 
 from .metrics import IoRecord
 from .plan import Action, AddressPool, WorkerPlan, first_difference

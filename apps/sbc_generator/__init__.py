@@ -12,6 +12,9 @@ each half from the other half and the parity (``Ec`` recover tasks with recover
 matrices, so both matrix types are checked), decompress the blocks with
 ``Compress`` ``decompress_lz4_stream`` tasks and compare them with the padded input;
 every bad block is reported with the file that is wrong.
+
+Modules: `cli` (parser, ``main``), `config` (``SbcGeneratorConfig``), `generator`
+(generate and verify).
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ Four rooms, by what they hold:
   `.compressed_block`, `.lz4_blocks`);
 * `.channels` — control channels: length-prefixed framing over TCP
   (`.channels.control_channel`) or a comch connection (`.channels.comch_transport`);
-* `.runtime` — what the processes share at run time: worker threads, the bridges'
-  control phase and worker base, signal handling, device opening, offload batches,
-  statistics, the bridges' ``main``;
-* `.cli` — DOCA-style flags and ``--json`` files (`.cli.argp`), the pydantic
-  configurations (`.cli.config`), man pages.
+* `.runtime` — what the processes share at run time: the worker-thread base of every app and
+  its sleep on the ``Pe`` (`.runtime.wakeup`), the bridges' control phase and worker base,
+  signal handling, device opening, offload batches, statistics, the bridges' ``main``;
+* `.cli` — DOCA-style flags and ``--json`` files (`.cli.argp`), the configuration bases and
+  shared field types (`.cli.config`; each app's own model is in its ``config.py``), man pages.
 
 Unlike the C++ reference, every value received from a peer is validated before use.
 """

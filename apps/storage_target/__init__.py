@@ -16,6 +16,9 @@ every io message is bounds-checked and refused with ``INVALID_VALUE`` when out o
 ``context_idx`` is checked exactly, a client that disconnects ends the run (exit status 1)
 instead of hanging, and Ctrl-C stops the target promptly in every phase. The control
 protocol has no authentication, as in the reference.
+
+Modules: `cli` (parser, ``main``), `config` (``TargetConfig``), `control` (the session and
+the control port), `worker` (the per-core data path).
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ doubled), so the target must hold **plain** data: a raw file of ``block_size ×
 block_count`` bytes, or an ``.sbc`` whose content is plain (not the gga generator's halves).
 
 See ``docs/zero-copy.md`` for usage and the differences from the reference.
+
+Modules: `cli` (parser, ``main``), `config` (``ZeroCopyConfig``), `control` (the control
+phase), `worker` (the per-core data path), `forwarding` (the checks of forwarded messages).
 """
 
 from __future__ import annotations

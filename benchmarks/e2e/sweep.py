@@ -76,12 +76,12 @@ Point = tuple[int, int, run.Result]  # (block size, in flight, result)
 
 def table(points: list[Point]) -> str:
     """The markdown table of every point: one row per block size and in-flight count."""
-    out = ["| block | in flight | IO/s | GiB/s | mean latency µs | µs CPU per IO, all processes |",
-           "|---|---:|---:|---:|---:|---:|"]
+    out = ["| block | in flight | IO/s | GiB/s | mean latency µs | µs CPU per IO, all processes | machine busy |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
     for bs, n, r in points:
         cpu = sum(r.cpu_s.values()) / r.operations * 1e6
         out.append(f"| {_size(bs)} | {n} | {run._fmt_int(r.iops)} | {r.gibs:.3f} | "
-                   f"{run._fmt_int(r.latency_mean_us)} | {cpu:.0f} |")
+                   f"{run._fmt_int(r.latency_mean_us)} | {cpu:.0f} | {r.machine_busy:.0%} |")
     return "\n".join(out)
 
 
@@ -143,6 +143,20 @@ def svg(points: list[Point], title: str) -> str:
     return "\n".join(e) + "\n"
 
 
+def _measure(sc: run.Scenario, in_flight: int, args: argparse.Namespace, files: dict[str, Path], plain: Path,
+             workdir: Path, env: dict[str, str], pins: dict[str, int]) -> run.Result | str:
+    """One point, run again up to ``--retries`` times; a failure is reported by its first line."""
+    why = ""
+    for _ in range(args.retries + 1):
+        try:
+            with _in_flight(in_flight):
+                return run.run_scenario(sc, args.operations, files, plain, workdir, env, pins, set(), args.timeout)
+        except RuntimeError as exc:
+            lines = [ln.strip() for ln in str(exc).splitlines() if "EXCEPTION" in ln or "failed" in ln]
+            why = (lines or [str(exc).splitlines()[0]])[0]
+    return why
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="benchmarks/e2e/sweep.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--in-flight", type=int, action="append", metavar="N",
@@ -154,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="storage blocks of the sample (default: the largest in-flight count, at least 64)")
     p.add_argument("--layout", choices=tuple(LAYOUTS), default="one-core",
                    help="CPU layout of the workers, as run.py's (default: one-core, everything on cpu 0)")
+    p.add_argument("--retries", type=int, default=1,
+                   help="run a point that failed again, up to this many times; then it is left out (default: 1)")
     p.add_argument("--svg", type=Path, help="write the plot here (a self-contained SVG)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per run (default: 300)")
     p.add_argument("--workdir", type=Path, help="keep files and logs here (default: a temporary directory)")
@@ -175,6 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="doca_py_sweep_")) if own_tmp else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     points: list[Point] = []
+    failed: list[tuple[int, int, str]] = []
     try:
         for bs in sizes:
             d = workdir / f"bs{bs}"
@@ -184,8 +201,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             plain, files = prepare(ns, d, env)
             sc = replace(_BASE, key=f"read-{bs}", title=f"read {_size(bs)}", block_size=bs, ceiling=False)
             for n in flights:
-                with _in_flight(n):
-                    r = run.run_scenario(sc, args.operations, files, plain, d, env, pins, set(), args.timeout)
+                r = _measure(sc, n, args, files, plain, d, env, pins)
+                if isinstance(r, str):
+                    failed.append((bs, n, r))
+                    print(f"{_size(bs)}, {n} in flight: FAILED: {r}", flush=True)
+                    continue
                 points.append((bs, n, r))
                 print(f"{_size(bs)}, {n} in flight: {run._fmt_int(r.iops)} IO/s, {r.gibs:.3f} GiB/s, "
                       f"mean latency {run._fmt_int(r.latency_mean_us)} µs", flush=True)
@@ -197,7 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{os.cpu_count()} CPUs:")
     print()
     print(table(points))
-    if args.svg is not None:
+    for bs, n, why in failed:
+        print(f"\n{_size(bs)}, {n} in flight: no figure ({args.retries + 1} runs failed): {why}")
+    if args.svg is not None and points:
         args.svg.parent.mkdir(parents=True, exist_ok=True)
         args.svg.write_text(svg(points, f"Topology read throughput ({args.operations} transactions per point)"))
         print(f"\nplot written to {args.svg}")

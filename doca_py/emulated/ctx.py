@@ -255,7 +255,8 @@ def _launch(task: EmuTask) -> None:
 
 def _launch_local(task: EmuTask) -> None:
     """:func:`_launch` for engine tasks, with the default ``_begin`` inlined (the hot path)."""
-    if task.ctx.state != _RUNNING or strict.FAULTS:
+    ctx = task.ctx
+    if ctx.state != _RUNNING or strict.FAULTS:
         if _flush_or_fault(task):
             return
     try:
@@ -275,8 +276,7 @@ def _launch_local(task: EmuTask) -> None:
         complete_task(task)
         return
     task.status = 0
-    ctx = task.ctx
-    if ctx.state != _RUNNING or task.pinned:
+    if task.pinned:  # strict mode; the ctx is still RUNNING: engine work runs no user code
         complete_task(task)
         return
     # complete_task's success path, inlined: the one completion every engine task takes.

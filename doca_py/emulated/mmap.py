@@ -104,12 +104,14 @@ class _Import:
             self.close()
             raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
 
-    def live(self) -> bool:
-        """Whether the exporter (and, for a re-export, the host under it) still exports the memory."""
-        table = self.table
-        if table is not None and not ex.slot_matches(table, self.blob, self.digest):
-            return False
-        return ex.slot_matches(self.header, self.host_blob, self.host_digest)
+    def live(self, blob: ex.Blob | None = None) -> bool:
+        """Whether the exporter (and, for a re-export, the host under it) still exports the memory
+        to *blob* (the importing map's, checked as it is now; default: the imported one)."""
+        b, digest = (self.blob, self.digest) if blob is None or blob is self.blob else (blob, ex.key_digest(blob.key))
+        if self.table is None:
+            return ex.slot_matches(self.header, b, digest)
+        return ex.slot_matches(self.table, b, digest) and ex.slot_matches(self.header, self.host_blob,
+                                                                           self.host_digest)
 
     def close(self) -> None:
         self.data.close()
@@ -437,7 +439,7 @@ class EmuMmap:
                 raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
             if peer.from_export:  # imported from a re-export: the host's export must be live too
                 peer._check_live()
-        elif self._import is not None and not self._import.live():
+        elif self._import is not None and not self._import.live(self.blob):
             raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
 
 

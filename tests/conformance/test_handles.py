@@ -68,6 +68,8 @@ def test_dev_from_handle_does_not_close_the_device(dev: d.Dev, backend: str) -> 
     view = d.Dev.from_handle(_check_handle(dev, backend))
     assert view.borrowed
     assert view.as_devinfo().get_pci_addr_str() == dev.as_devinfo().get_pci_addr_str()
+    info = dev.as_devinfo()
+    assert info.handle == (info._h.ptr if backend == "native" else info._h)  # type: ignore[attr-defined]
     view.close()
     with local_mmap(dev) as mm:  # the owner's device still serves new maps
         assert mm.get_memrange()[1] > 0
@@ -83,6 +85,12 @@ def test_ctx_from_handle_shares_the_context(dev: d.Dev, backend: str) -> None:
         assert view.get_state() is CtxState.IDLE
         dma.start()
         assert view.get_state() is CtxState.RUNNING  # one DOCA ctx, two wrappers
+        with d.BufInventory(2) as inv, local_mmap(dev) as mm:
+            base, _ = mm.get_memrange()
+            task = dma.task_memcpy_alloc_init(inv.buf_get_by_addr(mm, base, 8), inv.buf_get_by_addr(mm, base + 8, 8))
+            th = task.handle
+            assert (isinstance(th, int) and th != 0) if backend == "native" else th is task._h
+            task.free()
         view.close()
         assert dma.get_state() is CtxState.RUNNING  # closing the view neither stopped nor destroyed it
         dma.stop(wait=5.0)

@@ -114,7 +114,7 @@ def test_large_task_runs_off_thread_and_completes_through_progress(bench: Bench)
 
 
 def test_caps(bench: Bench) -> None:
-    info = bench.dev.devinfo
+    info = bench.dev.as_devinfo()
     for task in d.compress.TASK_TYPES:
         assert d.Compress.cap_task_is_supported(info, task)
         assert d.Compress.cap_task_get_max_buf_size(info, task) >= 1 << 20
@@ -156,7 +156,7 @@ def test_setters_re_aim_a_task_between_runs(bench: Bench) -> None:
 
 
 def test_capabilities_take_a_typed_task_name(bench: Bench) -> None:
-    info = bench.dev.devinfo
+    info = bench.dev.as_devinfo()
     assert set(d.CompressTaskType) == {d.CompressTaskType(n) for n in ("compress_deflate", "decompress_deflate",
                                                                       "decompress_lz4_stream", "decompress_lz4_block")}
     for task in d.CompressTaskType:

@@ -59,7 +59,7 @@ def test_configuration_round_trips_and_is_idle_only(env: tuple[d.Dev, d.Pe, d.Bu
 
 
 def test_capabilities(env: tuple[d.Dev, d.Pe, d.BufInventory]) -> None:
-    info = env[0].devinfo
+    info = env[0].as_devinfo()
     assert Rdma.cap_get_max_message_size(info) >= 1 << 30
     assert Rdma.cap_get_max_send_buf_list_len(info) >= 1
     assert Rdma.cap_get_max_recv_queue_size(info) >= 1024 and Rdma.cap_get_max_send_queue_size(info) >= 1024

@@ -16,7 +16,10 @@ from apps.storage.wire.addressing import (
 )
 from apps.storage.wire.control import StorageDetails
 from apps.storage.errors import ProtocolError
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
+from apps.storage.wire.io_message import (
+    IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place, pack_io_message_into, result_at,
+    set_type_in_place, unpack_io_head_from, unpack_io_message_from, user_data_at,
+)
 from apps.storage.wire.sbc import SbcFormatError, encode_sbc, is_sbc_file, read_sbc, read_sbc_header, write_sbc
 from apps.storage.runtime.stats import RunStats, WorkerStats, format_pe_hit_rate, format_run_stats, format_worker_stats
 from doca_py.errors import ErrorCode
@@ -41,6 +44,32 @@ def test_io_message_layout_and_zero_padding() -> None:
     msg.pack_into(buf, 8)
     assert bytes(buf[8:72]) == raw and buf[:8] == b"\xee" * 8 and buf[72:] == b"\xee" * 8
     assert IoMessage.unpack(buf, 8) == msg
+
+
+def test_io_message_data_path_codec_matches_io_message() -> None:
+    """The workers' allocation-free functions write and read exactly what IoMessage does."""
+    msg = IoMessage(IoMessageType.READ, user_data=(1 << 64) - 2, result=0, io_size=0xFFFFFFFF,
+                    requester_offset=1 << 40, storage_offset=(1 << 64) - 1)
+    buf = bytearray([0xEE]) * (3 * IO_MESSAGE_SIZE)
+    off = IO_MESSAGE_SIZE + 5  # anywhere in a larger buffer
+    pack_io_message_into(buf, off, msg.type, msg.user_data, msg.result, msg.io_size, msg.requester_offset,
+                         msg.storage_offset)
+    assert bytes(buf[off:off + IO_MESSAGE_SIZE]) == msg.pack()  # padding zeroed
+    assert buf[:off] == bytearray([0xEE]) * off and set(buf[off + IO_MESSAGE_SIZE:]) == {0xEE}  # nothing else
+    view = memoryview(buf)
+    assert unpack_io_message_from(view, off) == (msg.type, msg.user_data, msg.result, msg.io_size,
+                                                 msg.requester_offset, msg.storage_offset)
+    assert unpack_io_head_from(view, off) == (msg.type, msg.user_data, msg.result)
+    assert (user_data_at(view, off), result_at(view, off)) == (msg.user_data, 0)
+    make_response_in_place(view, ErrorCode.IO_FAILED, off)
+    assert IoMessage.unpack(buf, off) == msg.response(ErrorCode.IO_FAILED)
+    assert result_at(buf, off) == int(ErrorCode.IO_FAILED)
+    set_type_in_place(view, int(IoMessageType.WRITE), off)
+    assert unpack_io_head_from(buf, off) == (int(IoMessageType.WRITE), msg.user_data, int(ErrorCode.IO_FAILED))
+    with pytest.raises(struct.error):
+        unpack_io_message_from(buf, 2 * IO_MESSAGE_SIZE + 1)  # fewer than 64 bytes left
+    with pytest.raises(struct.error):
+        pack_io_message_into(buf, 0, 1, 1 << 64, 0, 0, 0, 0)  # user_data does not fit in u64
 
 
 def test_io_message_padding_ignored_and_unknown_type_kept() -> None:

@@ -215,7 +215,8 @@ class Requester:
     def connect_all(self) -> None:
         for i in range(len(self.cores)):
             for role in (RdmaConnectionRole.IO_DATA, RdmaConnectionRole.IO_CONTROL):
-                assert self.connect(i, role).type is M.CREATE_RDMA_CONNECTION_RESPONSE
+                resp = self.connect(i, role)
+                assert resp.type is M.CREATE_RDMA_CONNECTION_RESPONSE, resp
 
     def wait(self, cond: Callable[[], bool], what: str) -> None:
         end = time.monotonic() + DEADLINE

@@ -114,6 +114,12 @@ def test_sbc_session_reads_writes_and_refusals(tmp_path: Path,
     short = IoMessage(WRITE, 9, 0, h, 0, 0).pack()[:40]
     (r,) = req.io(1, [short])
     assert (r.user_data, r.result) == (9, INVALID)
+    # ... and its answer is what arrived, zero-padded: no bytes of an earlier message in the slot
+    # (every one of core 1's 8 slots first holds a refused message with non-zero sizes and offsets)
+    stale = [IoMessage(READ, 40 + i, 0, h, 3 * h, size) for i in range(8)]
+    assert [x.result for x in req.io(1, stale)] == [INVALID] * 8
+    (r,) = req.io(1, [IoMessage(READ, 50, 0, h, 5 * h, 7 * h).pack()[:20]])  # type, user_data, result
+    assert (r.user_data, r.result, r.io_size, r.requester_offset, r.storage_offset) == (50, INVALID, 0, 0, 0)
     assert bytes(req.region) == before_region
 
     # the whole storage read back: the writes landed, the refused requests changed nothing

@@ -226,6 +226,8 @@ def _retry_check(conn: EmuRdmaConnection) -> None:
         return
     tx = conn.tx
     probe = False
+    if tx is not None and tx.dirty:
+        tx.publish()  # written inside a progress() that was the last for a while
     with st.lock:
         ring = tx.busy if tx is not None else 0
         if not (conn.pending or ring) or st.closed:

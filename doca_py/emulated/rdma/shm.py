@@ -70,6 +70,7 @@ class ShmTx:
         #: Sends not (fully) in the ring yet, in order: (task, segments, bytes left, flags, imm).
         self.backlog: deque[tuple[_RdmaTask, list[memoryview], int, int, int]] = deque()
         self.busy = 0  # tasks written or waiting, not completed
+        self.dirty = False  # records written and not published
         self.dead = False
         self.heard = 0.0  # when the peer last finished records (retry window)
         self.seen = 0.0  # :attr:`heard` at the retry timer's last look (I/O thread)
@@ -132,13 +133,23 @@ class ShmTx:
             else:
                 bl[0] = (task, segs, left, flags & ~F_FIRST, imm)
         if wrote:
-            pe = self.pe
-            if pe is not None and pe.armed:  # sent from a callback after the Pe armed: ask for the doorbell
-                self.ring.psleep.value = 1  # (before the head: the consumer reads them in that order)
-            prod.publish()
-            fence()  # the head before the look at the flag (the consumer does the reverse)
-            if self.ring.csleep.value:
-                ring_doorbell(self.bell)
+            self.dirty = True  # published once per batch: by the next poll, before a sleep, or by the timer
+
+    def publish(self) -> None:
+        """Make the records written since the last call visible, ringing the peer if it sleeps (any thread)."""
+        with self.lock:
+            if self.dirty and not self.dead:
+                self._publish_locked()
+
+    def _publish_locked(self) -> None:
+        self.dirty = False
+        pe = self.pe
+        if pe is not None and pe.armed:  # sent from a callback after the Pe armed: ask for the doorbell
+            self.ring.psleep.value = 1  # (before the head: the consumer reads them in that order)
+        self.prod.publish()
+        fence()  # the head before the look at the flag (the consumer does the reverse)
+        if self.ring.csleep.value:
+            ring_doorbell(self.bell)
 
     def reap(self) -> list[tuple[_RdmaTask, int]]:
         """Sends the peer finished: (task, status), in order (Pe thread). :class:`RingError` if malformed."""
@@ -153,6 +164,8 @@ class ShmTx:
             self.busy -= len(out)
             if self.backlog:
                 self._write_locked()
+                if self.dirty:
+                    self._publish_locked()
         return out
 
     def claim(self) -> tuple[list[tuple[_RdmaTask, int]], list[_RdmaTask]]:
@@ -235,8 +248,6 @@ class RdmaPoller:
 
     def poll(self) -> bool:
         did = False
-        pe = self.ctx.pe
-        awake = pe is None or not pe.armed  # an armed Pe keeps its doorbell requests until it wakes
         for conn in self.conns:
             if conn.state != C_ESTABLISHED:
                 if conn.state > C_ESTABLISHED:
@@ -246,7 +257,7 @@ class RdmaPoller:
                 rx = conn.rx
                 if rx is not None:
                     ring = rx.ring
-                    if awake and ring.csleep.value:
+                    if ring.csleep.value:  # awake: the peer need not ring
                         ring.csleep.value = 0
                     if ring.head.value != rx.cons.pos and rx.lock.acquire(False):
                         try:
@@ -256,7 +267,9 @@ class RdmaPoller:
                             rx.lock.release()
                 tx = conn.tx
                 if tx is not None and tx.busy:
-                    if awake and tx.ring.psleep.value:
+                    if tx.dirty:
+                        tx.publish()
+                    if tx.ring.psleep.value:
                         tx.ring.psleep.value = 0
                     done = tx.reap()
                     for t, st in done:
@@ -271,6 +284,10 @@ class RdmaPoller:
             except RingError as exc:
                 self.ctx._break(conn, _IO_FAILED, reason=f"the peer's shared-memory ring is malformed: {exc}")
                 did = True
+        pe = self.ctx.pe
+        if not did and pe is not None and pe.armed and self.arm():
+            pe.armed = False  # armed before this progress (it may sleep next): work came meanwhile
+            ring_doorbell(pe.efd)
         return did
 
     def arm(self) -> bool:
@@ -282,6 +299,8 @@ class RdmaPoller:
                 rx.ring.csleep.value = 1
             if tx is not None and tx.busy:
                 tx.ring.psleep.value = 1
+                if tx.dirty:
+                    tx.publish()
         fence()  # the flags before the look at the indices (the peer publishes, then looks at the flags)
         for conn in self.conns:
             rx, tx = conn.rx, conn.tx

@@ -56,6 +56,7 @@ class Listener:
         self.addr: tuple[str, int] = (self.path, 0) if self.path else sock.getsockname()[:2]
         self.on_accept = on_accept
         self.closed = False
+        self.unlinked = False
         self.r = reactor()
         self.r.call(self._register)
 
@@ -84,12 +85,13 @@ class Listener:
             except (KeyError, ValueError):
                 pass
             self.sock.close()
-            if self.path:
-                try:
-                    os.unlink(self.path)
-                except OSError:
-                    pass
 
+        if self.path and not self.unlinked:  # now, not on the I/O thread: a restarted owner binds the name again
+            self.unlinked = True
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
         self.r.call(do)
 
 

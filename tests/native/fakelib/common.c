@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 #include <strings.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 struct doca_pe;
 typedef void (*doca_task_completion_cb_t)(struct doca_task *, union doca_data, union doca_data);
@@ -207,11 +209,13 @@ struct doca_pe {
 	unsigned head, count;
 	struct doca_ctx *ctxs[MAX_CTX];
 	int nctx;
+	int event_fd, armed; /* the notification handle: an eventfd, signalled once per arming */
 };
 struct doca_ctx {
 	union doca_data user_data;
 	doca_ctx_state_changed_callback_t state_cb;
 	doca_task_completion_cb_t task_cb;
+	doca_error_t (*check_cb)(struct doca_task *); /* the engine's validation, for try_submit */
 	struct doca_pe *pe;
 	int state;
 	int changes[MAX_CHANGES][2]; /* (prev, next) not delivered yet */
@@ -242,7 +246,57 @@ EXPORT doca_error_t doca_pe_create(struct doca_pe **pe)
 	if (pe == NULL)
 		return E_INVALID;
 	*pe = calloc(1, sizeof(**pe));
-	return *pe ? E_OK : E_NO_MEMORY;
+	if (*pe == NULL)
+		return E_NO_MEMORY;
+	(*pe)->event_fd = -1;
+	return E_OK;
+}
+
+static void notify(struct doca_pe *pe)
+{
+	uint64_t one = 1;
+	if (pe->armed && pe->event_fd >= 0 && write(pe->event_fd, &one, sizeof(one)) == sizeof(one))
+		pe->armed = 0;
+}
+
+static doca_error_t ensure_fd(struct doca_pe *pe)
+{
+	if (pe->event_fd < 0 && (pe->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+		return E_NO_MEMORY;
+	return E_OK;
+}
+
+EXPORT doca_error_t doca_pe_get_notification_handle(struct doca_pe *pe, int *fd)
+{
+	if (pe == NULL || fd == NULL)
+		return E_INVALID;
+	if (ensure_fd(pe) != E_OK)
+		return E_NO_MEMORY;
+	*fd = pe->event_fd;
+	return E_OK;
+}
+
+/* Arm: the handle becomes readable at the next completion, or now if work is pending. */
+EXPORT doca_error_t doca_pe_request_notification(struct doca_pe *pe)
+{
+	if (pe == NULL)
+		return E_INVALID;
+	if (ensure_fd(pe) != E_OK)
+		return E_NO_MEMORY;
+	pe->armed = 1;
+	if (pe->count > 0)
+		notify(pe);
+	return E_OK;
+}
+
+EXPORT doca_error_t doca_pe_clear_notification(struct doca_pe *pe, int fd)
+{
+	uint64_t n;
+	if (pe == NULL || fd != pe->event_fd)
+		return E_INVALID;
+	while (read(fd, &n, sizeof(n)) == sizeof(n))
+		;
+	return E_OK;
 }
 
 EXPORT doca_error_t doca_pe_destroy(struct doca_pe *pe)
@@ -251,6 +305,8 @@ EXPORT doca_error_t doca_pe_destroy(struct doca_pe *pe)
 		return E_INVALID;
 	if (pe->nctx > 0)
 		return E_IN_USE;
+	if (pe->event_fd >= 0)
+		close(pe->event_fd);
 	free(pe);
 	return E_OK;
 }
@@ -444,8 +500,22 @@ EXPORT doca_error_t doca_task_submit(struct doca_task *task)
 	task->ctx->inflight++;
 	pe->queue[(pe->head + pe->count) % QUEUE] = task;
 	pe->count++;
+	notify(pe);
 	return E_OK;
 }
+
+/* Validate first (the engine's check), and leave the task with the caller on failure. */
+EXPORT doca_error_t doca_task_try_submit(struct doca_task *task)
+{
+	doca_error_t rc;
+	if (task == NULL)
+		return E_INVALID;
+	if (task->ctx->check_cb != NULL && (rc = task->ctx->check_cb(task)) != E_OK)
+		return rc;
+	return doca_task_submit(task);
+}
+
+EXPORT void fake_ctx_set_check_cb(struct doca_ctx *ctx, doca_error_t (*cb)(struct doca_task *)) { ctx->check_cb = cb; }
 
 /* ---- mmap ----
  * The DOCA 3.0 doca_mmap.h rules the conformance tests check: configuration only

@@ -7,6 +7,7 @@
 #include "engine.h"
 
 static doca_error_t work(struct etask *t) { (void)t; return E_OK; }
+static doca_error_t check(const struct etask *t) { (void)t; return E_OK; }
 
 EXPORT doca_error_t doca_compress_create(void *dev, struct engine **out) { return engine_create(dev, out); }
 EXPORT doca_error_t doca_compress_destroy(struct engine *e) { return engine_destroy(e); }

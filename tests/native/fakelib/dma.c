@@ -12,6 +12,12 @@ static int writable(const struct doca_buf *b)
 	return b->mmap == NULL || (b->mmap->perms & (b->mmap->from_export ? 32u : 1u)) != 0;
 }
 
+/* try_submit: both buffers given, and a source with data to copy. */
+static doca_error_t check(const struct etask *t)
+{
+	return t->src == NULL || t->dst == NULL || t->src->data_len == 0 ? E_INVALID : E_OK;
+}
+
 static doca_error_t work(struct etask *t)
 {
 	size_t room;

@@ -31,10 +31,12 @@ static doca_error_t (*ctx_get_state)(const struct doca_ctx *, int *);
 static doca_error_t (*task_get_status)(const struct doca_task *);
 static void (*task_fail)(struct doca_task *, doca_error_t);
 static int (*task_freed)(const struct doca_task *);
+static void (*ctx_set_check_cb)(struct doca_ctx *, doca_error_t (*)(struct doca_task *));
 
 EXPORT void fake_engine_attach(void *create, void *destroy, void *set_cb, void *alloc, void *get_state,
-			       void *get_status, void *fail, void *freed)
+			       void *get_status, void *fail, void *freed, void *set_check)
 {
+	ctx_set_check_cb = set_check;
 	ctx_create = create;
 	ctx_destroy = destroy;
 	ctx_set_task_cb = set_cb;
@@ -78,6 +80,8 @@ EXPORT int fake_engine_live(void) { return live_engines; }
 
 /* The engine's work on a task it completes; a status other than E_OK fails the task. */
 static doca_error_t work(struct etask *t);
+/* What doca_task_try_submit validates before submitting. */
+static doca_error_t check(const struct etask *t);
 
 /* A buf an engine may touch: bare, or in a map that has the engine's device. */
 static inline int reachable(const struct engine *e, const struct doca_buf *b)
@@ -106,6 +110,14 @@ static void on_done(void *base, union doca_data task_ud, union doca_data ctx_ud)
 	(status == E_OK ? t->e->ok : t->e->err)[t->type](t, task_ud, ctx_ud);
 }
 
+static doca_error_t on_check(struct doca_task *base)
+{
+	struct etask *t;
+	for (t = all_tasks; t != NULL && t->base != base; t = t->next)
+		;
+	return t == NULL ? E_INVALID : check(t);
+}
+
 static doca_error_t engine_create(void *dev, struct engine **out)
 {
 	struct engine *e;
@@ -126,8 +138,18 @@ static doca_error_t engine_create(void *dev, struct engine **out)
 
 static doca_error_t engine_destroy(struct engine *e)
 {
+	struct etask **link = &all_tasks, *t;
 	if (e == NULL)
 		return E_INVALID;
+	/* Its task wrappers go with it: their doca_tasks die with the ctx, and a later
+	 * engine may get this address. */
+	while ((t = *link) != NULL)
+		if (t->e == e) {
+			*link = t->next;
+			free(t);
+		} else {
+			link = &t->next;
+		}
 	ctx_destroy(e->ctx);
 	free(e);
 	live_engines--;
@@ -146,6 +168,7 @@ static doca_error_t engine_set_conf(struct engine *e, int type, task_cb_t ok, ta
 	e->err[type] = err;
 	e->num[type] = num;
 	ctx_set_task_cb(e->ctx, on_done);
+	ctx_set_check_cb(e->ctx, on_check);
 	return E_OK;
 }
 

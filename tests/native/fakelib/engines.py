@@ -55,4 +55,5 @@ def attach(engine: ctypes.CDLL, common: ctypes.CDLL) -> None:
     """Give a fake engine the fake libdoca_common it creates ctxs and tasks with."""
     attach_common(engine, "fake_engine_attach", common,
                   ("fake_ctx_create", "fake_ctx_destroy", "fake_ctx_set_task_cb", "fake_task_alloc_init",
-                   "doca_ctx_get_state", "doca_task_get_status", "fake_task_fail", "fake_task_freed"))
+                   "doca_ctx_get_state", "doca_task_get_status", "fake_task_fail", "fake_task_freed",
+                   "fake_ctx_set_check_cb"))

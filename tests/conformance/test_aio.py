@@ -12,7 +12,7 @@ from doca_py import aio
 from doca_py import errors as e
 from doca_py.types import CtxState as S
 
-from .helpers import local_mmap, rig
+from ..core.helpers import local_mmap, rig
 
 
 def _bufs(r, size: int = 64):  # type: ignore[no-untyped-def]

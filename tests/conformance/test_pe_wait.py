@@ -8,7 +8,7 @@ import time
 
 import doca_py as d
 
-from .helpers import local_mmap, rig
+from ..core.helpers import local_mmap, rig
 
 
 def test_wait_runs_completions_and_times_out_when_idle(backend: str) -> None:
