@@ -6,9 +6,9 @@
 * 64-byte send/receive message rate (64 sends in flight, the peer reposting its
   receives from the completion callback) vs raw batched messaging in Python over a
   loopback TCP socket (64 length-prefixed messages per ``send``, parsed one by one by
-  the peer, one acknowledgement per batch): once between two processes on this host
-  (the shared-memory rings), once with a child claiming another host id (the TCP
-  streams, the transport before the rings), each against its own reference.
+  the peer, one acknowledgement per batch): between two processes on this host over
+  the streams (the default), over the shared-memory rings (``DOCA_PY_RDMA_SHM=1``),
+  and with a child claiming another host id, each against its own reference.
 
 Prints a markdown table.
 
@@ -135,10 +135,15 @@ def child() -> None:
 
 # -- the measuring process ----------------------------------------------------------------------------
 class Bench:
-    def __init__(self, tcp: bool = False) -> None:
-        # tcp: the child claims another host id, so send/receive takes the TCP streams instead of the
-        # same-host shared-memory rings (the transport before them; same machine, same run).
-        env = dict(os.environ, DOCA_PY_RDMA_HOST_ID="bench-other-host") if tcp else None
+    def __init__(self, mode: str = "streams") -> None:
+        # streams: the default same-host transport; rings: same-host shared-memory rings (DOCA_PY_RDMA_SHM=1,
+        # both processes); tcp: the child claims another host id (one-sided access over TCP too).
+        from doca_py.emulated import rdma as emu
+
+        emu.configure(shm=mode == "rings")
+        env = dict(os.environ, DOCA_PY_RDMA_SHM="1" if mode == "rings" else "0")
+        if mode == "tcp":
+            env["DOCA_PY_RDMA_HOST_ID"] = "bench-other-host"
         self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child"], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, env=env)
         assert self.p.stdout is not None and self.p.stdin is not None
@@ -231,6 +236,7 @@ class Bench:
 
     def raw_copy(self, op: str, size: int, budget: float) -> float:
         shm = self.shm.buf
+        assert shm is not None
         src = self.mem
         best = 0.0
         for _ in range(3):
@@ -303,7 +309,7 @@ def main() -> None:
     if args.child:
         child()
         return
-    b = Bench()
+    b = Bench("streams")
     try:
         print("| operation | size | doca_py | reference | ratio |")
         print("|---|---|---:|---:|---:|")
@@ -316,18 +322,19 @@ def main() -> None:
                       f"{got / ref:.2f} |")
         got = b.msg_rate(args.time)
         ref = b.raw_msg_rate(args.time)
-        print(f"| send/receive, same host: shared-memory rings (msgs/s) vs batched TCP messages | {MSG} B | "
+        print(f"| send/receive, same host, streams (msgs/s) vs batched TCP messages | {MSG} B | "
               f"{got / 1e3:.0f} k | {ref / 1e3:.0f} k | {got / ref:.3f} |")
     finally:
         b.close()
-    b = Bench(tcp=True)
-    try:
-        got = b.msg_rate(args.time)
-        ref = b.raw_msg_rate(args.time)
-        print(f"| send/receive, other host id: TCP streams (msgs/s) vs batched TCP messages | {MSG} B | "
-              f"{got / 1e3:.0f} k | {ref / 1e3:.0f} k | {got / ref:.3f} |")
-    finally:
-        b.close()
+    for mode, label in (("rings", "same host, shared-memory rings"), ("tcp", "other host id, TCP")):
+        b = Bench(mode)
+        try:
+            got = b.msg_rate(args.time)
+            ref = b.raw_msg_rate(args.time)
+            print(f"| send/receive, {label} (msgs/s) vs batched TCP messages | {MSG} B | "
+                  f"{got / 1e3:.0f} k | {ref / 1e3:.0f} k | {got / ref:.3f} |")
+        finally:
+            b.close()
 
 
 if __name__ == "__main__":

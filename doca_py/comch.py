@@ -307,9 +307,10 @@ class ComchServer(_Endpoint):
         the DOCA object, which its creator destroys after closing this wrapper. Connections stay those of
         the wrapper that owns the handle; a wrapper of a bare address wraps them itself.
         """
-        native = isinstance(handle, int)
-        c = cls(dev, rep, name, user_data, _handle=backend.borrow_comch_server(handle) if native else handle,
-                _wrap=native)
+        if isinstance(handle, int):
+            c = cls(dev, rep, name, user_data, _handle=backend.borrow_comch_server(handle))
+        else:
+            c = cls(dev, rep, name, user_data, _handle=handle, _wrap=False)
         c._borrow()
         return c
 
@@ -374,8 +375,10 @@ class ComchClient(_Endpoint):
         the DOCA object, which its creator destroys after closing this wrapper. Connections stay those of
         the wrapper that owns the handle; a wrapper of a bare address wraps them itself.
         """
-        native = isinstance(handle, int)
-        c = cls(dev, name, user_data, _handle=backend.borrow_comch_client(handle) if native else handle, _wrap=native)
+        if isinstance(handle, int):
+            c = cls(dev, name, user_data, _handle=backend.borrow_comch_client(handle))
+        else:
+            c = cls(dev, name, user_data, _handle=handle, _wrap=False)
         c._borrow()
         return c
 

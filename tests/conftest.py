@@ -1,4 +1,5 @@
-"""Shared fixtures: the conformance suite runs once per backend available.
+"""Shared fixtures: tests/conformance runs once per backend (native over the fake libraries
+without DOCA), every other test on the backend in use; the header says which ran.
 
 The emulated backend runs the suite in strict mode with shuffled completion order
 (``DOCA_PY_STRICT=1``, ``DOCA_PY_EMU_SHUFFLE=1``) unless the environment says

@@ -17,13 +17,21 @@ from doca_py.types import CtxState
 
 from ..rdma.helpers import DEADLINE, Side, close_side, connect_pair, make_side, rig, run, wait_for
 
-pytestmark = pytest.mark.usefixtures("emulated_only")
+pytestmark = pytest.mark.usefixtures("rings")
 
 
 @pytest.fixture
-def emulated_only() -> None:
+def rings() -> Iterator[None]:
+    """The rings are opt-in (``DOCA_PY_RDMA_SHM``): on for the contexts these tests start."""
     if d.impl != "emulated":
         pytest.skip("the shared-memory rings are the emulated backend's transport")
+    from doca_py.emulated import rdma as emu
+
+    emu.configure(shm=True)
+    try:
+        yield
+    finally:
+        emu.configure(shm=os.environ.get("DOCA_PY_RDMA_SHM", "") == "1")
 
 
 @pytest.fixture
@@ -52,6 +60,21 @@ def test_same_host_connections_use_the_rings(pair: tuple[d.Pe, d.BufInventory, S
     _pe, _inv, a, b = pair
     for s in (a, b):
         assert _h(s).tx is not None and _h(s).rx is not None
+
+
+def test_without_the_opt_in_same_host_connections_use_the_streams() -> None:
+    from doca_py.emulated import rdma as emu
+
+    emu.configure(shm=False)
+    with rig() as (dev, pe, inv):
+        a, b = make_side(dev, pe), make_side(dev, pe)
+        connect_pair(pe, a, b)
+        assert _h(a).same_host and _h(a).tx is None and _h(a).rx is None
+        a.rdma.close()
+        b.rdma.close()
+        inv.close()
+        close_side(a)
+        close_side(b)
 
 
 def test_sends_arrive_in_order_across_many_ring_wraps_and_fragments(
@@ -220,7 +243,7 @@ def test_malformed_ring_content_breaks_that_connection_with_io_failed(
 def test_a_peer_that_dies_with_sends_queued_in_the_ring_resets_them() -> None:
     from ..rdma.test_rdma_multiprocess import Parent, Peer
 
-    peer = Peer()
+    peer = Peer({"DOCA_PY_RDMA_SHM": "1"})
     try:
         with rig(128) as (dev, pe, inv):
             par = Parent(dev, pe, inv, peer)

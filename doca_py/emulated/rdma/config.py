@@ -75,6 +75,9 @@ class _Config:
         self.connect_timeout = float(os.environ.get("DOCA_PY_RDMA_CONNECT_TIMEOUT", "5.0"))
         self.connect_window = float(os.environ.get("DOCA_PY_RDMA_CONNECT_WINDOW", "") or DEFAULT_CONNECT_WINDOW)
         self.retry_window = float(os.environ.get("DOCA_PY_RDMA_RETRY_WINDOW", "") or DEFAULT_RETRY_WINDOW)
+        # Same-host send/receive over shared-memory rings (rdma/shm.py): opt-in until it beats the streams
+        # (docs/performance.md "Same-host rings").
+        self.shm = os.environ.get("DOCA_PY_RDMA_SHM", "").lower() in ("1", "true", "yes", "on")
 
 
 def _hash_id(text: str) -> bytes:
@@ -86,7 +89,8 @@ _cfg = _Config()
 
 def configure(*, bind_addr: str | None = None, advertise_addr: str | None = None, host_id: str | None = None,
               rnr_timeout: float | None = None, connect_timeout: float | None = None,
-              connect_window: float | None = None, retry_window: float | None = None) -> None:
+              connect_window: float | None = None, retry_window: float | None = None,
+              shm: bool | None = None) -> None:
     """Override the environment for contexts started from now on (tests, tools).
 
     *host_id* fakes the host identity (any string; ``""`` restores the boot id): peers
@@ -95,6 +99,7 @@ def configure(*, bind_addr: str | None = None, advertise_addr: str | None = None
     (``0`` restores the default, :data:`DEFAULT_CONNECT_WINDOW`). *retry_window* is how long work in
     flight on a connection waits without any sign of life from the peer before it fails with
     ``DOCA_ERROR_IO_FAILED`` and the connection goes down (``0`` restores :data:`DEFAULT_RETRY_WINDOW`).
+    *shm* (``DOCA_PY_RDMA_SHM``) lets same-host connections carry send/receive over shared-memory rings.
     """
     if bind_addr is not None:
         _cfg.bind_addr = bind_addr
@@ -110,6 +115,8 @@ def configure(*, bind_addr: str | None = None, advertise_addr: str | None = None
         _cfg.connect_window = connect_window if connect_window > 0 else DEFAULT_CONNECT_WINDOW
     if retry_window is not None:
         _cfg.retry_window = retry_window if retry_window > 0 else DEFAULT_RETRY_WINDOW
+    if shm is not None:
+        _cfg.shm = shm
 
 
 def host_id() -> bytes:

@@ -285,10 +285,10 @@ class _Fifo:
 
     Hardware starts the work requests of one queue in the order they were posted
     (``doca_task_submit``). Here a task's work runs inside ``progress()`` when its launch
-    comes up, and the launches of one round may run in any order
-    (``DOCA_PY_EMU_SHUFFLE``); so each task enters its queue at submit, and its work
-    starts only after the work of every task submitted before it on that queue. A task
-    whose launch came before its turn is *ready* and waits in the queue.
+    comes up (launches keep their order: they are not shuffled); each task enters its queue
+    at submit, and its work starts only after the work of every task submitted before it on
+    that queue — which matters while the peer has not connected yet: the tasks then wait,
+    *ready*, in the queue, and start in order once the connection is up.
     """
 
     __slots__ = ("ctx", "tasks", "run", "nready", "retry_posted")

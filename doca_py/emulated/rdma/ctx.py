@@ -10,7 +10,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ...abc import BufHandle
 from ...errors import (
     DocaBadState,
     DocaConnectionAborted,
@@ -22,9 +21,8 @@ from ...errors import (
     ErrorCode,
 )
 from ...log import logger
-from ..buf import EmuBuf
 from .. import version as emu_version
-from ..ctx import FLUSHED, EmuTask, TaskPool, _complete
+from ..ctx import FLUSHED, TaskPool, _complete
 from ..mmap import dev_key
 from ..transport.stream import Listener, Stream
 from .config import (
@@ -33,20 +31,20 @@ from .config import (
     _cfg, host_id, rnr_window,
 )
 from .wire import (
-    ConnBlob, _HELLO, _HELLO_MAGIC, _K_CM_REQUEST, _K_CONNECT, _REPLY, _REPLY_MAGIC, _VERSION, _advertised,
-    Unreachable, _close_all, _drop_data, _exchange, _pack_ip, _serials, _unpack_ip, _used_keys, _used_lock, decode_blob, encode_blob,
+    ConnBlob, Unreachable, _HELLO, _HELLO_MAGIC, _K_CM_REQUEST, _K_CONNECT, _REPLY, _REPLY_MAGIC, _VERSION,
+    _advertised, _close_all, _drop_data, _exchange, _pack_ip, _serials, _unpack_ip, _used_keys, _used_lock,
+    decode_blob, encode_blob, unix_path,
 )
 from .connection import EmuRdmaConnection, _Fifo, _fifo_retry, _ignore_close, _send_reply_and_close
 from .tasks import (
-    EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskReceive, EmuRdmaTaskSend, EmuRdmaTaskWrite, _RdmaTask, _U64,
+    EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskReceive, EmuRdmaTaskSend, EmuRdmaTaskWrite, RdmaTaskAlloc,
+    _RdmaTask,
 )
 from .serve import _SrvState, _close_answering, _req_closed, _serve, _srv_closed, conn_responses
-from .settings import RdmaSettings
-from .wire import unix_path
 from . import shm
 
 # -- the context -------------------------------------------------------------------------------
-class EmuRdma(RdmaSettings):
+class EmuRdma(RdmaTaskAlloc):
     """Emulated ``doca_rdma`` context."""
 
     def __init__(self, dev: object) -> None:
@@ -103,7 +101,7 @@ class EmuRdma(RdmaSettings):
             raise DocaError(f"cannot listen on {_cfg.bind_addr!r}: {exc}", code=int(ErrorCode.OPERATING_SYSTEM)) \
                 from None
         self.listener = listener
-        self.unix = shm.listen(self)
+        self.unix = shm.listen(self) if _cfg.shm else None
         self.epoch += 1
         self.retry_window = _cfg.retry_window
         self.host = host_id()
@@ -254,7 +252,8 @@ class EmuRdma(RdmaSettings):
         sock, (magic, version, status, phost, ppid, pperms, prnr), fds = reply
         if status:
             _close_all(sock, fds)
-            raise DocaConnectionAborted(f"the peer refused the connection ({ErrorCode(status).name if status in ErrorCode._value2member_map_ else status})")
+            name = ErrorCode(status).name if status in ErrorCode._value2member_map_ else status
+            raise DocaConnectionAborted(f"the peer refused the connection ({name})")
         with _used_lock:
             _used_keys.add(peer_key)
         st = Stream(sock, conn_responses(conn), _req_closed(conn))
@@ -555,79 +554,6 @@ class EmuRdma(RdmaSettings):
             srv: _SrvState = st.ctx
             srv.stall_token += 1
             st.resume()
-
-    # -- tasks --------------------------------------------------------------------------------------
-    def task_receive_allocate_init(self, dst: BufHandle | None) -> EmuRdmaTaskReceive:
-        t = self.receive.alloc()
-        assert isinstance(t, EmuRdmaTaskReceive) and (dst is None or isinstance(dst, EmuBuf))
-        t.dst = dst
-        return t
-
-    def _send_alloc(self, pool: TaskPool[EmuTask], conn: Any, src: BufHandle | None, imm: int | None) \
-            -> EmuRdmaTaskSend:
-        _check_conn(self, conn)
-        t = pool.alloc()
-        assert isinstance(t, EmuRdmaTaskSend) and (src is None or isinstance(src, EmuBuf))
-        t.conn, t.src = conn, src
-        t.has_imm, t.imm = imm is not None, _u32(imm or 0)
-        return t
-
-    def task_send_allocate_init(self, conn: Any, src: BufHandle | None) -> EmuRdmaTaskSend:
-        return self._send_alloc(self.send, conn, src, None)
-
-    def task_send_imm_allocate_init(self, conn: Any, src: BufHandle | None, imm: int) -> EmuRdmaTaskSend:
-        return self._send_alloc(self.send_imm, conn, src, imm)
-
-    def task_read_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> EmuRdmaTaskRead:
-        _check_conn(self, conn)
-        t = self.read.alloc()
-        assert isinstance(t, EmuRdmaTaskRead) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
-        t.conn, t.src, t.dst = conn, src, dst
-        return t
-
-    def _write_alloc(self, pool: TaskPool[EmuTask], conn: Any, src: BufHandle, dst: BufHandle, imm: int | None) \
-            -> EmuRdmaTaskWrite:
-        _check_conn(self, conn)
-        t = pool.alloc()
-        assert isinstance(t, EmuRdmaTaskWrite) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
-        t.conn, t.src, t.dst = conn, src, dst
-        t.has_imm, t.imm = imm is not None, _u32(imm or 0)
-        return t
-
-    def task_write_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> EmuRdmaTaskWrite:
-        return self._write_alloc(self.write, conn, src, dst, None)
-
-    def task_write_imm_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle, imm: int) -> EmuRdmaTaskWrite:
-        return self._write_alloc(self.write_imm, conn, src, dst, imm)
-
-    def task_atomic_cmp_swp_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle, cmp: int,
-                                          swap: int) -> EmuRdmaTaskAtomic:
-        _check_conn(self, conn)
-        t = self.atomic_cmp_swp.alloc()
-        assert isinstance(t, EmuRdmaTaskAtomic) and isinstance(dst, EmuBuf) and isinstance(result, EmuBuf)
-        t.conn, t.dst, t.result, t.cmp, t.swap, t.is_cas = conn, dst, result, cmp & _U64, swap & _U64, True
-        return t
-
-    def task_atomic_fetch_add_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle,
-                                            add: int) -> EmuRdmaTaskAtomic:
-        _check_conn(self, conn)
-        t = self.atomic_fetch_add.alloc()
-        assert isinstance(t, EmuRdmaTaskAtomic) and isinstance(dst, EmuBuf) and isinstance(result, EmuBuf)
-        t.conn, t.dst, t.result, t.add, t.is_cas = conn, dst, result, add & _U64, False
-        return t
-
-
-def _u32(v: int) -> int:
-    if not 0 <= v <= 0xFFFFFFFF:
-        raise DocaInvalidValue(f"immediate data {v} does not fit in 32 bits")
-    return v
-
-
-def _check_conn(ctx: EmuRdma, conn: Any) -> None:
-    if not isinstance(conn, EmuRdmaConnection) or conn.ctx is not ctx:
-        raise DocaInvalidValue("the connection does not belong to this rdma ctx")
-
-
 
 
 def rdma_create(dev: object) -> EmuRdma:

@@ -18,9 +18,9 @@ from ..mmap import EmuMmap, mmap_create_from_export
 from ..transport.stream import RX_SIZE, Stream
 from .config import (
     C_BROKEN, C_CLOSED, F_CAS, F_IMM, F_NODATA, MAX_MESSAGE_SIZE, OP_RECV_SEND, OP_RECV_SEND_WITH_IMM,
-    OP_RECV_WRITE_WITH_IMM, R_ACK, R_DATA, R_ERR, R_RNR, T_ATOMIC, T_DISC, T_MAP, T_PING, T_READ, T_SEND, T_WRITE, _INVALID,
-    _IO_FAILED, _NOT_PERMITTED, _NOT_SUPPORTED, _RDMA_ATOMIC, _RDMA_READ, _RDMA_WRITE, _RESET, _SUCCESS, _TIME_OUT,
-    _TOO_BIG,
+    OP_RECV_WRITE_WITH_IMM, R_ACK, R_DATA, R_ERR, R_RNR, T_ATOMIC, T_DISC, T_MAP, T_PING, T_READ, T_SEND, T_WRITE,
+    _INVALID, _IO_FAILED, _NOT_PERMITTED, _NOT_SUPPORTED, _RDMA_ATOMIC, _RDMA_READ, _RDMA_WRITE, _RESET, _SUCCESS,
+    _TIME_OUT, _TOO_BIG,
 )
 from .connection import EmuRdmaConnection
 from .tasks import EmuRdmaTaskReceive, _Q2, _RdmaTask, _U64

@@ -22,6 +22,7 @@ from .config import (
 from .connection import EmuRdmaConnection, _Fifo
 from .segments import _Fail, _copy_from, _copy_to, _grow, _list_len, _segments
 from .wire import put_frame
+from .settings import RdmaSettings
 
 if TYPE_CHECKING:
     from .ctx import EmuRdma
@@ -472,3 +473,88 @@ class EmuRdmaTaskAtomic(_RdmaTask):
 
 _Q2 = struct.Struct("<QQ")
 _U64 = (1 << 64) - 1
+
+
+class RdmaTaskAlloc(RdmaSettings):
+    """``doca_rdma_task_*_allocate_init`` of :class:`EmuRdma` (its task pools are made by its ``__init__``)."""
+
+    if TYPE_CHECKING:
+        receive: TaskPool[EmuTask]
+        send: TaskPool[EmuTask]
+        send_imm: TaskPool[EmuTask]
+        read: TaskPool[EmuTask]
+        write: TaskPool[EmuTask]
+        write_imm: TaskPool[EmuTask]
+        atomic_cmp_swp: TaskPool[EmuTask]
+        atomic_fetch_add: TaskPool[EmuTask]
+
+    # -- tasks --------------------------------------------------------------------------------------
+    def task_receive_allocate_init(self, dst: BufHandle | None) -> EmuRdmaTaskReceive:
+        t = self.receive.alloc()
+        assert isinstance(t, EmuRdmaTaskReceive) and (dst is None or isinstance(dst, EmuBuf))
+        t.dst = dst
+        return t
+
+    def _send_alloc(self, pool: TaskPool[EmuTask], conn: Any, src: BufHandle | None, imm: int | None) \
+            -> EmuRdmaTaskSend:
+        _check_conn(self, conn)
+        t = pool.alloc()
+        assert isinstance(t, EmuRdmaTaskSend) and (src is None or isinstance(src, EmuBuf))
+        t.conn, t.src = conn, src
+        t.has_imm, t.imm = imm is not None, _u32(imm or 0)
+        return t
+
+    def task_send_allocate_init(self, conn: Any, src: BufHandle | None) -> EmuRdmaTaskSend:
+        return self._send_alloc(self.send, conn, src, None)
+
+    def task_send_imm_allocate_init(self, conn: Any, src: BufHandle | None, imm: int) -> EmuRdmaTaskSend:
+        return self._send_alloc(self.send_imm, conn, src, imm)
+
+    def task_read_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> EmuRdmaTaskRead:
+        _check_conn(self, conn)
+        t = self.read.alloc()
+        assert isinstance(t, EmuRdmaTaskRead) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
+        t.conn, t.src, t.dst = conn, src, dst
+        return t
+
+    def _write_alloc(self, pool: TaskPool[EmuTask], conn: Any, src: BufHandle, dst: BufHandle, imm: int | None) \
+            -> EmuRdmaTaskWrite:
+        _check_conn(self, conn)
+        t = pool.alloc()
+        assert isinstance(t, EmuRdmaTaskWrite) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
+        t.conn, t.src, t.dst = conn, src, dst
+        t.has_imm, t.imm = imm is not None, _u32(imm or 0)
+        return t
+
+    def task_write_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> EmuRdmaTaskWrite:
+        return self._write_alloc(self.write, conn, src, dst, None)
+
+    def task_write_imm_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle, imm: int) -> EmuRdmaTaskWrite:
+        return self._write_alloc(self.write_imm, conn, src, dst, imm)
+
+    def task_atomic_cmp_swp_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle, cmp: int,
+                                          swap: int) -> EmuRdmaTaskAtomic:
+        _check_conn(self, conn)
+        t = self.atomic_cmp_swp.alloc()
+        assert isinstance(t, EmuRdmaTaskAtomic) and isinstance(dst, EmuBuf) and isinstance(result, EmuBuf)
+        t.conn, t.dst, t.result, t.cmp, t.swap, t.is_cas = conn, dst, result, cmp & _U64, swap & _U64, True
+        return t
+
+    def task_atomic_fetch_add_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle,
+                                            add: int) -> EmuRdmaTaskAtomic:
+        _check_conn(self, conn)
+        t = self.atomic_fetch_add.alloc()
+        assert isinstance(t, EmuRdmaTaskAtomic) and isinstance(dst, EmuBuf) and isinstance(result, EmuBuf)
+        t.conn, t.dst, t.result, t.add, t.is_cas = conn, dst, result, add & _U64, False
+        return t
+
+
+def _u32(v: int) -> int:
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise DocaInvalidValue(f"immediate data {v} does not fit in 32 bits")
+    return v
+
+
+def _check_conn(ctx: RdmaTaskAlloc, conn: Any) -> None:
+    if not isinstance(conn, EmuRdmaConnection) or conn.ctx is not ctx:
+        raise DocaInvalidValue("the connection does not belong to this rdma ctx")
