@@ -23,6 +23,7 @@ import pytest
 
 import doca_py as d
 from doca_py import errors as e
+from doca_py.emulated.rdma import EmuRdmaConnection
 from doca_py.rdma import RdmaTaskRead, RdmaTaskWrite
 from doca_py.types import AccessFlag as A
 
@@ -96,7 +97,9 @@ def chain(mode: str = "same", host_perms: A = HOST_PERMS) -> Iterator[Chain]:
             connect_pair(pe, target, bridge)
         finally:
             emu.configure(host_id="")
-        assert target.conn is not None and target.conn._h.same_host is (mode == "same")
+        assert target.conn is not None
+        h = target.conn.handle
+        assert isinstance(h, EmuRdmaConnection) and h.same_host is (mode == "same")
         rdma_blob = imported.export_rdma(dev) if host_perms & (A.RDMA_READ | A.RDMA_WRITE) else b""
         remote = d.Mmap.create_from_export(rdma_blob, dev) if rdma_blob else imported
         c = Chain(dev, pe, inv, target, bridge, host_mm, host_mem, pci_blob, imported, rdma_blob, remote)
