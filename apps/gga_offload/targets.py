@@ -79,7 +79,7 @@ class Targets:
         self._sends: list[list[RdmaTaskSend]] = []       # [transaction][role]
         self._resp_slots: list[list[memoryview]] = []    # [role][transaction]
         self._resp_tasks: list[list[RdmaTaskReceive]] = []
-        self._resp_bufs: list[list[tuple[d.Buf, int]]] = []  # each receive's buffer and its fixed address
+        self._resp_bufs: list[list[d.Buf]] = []          # each receive's buffer (its slot, fixed)
         self.dead: set[TargetRole] = set()  # targets out, as applied by this worker
         self._health_version = 0
         self._next_scan = 0.0
@@ -142,7 +142,7 @@ class Targets:
                 off = resp_offset + (j * 3 + r) * m
                 rslots.append(mem[off:off + m])
                 buf = inv.buf_get_by_addr(io_mm, base + off, m)
-                bufs.append((buf, base + off))
+                bufs.append(buf)
                 tasks.append(ctrl.task_receive_allocate_init(buf, (r, j)))
             self._resp_slots.append(rslots)
             self._resp_tasks.append(tasks)
@@ -176,8 +176,7 @@ class Targets:
 
     def _post_receive(self, r: int, j: int) -> None:
         # The slot is not zeroed: a response is used only when it filled all 64 bytes.
-        buf, addr = self._resp_bufs[r][j]
-        buf.reuse_by_addr(addr, IO_MESSAGE_SIZE)
+        self._resp_bufs[r][j].reset_data_len()
         try:
             self._resp_tasks[r][j].submit()
         except DocaError as exc:

@@ -13,7 +13,7 @@ Per worker (``N = 2·T`` transactions) the thread holds
 * the transactions (:class:`~apps.gga_offload.transaction.Transaction`, pure logic): this
   module asks each what to do next and does it with the objects above.
 
-Per IO nothing is allocated but what Python cannot avoid (unpacked tuples): messages are
+Per IO nothing is allocated but what Python cannot avoid (unpacked tuples, floats): messages are
 packed and unpacked in place in their slots, tasks and buffers are re-aimed, nothing is logged
 unless the IO fails.
 
@@ -102,11 +102,9 @@ class Worker(BridgeWorkerThread[SharedResources]):
         self._engines: Engines | None = None
         self._txns: list[Transaction] = []
         self._slots: list[memoryview] = []         # each transaction's initiator message
-        self._slot_addrs: list[int] = []
         self._recv_tasks: list[ComchConsumerTaskPostRecv] = []
         self._send_tasks: list[ComchProducerTaskSend] = []
         self._recv_bufs: list[d.Buf] = []
-        self._send_bufs: list[d.Buf] = []
         self._steps: dict[int, Callable[[Transaction], None]] = {}
         self._retry: deque[Transaction] = deque()
         self._blocked: deque[Transaction] = deque()  # the engines' (set at creation)
@@ -234,11 +232,9 @@ class Worker(BridgeWorkerThread[SharedResources]):
                             alt)
             addr = base + j * m
             self._slots.append(mem[j * m:(j + 1) * m])
-            self._slot_addrs.append(addr)
             recv_buf = inv.buf_get_by_addr(io_mm, addr, m)
             send_buf = inv.buf_get_by_data(io_mm, addr, m)
             self._recv_bufs.append(recv_buf)
-            self._send_bufs.append(send_buf)
             self._recv_tasks.append(consumer.task_post_recv_alloc_init(recv_buf, t))
             self._send_tasks.append(producer.task_send_alloc_init(send_buf, None, remote_consumer_id, t))
             self._txns.append(t)
@@ -280,7 +276,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         if j >= len(self._recv_tasks):
             return  # the consumer is gone
         # The slot is not zeroed: a request is used only when it filled all 64 bytes.
-        self._recv_bufs[j].reuse_by_addr(self._slot_addrs[j], IO_MESSAGE_SIZE)
+        self._recv_bufs[j].reset_data_len()
         try:
             self._recv_tasks[j].submit()
         except DocaError as exc:
@@ -301,6 +297,8 @@ class Worker(BridgeWorkerThread[SharedResources]):
         # check_initiator_request() inline; it only runs (for its text) when something is wrong
         if received != IO_MESSAGE_SIZE or (typ != _READ and typ != _WRITE) or not 0 < size <= most or size % b \
                 or storage % b or storage + size > capacity or requester + size > host_size:
+            if received < IO_MESSAGE_SIZE:  # the answer echoes the slot: not the rest of an earlier message
+                slot[received:] = bytes(IO_MESSAGE_SIZE - received)
             checked = check_initiator_request(slot, received, block_size=b, capacity=capacity, host_size=host_size)
             if isinstance(checked, RequestProblem):
                 self._refuse(t, checked.code, checked.reason)
@@ -341,8 +339,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         if j >= len(self._send_tasks):
             self._reply_lost(t, "the comch producer is gone")
             return
-        self._send_bufs[j].reuse_by_data(self._slot_addrs[j], IO_MESSAGE_SIZE)
-        try:
+        try:  # the send buffer always covers the whole slot: the answer is made in place
             self._send_tasks[j].submit()
         except DocaError as exc:
             if exc.code == _AGAIN:
@@ -421,7 +418,6 @@ class Worker(BridgeWorkerThread[SharedResources]):
         self._slots.clear()
         self._txns.clear()
         self._recv_bufs.clear()
-        self._send_bufs.clear()
         self._close_quietly((("io-message mmap", self._io_mm), ("progress engine", self._pe)))
         self._targets = self._engines = None
         self._inv = self._io_mm = self._pe = None

@@ -89,6 +89,7 @@ def _session(sbc: Files, plain: bytes, every_n: int) -> None:
         short = IoMessage(R, 11, 0, B, 0, 0).pack()[:20]     # a 20-byte message
         (s,) = ini.run([short])
         assert s.result == ErrorCode.INVALID_VALUE
+        assert s.user_data == 11 and s.io_size == 0 and s.storage_offset == 0  # not an earlier message's fields
         (ok,) = ini.run([IoMessage(R, 12, 0, B, 0, 3 * B)])
         assert ok.result == 0 and bytes(ini.region[:B]) == plain[3 * B:4 * B]
 
