@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cached_property
 
 from ..errors import DocaUsageError
@@ -35,7 +37,7 @@ from .protocols.core import (
 from .protocols.engines import CompressBackend, CompressHandle, DmaBackend, DmaHandle, EcBackend, EcHandle
 from .protocols.rdma import RdmaBackend, RdmaHandle
 
-__all__ = ["IMPLEMENTATIONS", "select", "impl", "Backend", "backend"]
+__all__ = ["IMPLEMENTATIONS", "select", "impl", "Backend", "backend", "use"]
 
 IMPLEMENTATIONS = ("native", "emulated")
 
@@ -254,3 +256,27 @@ impl: str = select()
 
 backend = Backend(impl)
 """The selected backend's library modules."""
+
+
+@contextmanager
+def use(name: str) -> Iterator[Backend]:
+    """Point the public object layer at backend *name* for the duration, then restore the selection.
+
+    For test suites that run the same DOCA-semantics tests on both backends (``tests/conformance``).
+    Objects created inside the block belong to *name*'s backend and must be closed inside it. Not
+    thread-safe: nothing else may use ``doca_py`` meanwhile.
+    """
+    global impl
+    import doca_py as pkg  # the public copy of the name (doca_py.impl)
+
+    if name not in IMPLEMENTATIONS:
+        raise ValueError(f"unknown backend {name!r}")
+    saved, saved_impl = dict(vars(backend)), impl
+    vars(backend).clear()  # the cached library modules of the other backend
+    backend.name = impl = pkg.impl = name
+    try:
+        yield backend
+    finally:
+        vars(backend).clear()
+        vars(backend).update(saved)
+        impl = pkg.impl = saved_impl

@@ -62,18 +62,8 @@ class Backend(str):
 @contextmanager
 def bound(name: str) -> Iterator[None]:
     """Point the public object layer at backend *name* for the duration."""
-    b = _backend.backend
-    saved = dict(vars(b))  # the name and the library modules imported so far
-    saved_impl = (_backend.impl, doca_py.impl)
-    vars(b).clear()
-    b.name = name
-    _backend.impl = doca_py.impl = name
-    try:
+    with _backend.use(name):
         yield
-    finally:
-        vars(b).clear()  # drop the other backend's modules imported meanwhile
-        vars(b).update(saved)
-        _backend.impl, doca_py.impl = saved_impl
 
 
 def _skip_missing(self: MissingFunction, *args: object) -> NoReturn:
