@@ -206,7 +206,7 @@ class EmuComchConnection(ConnectionInput):
             return exc.code
         imm = t.imm
         out = self.out
-        out += HDR.pack(T_DATA, len(imm), 0, len(imm) + n, t.consumer_id, t.ctx.id)  # type: ignore[attr-defined]
+        out += HDR.pack(T_DATA, len(imm), 0, len(imm) + n, t.consumer_id, t.ctx.id)
         if imm:
             out += imm
         out += src

@@ -50,7 +50,7 @@ class EmuComchConsumer(_OrderedCtx):
         self.posted: deque[EmuComchConsumerTaskPostRecv] = deque()
         self.unsent = 0  # receives posted and not yet announced to the peer
         self.credit_posted = False
-        self.dev_key = dev_key(conn.ctx.dev)  # type: ignore[attr-defined]
+        self.dev_key = dev_key(conn.ctx.dev)
 
     def get_id(self) -> int:
         return self.id
@@ -149,7 +149,7 @@ class EmuComchProducer(_Sender):
         self.conn = conn
         conn.users.add(self)
         self.id = next(_ids)
-        self.dev_key = dev_key(conn.ctx.dev)  # type: ignore[attr-defined]
+        self.dev_key = dev_key(conn.ctx.dev)
         self.tasks: list[EmuComchProducerTaskSend] = []  # every descriptor of the pool
         self.send = TaskPool(self, self._new_task)
 

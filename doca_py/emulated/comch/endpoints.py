@@ -18,6 +18,7 @@ from ...errors import (
 )
 from ...log import logger
 from ..ctx import EmuCtx, TaskPool
+from ..dev import EmuDev
 from ..transport.reactor import reactor
 from .wire import (
     HDR,
@@ -60,6 +61,8 @@ def _no_wrap(conn: EmuComchConnection) -> object:
 
 class _Endpoint(_Sender):
     """What the server and the client share: send tasks, messages and consumer events."""
+
+    dev: EmuDev
 
     def __init__(self, name: str) -> None:
         super().__init__()

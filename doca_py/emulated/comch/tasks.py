@@ -99,6 +99,8 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
     to the peer (a credit)."""
 
     __slots__ = ("buf", "imm", "producer_id")
+    if TYPE_CHECKING:
+        ctx: EmuComchConsumer
     kind = "comch_consumer_post_recv"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
@@ -109,14 +111,14 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
 
     def _check_submit(self) -> None:
         buf = self.buf
-        if buf is None or not buf.refcount or buf.mmap is not self.ctx.mmap:  # type: ignore[attr-defined]
+        if buf is None or not buf.refcount or buf.mmap is not self.ctx.mmap:
             raise DocaInvalidValue("post-recv buffer must be a live buffer of the consumer's mmap")
 
     def _bufs(self) -> tuple[EmuBuf | None, ...]:
         return (self.buf,)
 
     def _run(self) -> None:
-        ctx: EmuComchConsumer = self.ctx  # type: ignore[assignment]
+        ctx = self.ctx
         buf = self.buf
         assert buf is not None and buf.mmap is not None
         if not reachable(buf.mmap, ctx.dev_key):
@@ -145,6 +147,8 @@ class EmuComchProducerTaskSend(_OrderedTask):
     receive posted); the source is read when the task runs, in ``progress``."""
 
     __slots__ = ("buf", "imm", "consumer_id", "credit")
+    if TYPE_CHECKING:
+        ctx: EmuComchProducer
     #: Faults of this task are drawn at submit (``AGAIN`` is a submit result in DOCA 3.x), so
     #: the launch-time draw of :class:`EmuTask` (``kind``) stays off.
     kind = ""
@@ -163,7 +167,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
             if code:
                 raise lookup(code)(f"producer send refused: fault injected by DOCA_PY_EMU_FAULTS "
                                    f"(seed {strict.SEED})")
-        conn: EmuComchConnection = self.ctx.conn  # type: ignore[attr-defined]
+        conn = self.ctx.conn
         cid = self.consumer_id
         with conn.lock:
             r = conn.remote.get(cid)
@@ -177,7 +181,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
         return (self.buf,)
 
     def _run(self) -> None:
-        ctx: EmuComchProducer = self.ctx  # type: ignore[assignment]
+        ctx = self.ctx
         conn = ctx.conn
         r, self.credit = self.credit, None
         buf = self.buf

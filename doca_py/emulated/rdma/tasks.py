@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ...abc import BufHandle
 from ...errors import (
@@ -55,6 +55,8 @@ class _RdmaTask(EmuTask):
     """
 
     __slots__ = ("conn", "nbytes", "fifo", "ready", "reached")
+    if TYPE_CHECKING:
+        ctx: EmuRdma
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -158,13 +160,13 @@ class EmuRdmaTaskReceive(_RdmaTask):
         self.result_conn: EmuRdmaConnection | None = None
 
     def _check_submit(self) -> None:
-        self._enqueue(self.ctx.rq)  # type: ignore[attr-defined]  # no connection to check
+        self._enqueue(self.ctx.rq)  # no connection to check
 
     def _bufs(self) -> tuple[EmuBuf | None, ...]:
         return (self.dst,)
 
     def _start(self) -> None:
-        ctx = cast("EmuRdma", self.ctx)
+        ctx = self.ctx
         dst = self.dst
         if dst is not None and (dst.mmap is not self.reached or dst.next is not None):
             _reach(self, dst)
@@ -177,7 +179,7 @@ class EmuRdmaTaskReceive(_RdmaTask):
             reactor().call(ctx._resume_stalled)
 
     def _validate(self) -> None:
-        if _list_len(self.dst) > self.ctx.recv_list_len:  # type: ignore[attr-defined]
+        if _list_len(self.dst) > self.ctx.recv_list_len:
             raise DocaInvalidValue("receive destination list is longer than the configured dst_buf_list_len")
 
     def set_dst_buf(self, buf: BufHandle | None) -> None:
@@ -208,7 +210,7 @@ class EmuRdmaTaskSend(_RdmaTask):
             segs: list[memoryview] = []
             n = 0
         else:
-            if src.next is not None and _list_len(src) > self.ctx.send_list_len:  # type: ignore[attr-defined]
+            if src.next is not None and _list_len(src) > self.ctx.send_list_len:
                 raise _Fail(_INVALID, "source list is longer than max_send_buf_list_len")
             if src.mmap is not self.reached or src.next is not None:
                 _reach(self, src)
@@ -342,7 +344,7 @@ class EmuRdmaTaskWrite(_RdmaTask):
         src, dst = self.src, self.dst
         if src is None or dst is None:
             raise _Fail(_INVALID, "write needs a local source and a remote destination")
-        if src.next is not None and _list_len(src) > self.ctx.send_list_len:  # type: ignore[attr-defined]
+        if src.next is not None and _list_len(src) > self.ctx.send_list_len:
             raise _Fail(_INVALID, "source list is longer than max_send_buf_list_len")
         rm = dst.mmap  # a chained remote buffer: DOCA uses the head only
         if rm is None or not rm.from_export or rm.kind != Access.RDMA:
