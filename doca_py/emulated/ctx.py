@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 
-from ..abc import Completion
+from .._backend.protocols.core import Completion
 from ..errors import DocaBadState, DocaError, DocaInvalidValue, DocaNoMemory, DocaNotConnected, ErrorCode
 from ..log import logger
 from ..types import CtxState
@@ -336,7 +336,7 @@ class EmuTask:
     """Base of emulated tasks: submission, status, ownership."""
 
     __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "on_engine",
-                 "launch")
+                 "launch", "done")
     offload_bytes = OFFLOAD_BYTES
     #: The task kind of fault injection (:data:`strict.KINDS`); empty: the pool's kind.
     kind = ""
@@ -355,6 +355,8 @@ class EmuTask:
         self.on_engine = False  # running on an engine thread (its _execute must not offload again)
         #: The Pe queue item that starts this task, built once: submit appends it without allocating.
         self.launch: tuple[Callable[[Any], object], EmuTask] = (pool.launcher, self)
+        #: The Pe queue item that completes it (transport threads post it: no tuple per IO).
+        self.done: tuple[Callable[[Any], object], EmuTask] = (complete_task, self)
 
     def _execute(self) -> int:
         """Do the work; return the completion status (a ``doca_error_t``)."""

@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..abc import DevInfoHandle, DevInfoRepHandle
+from .._backend.protocols.core import DevInfoHandle, DevInfoRepHandle
 from ..errors import DocaInvalidValue, DocaNotSupported
 from ..types import DevinfoRepFilter, PciFuncType
 

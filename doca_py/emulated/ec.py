@@ -10,7 +10,7 @@ boundaries); the output blocks are appended after the destination's data.
 
 from __future__ import annotations
 
-from ..abc import BufHandle, DevHandle, DevInfoHandle
+from .._backend.protocols.core import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotPermitted, ErrorCode
 from .buf import EmuBuf, data_views, room, tail_view
 from .ctx import OFFLOAD, EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok

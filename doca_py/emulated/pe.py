@@ -20,7 +20,7 @@ from collections.abc import Callable
 from itertools import repeat as _repeat
 from typing import Any
 
-from ..abc import CtxHandle
+from .._backend.protocols.core import CtxHandle
 from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNotPermitted, DocaUsageError
 from ..types import PeEventMode
 from . import strict
@@ -50,6 +50,12 @@ class EmuPe:
     def post(self, fn: Callable[[Any], object], arg: Any) -> None:
         """Queue ``fn(arg)`` for the next progress; safe from any thread."""
         self.ready.append((fn, arg))
+        if self.armed:
+            self.wake()
+
+    def post_item(self, item: tuple[Callable[[Any], object], Any]) -> None:
+        """:meth:`post` with a prebuilt ``(fn, arg)`` item (a task's ``done``): nothing allocated."""
+        self.ready.append(item)
         if self.armed:
             self.wake()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ctypes
 
-from ..abc import BufHandle, MmapHandle
+from .._backend.protocols.core import BufHandle, MmapHandle
 from ..errors import check
 from ._common import flag, lib
 from .borrow import Borrowable

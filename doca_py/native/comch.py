@@ -36,7 +36,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, cast
 
-from ..abc import DevInfoHandle
+from .._backend.protocols.core import DevInfoHandle
 from ..errors import DocaBadState, DocaInvalidValue, check
 from .comch_connection import (
     CONNECT_CB,

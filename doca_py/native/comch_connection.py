@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..abc import DevInfoHandle
+from .._backend.protocols.core import DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotConnected, DocaNotSupported, check
 from .capi import format_version
 from .engine import devinfo_ptr, get_u32

@@ -13,7 +13,7 @@ import ctypes
 from functools import partial
 from typing import Any, cast
 
-from ..abc import BufHandle, DevInfoHandle, MmapHandle
+from .._backend.protocols.core import BufHandle, DevInfoHandle, MmapHandle
 from ..errors import DocaInvalidValue, check
 from .comch_connection import (
     U32_MAX,

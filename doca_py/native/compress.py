@@ -19,7 +19,7 @@ import ctypes
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from ..abc import BufHandle, DevInfoHandle
+from .._backend.protocols.core import BufHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotSupported, check
 from .capi import format_version
 from .capi.compress import load_compress

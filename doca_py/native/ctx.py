@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from ..abc import Completion
+from .._backend.protocols.core import Completion
 from ..errors import DocaBadState, DocaNoMemory, ErrorCode, check
 from .capi import CtxStateChangedCb, TaskCompletionCb
 from ._common import lib

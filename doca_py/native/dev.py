@@ -6,7 +6,7 @@ import ctypes
 from collections.abc import Callable
 from typing import Any, Self
 
-from ..abc import DevInfoHandle, DevInfoRepHandle
+from .._backend.protocols.core import DevInfoHandle, DevInfoRepHandle
 from ..errors import DocaInvalidValue, check
 from ..types import (
     DEVINFO_IBDEV_NAME_SIZE,

@@ -9,7 +9,7 @@ import ctypes
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
-from ..abc import BufHandle, DevInfoHandle
+from .._backend.protocols.core import BufHandle, DevInfoHandle
 from ..errors import check
 from ._common import lib
 from .capi.dma import load_dma

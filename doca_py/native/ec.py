@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from ..abc import BufHandle, DevInfoHandle
+from .._backend.protocols.core import BufHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotPermitted, check
 from .capi.erasure_coding import load_ec
 from .ctx import NativeCtx

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, cast
 
-from ..abc import BufHandle, DevInfoHandle
+from .._backend.protocols.core import BufHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNoMemory, ErrorCode, check
 from ._common import lib
 from .buf import NativeBuf

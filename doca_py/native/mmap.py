@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 
-from ..abc import DevHandle, DevInfoHandle
+from .._backend.protocols.core import DevHandle, DevInfoHandle
 from ..errors import check
 from ._common import flag, lib
 from .borrow import Borrowable

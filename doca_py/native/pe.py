@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from ..abc import CtxHandle
+from .._backend.protocols.core import CtxHandle
 from ..errors import DocaUsageError, check
 from ._common import lib
 from .borrow import Borrowable

@@ -32,7 +32,7 @@ from functools import partial
 from typing import Any, cast
 
 from .._backend.settings import RdmaSettingMethods
-from ..abc import BufHandle, DevInfoHandle
+from .._backend.protocols.core import BufHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode, check
 from .capi.rdma import DocaRdmaGid
 from .ctx import NativeCtx

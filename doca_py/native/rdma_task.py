@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from ..abc import BufHandle
+from .._backend.protocols.core import BufHandle
 from ..errors import DocaInvalidValue
 from .engine import EngineTask, EngineTaskPool, buf_ptr
 from .rdma_connection import NativeRdmaConnection, rd

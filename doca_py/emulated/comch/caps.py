@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...abc import DevInfoHandle
+from ..._backend.protocols.core import DevInfoHandle
 from ..dev import EmuDevInfo
 from .config import (
     MAX_BUF_LIST_LEN, MAX_BUF_SIZE, MAX_CLIENTS, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_MSG_SIZE, MAX_NAME_LEN,

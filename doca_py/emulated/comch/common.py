@@ -26,6 +26,17 @@ if TYPE_CHECKING:
     from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend
     from .endpoints import _Sender
 
+def _post_complete(t: EmuTask) -> None:
+    """Post a task's completion (its prebuilt ``done`` item) from the I/O thread, as :func:`_post`."""
+    pe = t.ctx.pe
+    if pe is None or pe.efd < 0:
+        return
+    try:
+        pe.post_item(t.done)
+    except OSError:
+        pass
+
+
 def _post(pe: EmuPe | None, fn: Callable[[Any], object], arg: Any) -> None:
     """``pe.post`` from the I/O thread, tolerating an engine destroyed meanwhile."""
     if pe is None or pe.efd < 0:

@@ -21,9 +21,9 @@ from .wire import (
 )
 from .receive import ConnectionInput
 from .config import (
-    RX_SIZE, _ABORTED, _IO_FAILED, _NOT_CONNECTED, _NOT_FOUND, _RESET, _SUCCESS, _complete, _monotonic, retry_window,
+    RX_SIZE, _ABORTED, _IO_FAILED, _NOT_CONNECTED, _NOT_FOUND, _RESET, _SUCCESS, _monotonic, retry_window,
 )
-from .common import _Remote, _complete_soft, _device_view, _post, _post_done
+from .common import _Remote, _complete_soft, _device_view, _post, _post_complete, _post_done
 
 if TYPE_CHECKING:
     from .datapath import EmuComchConsumer, EmuComchProducer
@@ -254,7 +254,7 @@ class EmuComchConnection(ConnectionInput):
             st = self._queue_data_locked(t)
             if st:
                 t.status = st
-                _post(t.ctx.pe, _complete, t)
+                _post_complete(t)
                 continue
             r.credits -= 1
             queued = True
@@ -279,13 +279,13 @@ class EmuComchConnection(ConnectionInput):
                 _post(t.ctx.pe, _complete_soft, t)
             elif t.ctx not in self.producers:
                 t.status = FLUSHED  # its producer is stopping
-                _post(t.ctx.pe, _complete, t)
+                _post_complete(t)
             else:
                 r = self.remote.get(t.consumer_id)
                 if r is None:
                     t.status = _NOT_FOUND
                     t.reason = f"remote consumer {t.consumer_id} expired"
-                    _post(t.ctx.pe, _complete, t)
+                    _post_complete(t)
                 else:
                     r.waiting.append(t)
                     if r.credits > 0 and self._grant_locked(r, 0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from ...abc import BufHandle, MmapHandle
+from ..._backend.protocols.core import BufHandle, MmapHandle
 from ...errors import (
     DocaBadState,
     DocaInvalidValue,
@@ -23,7 +23,7 @@ from .connection import EmuComchConnection
 from .tasks import EmuComchConsumerTaskPostRecv, EmuComchProducerTaskSend
 from .config import (
     MAX_BUF_LIST_LEN, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_PRODUCERS, _IDLE, _RESET, _RUNNING, _STARTING, _STOPPING,
-    _complete, _ids,
+    _ids,
 )
 from .endpoints import _OrderedCtx, _Sender
 from .common import _complete_soft, _post_done
@@ -104,7 +104,7 @@ class EmuComchConsumer(_OrderedCtx):
                 t = self.posted.popleft()
             except IndexError:
                 break
-            pe.post(_complete, t)  # flushed: the ctx is stopping
+            pe.post_item(t.done)  # flushed: the ctx is stopping
 
     def _conn_lost(self, _: object) -> None:
         if self.state not in (_RUNNING, _STARTING) or self.destroyed:
@@ -199,7 +199,7 @@ class EmuComchProducer(_Sender):
         pe = self.pe
         assert pe is not None
         for t in mine:
-            pe.post(_complete, t)  # flushed: the ctx is stopping
+            pe.post_item(t.done)  # flushed: the ctx is stopping
 
     def _conn_lost(self, _: object) -> None:
         if self.state == _RUNNING and not self.destroyed:

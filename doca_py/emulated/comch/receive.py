@@ -29,7 +29,7 @@ from .config import (
     MAX_BUF_SIZE, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_NAME_LEN, _AGAIN, _NOT_FOUND, _RESET, _RUNNING, _SUCCESS,
     _TOO_BIG, _complete, _monotonic,
 )
-from .common import _device_view, _post, _post_done
+from .common import _device_view, _post, _post_complete, _post_done
 
 if TYPE_CHECKING:
     import socket
@@ -213,7 +213,7 @@ class ConnectionInput:
             for _ in range(a):
                 t = pq.popleft()
                 t.status = small
-                _post(t.ctx.pe, _complete, t)
+                _post_complete(t)
             return True
         if typ == T_CREDIT:
             if not self.alive or not b:
@@ -250,7 +250,7 @@ class ConnectionInput:
                 for t in waiting:
                     t.status = _NOT_FOUND
                     t.reason = f"remote consumer {a} expired while the data waited for a receive"
-                    _post(t.ctx.pe, _complete, t)
+                    _post_complete(t)
             _post(ctx.pe, ctx._deliver_consumer, (self, a, typ == T_CONSUMER_NEW))
             return True
         if typ == T_HELLO:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...abc import BufHandle
+from ..._backend.protocols.core import BufHandle
 from ...errors import (
     DocaAgain,
     DocaBadState,

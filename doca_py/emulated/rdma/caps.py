@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from ...abc import DevInfoHandle
+from ..._backend.protocols.core import DevInfoHandle
 from ...errors import (
     DocaInvalidValue,
 )

@@ -22,7 +22,7 @@ from ...errors import (
 )
 from ...log import logger
 from .. import version as emu_version
-from ..ctx import FLUSHED, TaskPool, _complete
+from ..ctx import FLUSHED, TaskPool
 from ..mmap import dev_key
 from ..transport.stream import Listener, Stream
 from .config import (
@@ -134,7 +134,7 @@ class EmuRdma(RdmaTaskAlloc):
         assert pe is not None
         for t in claimed:
             t.status = FLUSHED
-            pe.post(_complete, t)
+            pe.post_item(t.done)
         if self.listener is not None:
             self.listener.close()
             self.listener = None
@@ -165,7 +165,7 @@ class EmuRdma(RdmaTaskAlloc):
                 if not st:
                     t._ok()
                 if pe is not None:
-                    pe.post(_complete, t)
+                    pe.post_item(t.done)
         srv_st = c.srv
         if srv_st is not None:
             # Wait (briefly) for the answers to leave: a process that exits right after stopping
@@ -350,7 +350,7 @@ class EmuRdma(RdmaTaskAlloc):
             for t in claimed:
                 t.status = code
                 t.reason = conn.err_reason
-                pe.post(_complete, t)
+                pe.post_item(t.done)
             if conn.sq.tasks:
                 pe.post(_fifo_retry, conn.sq)  # the tasks not started yet fail too
 

@@ -13,7 +13,6 @@ from ...errors import (
     DocaError,
 )
 from .. import export as ex
-from ..ctx import _complete
 from ..mmap import EmuMmap, mmap_create_from_export
 from ..transport.stream import RX_SIZE, Stream
 from .config import (
@@ -52,7 +51,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
     rx, mv = st.rx, st.mv
     pos, end = st.rpos, st.rend
     pending = conn.pending
-    post = pe.post
+    post_item = pe.post_item
     while end - pos >= HDR_SIZE:
         typ, flags, aux, length, a, b = HDR.unpack_from(rx, pos)
         if typ == R_ACK:
@@ -61,7 +60,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
                 acked = [pending.popleft() for _ in range(min(a, len(pending)))]
             for at in acked:
                 at._ok()
-                post(_complete, at)
+                post_item(at.done)
         elif typ == R_RNR:
             pos += HDR_SIZE  # the peer lives (Stream.heard), its receive queue is empty
         elif typ == R_ERR:
@@ -70,7 +69,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
                 et = pending.popleft() if pending else None
             if et is not None:
                 et.status = int(a) or _IO_FAILED
-                post(_complete, et)
+                post_item(et.done)
         elif typ == R_DATA:
             body = pos + HDR_SIZE
             avail = end - body
@@ -90,7 +89,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
                         pending.popleft()
                 if mine:
                     t._ok()
-                    post(_complete, t)
+                    post_item(t.done)
                 continue
             if HDR_SIZE + length <= RX_SIZE:
                 break  # wait for the rest of the frame
@@ -107,7 +106,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
                         pending.popleft()
                 if mine:
                     task._ok()
-                    post(_complete, task)
+                    post_item(task.done)
             st.sink.extend(rest)
             st.sink_done = done
             return
@@ -161,7 +160,7 @@ def _srv_closed(st: Stream, code: int) -> None:
     pe = conn.ctx.pe
     if t is not None and pe is not None:
         t.status = _RESET
-        pe.post(_complete, t)
+        pe.post_item(t.done)
     req = conn.req
     if req is not None and not req.closed and conn.pending:
         # A peer that stops closes both streams; the answers to our sends come on the other one and
@@ -266,7 +265,7 @@ def _serve(st: Stream) -> None:
                     with lock:
                         _respond_acks(st, srv)
                         put_frame(out, R_ERR, 0, 0, 0, post_code, 0)
-                    pe.post(_complete, task)
+                    pe.post_item(task.done)
                     pos = _skip(st, srv, pos, length)
                     if pos < 0:
                         return
@@ -290,7 +289,7 @@ def _serve(st: Stream) -> None:
                         return
                 pos = body + length
                 task.status = _SUCCESS
-                pe.post(_complete, task)
+                pe.post_item(task.done)
                 srv.acks += 1
             elif typ == T_WRITE:
                 code, target = _resolve(srv, ctx, aux, a, length, True)
@@ -401,7 +400,7 @@ def _finish_recv(st: Stream, srv: _SrvState, task: EmuRdmaTaskReceive, grow: int
     task.status = _SUCCESS
     pe = srv.conn.ctx.pe
     if pe is not None:
-        pe.post(_complete, task)
+        pe.post_item(task.done)
     _finish_ack(st, srv)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
-from ...abc import BufHandle
+from ..._backend.protocols.core import BufHandle
 from ...errors import (
     DocaError,
     DocaInvalidValue,
