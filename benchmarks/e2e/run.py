@@ -160,12 +160,15 @@ def machine_cpu() -> tuple[int, int]:
 
 
 class BenchTopology(Topology):
-    """``apps.topology``'s process set with per-process CPU pins and optional profiling."""
+    """``apps.topology``'s process set with per-process CPU pins, optional profiling and extra
+    initiator flags."""
 
     def __init__(self, workdir: Path, env: dict[str, str], pins: dict[str, int], profile: set[str],
-                 profile_dir: Path, switch_interval: float | None = None) -> None:
+                 profile_dir: Path, switch_interval: float | None = None,
+                 initiator_args: Sequence[str] = ()) -> None:
         super().__init__(workdir, env)
         self.switch_interval = switch_interval
+        self.initiator_args = tuple(initiator_args)
         self.pins = pins
         self.profile = profile
         self.profile_dir = profile_dir
@@ -179,6 +182,8 @@ class BenchTopology(Topology):
         if short in self.pins:
             i = args.index("--cpu")
             args[i + 1] = str(self.pins[short])
+        if short == "initiator":
+            args += self.initiator_args  # the app's own flags, before any wrapper below takes them over
         if self.switch_interval is not None and short in _SPAWN_NAMES.values():
             args = [str(self.switch_interval), module, *args]
             module = "benchmarks.e2e.switch"
@@ -226,13 +231,16 @@ def _stat(lines: list[str], label: str) -> str:
 
 def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, workdir: Path, env: dict[str, str],
                  pins: dict[str, int], profile: set[str], timeout: float,
-                 switch_interval: float | None = None, bridge_kind: str = "gga-offload") -> Result:
+                 switch_interval: float | None = None, bridge_kind: str = "gga-offload",
+                 initiator_args: Sequence[str] = ()) -> Result:
+    """Run *sc* once on a fresh topology and measure it; *initiator_args* are appended to the
+    initiator's command line (e.g. ``("--transaction-count", "64")``)."""
     test = Test(sc.key, sc.strategy, ops, sc.recovery_every_n)
     targs = argparse.Namespace(cpu=[0], matrix_type="vandermonde", block_size=sc.block_size, blocks_per_io=1,
                                bridge=bridge_kind)
     procs_of = PROCS_OF[bridge_kind]
     pins = pins_for(bridge_kind, pins)
-    topo = BenchTopology(workdir, env, pins, profile, workdir, switch_interval)
+    topo = BenchTopology(workdir, env, pins, profile, workdir, switch_interval, initiator_args)
     try:
         _targets, bridge, initiator = start(topo, test, targs, files, plain)
         procs = topo.by_name

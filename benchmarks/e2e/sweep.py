@@ -22,18 +22,16 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 from xml.sax.saxutils import escape
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from apps.topology import Proc, environment, prepare  # noqa: E402
+from apps.topology import environment, prepare  # noqa: E402
 from benchmarks.e2e import run  # noqa: E402
 from benchmarks.e2e.ceiling import LAYOUTS  # noqa: E402
 
@@ -44,31 +42,6 @@ _BASE = run.SCENARIOS["read-4k"]
 
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
-
-
-class _InFlightTopology(run.BenchTopology):
-    """``run.py``'s topology with the initiator's ``--transaction-count`` set."""
-
-    transaction_count = 64
-
-    def spawn(self, name: str, module: str, args: Sequence[str], marker: str | None = None,
-              **kwargs: Any) -> Proc:
-        if name == "initiator":
-            args = [*args, "--transaction-count", str(self.transaction_count)]
-        return super().spawn(name, module, args, marker, **kwargs)
-
-
-@contextmanager
-def _in_flight(count: int) -> Iterator[None]:
-    # run_scenario builds run.BenchTopology itself and has no hook for extra initiator flags:
-    # stand this subclass in for it for the one call.
-    saved = run.BenchTopology
-    _InFlightTopology.transaction_count = count
-    run.BenchTopology = _InFlightTopology  # type: ignore[misc]
-    try:
-        yield
-    finally:
-        run.BenchTopology = saved  # type: ignore[misc]
 
 
 Point = tuple[int, int, run.Result]  # (block size, in flight, result)
@@ -149,8 +122,8 @@ def _measure(sc: run.Scenario, in_flight: int, args: argparse.Namespace, files: 
     why = ""
     for _ in range(args.retries + 1):
         try:
-            with _in_flight(in_flight):
-                return run.run_scenario(sc, args.operations, files, plain, workdir, env, pins, set(), args.timeout)
+            return run.run_scenario(sc, args.operations, files, plain, workdir, env, pins, set(), args.timeout,
+                                    initiator_args=("--transaction-count", str(in_flight)))
         except RuntimeError as exc:
             lines = [ln.strip() for ln in str(exc).splitlines() if "EXCEPTION" in ln or "failed" in ln]
             why = (lines or [str(exc).splitlines()[0]])[0]

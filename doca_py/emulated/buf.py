@@ -6,7 +6,7 @@ buffer allocates nothing.
 
 from __future__ import annotations
 
-from ..abc import BufHandle, MmapHandle
+from .._backend.protocols.core import BufHandle, MmapHandle
 from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNoMemory, DocaNotPermitted, DocaTooBig
 from . import strict
 from .mmap import EmuMmap
@@ -14,12 +14,16 @@ from .mmap import EmuMmap
 __all__ = ["EmuBuf", "EmuBufInventory", "buf_inventory_create", "data_views", "room", "tail_view"]
 
 _REFCOUNT_MAX = 0xFFFF
+#: Engines cache data views (EmuBuf.dview) of 1..VIEW_CACHE_MAX bytes only: small copies, where building
+#: a view costs as much as the copy. The DMA's hot path relies on it (a cached view is neither empty nor large).
+VIEW_CACHE_MAX = 1 << 16
 
 
 class EmuBuf:
     """Emulated ``doca_buf``: a window and a data region inside an mmap range."""
 
-    __slots__ = ("inv", "mmap", "head", "len", "data", "data_len", "refcount", "next", "prev", "owner", "pins")
+    __slots__ = ("inv", "mmap", "head", "len", "data", "data_len", "refcount", "next", "prev", "owner", "pins",
+                 "dview", "dn", "tail", "tlen", "viewing")
 
     def __init__(self, inv: EmuBufInventory) -> None:
         self.inv = inv
@@ -30,6 +34,17 @@ class EmuBuf:
         self.prev: EmuBuf | None = None  # set on every non-head element
         self.owner: object = None  # the public Buf wrapping this descriptor, reused with it
         self.pins = 0  # strict mode: tasks in flight that use this buffer
+        # Copy caches of engines: views of a started local map's mv, registered with _viewed so the map
+        # drops them when it stops. dview: the data region as of data_len == dn (built by the DMA engine);
+        # tail: [data, head + len), tlen bytes long (room_view). Whatever changes mmap, head, len, data or
+        # next clears them (_uncache): a cached view means an unchained buffer of a started local map.
+        # data_len moves freely (engines grow it), so dn is checked on use. dn >= 0 exactly when dview
+        # is set, tlen >= 0 exactly when tail is.
+        self.dview: memoryview | None = None
+        self.dn = -1
+        self.tail: memoryview | None = None
+        self.tlen = -1
+        self.viewing = False  # in mmap.viewers (the map drops our views when it stops)
 
     def __repr__(self) -> str:
         return (f"<doca_buf head={self.head:#x} len={self.len} data={self.data:#x} data_len={self.data_len} "
@@ -57,6 +72,8 @@ class EmuBuf:
                                    f"[{self.head:#x}, +{self.len})")
         if self.pins:
             self._busy("set_data")
+        if data != self.data:
+            self._uncache()
         self.data, self.data_len = data, data_len
 
     def set_data_len(self, data_len: int) -> None:
@@ -140,6 +157,7 @@ class EmuBuf:
             (self if self.pins else other)._busy("chain_list")
         tail = self.get_last_in_list()
         tail.next, other.prev = other, tail
+        tail._uncache()
 
     def unchain_list(self, other: BufHandle) -> None:
         assert isinstance(other, EmuBuf)
@@ -161,6 +179,30 @@ class EmuBuf:
         if self.pins:
             self._busy("reuse_by_args (re-aimed)")
         self.head, self.len, self.data, self.data_len = addr, length, data, data_len
+        self.dview, self.dn, self.tail, self.tlen = None, -1, None, -1  # _uncache, inlined (per IO in apps)
+
+    def _uncache(self) -> None:
+        self.dview, self.dn, self.tail, self.tlen = None, -1, None, -1
+
+    def room_view(self) -> memoryview:
+        """``[data, head + len)`` as a view of its map's bytes, cached (with its length, ``tlen``) until the
+        buffer is re-aimed or the map stops: an engine appends at ``[data_len, data_len + k)`` once
+        ``data_len + k <= tlen``. For engines, once they checked the map is started, local and writable."""
+        v = self.tail
+        if v is None:
+            m = self.mmap
+            assert m is not None and m.mv is not None
+            o, e = self.data - m.addr, self.head + self.len - m.addr
+            v = m.mv[o:e]
+            if self.next is None:
+                self._viewed(m)
+                self.tail, self.tlen = v, e - o
+        return v
+
+    def _viewed(self, m: EmuMmap) -> None:
+        if not self.viewing:
+            m.viewers.add(self)
+            self.viewing = True
 
 
 def data_views(buf: EmuBuf) -> list[memoryview]:
@@ -242,6 +284,7 @@ class EmuBufInventory:
             raise DocaNoMemory(f"buffer inventory is empty (all {self.total} descriptors in use)")
         b = self.free.pop()
         b.mmap, b.head, b.len, b.data, b.data_len, b.refcount = mmap, addr, length, data, data_len, 1
+        b.dview, b.dn, b.tail, b.tlen = None, -1, None, -1  # _uncache, inlined (a buffer per IO, in some apps)
         mmap.num_bufs += 1
         return b
 
@@ -260,6 +303,7 @@ class EmuBufInventory:
                 else:
                     tail = head.get_last_in_list()
                     tail.next, b.prev = b, tail
+                    tail._uncache()
                     b.refcount = 0
                 src = src.next
         except Exception:
@@ -273,7 +317,11 @@ class EmuBufInventory:
     def _put(self, b: EmuBuf) -> None:
         if b.mmap is not None:
             b.mmap.num_bufs -= 1
+            if b.viewing:
+                b.mmap.viewers.discard(b)
+                b.viewing = False
         b.mmap, b.next, b.prev, b.refcount = None, None, None, 0
+        b._uncache()
         self.free.append(b)
 
     def destroy(self) -> None:

@@ -15,10 +15,11 @@ import os
 import secrets
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..abc import DevHandle, DevInfoHandle
+from .._backend.protocols.core import DevHandle, DevInfoHandle
 from ..errors import (
     DocaAlreadyExist,
     DocaBadState,
@@ -33,6 +34,9 @@ from ..memory import HEADER_SIZE, PAGE_SIZE, find_shared
 from ..types import AccessFlag as A
 from . import export as ex
 from . import memshare, strict
+
+if TYPE_CHECKING:
+    from .buf import EmuBuf
 
 __all__ = ["EmuMmap", "mmap_create", "mmap_create_from_export", "Access", "dev_key", "reachable",
            "cap_is_export_pci_supported", "cap_is_create_from_export_pci_supported"]
@@ -203,6 +207,9 @@ class EmuMmap:
         self.hi = 0
         self.writable = False
         self.mv: memoryview | None = None  # byte view of a started local range
+        # Bufs holding views of mv (EmuBuf.dview, EmuBuf.tail): dropped when the map stops, so a
+        # cached view always means a started map, and the same start (writability) it was made in.
+        self.viewers: set[EmuBuf] = set()
         self.reach: frozenset[str] = frozenset()  # PCI addresses of the devices added
         self.pins = 0  # strict mode: bufs of this map used by tasks in flight
         self.range_set = False
@@ -295,6 +302,13 @@ class EmuMmap:
         self._revoke()
         self.started = self.fast = False
         self.mv = None
+        self._drop_views()
+
+    def _drop_views(self) -> None:
+        for b in list(self.viewers):  # a copy: a thread-safe map's bufs may cache from other threads
+            b._uncache()
+            b.viewing = False
+        self.viewers.clear()
 
     def _revoke(self) -> None:
         for table, slot in self._slots:
@@ -396,6 +410,7 @@ class EmuMmap:
         if self.started:
             self.started = self.fast = False
             self.mv = None
+            self._drop_views()
         if self._import is not None:
             self._import.close()
             self._import = None
