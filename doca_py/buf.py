@@ -128,6 +128,34 @@ class Buf(DocaObject):
         self._inv = inventory
         self._mmap = mmap
 
+    @classmethod
+    def from_handle(cls, inventory: BufInventory, mmap: Mmap, handle: BufHandle | int) -> Buf:
+        """Wrap an existing ``doca_buf`` taken from *inventory* and pointing into *mmap*, without taking a
+        reference (its reference count stays what it is).
+
+        *handle* is another wrapper's ``handle``: on the native backend the address of a C ``doca_buf`` (one
+        ``doca_buf_inventory_buf_get_by_args`` gave C code, say), on the emulated backend the backend object.
+        DOCA cannot tell a buffer's inventory or mmap, so they are arguments: *inventory* wraps the inventory
+        the buffer came from, *mmap* the map it points into (checked: the buffer must lie in its range).
+        The wrapper is borrowed: its ``close`` never drops a reference, so the buffer returns to its
+        inventory only when its holder calls ``doca_buf_dec_refcount``; it closes with *inventory* and *mmap*.
+
+        :raises DocaInvalidValue: when the buffer lies outside *mmap*'s range, or *handle* is NULL.
+        """
+        inventory._check_open()
+        mmap._check_open()
+        h = backend.borrow_buf(handle, inventory._h) if isinstance(handle, int) else handle
+        base, n = mmap.get_memrange()
+        head, length = h.get_head(), h.get_len()
+        if head < base or head + length > base + n:
+            raise DocaInvalidValue(f"the buffer [{head:#x}, +{length}) is outside the mmap range [{base:#x}, +{n})")
+        # Not recorded as h.owner: the inventory recycles that wrapper for the descriptor's next (owned) use.
+        buf = cls(h, inventory, mmap)
+        buf._borrow()
+        inventory._adopt(buf)
+        mmap._adopt(buf)
+        return buf
+
     def get_head(self) -> int:
         """``doca_buf_get_head``: the address where the buffer starts."""
         return self._h.get_head()

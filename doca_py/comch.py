@@ -128,9 +128,13 @@ def cap_get_max_send_tasks(devinfo: DevInfo) -> int:
 
 
 class ComchConnection:
-    """``doca_comch_connection``: one client ↔ server link, owned by its server or client."""
+    """``doca_comch_connection``: one client ↔ server link, owned by its server or client.
 
-    __slots__ = ("_h", "_ctx", "user_data", "__weakref__")
+    It has [`handle`][doca_py.comch.ComchConnection.handle] but no ``from_handle``: DOCA hands connections out
+    in its events, and the server or client keeps the one wrapper per connection (a second one would not get
+    the events)."""
+
+    __slots__ = ("_h", "_ctx", "_user_data", "__weakref__")
 
     @property
     def handle(self) -> object:
@@ -141,16 +145,17 @@ class ComchConnection:
     def __init__(self, handle: ComchConnectionHandle, ctx: ComchServer | ComchClient) -> None:
         self._h = handle
         self._ctx = ctx
-        self.user_data: Any = None
-        """Any object (``doca_comch_connection_set_user_data``)."""
+        # One name per concept: DOCA's get_user_data/set_user_data, no public attribute.
+        self._user_data: Any = None
 
     def set_user_data(self, user_data: Any) -> None:
-        """``doca_comch_connection_set_user_data``."""
-        self.user_data = user_data
+        """``doca_comch_connection_set_user_data``: attach any object to the connection."""
+        self._user_data = user_data
 
     def get_user_data(self) -> Any:
-        """``doca_comch_connection_get_user_data``."""
-        return self.user_data
+        """``doca_comch_connection_get_user_data``: the object set with
+        [`set_user_data`][doca_py.comch.ComchConnection.set_user_data] (``None`` until then)."""
+        return self._user_data
 
     def get_server_ctx(self) -> ComchServer | None:
         """The server owning this connection (``None`` on the client side)."""
@@ -415,11 +420,33 @@ class ComchConsumer(Ctx):
     is posted when ``Pe.progress`` runs it; until then the peer's producer sends to this
     consumer are refused with ``DocaAgain``. Stopping it fires ``expired_consumer``."""
 
-    def __init__(self, connection: ComchConnection, mmap: Mmap, user_data: Any = None) -> None:
+    @classmethod
+    def from_handle(cls, connection: ComchConnection, mmap: Mmap, handle: ComchConsumerHandle | int,
+                    user_data: Any = None) -> ComchConsumer:
+        """Wrap an existing ``doca_comch_consumer`` made on *connection* with *mmap*, without taking ownership
+        (it keeps its state, configuration and Pe).
+
+        *handle* is another wrapper's ``handle``: on the native backend the address of a C
+        ``doca_comch_consumer``, on the emulated backend the backend object. DOCA cannot tell a consumer's
+        connection or mmap, so they are arguments (the receive buffers must be of *mmap*). The wrapper is
+        borrowed: its ``close`` never stops or destroys the DOCA object, which its creator destroys after
+        closing this wrapper; it closes with *connection*'s server or client and with *mmap*.
+        """
+        if isinstance(handle, int):
+            connection._ctx._check_open()
+            c = cls(connection, mmap, user_data, _handle=backend.borrow_comch_consumer(handle, connection._h))
+        else:
+            c = cls(connection, mmap, user_data, _handle=handle)
+        c._borrow()
+        return c
+
+    def __init__(self, connection: ComchConnection, mmap: Mmap, user_data: Any = None, *,
+                 _handle: ComchConsumerHandle | None = None) -> None:
         owner = connection._ctx
         owner._check_open()
         mmap._check_open()
-        self._h: ComchConsumerHandle = backend.comch.consumer_create(connection._h, mmap._h)
+        self._h: ComchConsumerHandle = backend.comch.consumer_create(connection._h, mmap._h) if _handle is None \
+            else _handle
         super().__init__(self._h, user_data)
         owner._adopt(self)  # closed before its server/client
         mmap._adopt(self)  # and before its memory
@@ -494,10 +521,31 @@ class ComchConsumer(Ctx):
 class ComchProducer(Ctx):
     """``doca_comch_producer``: sends buffers to the peer's consumers (``start`` → RUNNING)."""
 
-    def __init__(self, connection: ComchConnection, user_data: Any = None) -> None:
+    @classmethod
+    def from_handle(cls, connection: ComchConnection, handle: ComchProducerHandle | int,
+                    user_data: Any = None) -> ComchProducer:
+        """Wrap an existing ``doca_comch_producer`` made on *connection*, without taking ownership (it keeps
+        its state, configuration and Pe).
+
+        *handle* is another wrapper's ``handle``: on the native backend the address of a C
+        ``doca_comch_producer``, on the emulated backend the backend object. DOCA cannot tell a producer's
+        connection, so it is an argument. The wrapper is borrowed: its ``close`` never stops or destroys
+        the DOCA object, which its creator destroys after closing this wrapper; it closes with
+        *connection*'s server or client.
+        """
+        if isinstance(handle, int):
+            connection._ctx._check_open()
+            c = cls(connection, user_data, _handle=backend.borrow_comch_producer(handle, connection._h))
+        else:
+            c = cls(connection, user_data, _handle=handle)
+        c._borrow()
+        return c
+
+    def __init__(self, connection: ComchConnection, user_data: Any = None, *,
+                 _handle: ComchProducerHandle | None = None) -> None:
         owner = connection._ctx
         owner._check_open()
-        self._h: ComchProducerHandle = backend.comch.producer_create(connection._h)
+        self._h: ComchProducerHandle = backend.comch.producer_create(connection._h) if _handle is None else _handle
         super().__init__(self._h, user_data)
         owner._adopt(self)
         self._connection = connection

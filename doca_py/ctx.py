@@ -172,7 +172,10 @@ class Ctx(DocaObject):
 
 class Task:
     """Base of every task. Tasks come from a ctx pool (``*_alloc_init``) and go back
-    with [`free`][doca_py.ctx.Task.free]; the Python objects are recycled with the descriptors."""
+    with [`free`][doca_py.ctx.Task.free]; the Python objects are recycled with the descriptors.
+
+    A task has [`handle`][doca_py.ctx.Task.handle] but no ``from_handle``: its wrapper is the one its ctx made
+    at ``*_alloc_init`` and the completion callback receives, one per descriptor."""
 
     __slots__ = ("_h", "_ctx", "user_data", "_allocated", "_future", "__weakref__")
 

@@ -33,6 +33,17 @@ class DevInfo:
     def __init__(self, handle: DevInfoHandle) -> None:
         self._h = handle
 
+    @classmethod
+    def from_handle(cls, handle: DevInfoHandle | int) -> DevInfo:
+        """Wrap an existing ``doca_devinfo`` (an element of a ``doca_devinfo_create_list`` list, or what
+        ``doca_dev_as_devinfo`` returns).
+
+        *handle* is another wrapper's ``handle``: on the native backend the address of a C ``doca_devinfo``,
+        on the emulated backend the backend object. A devinfo holds no resources, so there is nothing to own
+        or destroy: the wrapper is valid while the devinfo is (its list not destroyed, its device open).
+        """
+        return cls(backend.borrow_devinfo(handle) if isinstance(handle, int) else handle)
+
     def get_pci_addr_str(self) -> str:
         """PCI address, ``XXXX:XX:XX.X``."""
         return self._h.pci_addr_str()
@@ -234,6 +245,17 @@ class DevInfoRep:
     def __init__(self, handle: DevInfoRepHandle, dev: Dev) -> None:
         self._h = handle
         self._dev = dev
+
+    @classmethod
+    def from_handle(cls, dev: Dev, handle: DevInfoRepHandle | int) -> DevInfoRep:
+        """Wrap an existing ``doca_devinfo_rep`` (an element of a ``doca_devinfo_rep_create_list`` list) of *dev*.
+
+        *handle* is another wrapper's ``handle``: on the native backend the address of a C ``doca_devinfo_rep``,
+        on the emulated backend the backend object. It holds no resources, so there is nothing to own or
+        destroy; a representor [`open`][doca_py.dev.DevInfoRep.open]ed through the wrapper closes with *dev*.
+        """
+        dev._check_open()
+        return cls(backend.borrow_devinfo_rep(handle) if isinstance(handle, int) else handle, dev)
 
     def get_pci_addr_str(self) -> str:
         """``doca_devinfo_rep_get_pci_addr_str``: the representor's PCI address (``"0000:b1:00.2"``)."""

@@ -51,6 +51,26 @@ class EcMatrix(DocaObject):
         #: Input blocks the matrix multiplies and output blocks it produces.
         self.k_in, self.r_out = k_in, r_out
 
+    @classmethod
+    def from_handle(cls, ec: Ec, handle: EcMatrixHandle | int, k_in: int, r_out: int) -> EcMatrix:
+        """Wrap an existing ``doca_ec_matrix`` of *ec* without taking ownership.
+
+        *handle* is another wrapper's ``handle``: on the native backend the address of a C
+        ``doca_ec_matrix`` (made by ``doca_ec_matrix_create`` on the ``doca_ec`` *ec* wraps), on the emulated
+        backend the backend object. DOCA has no getter for a matrix's shape, so *k_in* (blocks it multiplies:
+        k of a coding matrix) and *r_out* (blocks it produces: m) are arguments. The wrapper is borrowed:
+        its ``close`` (or *ec*'s) never calls ``doca_ec_matrix_destroy``; the matrix's creator does.
+
+        :raises DocaInvalidValue: when *k_in* or *r_out* is not positive, or *handle* is NULL.
+        """
+        ec._check_open()
+        if k_in <= 0 or r_out <= 0:
+            raise DocaInvalidValue(f"a matrix shape needs k_in, r_out > 0, got {k_in}, {r_out}")
+        mat = cls(backend.borrow_ec_matrix(handle, ec._h) if isinstance(handle, int) else handle, k_in, r_out)
+        mat._borrow()
+        ec._adopt(mat)
+        return mat
+
     def _close(self) -> None:
         self._h.destroy()
 

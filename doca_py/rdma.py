@@ -283,7 +283,7 @@ class Rdma(Ctx):
             return
         cb = (None, established, failure, disconnection)[kind]
         if cb is not None:
-            cb(conn, conn.user_data, self.user_data)
+            cb(conn, conn._user_data, self.user_data)
 
     # -- connections (after start) ------------------------------------------------------------
     def export(self) -> tuple[bytes, RdmaConnection]:
@@ -325,9 +325,10 @@ class Rdma(Ctx):
         self._check_open()
         if not isinstance(addr, RdmaAddr):
             raise DocaUsageError("connect_to_addr takes an RdmaAddr")
-        h = self._h.connect_to_addr(int(addr.addr_type), addr.address, addr.port)
+        addr_type, address, port = addr.get_params()
+        h = self._h.connect_to_addr(int(addr_type), address, port)
         c = self._conn(h, user_data)
-        c.user_data = user_data
+        c.set_user_data(user_data)
         return c
 
     # -- task configuration -----------------------------------------------------------------

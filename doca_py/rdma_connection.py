@@ -55,20 +55,26 @@ class RdmaAddr(DocaObject):
             raise DocaInvalidValue(f"{address!r} is not an {t.name} address") from None
         if (t is RdmaAddrType.IPv4) != (ip.version == 4):
             raise DocaInvalidValue(f"{address!r} is not an {t.name} address")
-        self.addr_type, self.address, self.port = t, address, port
+        # One name per concept: read them with DOCA's get_params, no public attributes.
+        self._params = (t, address, port)
 
     def get_params(self) -> tuple[RdmaAddrType, str, int]:
         """``doca_rdma_addr_get_params``: (type, address string, port)."""
-        return self.addr_type, self.address, self.port
+        return self._params
 
     def __repr__(self) -> str:
-        return f"RdmaAddr({self.addr_type.name}, {self.address!r}, {self.port})"
+        t, address, port = self._params
+        return f"RdmaAddr({t.name}, {address!r}, {port})"
 
 
 class RdmaConnection:
-    """``doca_rdma_connection``: one peer of an [`Rdma`][doca_py.rdma.Rdma] context (owned by it)."""
+    """``doca_rdma_connection``: one peer of an [`Rdma`][doca_py.rdma.Rdma] context (owned by it).
 
-    __slots__ = ("_h", "_rdma", "user_data", "__weakref__")
+    It has [`handle`][doca_py.rdma_connection.RdmaConnection.handle] but no ``from_handle``: DOCA hands
+    connections out (``doca_rdma_export``, the connection callbacks), and the ctx keeps the one wrapper per
+    connection that its callbacks receive."""
+
+    __slots__ = ("_h", "_rdma", "_user_data", "__weakref__")
 
     @property
     def handle(self) -> object:
@@ -79,20 +85,22 @@ class RdmaConnection:
     def __init__(self, handle: RdmaConnectionHandle, rdma: Rdma, user_data: Any = None) -> None:
         self._h = handle
         self._rdma = rdma
-        self.user_data: Any = user_data
-        """Any object (``doca_rdma_connection_set_user_data``)."""
+        # One name per concept: DOCA's get_user_data/set_user_data, no public attribute.
+        self._user_data: Any = user_data
 
     def get_id(self) -> int:
         """``doca_rdma_connection_get_id``: the connection's number inside its ctx."""
         return int(self._h.get_id())
 
     def set_user_data(self, user_data: Any) -> None:
-        """Data handed to this connection's established/failure/disconnection callbacks."""
-        self.user_data = user_data
+        """``doca_rdma_connection_set_user_data``: the object handed to this connection's
+        established/failure/disconnection callbacks as ``conn_user_data``."""
+        self._user_data = user_data
 
     def get_user_data(self) -> Any:
-        """``doca_rdma_connection_get_user_data``: the user data."""
-        return self.user_data
+        """``doca_rdma_connection_get_user_data``: the object set with
+        [`set_user_data`][doca_py.rdma_connection.RdmaConnection.set_user_data] (``None`` until then)."""
+        return self._user_data
 
     def accept(self, private_data: bytes | None = None) -> None:
         """Accept a CM connection request (call from the request callback or later)."""

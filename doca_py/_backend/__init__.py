@@ -21,12 +21,22 @@ from contextlib import contextmanager
 from functools import cached_property
 
 from ..errors import DocaUsageError
-from .protocols.comch import ComchBackend, ComchClientHandle, ComchServerHandle
+from .protocols.comch import (
+    ComchBackend,
+    ComchClientHandle,
+    ComchConnectionHandle,
+    ComchConsumerHandle,
+    ComchProducerHandle,
+    ComchServerHandle,
+)
 from .protocols.core import (
     BufBackend,
+    BufHandle,
     BufInventoryHandle,
     DevBackend,
     DevHandle,
+    DevInfoHandle,
+    DevInfoRepHandle,
     DevRepHandle,
     MmapBackend,
     MmapHandle,
@@ -34,7 +44,15 @@ from .protocols.core import (
     PeHandle,
     VersionBackend,
 )
-from .protocols.engines import CompressBackend, CompressHandle, DmaBackend, DmaHandle, EcBackend, EcHandle
+from .protocols.engines import (
+    CompressBackend,
+    CompressHandle,
+    DmaBackend,
+    DmaHandle,
+    EcBackend,
+    EcHandle,
+    EcMatrixHandle,
+)
 from .protocols.rdma import RdmaBackend, RdmaHandle
 
 __all__ = ["IMPLEMENTATIONS", "select", "impl", "Backend", "backend", "use"]
@@ -187,6 +205,18 @@ class Backend:
         from ..native.dev import NativeDev
         return NativeDev.from_ptr(ptr)
 
+    def borrow_devinfo(self, ptr: int) -> DevInfoHandle:
+        """A handle of the ``doca_devinfo *`` at *ptr* (native backend only; a devinfo owns nothing)."""
+        self._native_only("DevInfo.from_handle")
+        from ..native.dev import NativeDevInfo
+        return NativeDevInfo.from_ptr(ptr)
+
+    def borrow_devinfo_rep(self, ptr: int) -> DevInfoRepHandle:
+        """A handle of the ``doca_devinfo_rep *`` at *ptr* (native backend only; it owns nothing)."""
+        self._native_only("DevInfoRep.from_handle")
+        from ..native.dev import NativeDevInfoRep
+        return NativeDevInfoRep.from_ptr(ptr)
+
     def borrow_dev_rep(self, ptr: int) -> DevRepHandle:
         """A borrowed handle of the ``doca_dev_rep *`` at *ptr* (native backend only)."""
         self._native_only("DevRep.from_handle")
@@ -205,6 +235,15 @@ class Backend:
         from ..native.buf import NativeBufInventory
         return NativeBufInventory.from_ptr(ptr)
 
+    def borrow_buf(self, ptr: int, inventory: BufInventoryHandle) -> BufHandle:
+        """The handle of the ``doca_buf *`` at *ptr*, a buffer of *inventory* (native backend only)."""
+        self._native_only("Buf.from_handle")
+        from ..native.buf import NativeBufInventory
+        from ..native.borrow import non_null
+        if not isinstance(inventory, NativeBufInventory):
+            raise DocaUsageError("Buf.from_handle: the inventory is not a native one")
+        return inventory.wrap(non_null("Buf.from_handle", ptr))
+
     def borrow_pe(self, ptr: int) -> PeHandle:
         """A borrowed handle of the ``doca_pe *`` at *ptr* (native backend only)."""
         self._native_only("Pe.from_handle")
@@ -222,6 +261,15 @@ class Backend:
         self._native_only("Ec.from_handle")
         from ..native.ec import NativeEc
         return NativeEc.from_ptr(ptr)
+
+    def borrow_ec_matrix(self, ptr: int, ec: EcHandle) -> EcMatrixHandle:
+        """A borrowed handle of the ``doca_ec_matrix *`` at *ptr*, a matrix of *ec* (native backend only)."""
+        self._native_only("EcMatrix.from_handle")
+        from ..native.borrow import non_null
+        from ..native.ec import NativeEc, NativeEcMatrix
+        if not isinstance(ec, NativeEc):
+            raise DocaUsageError("EcMatrix.from_handle: the Ec is not a native one")
+        return NativeEcMatrix(non_null("EcMatrix.from_handle", ptr), ec)
 
     def borrow_compress(self, ptr: int) -> CompressHandle:
         """A borrowed handle of the ``doca_compress *`` at *ptr* (native backend only)."""
@@ -246,6 +294,18 @@ class Backend:
         self._native_only("ComchClient.from_handle")
         from ..native.comch import NativeComchClient
         return NativeComchClient.from_ptr(ptr)
+
+    def borrow_comch_consumer(self, ptr: int, conn: ComchConnectionHandle) -> ComchConsumerHandle:
+        """A borrowed handle of the ``doca_comch_consumer *`` at *ptr*, made on *conn* (native backend only)."""
+        self._native_only("ComchConsumer.from_handle")
+        from ..native.comch_fastpath import NativeComchConsumer
+        return NativeComchConsumer.from_ptr(ptr, conn)
+
+    def borrow_comch_producer(self, ptr: int, conn: ComchConnectionHandle) -> ComchProducerHandle:
+        """A borrowed handle of the ``doca_comch_producer *`` at *ptr*, made on *conn* (native backend only)."""
+        self._native_only("ComchProducer.from_handle")
+        from ..native.comch_fastpath import NativeComchProducer
+        return NativeComchProducer.from_ptr(ptr, conn)
 
     def __repr__(self) -> str:
         return f"<doca_py backend {self.name}>"

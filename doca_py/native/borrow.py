@@ -18,7 +18,14 @@ from typing import Any, Self
 
 from ..errors import DocaInvalidValue
 
-__all__ = ["Borrowable"]
+__all__ = ["Borrowable", "non_null"]
+
+
+def non_null(what: str, ptr: object) -> int:
+    """*ptr* if it is a non-NULL address, else ``DocaInvalidValue`` naming *what*."""
+    if not isinstance(ptr, int) or not ptr:
+        raise DocaInvalidValue(f"{what} needs a non-NULL address, got {ptr!r}")
+    return ptr
 
 
 class Borrowable:
@@ -30,8 +37,7 @@ class Borrowable:
     @classmethod
     def from_ptr(cls, ptr: int, *, borrowed: bool = True) -> Self:
         """Wrap an existing ``struct doca_x *`` (an address); borrowed unless told otherwise."""
-        if not isinstance(ptr, int) or not ptr:
-            raise DocaInvalidValue(f"{cls.__name__}.from_ptr needs a non-NULL address, got {ptr!r}")
+        non_null(f"{cls.__name__}.from_ptr", ptr)
         obj = cls.__new__(cls)
         obj.borrowed = borrowed  # before __init__: ctx set-up reads it
         init: Any = cls.__init__  # the subclass constructor taking (ptr)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 from functools import partial
-from typing import Any, cast
+from typing import Any, Self, cast
 
 from .._backend.protocols.core import BufHandle, DevInfoHandle, MmapHandle
 from ..errors import DocaInvalidValue, check
@@ -25,6 +25,7 @@ from .comch_connection import (
     u32_cap,
     u32_cap_or,
 )
+from .borrow import non_null
 from .ctx import NativeCtx
 from .engine import EngineTask, EngineTaskPool, buf_ptr, get_u32, init_ctx, is_supported
 
@@ -125,6 +126,19 @@ class NativeComchProducerTaskSend(EngineTask):
         self.imm_keep = data
         l.doca_comch_producer_task_send_set_imm_data(self.ptr, data or None, len(data))
 
+def _on_conn(cls: Any, ptr: int, conn: Any, borrowed: bool) -> Any:
+    """``cls.from_ptr`` of a consumer or producer: like ``Borrowable.from_ptr``, and the ctx needs its
+    connection (DOCA cannot tell it: there is no ``doca_comch_consumer_get_connection``)."""
+    non_null(f"{cls.__name__}.from_ptr", ptr)
+    if conn is None:
+        raise DocaInvalidValue(f"{cls.__name__}.from_ptr needs the comch connection it was created on")
+    c = _conn(conn)
+    obj = cls.__new__(cls)
+    obj.borrowed = borrowed  # before __init__: init_ctx reads it
+    obj.__init__(ptr, c)
+    return obj
+
+
 # -- fast path --------------------------------------------------------------------------------------
 class NativeComchConsumer(NativeCtx):
     """``doca_comch_consumer *`` and its ctx."""
@@ -139,6 +153,12 @@ class NativeComchConsumer(NativeCtx):
                                         l.doca_comch_consumer_task_post_recv_as_task,
                                         NativeComchConsumerTaskPostRecv, "post_recv")
         self._id: int | None = None
+
+    @classmethod
+    def from_ptr(cls, ptr: int, conn: Any = None, *, borrowed: bool = True) -> Self:
+        """Wrap the ``doca_comch_consumer *`` at *ptr*, made on *conn* (required); borrowed unless told otherwise."""
+        obj: Self = _on_conn(cls, ptr, conn, borrowed)
+        return obj
 
     def get_id(self) -> int:
         if self._id is None:
@@ -179,6 +199,12 @@ class NativeComchProducer(NativeCtx):
         self.send = EngineTaskPool(self, partial(l.doca_comch_producer_task_send_set_conf, ptr), name,
                                    l.doca_comch_producer_task_send_as_task, NativeComchProducerTaskSend, "send")
         self._id: int | None = None
+
+    @classmethod
+    def from_ptr(cls, ptr: int, conn: Any = None, *, borrowed: bool = True) -> Self:
+        """Wrap the ``doca_comch_producer *`` at *ptr*, made on *conn* (required); borrowed unless told otherwise."""
+        obj: Self = _on_conn(cls, ptr, conn, borrowed)
+        return obj
 
     def get_id(self) -> int:
         if self._id is None:

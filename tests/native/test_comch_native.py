@@ -606,6 +606,45 @@ def test_client_consumer_and_producer(env30: BoundLib) -> None:
     assert b.fake.fake_comch_live() == 0
 
 
+def test_borrowed_consumer_and_producer_need_their_connection(env30: BoundLib) -> None:
+    b = Bench(env30, "comch")
+    cli = ncomch.client_create(b.dev, "svc")
+    b.pe.connect_ctx(cli)
+    cli.start()
+    b.pe.progress()
+    conn = cli.get_connection()
+    cons = ncomch.consumer_create(conn, b.mmap)
+    prod = ncomch.producer_create(conn)
+    for ctx in (cons, prod):
+        b.pe.connect_ctx(ctx)
+        ctx.start()
+    b.pe.progress()
+    live = b.fake.fake_comch_live()
+    cview = ncomch.NativeComchConsumer.from_ptr(cast(int, cons.ptr), conn)
+    pview = ncomch.NativeComchProducer.from_ptr(cast(int, prod.ptr), conn)
+    assert cview.borrowed and pview.borrowed and cview.conn is conn
+    assert (cview.get_id(), pview.get_id()) == (cons.get_id(), prod.get_id())
+    assert cview.get_state() == pview.get_state() == cons.get_state()
+    cview.destroy()
+    pview.destroy()
+    assert b.fake.fake_comch_live() == live  # a borrowed view never destroys the library object
+    with pytest.raises(DocaInvalidValue, match="needs the comch connection"):
+        ncomch.NativeComchConsumer.from_ptr(cast(int, cons.ptr))
+    with pytest.raises(DocaInvalidValue, match="non-NULL"):
+        ncomch.NativeComchProducer.from_ptr(0, conn)
+    with pytest.raises(DocaInvalidValue, match="not a native comch connection"):
+        ncomch.NativeComchProducer.from_ptr(cast(int, prod.ptr), object())
+    for ctx in (prod, cons):
+        ctx.stop()
+        b.pe.progress()
+        ctx.destroy()
+    cli.stop()
+    b.pe.progress()
+    cli.destroy()
+    b.pe.destroy()
+    assert b.fake.fake_comch_live() == 0
+
+
 def test_capabilities(env30: BoundLib) -> None:
     d = Bench(env30, "comch").devinfo
     assert ncomch.cap_server_is_supported(d) and not ncomch.cap_client_is_supported(d)  # NOT_SUPPORTED
