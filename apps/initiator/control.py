@@ -169,7 +169,8 @@ class Initiator:
     def _session(self, stack: ExitStack) -> int:
         cfg = self.config
         steps = strategy_steps(cfg.execution_strategy)
-        dev = stack.enter_context(open_device(cfg.device))
+        dev = open_device(cfg.device)
+        stack.callback(self._close_unless_stuck, dev)  # a Dev closes its children: not from this thread
         pe = d.Pe()
         stack.callback(self._close_unless_stuck, pe)
         channel, client = connect_comch_client(dev, cfg.command_channel_name, pe, timeout=float(cfg.control_timeout),
@@ -308,7 +309,7 @@ class Initiator:
                 self._stuck = True
                 _log.error("worker %d did not stop within %.1f s", w.index, timeout)
 
-    def _close_unless_stuck(self, obj: d.Pe | d.ComchClient | d.Mmap) -> None:
+    def _close_unless_stuck(self, obj: d.Dev | d.Pe | d.ComchClient | d.Mmap) -> None:
         if self._stuck:
             return  # a worker thread still uses children of these objects: leave them to the process exit
         try:

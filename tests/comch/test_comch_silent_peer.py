@@ -177,3 +177,44 @@ def test_idle_connection_survives_a_stop_longer_than_the_window() -> None:
         assert ch.ask("msgs 1") == "msgs " + b"back".hex()
         assert not any(k == "disconnect" for k, _ in srv.events)
         srv.sent[0][1].free()
+
+
+def test_stopping_a_producer_flushes_sends_a_stopped_peer_has_not_acknowledged() -> None:
+    """Hardware flushes a queue's outstanding work on stop: the producer goes IDLE at once, not after the
+    retry window; the peer, resumed, still gets the data, its ACKs complete nothing twice, and the
+    connection carries on."""
+    name = unique_name()
+    window = 60.0  # far beyond the bounded waits: only the flush can end the stop in time
+    with _window(window), server_side(name) as (srv, dev), d.BufInventory(16) as inv, \
+            _child("client", name, [srv.pe]) as ch:
+        assert ch.ask("conn") == "conn"
+        cid = int(ch.ask("consumer 4 4096").split()[1])
+        pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
+        conn = _conn(srv)
+        mm, mem = local_mmap(dev)
+        pdone: list[Any] = []
+        prod = _producer(srv, conn, pdone)
+        mem[:512] = b"q" * 512
+        src = inv.buf_get_by_data(mm, mm.get_memrange()[0], 512)
+        ch.p.send_signal(signal.SIGSTOP)
+        for _ in range(2):
+            submit_when_posted(prod.task_send_alloc_init(src, None, cid), [srv.pe])
+        srv.pe.progress()
+        assert not pdone and prod.get_num_inflight_tasks() == 2
+        prod.stop()
+        pump([srv.pe], lambda: len(pdone) == 2, deadline=window / 4)
+        assert pdone == [d.ErrorCode.IO_FAILED] * 2  # DOCA's flush status here
+        free_all(prod)
+        pump([srv.pe], lambda: prod.get_state() == CtxState.IDLE, deadline=window / 4)
+        ch.p.send_signal(signal.SIGCONT)
+        prod.start()
+        submit_when_posted(prod.task_send_alloc_init(src, None, cid), [srv.pe])
+        pump([srv.pe], lambda: len(pdone) == 3, deadline=window / 4)
+        assert pdone[2] == d.ErrorCode.SUCCESS
+        got = ch.ask("recvd 3").split()[1:]
+        assert len(got) == 3 and all(g.endswith((b"q" * 512).hex()) for g in got)
+        assert not any(k == "disconnect" for k, _ in srv.events)
+        free_all(prod)
+        prod.close()
+        src.close()
+        mm.close()

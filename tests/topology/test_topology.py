@@ -119,6 +119,9 @@ def _validity_run(tmp_path: Path, strategy: str, operations: int,
 
 
 PROGRESS = "progress: "
+VALIDITY_OPS = 20_000
+"""Transactions of the degraded validity runs: enough to outlast the first progress line (1 s) on a
+fast machine (10,000 IO/s here), so the fault lands mid-run."""
 ROLES = ("data_1", "data_2", "data_p")
 
 
@@ -134,7 +137,7 @@ def test_a_dying_target_degrades_reads_and_the_validity_test_passes(tmp_path: Pa
     """A target SIGKILLed in the middle of a read-only validity test: the bridge serves every
     read from the two others (EC recovery, or plain reads for data_p), byte exact; the run ends
     normally. (Before degraded mode, this ended the bridge and the initiator with status 1.)"""
-    with _validity_run(tmp_path, "read_only_data_validity_test", 4000) as (targets, bridge, initiator):
+    with _validity_run(tmp_path, "read_only_data_validity_test", VALIDITY_OPS) as (targets, bridge, initiator):
         targets[ROLES.index(role)].popen.kill()
         assert _exits(initiator, 30) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
         assert _exits(bridge, 15) == 0, bridge.tail(40)
@@ -145,7 +148,7 @@ def test_a_dying_target_degrades_reads_and_the_validity_test_passes(tmp_path: Pa
 def test_a_stalled_target_degrades_reads_after_the_io_deadline(tmp_path: Path, role: str) -> None:
     """A target SIGSTOPped mid-run: its requests are written off after --target-io-timeout and the
     reads are served from the two others; the validity test passes."""
-    with _validity_run(tmp_path, "read_only_data_validity_test", 4000,
+    with _validity_run(tmp_path, "read_only_data_validity_test", VALIDITY_OPS,
                        ("--target-io-timeout", "1")) as (targets, bridge, initiator):
         victim = targets[ROLES.index(role)]
         victim.popen.send_signal(signal.SIGSTOP)

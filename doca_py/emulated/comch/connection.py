@@ -48,7 +48,9 @@ class EmuComchConnection(ConnectionInput):
         self.enq = 0  # stream offset after the last byte queued
         self.sent = 0  # stream offset after the last byte written
         self.wq: deque[EmuComchTaskSend] = deque()  # message tasks waiting for their bytes to be written
-        self.pq: deque[EmuComchProducerTaskSend] = deque()  # producer tasks waiting for the peer's ACK
+        # Producer tasks waiting for the peer's ACK, in wire order (guarded by lock); None stands for a
+        # task its stopping producer flushed, whose ACK is still to come.
+        self.pq: deque[EmuComchProducerTaskSend | None] = deque()
         self.want_write = False
         self.closed = False  # no more output (set under lock)
         self.torn_down = False  # socket released, events posted (I/O thread)
@@ -353,8 +355,9 @@ class EmuComchConnection(ConnectionInput):
             t.status = code
             _post(t.ctx.pe, _complete_soft, t)
         for p in pq:
-            p.status = code
-            _post(p.ctx.pe, _complete_soft, p)
+            if p is not None:
+                p.status = code
+                _post(p.ctx.pe, _complete_soft, p)
         for c in list(self.consumers.values()):
             _post(c.pe, c._conn_lost, None)
         for pr in list(self.producers):

@@ -173,13 +173,19 @@ class EmuComchProducer(_Sender):
             conn.producers.add(self)
 
     def _on_stop(self) -> None:
-        """Flush the tasks waiting for a credit; give back the credits of tasks that will be
-        flushed before they ran."""
+        """Flush the tasks waiting for a credit and those sent and not yet acknowledged (hardware
+        flushes the queue's outstanding work on stop: a stopped or dead peer must not hold the stop
+        for a retry window); give back the credits of tasks that will be flushed before they ran."""
         conn = self.conn
         mine: list[EmuComchProducerTaskSend] = []
         done = None
         with conn.lock:
             conn.producers.discard(self)
+            pq = conn.pq
+            for i, t in enumerate(pq):
+                if t is not None and t.ctx is self:
+                    mine.append(t)
+                    pq[i] = None  # its ACK, if the peer still sends one, completes nothing
             for r in conn.remote.values():
                 w = r.waiting
                 for _ in range(len(w) if w else 0):

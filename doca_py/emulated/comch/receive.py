@@ -50,7 +50,7 @@ class ConnectionInput:
         peer: str
         sock: socket.socket | None
         lock: threading.Lock
-        pq: deque[EmuComchProducerTaskSend]
+        pq: deque[EmuComchProducerTaskSend | None]
         closed: bool
         torn_down: bool
         alive: bool
@@ -202,18 +202,22 @@ class ConnectionInput:
             self.ack_count += 1
             return True
         if typ == T_ACK:
-            if not self.alive or not 0 < a <= len(self.pq):
-                self._bad(f"acknowledgement of {a} producer sends ({len(self.pq)} in flight)")
-                return False
             pq = self.pq
+            with self.lock:  # a stopping producer's thread replaces its entries meanwhile
+                ok = self.alive and 0 < a <= len(pq)
+                acked = [pq.popleft() for _ in range(a)] if ok else None
+            if acked is None:
+                self._bad(f"acknowledgement of {a} producer sends ({len(pq)} in flight)")
+                return False
             if small == _AGAIN:  # stale credits: the data waits for the next one, in flight
-                for _ in range(a):
-                    self._requeue(pq.popleft())
+                for t in acked:
+                    if t is not None:
+                        self._requeue(t)
                 return True
-            for _ in range(a):
-                t = pq.popleft()
-                t.status = small
-                _post_complete(t)
+            for t in acked:
+                if t is not None:  # None: flushed by its producer's stop
+                    t.status = small
+                    _post_complete(t)
             return True
         if typ == T_CREDIT:
             if not self.alive or not b:
