@@ -121,9 +121,14 @@ class EmuRdma(RdmaTaskAlloc):
             self._deliver_state((_STARTING, _RUNNING))
 
     def _on_stop(self) -> None:
+        claimed: list[_RdmaTask] = []
+        posted = self.posted
         with self.lock:
-            claimed: list[_RdmaTask] = list(self.posted)
-            self.posted.clear()
+            while posted:  # one popleft at a time: the I/O thread pops receives without the lock
+                try:
+                    claimed.append(posted.popleft())
+                except IndexError:
+                    break
             self.stalled.clear()
             conns, self.conns = self.conns, []
         claimed.extend(self.rq.drop())

@@ -234,10 +234,14 @@ def _serve(st: Stream) -> None:
                     if pos < 0:
                         return
                     continue
-                with ctx.lock:
-                    task = ctx.posted.popleft() if ctx.posted else None
-                    if task is None:
-                        ctx.stalled.append(st)
+                task: EmuRdmaTaskReceive | None
+                try:
+                    task = ctx.posted.popleft()  # atomic; only an empty queue needs the lock
+                except IndexError:
+                    with ctx.lock:  # the Pe thread posts and looks for stalled streams under it
+                        task = ctx.posted.popleft() if ctx.posted else None
+                        if task is None:
+                            ctx.stalled.append(st)
                 if task is None:
                     st.rpos = pos
                     srv.stall_token += 1
@@ -255,6 +259,25 @@ def _serve(st: Stream) -> None:
                     task.imm = b
                 nbytes = length if typ == T_SEND else (a if flags & F_NODATA else length)
                 task.result_len = nbytes
+                dst = task.dst
+                if typ == T_SEND and avail >= length and dst is not None and dst.next is None:
+                    # One buffer of a started local map, with room, and the whole frame here: copy it
+                    # straight into the map's view (what _recv_segments + _scatter + _grow do, in place).
+                    dm = dst.mmap
+                    at = dst.data + dst.data_len
+                    if dm is not None and dm.writable and (dv := dm.mv) is not None and \
+                            dm.addr <= at and at + length <= dst.head + dst.len and at + length <= dm.hi:
+                        if length:
+                            at -= dm.addr
+                            dv[at:at + length] = mv[body:body + length]
+                            dst.data_len += length
+                        pos = body + length
+                        task.status = _SUCCESS
+                        pe.ready.append(task.done)  # pe.post_item, inlined
+                        if pe.armed:
+                            pe.wake()
+                        srv.acks += 1
+                        continue
                 if typ == T_SEND:
                     code, segs = _recv_segments(task, length)
                 else:

@@ -21,11 +21,13 @@ from .config import (
 )
 from .connection import EmuRdmaConnection, _Fifo
 from .segments import _Fail, _copy_from, _copy_to, _grow, _list_len, _segments
-from .wire import put_frame
+from .wire import HDR, _ZERO_HDR, put_frame
 from .settings import RdmaSettings
 
 if TYPE_CHECKING:
     from .ctx import EmuRdma
+
+_pack_hdr = HDR.pack_into
 
 def _reach(task: _RdmaTask, buf: EmuBuf) -> None:
     """A local buffer list must lie in maps that have the ctx's device added (a single
@@ -206,31 +208,51 @@ class EmuRdmaTaskSend(_RdmaTask):
         conn = self.conn
         assert conn is not None
         src = self.src
+        seg: memoryview | None = None
         if src is None:
             segs: list[memoryview] = []
             n = 0
         else:
             if src.next is not None and _list_len(src) > self.ctx.send_list_len:
                 raise _Fail(_INVALID, "source list is longer than max_send_buf_list_len")
-            if src.mmap is not self.reached or src.next is not None:
+            sm = src.mmap
+            if sm is not self.reached or src.next is not None:
                 _reach(self, src)
-            segs, n = _segments(src, False)
+            if src.next is None and sm is not None and sm.fast and sm.addr <= src.data and \
+                    src.data + src.data_len <= sm.hi and (smv := sm.mv) is not None:
+                n = src.data_len  # a started local map: its view, no lookups
+                seg = smv[src.data - sm.addr:src.data - sm.addr + n]
+                segs = []
+            else:
+                segs, n = _segments(src, False)
         if n > MAX_MESSAGE_SIZE:
             raise _Fail(_TOO_BIG, f"message of {n} bytes exceeds the maximum {MAX_MESSAGE_SIZE}")
-        st = conn._stream()
+        st = conn.req
+        if conn.state != C_ESTABLISHED or st is None:
+            st = conn._stream()  # raises the connection's failure
         tx = conn.tx
         if tx is not None:  # same host: the shared-memory ring (:mod:`.shm`)
-            tx.send(conn, self, segs, n, F_IMM if self.has_imm else 0, self.imm)
+            tx.send(conn, self, segs if seg is None else [seg], n, F_IMM if self.has_imm else 0, self.imm)
             return
+        # The hot path of every message: put_frame, _push and _schedule inlined.
         with st.lock:
             if st.closed:
                 raise _Fail(_RESET, "the connection is down")
             out = st.out
-            put_frame(out, T_SEND, F_IMM if self.has_imm else 0, 0, n, self.imm, 0)
-            for s in segs:
-                out += s
-            conn._push(self)
-        conn._schedule(st)
+            pos = len(out)
+            out += _ZERO_HDR
+            _pack_hdr(out, pos, T_SEND, F_IMM if self.has_imm else 0, 0, n, self.imm, 0)
+            if seg is not None:
+                out += seg
+            else:
+                for s in segs:
+                    out += s
+            p = conn.pending
+            if not p:
+                conn._waiting()
+            p.append(self)
+        if not st.flush_posted:
+            conn._schedule(st)
 
     def set_src_buf(self, buf: BufHandle | None) -> None:
         assert buf is None or isinstance(buf, EmuBuf)
