@@ -203,6 +203,18 @@ def slot_matches(header: bytes | memoryview | mmap.mmap, blob: Blob, digest: byt
             and offset == blob.offset and length == blob.length)
 
 
+def slot_probe(header: bytes | memoryview | mmap.mmap, blob: Blob, digest: bytes
+               ) -> tuple[bytes | memoryview | mmap.mmap, int, tuple[int, int, bytes, int, int]]:
+    """What :func:`slot_matches` reads and expects, precomputed: *blob*'s slot is live while
+    ``SLOT_UNPACK(view, pos) == want`` (*blob*'s slot must be in range)."""
+    assert blob.slot < NUM_SLOTS
+    return header, _SLOT_BASE + blob.slot * _SLOT_SIZE, (_LIVE, blob.perms, digest, blob.offset, blob.length)
+
+
+#: ``unpack_from`` of a slot record, for :func:`slot_probe`'s probes.
+SLOT_UNPACK = _SLOT.unpack_from
+
+
 def upstream_of(table: bytes | memoryview | mmap.mmap, blob: Blob, digest: bytes) -> tuple[int, bytes] | None:
     """(slot, digest) of the export that *blob*'s live re-export record covers (None: not live)."""
     if not slot_matches(table, blob, digest):

@@ -61,6 +61,7 @@ _READ_BITS: dict[int, int | None] = {Access.LOCAL: None, Access.PCI: int(A.PCI_R
                                      Access.RDMA: int(A.RDMA_READ)}
 _WRITE_BITS: dict[int, int | None] = {Access.LOCAL: int(A.LOCAL_READ_WRITE), Access.PCI: int(A.PCI_READ_WRITE),
                                       Access.RDMA: int(A.RDMA_WRITE)}
+_slot_unpack = ex.SLOT_UNPACK  # reads an export slot record (_Import.probes)
 
 
 class _Import:
@@ -107,6 +108,10 @@ class _Import:
         if (self.table is not None and up is None) or not self.live():
             self.close()
             raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
+        # What live() reads on every access, precomputed (EmuMmap.ptr checks them inline).
+        self.probes = ((ex.slot_probe(self.header, blob, self.digest),) if self.table is None else
+                       (ex.slot_probe(self.table, blob, self.digest),
+                        ex.slot_probe(self.header, self.host_blob, self.host_digest)))
 
     def live(self, blob: ex.Blob | None = None) -> bool:
         """Whether the exporter (and, for a re-export, the host under it) still exports the memory
@@ -432,7 +437,13 @@ class EmuMmap:
             raise DocaNotPermitted(f"mmap permissions {A(self.perms)!r} do not allow "
                                    f"{'writes' if write else 'reads'} by this access")
         if self.from_export:
-            self._check_live()
+            imp = self._import
+            if imp is not None and self._peer is None and self.blob is imp.blob:  # _check_live, inlined
+                for view, pos, want in imp.probes:
+                    if _slot_unpack(view, pos) != want:
+                        raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
+            else:
+                self._check_live()
         return addr + self._delta
 
     def view(self, addr: int, n: int, write: bool) -> memoryview:

@@ -27,7 +27,7 @@ from .wire import (
 from .common import _Remote
 from .config import (
     MAX_BUF_SIZE, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_NAME_LEN, _AGAIN, _NOT_FOUND, _RESET, _RUNNING, _SUCCESS,
-    _TOO_BIG, _complete, _monotonic,
+    _TOO_BIG, _monotonic,
 )
 from .common import _device_view, _post, _post_complete, _post_done
 
@@ -319,7 +319,7 @@ class ConnectionInput:
             t.imm = bytes(self.mv[body: body + imm_len]) if imm_len else b""
             t.producer_id = pid
         t.status = status
-        _post(c.pe, _complete, t)
+        _post_complete(t)  # its prebuilt item: no tuple per message
         return status
 
     def _send_acks(self) -> None:
