@@ -140,6 +140,208 @@ def test_a_burst_fills_the_receives_in_posting_order(pair: tuple[d.Pe, d.BufInve
     assert [got[k] for k in range(n)] == list(range(n))
 
 
+@pytest.fixture
+def paths(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts of the ring's general paths: records the receiver matched one by one (``rx``), sends the
+    sender queued (``tx``). The one-record fast paths count nothing."""
+    from doca_py.emulated.rdma import shm
+
+    n = {"rx": 0, "tx": 0}
+    record, queue = shm.RdmaPoller._record, shm.ShmTx._queue
+
+    def _record(self: Any, *args: Any) -> bool:
+        n["rx"] += 1
+        return record(self, *args)
+
+    def _queue(self: Any, *args: Any) -> None:
+        n["tx"] += 1
+        queue(self, *args)
+    monkeypatch.setattr(shm.RdmaPoller, "_record", _record)
+    monkeypatch.setattr(shm.ShmTx, "_queue", _queue)
+    return n
+
+
+def _side_pair(dev: d.Dev, pe: d.Pe, list_len: int = 1) -> tuple[Side, Side]:
+    a, b = make_side(dev, pe, num=256), make_side(dev, pe, num=256)
+    a.rdma.set_max_send_buf_list_len(list_len)
+    b.rdma.task_receive_set_dst_buf_list_len(list_len)
+    connect_pair(pe, a, b)
+    return a, b
+
+
+def test_one_record_sends_into_one_buffer_receives_take_the_fast_path(
+        pair: tuple[d.Pe, d.BufInventory, Side, Side], paths: dict[str, int]) -> None:
+    from doca_py.rdma import RdmaOpcode
+
+    pe, inv, a, b = pair
+    assert a.conn is not None
+    a.mem[:64] = bytes(range(64))
+    recvs = [_recv(inv, b, i, 4096) for i in range(3)] + [b.rdma.task_receive_allocate_init(None)]
+    for r in recvs:
+        r.submit()
+    src = inv.buf_get_by_data(a.mm, a.base, 64)
+    sends = [a.rdma.task_send_allocate_init(a.conn, src), a.rdma.task_send_imm_allocate_init(a.conn, src, 77),
+             a.rdma.task_send_allocate_init(a.conn, None), a.rdma.task_send_imm_allocate_init(a.conn, None, 5)]
+    assert run(pe, a, *sends) == ["ok"] * 4
+    wait_for(pe, lambda: len(b.done) == 4, "the receives")
+    assert [k for k, _ in b.done] == ["ok"] * 4
+    got = [(r.get_result_opcode(), r.get_result_len(), r.get_result_immediate_data() if i in (1, 3) else None,
+            bytes(r.get_dst_buf().data_view()) if i < 3 else None) for i, r in enumerate(recvs)]
+    assert got == [(RdmaOpcode.RECV_SEND, 64, None, bytes(range(64))),
+                   (RdmaOpcode.RECV_SEND_WITH_IMM, 64, 77, bytes(range(64))),
+                   (RdmaOpcode.RECV_SEND, 0, None, b""),
+                   (RdmaOpcode.RECV_SEND_WITH_IMM, 0, 5, None)]
+    assert recvs[0].get_result_rdma_connection() is b.conn
+    assert paths == {"rx": 0, "tx": 0}
+
+
+def test_chained_buffers_take_the_general_path_on_both_sides(paths: dict[str, int]) -> None:
+    with rig(64) as (dev, pe, inv):
+        a, b = _side_pair(dev, pe, list_len=4)
+        assert a.conn is not None
+        a.mem[:6] = b"abcdef"
+        head = inv.buf_get_by_data(a.mm, a.base, 2)
+        head.chain_list(inv.buf_get_by_data(a.mm, a.base + 4, 2))  # "ab" + "ef": two segments
+        d1, d2 = inv.buf_get_by_addr(b.mm, b.base, 1), inv.buf_get_by_addr(b.mm, b.base + 10, 8)
+        d1.chain_list(d2)  # a chained receive
+        r = b.rdma.task_receive_allocate_init(d1)
+        r.submit()
+        assert run(pe, a, a.rdma.task_send_allocate_init(a.conn, head)) == ["ok"]
+        wait_for(pe, lambda: bool(b.done), "the receive")
+        assert bytes(b.mem[0:1]) + bytes(b.mem[10:13]) == b"abef" and r.get_result_len() == 4
+        assert paths == {"rx": 1, "tx": 1}
+        # A one-segment send into the chained receive: the sender's fast path, the receiver's general one.
+        d1.reset_data_len()
+        d2.reset_data_len()
+        r.submit()
+        assert run(pe, a, a.rdma.task_send_allocate_init(a.conn, inv.buf_get_by_data(a.mm, a.base + 2, 3))) == ["ok"]
+        wait_for(pe, lambda: len(b.done) == 2, "the receive")
+        assert bytes(b.mem[0:1]) + bytes(b.mem[10:12]) == b"cde" and r.get_result_len() == 3
+        assert paths == {"rx": 2, "tx": 1}
+        a.rdma.close()
+        b.rdma.close()
+        inv.close()
+        close_side(a)
+        close_side(b)
+
+
+def test_write_with_immediate_notices_and_sends_share_the_receives_in_order(paths: dict[str, int]) -> None:
+    """The notice of a write-with-immediate takes the general path between fast sends; order holds."""
+    from doca_py.rdma import RdmaOpcode
+
+    with rig(64) as (dev, pe, inv):
+        a, b = _side_pair(dev, pe)
+        assert a.conn is not None
+        remote = d.Mmap.create_from_export(b.mm.export_rdma(dev), dev)
+        rbase = remote.get_memrange()[0]
+        a.mem[:5] = b"12345"
+        src = inv.buf_get_by_data(a.mm, a.base, 5)
+        recvs = [_recv(inv, b, i, 64) for i in range(3)]
+        for r in recvs:
+            r.submit()
+        wdst = inv.buf_get_by_addr(remote, rbase + 300, 5)
+        tasks = [a.rdma.task_send_imm_allocate_init(a.conn, src, 1),
+                 a.rdma.task_write_imm_allocate_init(a.conn, src, wdst, 2),
+                 a.rdma.task_send_imm_allocate_init(a.conn, src, 3)]
+        assert run(pe, a, *tasks) == ["ok"] * 3
+        wait_for(pe, lambda: len(b.done) == 3, "the receives")
+        assert [(r.get_result_opcode(), r.get_result_immediate_data(), r.get_result_len(),
+                 bytes(r.get_dst_buf().data_view())) for r in recvs] == [
+            (RdmaOpcode.RECV_SEND_WITH_IMM, 1, 5, b"12345"), (RdmaOpcode.RECV_WRITE_WITH_IMM, 2, 5, b""),
+            (RdmaOpcode.RECV_SEND_WITH_IMM, 3, 5, b"12345")]
+        assert bytes(b.mem[300:305]) == b"12345"
+        assert paths == {"rx": 1, "tx": 1}
+        a.rdma.close()
+        b.rdma.close()
+        inv.close()
+        remote.close()
+        close_side(a)
+        close_side(b)
+
+
+def test_a_receive_too_small_fails_it_and_the_send(pair: tuple[d.Pe, d.BufInventory, Side, Side],
+                                                      paths: dict[str, int]) -> None:
+    pe, inv, a, b = pair
+    assert a.conn is not None
+    _recv(inv, b, 0, 16).submit()
+    send = a.rdma.task_send_allocate_init(a.conn, inv.buf_get_by_data(a.mm, a.base, 64))
+    assert run(pe, a, send) == ["err"]
+    assert send.get_status() == ErrorCode.IO_FAILED  # the receiver could not take it (not a reset: the
+    # status is published before the failed receive stops the receiver's ctx, as on the streams)
+    wait_for(pe, lambda: bool(b.done), "the receive")
+    assert b.done[0][0] == "err" and b.done[0][1].get_status() == ErrorCode.TOO_BIG  # DOCA's status for it
+    assert paths == {"rx": 1, "tx": 0}
+
+
+def test_a_receive_posted_late_ends_the_stall_and_the_fast_path_resumes(
+        pair: tuple[d.Pe, d.BufInventory, Side, Side], paths: dict[str, int]) -> None:
+    pe, inv, a, b = pair
+    assert a.conn is not None
+    for i in range(3):
+        a.rdma.task_send_imm_allocate_init(a.conn, None, i).submit()
+    wait_for(pe, lambda: _h(b).rx.stall_since > 0, "the first send to wait for a receive")
+    for i in range(3):
+        _recv(inv, b, i, 64).submit()
+    pe.progress()  # posts them
+    before = paths["rx"]  # the stalled record, looked at by every poll
+    wait_for(pe, lambda: len(b.done) == 3 and len(a.done) == 3, "the completions")
+    assert [r.get_result_immediate_data() for _, r in b.done] == [0, 1, 2]
+    assert {k for k, _ in a.done} == {k for k, _ in b.done} == {"ok"}
+    assert paths["rx"] - before == 1  # the stalled record ends the stall; the two behind it go fast
+
+
+def test_a_full_ring_queues_sends_behind_it_in_order(monkeypatch: pytest.MonkeyPatch, paths: dict[str, int]) -> None:
+    """One-record sends that find the ring full wait in the backlog; later ones queue behind them (not
+    past them) until it drains; many times round a small ring, across its wrap padding."""
+    from doca_py.emulated.rdma import shm
+
+    monkeypatch.setattr(shm, "RING_SIZE", 4096)
+    with rig(512) as (dev, pe, inv):
+        a, b = _side_pair(dev, pe)
+        assert a.conn is not None
+        n, size, window = 600, 600, 32  # 7 records of 624 bytes fill the ring
+        for i in range(n):
+            a.mem[i * size:(i + 1) * size] = bytes([i & 0xFF]) * size
+        recvs = [_recv(inv, b, i, size) for i in range(window)]
+        for r in recvs:
+            r.submit()
+        sends = [a.rdma.task_send_imm_allocate_init(a.conn, inv.buf_get_by_data(a.mm, a.base + i * size, size), i)
+                 for i in range(window)]
+        nxt = window
+        got: list[int] = []
+        for t in sends:
+            t.submit()
+        while len(got) < n:
+            wait_for(pe, lambda: bool(a.done) or bool(b.done), "completions")
+            while b.done:
+                kind, r = b.done.pop(0)
+                assert kind == "ok"
+                i = r.get_result_immediate_data()
+                dst = r.get_dst_buf()
+                assert bytes(dst.data_view()) == bytes([i & 0xFF]) * size
+                got.append(i)
+                dst.reset_data_len()
+                r.submit()
+            while a.done:
+                kind, t = a.done.pop(0)
+                assert kind == "ok"
+                if nxt < n:
+                    src = t.get_src_buf()
+                    t.free()
+                    src.dec_refcount()
+                    a.rdma.task_send_imm_allocate_init(
+                        a.conn, inv.buf_get_by_data(a.mm, a.base + nxt * size, size), nxt).submit()
+                    nxt += 1
+        assert got == list(range(n))
+        assert paths["tx"] > 0 and paths["tx"] < n  # some found the ring full; most went straight in
+        assert paths["rx"] == 0
+        a.rdma.close()
+        b.rdma.close()
+        inv.close()
+        close_side(a)
+        close_side(b)
+
+
 def test_no_receive_posted_fails_the_send_with_time_out(pair: tuple[d.Pe, d.BufInventory, Side, Side]) -> None:
     pe, inv, a, b = pair
     assert a.conn is not None
@@ -237,6 +439,51 @@ def test_malformed_ring_content_breaks_that_connection_with_io_failed(
     assert _h(b).err == ErrorCode.IO_FAILED and "malformed" in _h(b).err_reason
     # Work on the broken connection fails at once; the process is fine.
     assert run(pe, b, b.rdma.task_send_allocate_init(b.conn, None)) == ["err"]
+
+
+@pytest.mark.parametrize("damage", ["past_head", "too_long"])
+def test_a_malformed_send_record_breaks_the_connection_before_taking_a_receive(
+        pair: tuple[d.Pe, d.BufInventory, Side, Side], damage: str) -> None:
+    """A one-record send whose length the fast path cannot trust: IO_FAILED, and no receive is filled."""
+    import struct
+
+    from doca_py.emulated.rdma import shm
+    from doca_py.emulated.transport import shmring
+
+    pe, inv, a, b = pair
+    r = _recv(inv, b, 0, 4096)
+    r.submit()
+    wait_for(pe, lambda: len(b.rdma._h.posted) == 1, "the receive to be posted")  # noqa: SLF001
+    ring = _h(b).rx.ring
+    tail = ring.tail.value
+    off = tail & ring.mask
+    length = {"past_head": 1000, "too_long": shmring.MAX_RECORD + 16}[damage]
+    struct.pack_into("<IBBHII", ring.data, off, length, shm.K_SEND, shm.F_ONE, 0xFFFF, 0, length)
+    ring.head.value = tail + 32
+    wait_for(pe, lambda: bool(b.events) and b.events[-1][0] == "disconnection", "the connection to go down")
+    assert _h(b).err == ErrorCode.IO_FAILED and "malformed" in _h(b).err_reason
+    assert not [t for k, t in b.done if k == "ok"]  # no receive was filled from it
+
+
+def test_sends_before_a_malformed_record_in_the_same_batch_are_delivered(
+        pair: tuple[d.Pe, d.BufInventory, Side, Side]) -> None:
+    import struct
+
+    from doca_py.emulated.rdma import shm
+
+    pe, inv, a, b = pair
+    r = _recv(inv, b, 0, 4096)
+    r.submit()
+    wait_for(pe, lambda: len(b.rdma._h.posted) == 1, "the receive to be posted")  # noqa: SLF001
+    ring = _h(b).rx.ring
+    tail = ring.tail.value
+    off = tail & ring.mask
+    struct.pack_into("<IBBHII4s", ring.data, off, 4, shm.K_SEND, shm.F_ONE, 0xFFFF, 0, 4, b"good")
+    struct.pack_into("<IBBHII", ring.data, off + 32, 4, 255, 0, 0, 0, 0)  # an unknown kind
+    ring.head.value = tail + 64  # both in one batch
+    wait_for(pe, lambda: bool(b.events) and b.events[-1][0] == "disconnection", "the connection to go down")
+    assert _h(b).err == ErrorCode.IO_FAILED and "malformed" in _h(b).err_reason
+    assert [k for k, _ in b.done] == ["ok"] and bytes(r.get_dst_buf().data_view()) == b"good"
 
 
 @pytest.mark.multiprocess

@@ -80,6 +80,54 @@ def test_the_producer_reuses_space_only_after_reading_the_statuses() -> None:
     ring.close()
 
 
+def test_put_one_writes_what_put_writes_and_refuses_what_does_not_fit() -> None:
+    ring, p, c = _pair(4096)
+    sent = 0
+    for _round in range(12):  # many times round the ring: pads, and records that just fit
+        while True:
+            n = (sent * 37) % 700
+            data = bytes([sent & 0xFF]) * n
+            pos = p.pos
+            if sent % 3:
+                if not p.put_one(K_MSG, 2, sent, n, memoryview(data), n, tag=sent):
+                    assert p.pos == pos and not p.room(n)  # nothing written
+                    break
+            elif p.room(n):
+                p.put(K_MSG, 2, sent, n, [data], n, tag=sent)
+            else:
+                break
+            sent += 1
+        p.publish()
+        got = _drain(c, 7)
+        assert all(b == len(d) and d == bytes([a & 0xFF]) * b for a, b, d in got)
+        assert [t for t, st in p.reap(OK) if st == 7] == [a for a, _b, _d in got]
+    assert sent > 12 * 5 and p.free() == ring.size
+    assert p.put_one(K_MSG, 0, 1, 0, b"", 0, tag="empty")
+    p.publish()
+    assert _drain(c) == [(1, 0, b"")] and p.reap(OK) == [("empty", 0)]
+    ring.close()
+
+
+def test_read_stops_at_the_head_it_was_given() -> None:
+    """One index read per batch: what is published after :meth:`Consumer.head` waits for the next."""
+    ring, p, c = _pair()
+    for i in range(2):
+        p.put(K_MSG, 3, i, 0, [b"ab"], 2, tag=i)
+    p.publish()
+    head = c.head()
+    p.put(K_MSG, 3, 2, 0, [b"cd"], 2, tag=2)
+    p.publish()
+    for i in range(2):
+        assert c.read(head) == (K_MSG, 3, 2, i, 0)
+        c.done(0)
+    assert c.read(head) is None
+    assert c.read(c.head()) == (K_MSG, 3, 2, 2, 0)
+    c.done(0)
+    c.publish()
+    assert p.reap(OK) == [(0, 0), (1, 0), (2, 0)]
+    ring.close()
+
+
 def _malform(ring: sr.Ring, off: int, fmt: str, *values: int) -> None:
     struct.pack_into(fmt, ring.mm, off, *values)
 

@@ -55,7 +55,8 @@ DEFAULT_SIZE = 1 << 20
 #: Largest record payload: larger messages travel as several records (the transports fragment them).
 MAX_RECORD = 64 << 10
 _GLOBAL = struct.Struct("<QII")
-_STATUS = struct.Struct("<H")
+_pack_hdr = REC_HDR.pack_into
+_unpack_hdr = REC_HDR.unpack_from
 _U64 = ctypes.c_uint64
 _U32 = ctypes.c_uint32
 _fence_lock = threading.Lock()
@@ -93,6 +94,9 @@ class Ring:
         self.mm = mm
         self.mv = memoryview(mm)
         self.data = self.mv[DATA:DATA + size]
+        #: The data as 16-bit words: a record's status (offset 6 of a 16-byte-aligned record) is word
+        #: ``(off >> 1) + 3``, read and written without :mod:`struct`.
+        self.st16 = self.data.cast("H")
         self.head = _U64.from_buffer(mm, _OFF_HEAD)
         self.tail = _U64.from_buffer(mm, _OFF_TAIL)
         self.csleep = _U32.from_buffer(mm, _OFF_CSLEEP)
@@ -141,6 +145,7 @@ class Ring:
         if self.fd < 0:
             return
         del self.head, self.tail, self.csleep, self.psleep, self.beat
+        self.st16.release()
         self.data.release()
         self.mv.release()
         self.mm.close()
@@ -177,10 +182,10 @@ class Producer:
         rec = _HDR_SIZE + _align(length)
         off = self.pos & ring.mask
         if rec > size - off:  # no wrap inside a record: pad to the end
-            REC_HDR.pack_into(data, off, 0, K_PAD, 0, 0, 0, 0)
+            _pack_hdr(data, off, 0, K_PAD, 0, 0, 0, 0)
             self.pos += size - off
             off = 0
-        REC_HDR.pack_into(data, off, length, kind, flags, 0xFFFF, a, b)
+        _pack_hdr(data, off, length, kind, flags, 0xFFFF, a, b)
         p = off + _HDR_SIZE
         for s in parts:
             n = len(s)
@@ -189,6 +194,33 @@ class Producer:
         start = self.pos
         self.pos += rec
         self.records.append((start, self.pos, tag))
+
+    def put_one(self, kind: int, flags: int, a: int, b: int, part: memoryview | bytes, length: int,
+                tag: object) -> bool:
+        """:meth:`room` and :meth:`put` in one call for a payload of one part holding exactly *length*
+        bytes (the common small send: no parts list). False, with nothing written, if it does not fit now."""
+        ring = self.ring
+        pos = self.pos
+        size = ring.size
+        off = pos & ring.mask
+        rec = (length + 31) & ~15  # _HDR_SIZE + _align(length)
+        end_room = size - off
+        free = size - (pos - self.reaped)
+        data = ring.data
+        if rec > end_room:  # no wrap inside a record: pad to the end
+            if rec + end_room > free:
+                return False
+            _pack_hdr(data, off, 0, K_PAD, 0, 0, 0, 0)
+            pos += end_room
+            off = 0
+        elif rec > free:
+            return False
+        _pack_hdr(data, off, length, kind, flags, 0xFFFF, a, b)
+        if length:
+            data[off + _HDR_SIZE:off + _HDR_SIZE + length] = part
+        self.pos = end = pos + rec
+        self.records.append((pos, end, tag))
+        return True
 
     def publish(self) -> None:
         self.ring.head.value = self.pos
@@ -204,10 +236,10 @@ class Producer:
             raise RingError(f"the peer's ring tail {tail} is outside [{self.reaped}, {self.pos}]")
         out: list[tuple[object, int]] = []
         recs = self.records
-        data, mask = ring.data, ring.mask
+        st16, mask = ring.st16, ring.mask
         while recs and recs[0][1] <= tail:
             start, end, tag = recs.popleft()
-            st = _STATUS.unpack_from(data, (start & mask) + 6)[0]
+            st = st16[((start & mask) >> 1) + 3]
             if st not in statuses:
                 raise RingError(f"the peer wrote status {st} into a ring record")
             out.append((tag, st))
@@ -225,7 +257,7 @@ class Consumer:
         self.kinds = kinds
         self.pos = ring.tail.value
         self.published = self.pos
-        self.cur = 0  # size of the record :meth:`peek` returned (read once: the peer may rewrite it)
+        self.cur = 0  # size of the record :meth:`read` returned (read once: the peer may rewrite it)
 
     def pending(self) -> bool:
         return self.ring.head.value != self.pos
@@ -234,16 +266,34 @@ class Consumer:
         """The next record: ``(kind, flags, length, a, b, payload)``, or ``None`` when none is published.
 
         The payload view is valid until :meth:`done`."""
+        if self.ring.head.value == self.pos:
+            return None
+        rec = self.read(self.head())
+        if rec is None:
+            return None
+        off = (self.pos & self.ring.mask) + _HDR_SIZE
+        return (*rec, self.ring.data[off:off + rec[2]])
+
+    def head(self) -> int:
+        """The published head, checked (:class:`RingError` if it is not within one ring of our
+        position): read it once per batch and pass it to :meth:`read`."""
         ring = self.ring
         head = ring.head.value
+        if not 0 <= head - self.pos <= ring.size:
+            raise RingError(f"the peer's ring head {head} is outside [{self.pos}, {self.pos + ring.size}]")
+        return head
+
+    def read(self, head: int) -> tuple[int, int, int, int, int] | None:
+        """The next record before *head* (from :meth:`head`), validated: ``(kind, flags, length, a, b)``,
+        or ``None`` when there is none. :attr:`pos` is then at the record: its payload is the *length*
+        bytes after its header, at ``ring.data[(pos & mask) + REC_HDR.size:]``, until :meth:`done`."""
         pos = self.pos
         if head == pos:
             return None
+        ring = self.ring
         size, data = ring.size, ring.data
-        if not 0 < head - pos <= size:
-            raise RingError(f"the peer's ring head {head} is outside ({pos}, {pos + size}]")
         off = pos & ring.mask
-        length, kind, flags, _st, a, b = REC_HDR.unpack_from(data, off)
+        length, kind, flags, _st, a, b = _unpack_hdr(data, off)
         if kind == K_PAD:
             skip = size - off
             if pos + skip > head:
@@ -252,18 +302,19 @@ class Consumer:
             if head == pos:
                 return None
             off = 0
-            length, kind, flags, _st, a, b = REC_HDR.unpack_from(data, 0)
-        rec = _HDR_SIZE + _align(length)
+            length, kind, flags, _st, a, b = _unpack_hdr(data, 0)
+        rec = (length + 31) & ~15  # _HDR_SIZE + _align(length)
         if kind not in self.kinds or length > MAX_RECORD or off + rec > size or pos + rec > head:
             raise RingError(f"malformed ring record at {pos}: kind {kind}, length {length} "
                             f"(head {head}, ring {size} bytes)")
         self.cur = rec
-        return kind, flags, length, a, b, data[off + _HDR_SIZE:off + _HDR_SIZE + length]
+        return kind, flags, length, a, b
 
     def done(self, status: int) -> None:
-        """Finish the record :meth:`peek` returned: write its status, move past it (unpublished)."""
+        """Finish the record :meth:`read` (or :meth:`peek`) returned: write its status, move past it
+        (unpublished)."""
         ring = self.ring
-        _STATUS.pack_into(ring.data, (self.pos & ring.mask) + 6, status)
+        ring.st16[((self.pos & ring.mask) >> 1) + 3] = status
         self.pos += self.cur
 
     def publish(self) -> bool:
