@@ -61,16 +61,29 @@ DEFAULT_RETRY_WINDOW = 4.0
 _retry_window = float(os.environ.get("DOCA_PY_COMCH_RETRY_WINDOW", "") or DEFAULT_RETRY_WINDOW)
 
 
-def configure(*, retry_window: float | None = None) -> None:
+#: Same-host shared-memory rings for connections made from now on (``DOCA_PY_COMCH_SHM=1``; opt-in):
+#: used when both ends enable them (see :mod:`.shm`).
+_shm = os.environ.get("DOCA_PY_COMCH_SHM", "") == "1"
+
+
+def configure(*, retry_window: float | None = None, shm: bool | None = None) -> None:
     """Override the environment for connections made from now on (tests, tools).
 
     *retry_window*: seconds work waiting for the peer may see no sign of life from it before it
     fails with ``DOCA_ERROR_IO_FAILED`` and the connection goes down (``0`` restores
-    :data:`DEFAULT_RETRY_WINDOW`).
+    :data:`DEFAULT_RETRY_WINDOW`). *shm*: carry the frames of same-host connections in
+    shared-memory rings polled by the progress engines (``DOCA_PY_COMCH_SHM``).
     """
-    global _retry_window
+    global _retry_window, _shm
     if retry_window is not None:
         _retry_window = retry_window if retry_window > 0 else DEFAULT_RETRY_WINDOW
+    if shm is not None:
+        _shm = shm
+
+
+def shm_enabled() -> bool:
+    """Whether connections made from now on offer (client) or accept (server) rings."""
+    return _shm
 
 
 def retry_window() -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+import os
 import socket
 import threading
 from collections import deque
@@ -24,11 +25,13 @@ from .config import (
     RX_SIZE, _ABORTED, _IO_FAILED, _NOT_CONNECTED, _NOT_FOUND, _RESET, _SUCCESS, _monotonic, retry_window,
 )
 from .common import _Remote, _complete_soft, _device_view, _post, _post_complete, _post_done
+from . import shm as _shm
 
 if TYPE_CHECKING:
     from .datapath import EmuComchConsumer, EmuComchProducer
     from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend
     from .endpoints import _Endpoint
+    from ..transport.shmring import Ring
 
 # -- connections ----------------------------------------------------------------------------------
 class EmuComchConnection(ConnectionInput):
@@ -84,6 +87,12 @@ class EmuComchConnection(ConnectionInput):
         self.since = 0.0  # when output last started waiting for the peer (under lock)
         self.heard = 0.0  # when the peer last showed life: bytes read, room made (I/O thread)
         self.rt_armed = False  # a retry-window timer runs (under lock)
+        # Same-host rings (:mod:`.shm`): set once at the handshake, then the socket carries only nudges.
+        self.shm: _shm.ShmLink | None = None
+        self.ring_offer: Ring | None = None  # the client's ring, offered with its HELLO
+        self.fds_in: list[int] = []  # descriptors that came with the handshake
+        self.broken = False  # dropped from a Pe thread: the I/O thread tears it down
+        self.nudge_mv: memoryview | None = None
 
     # -- public handle -------------------------------------------------------------------------
     def is_server_side(self) -> bool:
@@ -113,15 +122,15 @@ class EmuComchConnection(ConnectionInput):
         self._update_mask()
 
     def _update_mask(self) -> None:
-        if self.torn_down or self.sock is None:
-            return
+        if self.torn_down or self.sock is None or self.shm is not None:
+            return  # ring mode: the socket is only read (nudges, EOF), whatever the Pe's backlog
         want = (0 if self.paused else 1) | (2 if self.want_write else 0)
         self.mask = self.r.set_mask(self.sock, self.mask, want, self._event)
 
     def _event(self, mask: int) -> None:
         if mask & 2:
             self._write_ready()
-        if mask & 1 and not self.torn_down and not self.paused:
+        if mask & 1 and not self.torn_down and (not self.paused or self.shm is not None):
             self._read_ready()
 
     # -- output --------------------------------------------------------------------------------
@@ -131,15 +140,19 @@ class EmuComchConnection(ConnectionInput):
         if sock is None:
             return
         out = self.out
+        link = self.shm
         try:
             with memoryview(out) as m, m[self.opos:] as rest:
-                n = sock.send(rest)
+                n = sock.send(rest) if link is None else link.write(rest)
         except (BlockingIOError, InterruptedError):
             n = 0
-        except OSError as exc:
-            reason = f"send failed: {exc.strerror}"
+        except (OSError, _shm.RingError) as exc:
+            reason = (f"send failed: {exc.strerror}" if isinstance(exc, OSError)
+                      else f"the peer's shared-memory ring is malformed: {exc}")
             self.r.call_soon(lambda: self.die(_RESET, reason))
             return
+        if link is not None and n:
+            _shm.arm_nudge(self, link)
         self.sent += n
         self.opos += n
         if self.opos >= len(out):
@@ -147,12 +160,14 @@ class EmuComchConnection(ConnectionInput):
             self.opos = 0
             if self.want_write:
                 self.want_write = False
-                self.r.call_soon(self._update_mask)
+                if link is None:
+                    self.r.call_soon(self._update_mask)
         elif not self.want_write:
             if not self.pq:
                 self._waiting_locked()
             self.want_write = True
-            self.r.call_soon(self._update_mask)
+            if link is None:  # ring mode: room is noticed by the Pe's poll or the nudge timer
+                self.r.call_soon(self._update_mask)
 
     def _written_locked(self) -> list[EmuComchTaskSend] | None:
         wq = self.wq
@@ -314,10 +329,11 @@ class EmuComchConnection(ConnectionInput):
             if self.closed:
                 return
             if self.sock is not None and not self.want_write and self.opos < len(self.out):
+                link = self.shm
                 try:
                     with memoryview(self.out) as m, m[self.opos:] as rest:
-                        self.sent += self.sock.send(rest)
-                except OSError:
+                        self.sent += self.sock.send(rest) if link is None else link.write(rest)
+                except (OSError, _shm.RingError):
                     pass
             done = self._written_locked()
             self.closed = True
@@ -328,6 +344,10 @@ class EmuComchConnection(ConnectionInput):
     def die(self, code: int, reason: str | None) -> None:
         """Release the socket, fail what is in flight and post the events, once (I/O thread)."""
         if self.torn_down:
+            return
+        if not self.r.on_thread():  # a Pe thread found the peer's ring malformed: the I/O thread tears down
+            self.broken = True
+            self.r.call_soon(lambda: self.die(code, reason))
             return
         if reason:
             logger.warning("comch: dropping connection %s: %s", self.peer, reason)
@@ -343,6 +363,14 @@ class EmuComchConnection(ConnectionInput):
             del self.out[:]
             self.opos = 0
         sock, self.sock = self.sock, None
+        fds, self.fds_in = self.fds_in, []
+        for fd in fds:
+            os.close(fd)
+        offered, self.ring_offer = self.ring_offer, None
+        if offered is not None:
+            offered.close()
+        if self.shm is not None:  # unmapped by the Pe's poller, which may be reading it now
+            _post(self.ctx.pe, _shm._noop, None)
         if sock is not None:
             if self.mask:
                 try:
@@ -375,6 +403,9 @@ class EmuComchConnection(ConnectionInput):
         """The Pe consumed *n* bytes of posted messages (Pe thread)."""
         self.delivered += n
         if self.paused and self.posted - self.delivered <= self.high // 2:
+            if self.shm is not None:
+                self.paused = False  # the Pe reads the ring: its next poll goes on
+                return
             self.r.call_soon(self.resume)
 
     def __repr__(self) -> str:

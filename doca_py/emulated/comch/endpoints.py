@@ -34,11 +34,12 @@ from .wire import (
 )
 from .config import (
     DEFAULT_RECV_QUEUE_SIZE, MAX_CLIENTS, MAX_MSG_SIZE, MAX_RECV_QUEUE_SIZE, _BAD_STATE, _FULL, _IDLE, _MSG_HDRS,
-    _PEERCRED, _RUNNING, _STARTING, _STOPPING, _SUCCESS,
+    _PEERCRED, _RUNNING, _STARTING, _STOPPING, _SUCCESS, shm_enabled,
 )
 from .connection import EmuComchConnection
 from .tasks import EmuComchTaskSend
 from .common import _check_name, _post
+from . import shm as _shm
 from .caps import cap_client_is_supported, cap_server_is_supported
 
 # -- contexts -------------------------------------------------------------------------------------
@@ -73,6 +74,7 @@ class _Endpoint(_Sender):
         self.recv_queue_size = DEFAULT_RECV_QUEUE_SIZE
         self.r = reactor()
         self.wrap: Callable[[EmuComchConnection], object] = _no_wrap
+        self.poller: _shm.CommPoller | None = None  # the ring connections its Pe polls
         self.cbs: dict[str, Callable[..., None] | None] = dict.fromkeys(
             ("msg_recv", "connect", "disconnect", "new_consumer", "expired_consumer"))
 
@@ -232,8 +234,9 @@ class EmuComchServer(_Endpoint):
             self.conns.add(conn)
             conn.attach(c)
 
-    def _hello(self, conn: EmuComchConnection, name: bytes, peer_max: int) -> bool:
-        """A client introduced itself (I/O thread); answer and report the connection."""
+    def _hello(self, conn: EmuComchConnection, name: bytes, peer_max: int, flags: int) -> bool:
+        """A client introduced itself (I/O thread); answer and report the connection. *flags* 1: it
+        offered rings (:mod:`.shm`)."""
         if name != self.name_raw:
             conn._bad(f"hello for server {name!r}, this is {self.name_raw!r}")
             return False
@@ -242,14 +245,27 @@ class EmuComchServer(_Endpoint):
             status = _BAD_STATE
         elif sum(1 for c in self.conns if c.alive) >= MAX_CLIENTS:
             status = _FULL
-        conn.send_now(HDR.pack(T_WELCOME, status, VERSION, 0, MAGIC, self.max_msg_size))
+        welcome = HDR.pack(T_WELCOME, status, VERSION, 0, MAGIC, self.max_msg_size)
+        if peer_max:
+            conn.max_send = min(conn.max_send, peer_max)
+        ringed: bool | None = None
+        if flags & 1 and not status:
+            ringed = _shm.accept(conn, welcome)
+            if ringed is False:
+                return False
+        else:
+            for fd in conn.fds_in:
+                os.close(fd)
+            conn.fds_in = []
+        if not ringed:
+            conn.send_now(welcome)
         if status:
             logger.info("comch server %r: refused %s (%s)", self.name, conn.peer, error_name(status))
             conn.die(status, None)
             return False
+        if ringed:
+            return False  # up and announced by the switch; the rest of the socket is nudges (accept reset it)
         conn.alive = True
-        if peer_max:
-            conn.max_send = min(conn.max_send, peer_max)
         _post(self.pe, self._deliver_conn, (conn, True))
         return True
 
@@ -343,7 +359,10 @@ class EmuComchClient(_Endpoint):
         conn = EmuComchConnection(self, False, f"{self.name!r}->{self.path}")
         self.conn = conn
         conn.attach(s)
-        conn.send_now(HDR.pack(T_HELLO, 0, VERSION, len(self.name_raw), MAGIC, self.max_msg_size) + self.name_raw)
+        ln, mx = len(self.name_raw), self.max_msg_size
+        # small=1: rings offered (their descriptors ride with the HELLO)
+        if not (shm_enabled() and _shm.offer(conn, HDR.pack(T_HELLO, 1, VERSION, ln, MAGIC, mx) + self.name_raw)):
+            conn.send_now(HDR.pack(T_HELLO, 0, VERSION, ln, MAGIC, mx) + self.name_raw)
 
     def _retry(self) -> None:
         delay, self.backoff = self.backoff, min(self.backoff * 2, 0.1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import array
+import socket as _socket
 from typing import TYPE_CHECKING, cast
 
 
@@ -30,6 +32,22 @@ from .config import (
     _TOO_BIG, _monotonic,
 )
 from .common import _device_view, _post, _post_complete, _post_done
+from . import shm as _shm
+
+_FDS_SPACE = _socket.CMSG_SPACE(3 * array.array("i").itemsize)
+
+
+def _recv_with_fds(sock: _socket.socket, buf: memoryview) -> tuple[int, list[int]]:
+    """``recv_into`` that also takes the descriptors passed with the bytes (handshake only)."""
+    n, anc, _flags, _addr = sock.recvmsg_into([buf], _FDS_SPACE)
+    fds: list[int] = []
+    for level, typ, data in anc:
+        if level == _socket.SOL_SOCKET and typ == _socket.SCM_RIGHTS:
+            a = array.array("i")
+            a.frombytes(data[:len(data) - len(data) % a.itemsize])
+            fds += a
+    return n, fds
+
 
 if TYPE_CHECKING:
     import socket
@@ -71,6 +89,10 @@ class ConnectionInput:
         live: list[int]
         heard: float
 
+        shm: _shm.ShmLink | None
+        fds_in: list[int]
+        nudge_mv: memoryview | None
+
         def die(self, code: int, reason: str | None) -> None: ...
         def send_now(self, frame: bytes) -> bool: ...
         def _update_mask(self) -> None: ...
@@ -83,8 +105,28 @@ class ConnectionInput:
         sock, mv = self.sock, self.mv
         if sock is None or mv is None:
             return
+        link = self.shm
         try:
-            n = sock.recv_into(mv[self.rend:])
+            if link is not None:  # ring mode: nudges and EOF only
+                nmv = self.nudge_mv
+                if nmv is None:
+                    nmv = self.nudge_mv = memoryview(bytearray(256))
+                n = sock.recv_into(nmv)
+                if n:
+                    _shm.nudged(cast("EmuComchConnection", self), link, nmv[:n])
+                    return
+                _shm.drain(cast("EmuComchConnection", self))  # what the peer published before it went
+                if self.torn_down:
+                    return
+            elif not self.alive:  # the handshake may carry a ring and a doorbell (SCM_RIGHTS)
+                n, fds = _recv_with_fds(sock, mv[self.rend:])
+                if fds:
+                    self.fds_in += fds
+                    if len(self.fds_in) > 2:
+                        self._bad("too many descriptors in the handshake")
+                        return
+            else:
+                n = sock.recv_into(mv[self.rend:])
         except (BlockingIOError, InterruptedError):
             return
         except ConnectionResetError:
@@ -266,7 +308,7 @@ class ConnectionInput:
             if a != MAGIC or aux != VERSION:
                 self._bad(f"hello with magic {a:#x} version {aux} (expected {MAGIC:#x} version {VERSION})")
                 return False
-            return cast("EmuComchServer", ctx)._hello(cast("EmuComchConnection", self), name, b)
+            return cast("EmuComchServer", ctx)._hello(cast("EmuComchConnection", self), name, b, small)
         if typ == T_WELCOME:
             if self.alive or self.server_side or a != MAGIC:
                 self._bad("unexpected welcome")
@@ -279,10 +321,14 @@ class ConnectionInput:
                                    self.peer, error_name(small))
                 self.die(small, None)
                 return False
-            self.alive = True
             self.max_send = min(self.max_send, b) if b else self.max_send
+            if not _shm.adopt(cast("EmuComchConnection", self)):
+                return False
+            if self.shm is not None:
+                return False  # announced by the switch; the rest of the socket is nudges (adopt reset it)
+            self.alive = True
             _post(ctx.pe, ctx._deliver_conn, (self, True))
-            return True
+
         return True  # unreachable: types are checked by _parse
 
     def _data(self, cid: int, pid: int, imm_len: int, ln: int, body: int) -> int:

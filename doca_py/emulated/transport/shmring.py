@@ -32,6 +32,7 @@ look at the indices, against the peer's publish-then-look-at-the-flag) goes thro
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import mmap
 import os
 import socket
@@ -60,6 +61,7 @@ _unpack_hdr = REC_HDR.unpack_from
 _U64 = ctypes.c_uint64
 _U32 = ctypes.c_uint32
 _fence_lock = threading.Lock()
+_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
 class RingError(Exception):
@@ -104,13 +106,16 @@ class Ring:
         self.beat = _U64.from_buffer(mm, _OFF_BEAT)
 
     @classmethod
-    def create(cls, size: int = DEFAULT_SIZE) -> Ring:
-        """A new ring in a fresh ``memfd`` (the consumer's side creates it)."""
+    def create(cls, size: int = DEFAULT_SIZE, sealed: bool = False) -> Ring:
+        """A new ring in a fresh ``memfd`` (the consumer's side creates it). *sealed*: its size is
+        sealed, so that no holder of the descriptor can shrink it under a mapping (``SIGBUS``)."""
         if size < 4096 or size & (size - 1) or size > 1 << 30:
             raise ValueError(f"ring size {size} is not a power of two in 4 KiB..1 GiB")
-        fd = os.memfd_create("doca_py-ring", os.MFD_CLOEXEC)
+        fd = os.memfd_create("doca_py-ring", os.MFD_CLOEXEC | (os.MFD_ALLOW_SEALING if sealed else 0))
         try:
             os.ftruncate(fd, DATA + size)
+            if sealed:
+                fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
             mm = mmap.mmap(fd, DATA + size)
         except BaseException:
             os.close(fd)
@@ -119,9 +124,12 @@ class Ring:
         return cls(fd, size, mm)
 
     @classmethod
-    def attach(cls, fd: int) -> Ring:
-        """Map a ring the peer created (takes ownership of *fd*); :class:`RingError` if it is not one."""
+    def attach(cls, fd: int, sealed: bool = False) -> Ring:
+        """Map a ring the peer created (takes ownership of *fd*); :class:`RingError` if it is not one
+        (*sealed*: or if its size is not sealed, see :meth:`create`)."""
         try:
+            if sealed and fcntl.fcntl(fd, fcntl.F_GET_SEALS) & _SEALS != _SEALS:
+                raise RingError("the peer's ring is not sealed against resizing")
             total = os.fstat(fd).st_size
             if total < DATA + 4096:
                 raise RingError(f"the peer's ring is {total} bytes, too small")
