@@ -4,6 +4,7 @@ names, and a peer killed in the middle of a transfer (the child is ``python -m t
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -113,7 +114,29 @@ def test_duplicate_name_across_processes_and_stale_socket_of_a_killed_server() -
         pump([srv.pe], lambda: any(k == "connect" for k, _ in srv.events))
 
 
-def test_client_killed_mid_transfer_fails_inflight_tasks_and_server_keeps_serving() -> None:
+@pytest.fixture(params=["socket", "rings"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The connection's transport: its Unix socket (the default) or the opt-in same-host shared-memory
+    rings of the emulated backend (``DOCA_PY_COMCH_SHM``, for this process and its children)."""
+    if request.param == "socket":
+        yield "socket"
+        return
+    if d.impl != "emulated":
+        pytest.skip("the shared-memory rings are the emulated backend's transport")
+    from doca_py.emulated.comch import config
+
+    monkeypatch.setenv("DOCA_PY_COMCH_SHM", "1")
+    config.configure(shm=True)
+    try:
+        yield "rings"
+    finally:
+        config.configure(shm=False)
+
+
+def test_client_killed_mid_transfer_fails_inflight_tasks_and_server_keeps_serving(transport: str) -> None:
+    """The child stalls with 2 receives posted while messages and producer data wait for it (in the
+    socket, or in the ring), then is SIGKILLed: everything in flight fails with CONNECTION_RESET and the
+    server keeps serving."""
     name = unique_name()
     with server_side(name, num_tasks=2048) as (srv, dev), d.BufInventory(64) as inv:
         ch = Child("client", name, [srv.pe], rq=1)
@@ -122,6 +145,8 @@ def test_client_killed_mid_transfer_fails_inflight_tasks_and_server_keeps_servin
             cid = int(ch.ask("consumer 2 4096").split()[1])
             pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
             conn = _conn(srv)
+            if transport == "rings":
+                assert conn._h.shm is not None, "the connection did not switch to the rings"
             mm, mem = local_mmap(dev)
             prod = ComchProducer(conn)
             srv.pe.connect_ctx(prod)

@@ -223,55 +223,8 @@ def test_malformed_ring_content_breaks_only_that_connection(how: str) -> None:
         p.pump(lambda: p.client.ctx.get_state() != CtxState.RUNNING)  # its socket closed: it goes too
 
 
-def test_peer_killed_with_messages_queued() -> None:
-    """The child has 2 receives posted and stalls: our messages and producer data wait in the ring, then it
-    is SIGKILLed: everything in flight fails with CONNECTION_RESET, the server keeps serving."""
-    name = unique_name()
-    with server_side(name, num_tasks=2048) as (srv, dev), d.BufInventory(64) as inv:
-        ch = Child("client", name, [srv.pe], rq=1)
-        try:
-            assert ch.ask("conn") == "conn"
-            cid = int(ch.ask("consumer 2 4096").split()[1])
-            pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
-            conn = next(cn for k, cn in srv.events if k == "connect")
-            assert _h(conn).shm is not None
-            mm, mem = local_mmap(dev)
-            prod = ComchProducer(conn)
-            srv.pe.connect_ctx(prod)
-            pdone: list[Any] = []
-            prod.task_send_set_conf(lambda t, u, c: pdone.append(t.get_status()),
-                                    lambda t, u, c: pdone.append(t.get_status()), 32)
-            prod.start()
-            assert ch.ask("stall") == "stalled"
-            msg = os.urandom(4080)
-            for _ in range(2048):  # 8 MiB: far more than the ring holds
-                srv.ctx.task_send_alloc_init(conn, msg).submit()
-            srv.pe.progress()
-            src = inv.buf_get_by_data(mm, mm.get_memrange()[0], 512)
-            sends = [prod.task_send_alloc_init(src, None, cid) for _ in range(3)]
-            for t in sends[:2]:
-                submit_when_posted(t, [srv.pe])
-            with pytest.raises(e.DocaAgain):
-                sends[2].submit()
-            srv.pe.progress()
-            assert srv.ctx.get_num_inflight_tasks() > 0 and prod.get_num_inflight_tasks() == 2
-            ch.kill()
-            pump([srv.pe], lambda: any(k == "disconnect" for k, _ in srv.events))
-            pump([srv.pe], lambda: len(srv.sent) == 2048 and len(pdone) == 2)
-        finally:
-            ch.close()
-        failed = [st for k, _, st in srv.sent if k == "err"]
-        assert failed and set(failed) == {d.ErrorCode.CONNECTION_RESET}
-        assert set(pdone) <= {d.ErrorCode.SUCCESS, d.ErrorCode.CONNECTION_RESET}
-        assert d.ErrorCode.CONNECTION_RESET in pdone
-        assert srv.ctx.get_state() == CtxState.RUNNING
-        free_all(prod)
-        pump([srv.pe], lambda: prod.get_state() == CtxState.IDLE)
-        for _, t, _ in srv.sent:
-            t.free()
-        prod.close()
-        src.close()
-        mm.close()
+# A peer SIGKILLed with messages and producer data queued in the ring: tests/comch/test_comch_multiprocess.py
+# (test_client_killed_mid_transfer_..., parametrized over the socket and the rings).
 
 
 def test_silent_peer_fails_waiting_producer_data_within_the_retry_window() -> None:
