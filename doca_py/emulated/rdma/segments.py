@@ -51,6 +51,28 @@ def _segments(buf: EmuBuf | None, write: bool) -> tuple[list[memoryview], int]:
     return segs, total
 
 
+def _land(dst: EmuBuf | None, src: memoryview | bytearray, start: int, n: int) -> bool:
+    """Receive ``src[start:start+n]`` into *dst* the short way: after the data of a single buffer of a
+    started local map that has the room, through the map's view (what :func:`_recv_segments`,
+    :func:`_scatter` and :func:`_grow` do for any list). False, with nothing done, for anything else
+    (a chained, short or not writable destination, or another kind of map): the general path decides."""
+    if not n:
+        return True
+    if dst is None or dst.next is not None:
+        return False
+    dm = dst.mmap
+    if dm is None or not dm.writable:
+        return False
+    dv = dm.mv
+    at = dst.data + dst.data_len
+    if dv is None or at < dm.addr or at + n > dst.head + dst.len or at + n > dm.hi:
+        return False
+    at -= dm.addr
+    dv[at:at + n] = src[start:start + n]
+    dst.data_len += n
+    return True
+
+
 def _list_len(buf: EmuBuf | None) -> int:
     n = 0
     while buf is not None:

@@ -25,7 +25,7 @@ from .connection import EmuRdmaConnection
 from .tasks import EmuRdmaTaskReceive, _Q2, _RdmaTask, _U64
 from .wire import HDR, HDR_SIZE, put_frame
 from . import shm
-from .segments import _grow, _recv_segments, _scatter, _tail, _target_view
+from .segments import _grow, _land, _recv_segments, _scatter, _tail, _target_view
 
 if TYPE_CHECKING:
     from .ctx import EmuRdma
@@ -259,25 +259,15 @@ def _serve(st: Stream) -> None:
                     task.imm = b
                 nbytes = length if typ == T_SEND else (a if flags & F_NODATA else length)
                 task.result_len = nbytes
-                dst = task.dst
-                if typ == T_SEND and avail >= length and dst is not None and dst.next is None:
-                    # One buffer of a started local map, with room, and the whole frame here: copy it
-                    # straight into the map's view (what _recv_segments + _scatter + _grow do, in place).
-                    dm = dst.mmap
-                    at = dst.data + dst.data_len
-                    if dm is not None and dm.writable and (dv := dm.mv) is not None and \
-                            dm.addr <= at and at + length <= dst.head + dst.len and at + length <= dm.hi:
-                        if length:
-                            at -= dm.addr
-                            dv[at:at + length] = mv[body:body + length]
-                            dst.data_len += length
-                        pos = body + length
-                        task.status = _SUCCESS
-                        pe.ready.append(task.done)  # pe.post_item, inlined
-                        if pe.armed:
-                            pe.wake()
-                        srv.acks += 1
-                        continue
+                if typ == T_SEND and avail >= length and _land(task.dst, mv, body, length):
+                    # The whole frame is here and the receive is one buffer of a started local map.
+                    pos = body + length
+                    task.status = _SUCCESS
+                    pe.ready.append(task.done)  # pe.post_item, inlined
+                    if pe.armed:
+                        pe.wake()
+                    srv.acks += 1
+                    continue
                 if typ == T_SEND:
                     code, segs = _recv_segments(task, length)
                 else:

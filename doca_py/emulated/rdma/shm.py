@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from ...errors import DocaConnectionAborted, DocaError
@@ -36,7 +37,7 @@ from .config import (
     C_ESTABLISHED, F_IMM, OP_RECV_SEND, OP_RECV_SEND_WITH_IMM, OP_RECV_WRITE_WITH_IMM, _IO_FAILED, _SUCCESS,
     _TIME_OUT,
 )
-from .segments import _Fail, _grow, _recv_segments, _scatter, _tail
+from .segments import _Fail, _grow, _land, _recv_segments, _scatter, _tail
 from .wire import unix_path
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class ShmTx:
         self.seen = 0.0  # :attr:`heard` at the retry timer's last look (I/O thread)
         self.nudge = NUDGE  # the timer's next delay while the peer finishes nothing (I/O thread)
 
-    def send(self, conn: EmuRdmaConnection, task: _RdmaTask, segs: list[memoryview], n: int, flags: int,
+    def send(self, conn: EmuRdmaConnection, task: _RdmaTask, segs: Sequence[memoryview], n: int, flags: int,
              imm: int) -> None:
         """Queue a send (inside ``progress()``); its completion comes from :meth:`RdmaPoller.poll`."""
         if n <= MAX_RECORD and len(segs) <= 1:
@@ -380,17 +381,7 @@ class RdmaPoller:
                         except IndexError:
                             task = None  # receiver not ready: the general path starts the RNR window
                         else:
-                            dst = task.dst
-                            fits = not length
-                            if not fits and dst is not None and dst.next is None and (dm := dst.mmap) is not None \
-                                    and dm.writable and (dv := dm.mv) is not None and \
-                                    dm.addr <= (at := dst.data + dst.data_len) and at + length <= dst.head + dst.len \
-                                    and at + length <= dm.hi:
-                                at -= dm.addr
-                                dv[at:at + length] = data[off + REC_HDR_SIZE:off + REC_HDR_SIZE + length]
-                                dst.data_len += length
-                                fits = True
-                            if fits:
+                            if _land(task.dst, data, off + REC_HDR_SIZE, length):
                                 task.result_conn = conn
                                 task.result_len = length
                                 if flags & F_IMM:

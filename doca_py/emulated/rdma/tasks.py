@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._backend.protocols.core import BufHandle
@@ -208,11 +209,10 @@ class EmuRdmaTaskSend(_RdmaTask):
         conn = self.conn
         assert conn is not None
         src = self.src
-        seg: memoryview | None = None
-        if src is None:
-            segs: list[memoryview] = []
-            n = 0
-        else:
+        seg: memoryview | None = None  # the one segment of the common case (no list per send)
+        segs: Sequence[memoryview] = ()
+        n = 0
+        if src is not None:
             if src.next is not None and _list_len(src) > self.ctx.send_list_len:
                 raise _Fail(_INVALID, "source list is longer than max_send_buf_list_len")
             sm = src.mmap
@@ -222,7 +222,6 @@ class EmuRdmaTaskSend(_RdmaTask):
                     src.data + src.data_len <= sm.hi and (smv := sm.mv) is not None:
                 n = src.data_len  # a started local map: its view, no lookups
                 seg = smv[src.data - sm.addr:src.data - sm.addr + n]
-                segs = []
             else:
                 segs, n = _segments(src, False)
         if n > MAX_MESSAGE_SIZE:
@@ -232,7 +231,7 @@ class EmuRdmaTaskSend(_RdmaTask):
             st = conn._stream()  # raises the connection's failure
         tx = conn.tx
         if tx is not None:  # same host: the shared-memory ring (:mod:`.shm`)
-            tx.send(conn, self, segs if seg is None else [seg], n, F_IMM if self.has_imm else 0, self.imm)
+            tx.send(conn, self, segs if seg is None else (seg,), n, F_IMM if self.has_imm else 0, self.imm)
             return
         # The hot path of every message: put_frame, _push and _schedule inlined.
         with st.lock:
