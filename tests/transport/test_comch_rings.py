@@ -287,7 +287,7 @@ def test_hostile_ring_offer_is_refused_and_the_server_keeps_serving(offer: str) 
         raw = name.encode()
         hello = HDR.pack(T_HELLO, 1, VERSION, len(raw), MAGIC, 4080) + raw
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        ring = Ring.create(8192) if offer == "unsealed" else None
+        ring = Ring.create(8192, sealed=False) if offer == "unsealed" else None
         efd = os.eventfd(0)
         try:
             s.connect(path)

@@ -513,3 +513,20 @@ def test_a_peer_that_dies_with_sends_queued_in_the_ring_resets_them() -> None:
             par.close()
     finally:
         peer.kill()
+
+
+def test_a_ring_the_peer_could_resize_is_refused_at_the_handshake() -> None:
+    """The rings' sizes are sealed by their creator: a requester refuses a reply whose ring is not
+    (the peer could shrink it under our mapping and crash us with SIGBUS), or that is not a ring and
+    a doorbell, with CONNECTION_ABORTED before touching the connection."""
+    from doca_py.errors import DocaConnectionAborted
+    from doca_py.emulated.rdma import shm
+    from doca_py.emulated.transport.shmring import Ring
+
+    unsealed = Ring.create(4096, sealed=False)
+    try:
+        for fds in ([os.dup(unsealed.fd), os.eventfd(0)], [os.eventfd(0)]):
+            with pytest.raises(DocaConnectionAborted, match="unusable"):
+                shm.attach_tx(None, fds)  # type: ignore[arg-type]  # refused before the connection is used
+    finally:
+        unsealed.close()

@@ -3,6 +3,7 @@ status read-back, hostile content, hand-over between processes and the doorbell 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import socket
@@ -173,14 +174,46 @@ def test_malformed_content_from_the_consumer_is_a_clear_error(damage: str) -> No
     ring.close()
 
 
+def _sealed_memfd(name: str, size: int) -> int:
+    fd = os.memfd_create(name, os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    return fd
+
+
 def test_attach_refuses_what_is_not_a_ring() -> None:
-    fd = os.memfd_create("not-a-ring")
-    os.ftruncate(fd, sr.DATA + 4096)
+    with pytest.raises(sr.RingError, match="malformed"):
+        sr.Ring.attach(_sealed_memfd("not-a-ring", sr.DATA + 4096))  # zero magic
+    with pytest.raises(sr.RingError, match="too small"):
+        sr.Ring.attach(_sealed_memfd("tiny", 0))
+    # A real ring whose size the peer could still change (shrunk under our mapping: SIGBUS).
+    unsealed = sr.Ring.create(4096, sealed=False)
+    try:
+        with pytest.raises(sr.RingError, match="not sealed"):
+            sr.Ring.attach(os.dup(unsealed.fd))
+    finally:
+        unsealed.close()
+
+
+def test_a_handshake_must_carry_exactly_a_ring_and_a_doorbell() -> None:
+    ring = sr.Ring.create(4096)
+    bell = os.eventfd(0)  # blocking, as a careless (or hostile) peer may send it
+    got, got_bell = sr.attach_with_bell([os.dup(ring.fd), bell])
+    assert got.size == 4096 and got_bell == bell and not os.get_blocking(bell)
+    got.close()
+    os.close(bell)
+    for fds in ([os.dup(ring.fd)], [os.dup(ring.fd), os.eventfd(0), os.eventfd(0)]):
+        with pytest.raises(sr.RingError, match="descriptors, expected 2"):
+            sr.attach_with_bell(fds)
+        for fd in fds:  # taken over: closed on refusal
+            with pytest.raises(OSError):
+                os.fstat(fd)
+    other = os.eventfd(0)
     with pytest.raises(sr.RingError):
-        sr.Ring.attach(fd)  # zero magic
-    fd = os.memfd_create("tiny")
-    with pytest.raises(sr.RingError):
-        sr.Ring.attach(fd)
+        sr.attach_with_bell([os.eventfd(0), other])  # not a ring
+    with pytest.raises(OSError):
+        os.fstat(other)
+    ring.close()
 
 
 _CHILD = textwrap.dedent("""

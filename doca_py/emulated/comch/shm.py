@@ -25,7 +25,9 @@ import threading
 from typing import TYPE_CHECKING
 
 from ...log import logger
-from ..transport.shmring import MAX_RECORD, Consumer, Producer, Ring, RingError, fence, ring_doorbell, send_fds
+from ..transport.shmring import (
+    MAX_RECORD, REC_HDR, Consumer, Producer, Ring, RingError, attach_with_bell, fence, ring_doorbell, send_fds,
+)
 from .common import _post
 from .config import _RESET, _monotonic
 
@@ -45,7 +47,7 @@ K_BYTES = 1  # a chunk of the connection's byte stream
 _KINDS = frozenset({K_BYTES})
 _OK = frozenset({0})
 _NUDGE_BYTE = b"\0"
-_REC_HDR = 16
+_REC_HDR = REC_HDR.size
 
 
 class ShmLink:
@@ -256,7 +258,7 @@ def offer(conn: EmuComchConnection, hello: bytes) -> bool:
     if pe is None or sock is None or pe.efd < 0:
         return False
     try:
-        ring = Ring.create(RING_SIZE, sealed=True)
+        ring = Ring.create(RING_SIZE)
     except OSError as exc:
         logger.debug("comch: no shared-memory ring, the connection uses its socket: %s", exc)
         return False
@@ -270,25 +272,6 @@ def offer(conn: EmuComchConnection, hello: bytes) -> bool:
     return True
 
 
-def _attach_tx(fds: list[int]) -> tuple[Ring, int]:
-    """The peer's ring and doorbell; :class:`RingError` if they are not a ring and an eventfd."""
-    if len(fds) != 2:
-        for fd in fds:
-            os.close(fd)
-        raise RingError(f"the peer's handshake carried {len(fds)} descriptors, expected 2")
-    ring_fd, bell = fds
-    try:
-        os.set_blocking(bell, False)  # a doorbell must never block us, whatever the peer sent
-    except OSError:
-        pass
-    try:
-        # Sealed: the peer cannot shrink it under our mapping (SIGBUS); checked before mapping.
-        return Ring.attach(ring_fd, sealed=True), bell
-    except RingError:
-        os.close(bell)
-        raise
-
-
 def accept(conn: EmuComchConnection, welcome: bytes) -> bool | None:
     """Server side, on a HELLO that offered rings: send *welcome* with our ring and doorbell and
     switch the connection to the rings. None: the WELCOME was sent without them (rings disabled
@@ -300,13 +283,13 @@ def accept(conn: EmuComchConnection, welcome: bytes) -> bool | None:
             os.close(fd)
         return None
     try:
-        tx, bell = _attach_tx(fds)
+        tx, bell = attach_with_bell(fds)
     except RingError as exc:
         conn._bad(f"ring offer: {exc}")
         return False
     sock, pe = conn.sock, conn.ctx.pe
     try:
-        rx = Ring.create(RING_SIZE, sealed=True)
+        rx = Ring.create(RING_SIZE)
     except OSError:
         tx.close()
         os.close(bell)
@@ -340,7 +323,7 @@ def adopt(conn: EmuComchConnection) -> bool:
             rx.close()
         return True
     try:
-        tx, bell = _attach_tx(fds)
+        tx, bell = attach_with_bell(fds)
     except RingError as exc:
         rx.close()
         conn._bad(f"ring answer: {exc}")

@@ -30,7 +30,8 @@ from ...log import logger
 from ..ctx import _complete
 from ..transport.reactor import reactor
 from ..transport.shmring import (
-    K_PAD, MAX_RECORD, REC_HDR, Consumer, Producer, Ring, RingError, fence, ring_doorbell, send_fds,
+    K_PAD, MAX_RECORD, REC_HDR, Consumer, Producer, Ring, RingError, attach_with_bell, fence, ring_doorbell,
+    send_fds,
 )
 from ..transport.stream import Listener, Stream
 from .config import (
@@ -583,15 +584,9 @@ def send_reply(conn: EmuRdmaConnection | None, st: Stream, reply: bytes, ok: boo
 def attach_tx(conn: EmuRdmaConnection, fds: list[int]) -> None:
     """The peer's reply carried its ring and doorbell (ctx.lock held). ``DocaConnectionAborted`` if
     they are not a ring and an eventfd."""
-    if len(fds) != 2:
-        for fd in fds:
-            os.close(fd)
-        raise DocaConnectionAborted(f"the peer's handshake carried {len(fds)} descriptors, expected 2")
-    ring_fd, bell = fds
     try:
-        ring = Ring.attach(ring_fd)
+        ring, bell = attach_with_bell(fds)
     except RingError as exc:
-        os.close(bell)
         raise DocaConnectionAborted(f"the peer's shared-memory ring is unusable: {exc}") from None
     conn.tx = ShmTx(ring, bell, conn.ctx.pe)
     conn.peer_bell = bell

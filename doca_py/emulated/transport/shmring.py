@@ -106,9 +106,10 @@ class Ring:
         self.beat = _U64.from_buffer(mm, _OFF_BEAT)
 
     @classmethod
-    def create(cls, size: int = DEFAULT_SIZE, sealed: bool = False) -> Ring:
-        """A new ring in a fresh ``memfd`` (the consumer's side creates it). *sealed*: its size is
-        sealed, so that no holder of the descriptor can shrink it under a mapping (``SIGBUS``)."""
+    def create(cls, size: int = DEFAULT_SIZE, sealed: bool = True) -> Ring:
+        """A new ring in a fresh ``memfd`` (the consumer's side creates it), its size sealed so that no
+        holder of the descriptor can shrink it under a mapping (``SIGBUS``). *sealed* false makes a
+        ring :meth:`attach` refuses (tests of that refusal)."""
         if size < 4096 or size & (size - 1) or size > 1 << 30:
             raise ValueError(f"ring size {size} is not a power of two in 4 KiB..1 GiB")
         fd = os.memfd_create("doca_py-ring", os.MFD_CLOEXEC | (os.MFD_ALLOW_SEALING if sealed else 0))
@@ -124,11 +125,11 @@ class Ring:
         return cls(fd, size, mm)
 
     @classmethod
-    def attach(cls, fd: int, sealed: bool = False) -> Ring:
-        """Map a ring the peer created (takes ownership of *fd*); :class:`RingError` if it is not one
-        (*sealed*: or if its size is not sealed, see :meth:`create`)."""
+    def attach(cls, fd: int) -> Ring:
+        """Map a ring the peer created (takes ownership of *fd*); :class:`RingError` if it is not one,
+        or if its size is not sealed (a peer could shrink it under our mapping, see :meth:`create`)."""
         try:
-            if sealed and fcntl.fcntl(fd, fcntl.F_GET_SEALS) & _SEALS != _SEALS:
+            if fcntl.fcntl(fd, fcntl.F_GET_SEALS) & _SEALS != _SEALS:
                 raise RingError("the peer's ring is not sealed against resizing")
             total = os.fstat(fd).st_size
             if total < DATA + 4096:
@@ -331,6 +332,26 @@ class Consumer:
             return False
         self.ring.tail.value = self.published = self.pos
         return True
+
+
+def attach_with_bell(fds: list[int]) -> tuple[Ring, int]:
+    """The peer's ring and doorbell as a handshake carried them (takes ownership of *fds*):
+    :class:`RingError` unless they are exactly a ring and a descriptor, which is made non-blocking (a
+    doorbell must never block us, whatever the peer sent)."""
+    if len(fds) != 2:
+        for fd in fds:
+            os.close(fd)
+        raise RingError(f"the peer's handshake carried {len(fds)} descriptors, expected 2")
+    ring_fd, bell = fds
+    try:
+        os.set_blocking(bell, False)
+    except OSError:
+        pass
+    try:
+        return Ring.attach(ring_fd), bell
+    except RingError:
+        os.close(bell)
+        raise
 
 
 def send_fds(sock: socket.socket, data: bytes, fds: list[int]) -> None:
