@@ -231,7 +231,8 @@ class ConnectionInput:
         _post(ctx.pe, ctx._deliver_msgs, (self, data, lens))
 
     def _frame(self, typ: int, small: int, aux: int, ln: int, a: int, b: int, body: int) -> bool:
-        """Handle one non-message frame; False if the connection was dropped."""
+        """Handle one non-message frame; False if the rest of the buffer must not be parsed: the
+        connection was dropped, or its handshake switched it to the rings (which reset the buffer)."""
         ctx = self.ctx
         if typ == T_DATA:
             if not self.alive:
@@ -328,7 +329,7 @@ class ConnectionInput:
                 return False  # announced by the switch; the rest of the socket is nudges (adopt reset it)
             self.alive = True
             _post(ctx.pe, ctx._deliver_conn, (self, True))
-
+            return True
         return True  # unreachable: types are checked by _parse
 
     def _data(self, cid: int, pid: int, imm_len: int, ln: int, body: int) -> int:
