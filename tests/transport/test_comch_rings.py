@@ -103,27 +103,35 @@ def test_sleeping_peer_is_woken_by_the_doorbell() -> None:
         assert p.server.msgs[0][0] == b"wake up"
 
 
+def _producer_to_consumer(p: Pair, tasks: int) -> tuple[Any, Any, Any, ComchConsumer, list[Any], ComchProducer,
+                                                         list[Any]]:
+    """A running consumer on the server side (its map, its completed receives) and a running producer on the
+    client side (the client's map and its memory, the producer's completion statuses), *tasks* each."""
+    smm, _ = local_mmap(p.dpu)
+    cmm, cmem = local_mmap(p.host)
+    cons = ComchConsumer(p.sconn, smm)
+    p.server.pe.connect_ctx(cons)
+    rdone: list[Any] = []
+    cons.task_post_recv_set_conf(lambda t, u, c: rdone.append(t), lambda t, u, c: rdone.append(t), tasks)
+    cons.start()
+    p.pump(lambda: cons.get_state() == CtxState.RUNNING and cons.get_id() in p.client.ids("new_consumer"))
+    prod = ComchProducer(p.cconn)
+    p.client.pe.connect_ctx(prod)
+    sdone: list[Any] = []
+    prod.task_send_set_conf(lambda t, u, c: sdone.append(t.get_status()),
+                            lambda t, u, c: sdone.append(t.get_status()), tasks)
+    prod.start()
+    return smm, cmm, cmem, cons, rdone, prod, sdone
+
+
 def test_a_pe_that_does_not_progress_still_acknowledges_producer_data() -> None:
     """Over the socket the I/O thread lands producer data; on the rings the sender's nudge makes the
     receiver's I/O thread serve the ring while its Pe does not progress."""
     with pair() as p, d.BufInventory(8) as inv:
         _ringed(p)
-        smm, smem = local_mmap(p.dpu)
-        cmm, cmem = local_mmap(p.host)
-        cons = ComchConsumer(p.sconn, smm)
-        p.server.pe.connect_ctx(cons)
-        rdone: list[Any] = []
-        cons.task_post_recv_set_conf(lambda t, u, c: rdone.append(t), lambda t, u, c: rdone.append(t), 4)
-        cons.start()
-        p.pump(lambda: cons.get_state() == CtxState.RUNNING and cons.get_id() in p.client.ids("new_consumer"))
+        smm, cmm, cmem, cons, rdone, prod, sdone = _producer_to_consumer(p, 4)
         dst = inv.buf_get_by_addr(smm, smm.get_memrange()[0], 64)
         cons.task_post_recv_alloc_init(dst).submit()
-        prod = ComchProducer(p.cconn)
-        p.client.pe.connect_ctx(prod)
-        sdone: list[Any] = []
-        prod.task_send_set_conf(lambda t, u, c: sdone.append(t.get_status()),
-                                lambda t, u, c: sdone.append(t.get_status()), 4)
-        prod.start()
         cmem[:4] = b"data"
         src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], 4)
         t = prod.task_send_alloc_init(src, b"im", cons.get_id())
@@ -143,20 +151,7 @@ def test_a_pe_that_does_not_progress_still_acknowledges_producer_data() -> None:
 def test_producer_data_credits_and_again() -> None:
     with pair() as p, d.BufInventory(32) as inv:
         _ringed(p)
-        smm, smem = local_mmap(p.dpu)
-        cmm, cmem = local_mmap(p.host)
-        cons = ComchConsumer(p.sconn, smm)
-        p.server.pe.connect_ctx(cons)
-        rdone: list[Any] = []
-        cons.task_post_recv_set_conf(lambda t, u, c: rdone.append(t), lambda t, u, c: rdone.append(t), 16)
-        cons.start()
-        p.pump(lambda: cons.get_state() == CtxState.RUNNING and cons.get_id() in p.client.ids("new_consumer"))
-        prod = ComchProducer(p.cconn)
-        p.client.pe.connect_ctx(prod)
-        sdone: list[Any] = []
-        prod.task_send_set_conf(lambda t, u, c: sdone.append(t.get_status()),
-                                lambda t, u, c: sdone.append(t.get_status()), 16)
-        prod.start()
+        smm, cmm, cmem, cons, rdone, prod, sdone = _producer_to_consumer(p, 16)
         srcs = []
         for i in range(8):
             cmem[i * 64:i * 64 + 8] = i.to_bytes(8, "little")

@@ -441,6 +441,17 @@ def test_malformed_ring_content_breaks_that_connection_with_io_failed(
     assert run(pe, b, b.rdma.task_send_allocate_init(b.conn, None)) == ["err"]
 
 
+def _posted_receive_and_ring(pe: d.Pe, inv: d.BufInventory, b: Side) -> tuple[d.Task, Any, int, int]:
+    """A receive posted on *b*, and *b*'s incoming ring with the position and offset where the next record
+    goes (for tests that write records by hand)."""
+    r = _recv(inv, b, 0, 4096)
+    r.submit()
+    wait_for(pe, lambda: len(b.rdma._h.posted) == 1, "the receive to be posted")  # noqa: SLF001
+    ring = _h(b).rx.ring
+    tail = ring.tail.value
+    return r, ring, tail, tail & ring.mask
+
+
 @pytest.mark.parametrize("damage", ["past_head", "too_long"])
 def test_a_malformed_send_record_breaks_the_connection_before_taking_a_receive(
         pair: tuple[d.Pe, d.BufInventory, Side, Side], damage: str) -> None:
@@ -451,12 +462,7 @@ def test_a_malformed_send_record_breaks_the_connection_before_taking_a_receive(
     from doca_py.emulated.transport import shmring
 
     pe, inv, a, b = pair
-    r = _recv(inv, b, 0, 4096)
-    r.submit()
-    wait_for(pe, lambda: len(b.rdma._h.posted) == 1, "the receive to be posted")  # noqa: SLF001
-    ring = _h(b).rx.ring
-    tail = ring.tail.value
-    off = tail & ring.mask
+    r, ring, tail, off = _posted_receive_and_ring(pe, inv, b)
     length = {"past_head": 1000, "too_long": shmring.MAX_RECORD + 16}[damage]
     struct.pack_into("<IBBHII", ring.data, off, length, shm.K_SEND, shm.F_ONE, 0xFFFF, 0, length)
     ring.head.value = tail + 32
@@ -472,12 +478,7 @@ def test_sends_before_a_malformed_record_in_the_same_batch_are_delivered(
     from doca_py.emulated.rdma import shm
 
     pe, inv, a, b = pair
-    r = _recv(inv, b, 0, 4096)
-    r.submit()
-    wait_for(pe, lambda: len(b.rdma._h.posted) == 1, "the receive to be posted")  # noqa: SLF001
-    ring = _h(b).rx.ring
-    tail = ring.tail.value
-    off = tail & ring.mask
+    r, ring, tail, off = _posted_receive_and_ring(pe, inv, b)
     struct.pack_into("<IBBHII4s", ring.data, off, 4, shm.K_SEND, shm.F_ONE, 0xFFFF, 0, 4, b"good")
     struct.pack_into("<IBBHII", ring.data, off + 32, 4, 255, 0, 0, 0, 0)  # an unknown kind
     ring.head.value = tail + 64  # both in one batch
