@@ -127,23 +127,31 @@ def test_stopped_server_moves_the_client_to_idle() -> None:
         pump([pe], lambda: cli.ctx.get_state() == CtxState.IDLE)
 
 
+def _two_sends_to_a_stopped_peer(srv: Endpoint, dev: d.Dev, inv: d.BufInventory, ch: Child, receives: int,
+                                 fill: bytes) -> tuple[int, d.Mmap, d.Buf, ComchProducer, list[Any]]:
+    """The child connected, with a consumer of *receives* posted receives; then SIGSTOPped, with two
+    producer sends of 512 *fill* bytes on the wire to it, unacknowledged. (consumer id, our map, the
+    source buffer, the producer, its completion statuses)"""
+    assert ch.ask("conn") == "conn"
+    cid = int(ch.ask(f"consumer {receives} 4096").split()[1])
+    pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
+    mm, mem = local_mmap(dev)
+    pdone: list[Any] = []
+    prod = _producer(srv, _conn(srv), pdone)
+    mem[:512] = fill * 512
+    src = inv.buf_get_by_data(mm, mm.get_memrange()[0], 512)
+    ch.p.send_signal(signal.SIGSTOP)
+    for _ in range(2):
+        submit_when_posted(prod.task_send_alloc_init(src, None, cid), [srv.pe])
+    srv.pe.progress()
+    return cid, mm, src, prod, pdone
+
+
 def test_peer_stopped_shorter_than_the_window_is_no_failure() -> None:
     name = unique_name()
     with _window(2.0), server_side(name) as (srv, dev), d.BufInventory(16) as inv, \
             _child("client", name, [srv.pe]) as ch:
-        assert ch.ask("conn") == "conn"
-        cid = int(ch.ask("consumer 2 4096").split()[1])
-        pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
-        conn = _conn(srv)
-        mm, mem = local_mmap(dev)
-        pdone: list[Any] = []
-        prod = _producer(srv, conn, pdone)
-        mem[:512] = b"z" * 512
-        src = inv.buf_get_by_data(mm, mm.get_memrange()[0], 512)
-        ch.p.send_signal(signal.SIGSTOP)
-        for _ in range(2):
-            submit_when_posted(prod.task_send_alloc_init(src, None, cid), [srv.pe])
-        srv.pe.progress()
+        cid, mm, src, prod, pdone = _two_sends_to_a_stopped_peer(srv, dev, inv, ch, 2, b"z")
         time.sleep(0.5)  # the deliberate stop, with the producer data unacknowledged
         ch.p.send_signal(signal.SIGCONT)
         pump([srv.pe], lambda: len(pdone) == 2)
@@ -187,19 +195,7 @@ def test_stopping_a_producer_flushes_sends_a_stopped_peer_has_not_acknowledged()
     window = 60.0  # far beyond the bounded waits: only the flush can end the stop in time
     with _window(window), server_side(name) as (srv, dev), d.BufInventory(16) as inv, \
             _child("client", name, [srv.pe]) as ch:
-        assert ch.ask("conn") == "conn"
-        cid = int(ch.ask("consumer 4 4096").split()[1])
-        pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
-        conn = _conn(srv)
-        mm, mem = local_mmap(dev)
-        pdone: list[Any] = []
-        prod = _producer(srv, conn, pdone)
-        mem[:512] = b"q" * 512
-        src = inv.buf_get_by_data(mm, mm.get_memrange()[0], 512)
-        ch.p.send_signal(signal.SIGSTOP)
-        for _ in range(2):
-            submit_when_posted(prod.task_send_alloc_init(src, None, cid), [srv.pe])
-        srv.pe.progress()
+        cid, mm, src, prod, pdone = _two_sends_to_a_stopped_peer(srv, dev, inv, ch, 4, b"q")
         assert not pdone and prod.get_num_inflight_tasks() == 2
         prod.stop()
         pump([srv.pe], lambda: len(pdone) == 2, deadline=window / 4)
