@@ -4,7 +4,6 @@ names, and a peer killed in the middle of a transfer (the child is ``python -m t
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -112,25 +111,6 @@ def test_duplicate_name_across_processes_and_stale_socket_of_a_killed_server() -
     with server_side(other) as (srv, _), child("client", other, [srv.pe]) as cl:
         assert cl.ask("conn") == "conn"
         pump([srv.pe], lambda: any(k == "connect" for k, _ in srv.events))
-
-
-@pytest.fixture(params=["socket", "rings"])
-def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The connection's transport: its Unix socket (the default) or the opt-in same-host shared-memory
-    rings of the emulated backend (``DOCA_PY_COMCH_SHM``, for this process and its children)."""
-    if request.param == "socket":
-        yield "socket"
-        return
-    if d.impl != "emulated":
-        pytest.skip("the shared-memory rings are the emulated backend's transport")
-    from doca_py.emulated.comch import config
-
-    monkeypatch.setenv("DOCA_PY_COMCH_SHM", "1")
-    config.configure(shm=True)
-    try:
-        yield "rings"
-    finally:
-        config.configure(shm=False)
 
 
 def test_client_killed_mid_transfer_fails_inflight_tasks_and_server_keeps_serving(transport: str) -> None:

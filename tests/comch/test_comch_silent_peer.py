@@ -63,7 +63,8 @@ def _producer(srv: Endpoint, conn: Any, done: list[Any]) -> ComchProducer:
     return prod
 
 
-def test_stopped_client_fails_waiting_sends_and_the_server_keeps_serving() -> None:
+def test_stopped_client_fails_waiting_sends_and_the_server_keeps_serving(transport: str) -> None:
+    """Over the socket or the rings, what waits for a stopped peer fails after the retry window."""
     name = unique_name()
     window = 0.6
     with _window(window), server_side(name, num_tasks=2048) as (srv, dev), d.BufInventory(16) as inv, \
@@ -72,6 +73,8 @@ def test_stopped_client_fails_waiting_sends_and_the_server_keeps_serving() -> No
         cid = int(ch.ask("consumer 2 4096").split()[1])
         pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
         conn = _conn(srv)
+        if transport == "rings":
+            assert conn._h.shm is not None, "the connection did not switch to the rings"
         mm, _ = local_mmap(dev)
         pdone: list[Any] = []
         prod = _producer(srv, conn, pdone)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import select
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +16,7 @@ from doca_py.comch import ComchConsumer, ComchProducer
 from doca_py.types import CtxState
 
 from ..comch.helpers import (
-    DEADLINE, Child, Pair, free_all, local_mmap, pair, pump, server_side, submit_when_posted, unique_name,
+    Pair, free_all, local_mmap, pair, pump, server_side, submit_when_posted, unique_name,
 )
 
 pytestmark = pytest.mark.usefixtures("rings")
@@ -219,52 +218,8 @@ def test_malformed_ring_content_breaks_only_that_connection(how: str) -> None:
 
 
 # A peer SIGKILLed with messages and producer data queued in the ring: tests/comch/test_comch_multiprocess.py
-# (test_client_killed_mid_transfer_..., parametrized over the socket and the rings).
-
-
-def test_silent_peer_fails_waiting_producer_data_within_the_retry_window() -> None:
-    """A SIGSTOPped peer consumes nothing: the ring path keeps the retry window (IO_FAILED)."""
-    import signal
-
-    from doca_py.emulated.comch import config
-
-    name = unique_name()
-    config.configure(retry_window=0.5)
-    try:
-        with server_side(name) as (srv, dev), d.BufInventory(8) as inv:
-            ch = Child("client", name, [srv.pe], rq=1)
-            try:
-                assert ch.ask("conn") == "conn"
-                cid = int(ch.ask("consumer 2 4096").split()[1])
-                pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
-                conn = next(cn for k, cn in srv.events if k == "connect")
-                assert _h(conn).shm is not None
-                mm, mem = local_mmap(dev)
-                prod = ComchProducer(conn)
-                srv.pe.connect_ctx(prod)
-                pdone: list[Any] = []
-                prod.task_send_set_conf(lambda t, u, c: pdone.append(t.get_status()),
-                                        lambda t, u, c: pdone.append(t.get_status()), 4)
-                prod.start()
-                ch.p.send_signal(signal.SIGSTOP)
-                src = inv.buf_get_by_data(mm, mm.get_memrange()[0], 64)
-                t = prod.task_send_alloc_init(src, None, cid)
-                submit_when_posted(t, [srv.pe])
-                start = time.monotonic()
-                pump([srv.pe], lambda: bool(pdone), deadline=DEADLINE)
-                assert pdone == [d.ErrorCode.IO_FAILED]
-                assert time.monotonic() - start < DEADLINE
-                ch.p.send_signal(signal.SIGCONT)
-                free_all(prod)
-                pump([srv.pe], lambda: prod.get_state() == CtxState.IDLE)
-                prod.close()
-                src.close()
-                mm.close()
-            finally:
-                ch.p.send_signal(signal.SIGCONT)
-                ch.close()
-    finally:
-        config.configure(retry_window=0)
+# (test_client_killed_mid_transfer_..., parametrized over the socket and the rings); a silent (SIGSTOPped)
+# peer: tests/comch/test_comch_silent_peer.py (likewise).
 
 
 @pytest.mark.parametrize("offer", ["unsealed", "none", "not_a_ring"])
