@@ -49,6 +49,35 @@ def _release(pid: int, name: str, warn: bool, release: Callable[[], object]) -> 
         warnings.warn(f"unclosed {name}", ResourceWarning, stacklevel=1)
 
 
+_ALSO = "also failed while closing: "
+
+
+def _first_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    rule = getattr(exc, "doca_rule", None)
+    return f"{type(exc).__name__}: strict mode: {rule}" if rule else text
+
+
+def _summarize(errors: list[BaseException]) -> list[str]:
+    """Notes for the first of *errors*: the others, one line per kind (a strict-mode rule broken by
+    many children — buffers still used by tasks in flight — is one line with a count)."""
+    first = errors[0]
+    key0 = getattr(first, "doca_rule", None)
+    counts: dict[str, list[BaseException]] = {}
+    for other in errors[1:]:
+        key = getattr(other, "doca_rule", None) or repr(other)
+        counts.setdefault(key, []).append(other)
+    notes = []
+    for key, same in counts.items():
+        if key0 is not None and key == key0:
+            notes.append(_ALSO + f"{len(same)} more like it")
+        elif len(same) == 1:
+            notes.append(_ALSO + f"{same[0]!r}")
+        else:
+            notes.append(_ALSO + f"{len(same)} x {_first_line(same[0])}")
+    return notes
+
+
 class DocaObject:
     """Base of every Python object that owns a DOCA handle."""
 
@@ -127,8 +156,8 @@ class DocaObject:
             errors.append(exc)
         if errors:
             first = errors[0]
-            for other in errors[1:]:
-                first.add_note(f"also failed while closing: {other!r}")
+            for note in _summarize(errors):
+                first.add_note(note)
             raise first
         self._closed = True
         if self._finalizer is not None:
@@ -175,4 +204,14 @@ class DocaObject:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc is None:
+            self.close()
+            return
+        # The block failed: its exception is the news. What closing then finds (typically the block's
+        # tasks still in flight) follows it as one line instead of replacing it.
+        try:
+            self.close()
+        except Exception as close_exc:  # noqa: BLE001 - reported on the block's exception
+            more = [n.removeprefix(_ALSO) for n in getattr(close_exc, "__notes__", ()) if n.startswith(_ALSO)]
+            exc.add_note(f"then closing {type(self).__name__} failed: "
+                         + "; ".join([_first_line(close_exc), *more]))

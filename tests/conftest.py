@@ -48,11 +48,29 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"doca_py backends: {backends.describe()}"]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Each test's Pes draw shuffles and faults from generators seeded by the seed and the test's id:
+    a test replays alone as it ran in the suite, whichever tests ran before it on its worker."""
+    from doca_py.emulated import strict
+
+    strict.reseed(item.nodeid)
+
+
+def replay_command(nodeid: str) -> str:
+    """The command that reruns test *nodeid* with this run's emulator knobs and seed."""
+    from doca_py.emulated import strict
+
+    faults = os.environ.get("DOCA_PY_EMU_FAULTS", "")
+    env = f"DOCA_PY_EMU_SEED={strict.SEED}" + (f" DOCA_PY_EMU_FAULTS={faults!r}" if faults else "")
+    return f"{env} python -m pytest -p no:xdist {nodeid!r}"
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
     report = yield
     if getattr(report, "failed", False):
-        report.sections.append(("doca_py emulator", f"replay with: {_knobs()}"))  # type: ignore[attr-defined]
+        report.sections.append(("doca_py emulator", f"{_knobs()}\nreplay: {replay_command(item.nodeid)}"))  # type: ignore[attr-defined]
     return report
 
 

@@ -24,12 +24,12 @@ from ..errors import DocaBadState, DocaError, DocaInvalidValue, DocaNoMemory, Do
 from ..log import logger
 from ..types import CtxState
 from . import strict
-from .pe import SHUFFLED, EmuPe
+from .pe import SHUFFLED, EmuPe, Lane
 
 from .buf import EmuBuf
 
-__all__ = ["EmuCtx", "EmuTask", "EmuSrcDstTask", "TaskPool", "FLUSHED", "OFFLOAD", "complete_task", "pin_bufs",
-           "unpin_bufs", "unreachable_ok"]
+__all__ = ["EmuCtx", "EmuTask", "EmuSrcDstTask", "TaskPool", "FLUSHED", "OFFLOAD", "complete_task",
+           "complete_in_order", "deliver_completion", "pin_bufs", "unpin_bufs", "unreachable_ok"]
 
 _IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
 #: Status of a task flushed by ``stop`` (hardware leaves the code unspecified).
@@ -200,7 +200,47 @@ class TaskPool(Generic[T]):
 
 
 def complete_task(task: EmuTask) -> None:
-    """Deliver one completion (runs inside ``progress()``)."""
+    """Deliver one completion (runs inside ``progress()``); a task of a :class:`Lane` waits for
+    the completions of the tasks submitted before it on that queue."""
+    lane = task.lane
+    if lane is None:
+        deliver_completion(task)
+    else:
+        _in_order(task, lane, deliver_completion)
+
+
+def _in_order(task: EmuTask, lane: Lane, deliver: Callable[[EmuTask], None]) -> None:
+    if task.seq != lane.delivered:
+        lane.parked[task.seq] = (task, deliver)  # an earlier task of its queue is still in flight
+        return
+    lane.delivered += 1
+    try:
+        deliver(task)
+    finally:
+        if lane.parked:
+            _release(lane)
+
+
+def _release(lane: Lane) -> None:
+    """Deliver the parked completions that are next in *lane*'s order; should a callback raise, the
+    rest is delivered by a later ``progress()``."""
+    parked = lane.parked
+    while True:
+        nxt = parked.pop(lane.delivered, None)
+        if nxt is None:
+            return
+        task, deliver = nxt
+        lane.delivered += 1
+        try:
+            deliver(task)
+        except BaseException:
+            if parked and task.ctx.pe is not None:
+                task.ctx.pe.post(_release, lane)
+            raise
+
+
+def deliver_completion(task: EmuTask) -> None:
+    """Run a task's completion now, whatever its lane (the lane's order is :func:`complete_task`'s job)."""
     ctx = task.ctx
     task.inflight = False
     ctx.inflight -= 1
@@ -225,6 +265,15 @@ def complete_task(task: EmuTask) -> None:
             ctx._maybe_idle()
 
 
+def complete_in_order(task: EmuTask, deliver: Callable[[EmuTask], None]) -> None:
+    """Deliver *task*'s completion with *deliver* (a library's own delivery), in its lane's order."""
+    lane = task.lane
+    if lane is None:
+        deliver(task)
+    else:
+        _in_order(task, lane, deliver)
+
+
 _complete = complete_task
 
 
@@ -232,13 +281,15 @@ def _flush_or_fault(task: EmuTask) -> bool:
     """Complete a launched task that must not run: its ctx stopped, or a fault is injected."""
     if task.ctx.state != _RUNNING:
         task.status = FLUSHED  # stopped before the engine took it
+        task._unqueue()
         complete_task(task)
         return True
     if strict.FAULTS:
-        code = strict.draw(task.kind or task.pool.kind)
+        code = strict.draw(task.kind or task.pool.kind, task.ctx.pe.rng)  # type: ignore[union-attr]
         if code:
             task.status = code
             task.reason = f"fault injected by DOCA_PY_EMU_FAULTS (seed {strict.SEED})"
+            task._unqueue()
             complete_task(task)
             return True
     return False
@@ -285,9 +336,9 @@ def _launch_local(task: EmuTask) -> None:
     task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
 
 
-# Transport launches (_launch: rdma, comch) keep their order: a queue pair or channel executes its work
-# requests in the order they were posted; only engine launches and completions are shuffled.
-SHUFFLED.update((complete_task, _launch_local))
+# Engine work and completions may be reordered freely; transport launches (_launch: rdma, comch) only
+# across queues: a queue pair or channel starts its work requests in the order they were posted.
+SHUFFLED.update({complete_task: True, _launch_local: True, _launch: False})
 
 
 def unreachable_ok(task: EmuTask, *bufs: EmuBuf) -> bool:
@@ -336,7 +387,7 @@ class EmuTask:
     """Base of emulated tasks: submission, status, ownership."""
 
     __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "on_engine",
-                 "launch", "done")
+                 "launch", "done", "lane", "seq")
     offload_bytes = OFFLOAD_BYTES
     #: The task kind of fault injection (:data:`strict.KINDS`); empty: the pool's kind.
     kind = ""
@@ -357,6 +408,10 @@ class EmuTask:
         self.launch: tuple[Callable[[Any], object], EmuTask] = (pool.launcher, self)
         #: The Pe queue item that completes it (transport threads post it: no tuple per IO).
         self.done: tuple[Callable[[Any], object], EmuTask] = (complete_task, self)
+        #: The work queue the task runs on (set by its library before ``submit`` numbers it), or ``None``:
+        #: engine tasks, whose completions DOCA does not order.
+        self.lane: Lane | None = None
+        self.seq = 0
 
     def _execute(self) -> int:
         """Do the work; return the completion status (a ``doca_error_t``)."""
@@ -376,6 +431,10 @@ class EmuTask:
     def _check_submit(self) -> None:
         """Library hook: refuse a submission the way ``doca_task_submit`` does (the caller keeps the task)."""
 
+    def _unqueue(self) -> None:
+        """Library hook: the launched task completes without starting (flushed, fault injected); leave
+        any queue it waits in."""
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         cls._checks_submit = cls._check_submit is not EmuTask._check_submit
@@ -386,6 +445,10 @@ class EmuTask:
             self._refuse_submit()
         if self._checks_submit:
             self._check_submit()
+        lane = self.lane
+        if lane is not None:
+            self.seq = lane.submitted
+            lane.submitted += 1
         self.inflight = True
         ctx.inflight += 1
         if self.reason:

@@ -4,9 +4,12 @@
 argument)`` pairs to the same ready queue. :meth:`EmuPe.progress` runs the pairs
 present when it was called, on the caller's thread: a submitted task's work is done
 and its completion delivered only then, as on hardware. With
-``DOCA_PY_EMU_SHUFFLE=1`` the task items of one batch (engine launches and completions,
-marked by :data:`SHUFFLED`) run in a seeded random order; events and transport launches
-(a queue pair executes in order) keep theirs. The
+``DOCA_PY_EMU_SHUFFLE=1`` the task items of one batch (launches and completions, marked
+by :data:`SHUFFLED`) run in a seeded random order *across* DOCA work queues and never within
+one: items of tasks on one :class:`Lane` (an RDMA send or receive queue, a comch connection,
+producer or consumer) keep their relative order, and events keep their places. A lane also
+delivers its completions in submission order whichever thread or path finished the work
+first (:func:`..ctx.complete_task`), as a queue pair's completion queue does. The
 notification handle is an ``eventfd`` written when a post lands on an armed PE, so
 callers can sleep in ``select``/``epoll``/asyncio.
 """
@@ -25,10 +28,27 @@ from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNotPermitted
 from ..types import PeEventMode
 from . import strict
 
-__all__ = ["EmuPe", "pe_create", "SHUFFLED"]
+__all__ = ["EmuPe", "Lane", "pe_create", "SHUFFLED"]
 
-#: Functions whose queue items may be reordered by completion-order shuffling.
-SHUFFLED: set[Callable[[Any], object]] = set()
+#: Functions whose queue items may be reordered by shuffling, each with whether an item whose task has
+#: no lane may move (engine work: yes; a transport launch without a queue: no, it keeps its place).
+SHUFFLED: dict[Callable[[Any], object], bool] = {}
+
+
+class Lane:
+    """One DOCA work queue: its tasks start and complete in submission order.
+
+    ``submit`` numbers a task in its lane; completions that arrive early (another path or thread
+    finished a later task first) wait in :attr:`parked` until their predecessors are delivered.
+    Only the Pe's thread touches a lane (submit and ``progress()``).
+    """
+
+    __slots__ = ("submitted", "delivered", "parked")
+
+    def __init__(self) -> None:
+        self.submitted = 0
+        self.delivered = 0
+        self.parked: dict[int, Any] = {}
 _get_ident = threading.get_ident
 
 
@@ -46,6 +66,8 @@ class EmuPe:
         #: Same-host transport rings polled by every progress (objects with ``poll() -> bool`` and
         #: ``arm() -> bool``); replaced, never mutated, so a progress may iterate it meanwhile.
         self.pollers: list[Any] = []
+        #: This engine's shuffle and fault decisions (seeded: :func:`.strict.generator`).
+        self.rng = strict.generator()
 
     def post(self, fn: Callable[[Any], object], arg: Any) -> None:
         """Queue ``fn(arg)`` for the next progress; safe from any thread."""
@@ -116,12 +138,7 @@ class EmuPe:
     def _run_shuffled(self, n: int) -> None:
         pop = self.ready.popleft
         batch = [pop() for _ in range(n)]
-        slots = [i for i, (fn, _) in enumerate(batch) if fn in SHUFFLED]
-        order = slots[:]
-        strict.shuffler().shuffle(order)
-        items = list(batch)
-        for i, j in zip(slots, order):
-            items[i] = batch[j]
+        items = _interleave(batch, self.rng)
         for k, (fn, arg) in enumerate(items):
             try:
                 fn(arg)
@@ -159,6 +176,35 @@ class EmuPe:
             raise DocaInUse(f"{len(self.ctxs)} ctx(s) are still connected to this progress engine")
         os.close(self.efd)
         self.efd = -1
+
+
+def _interleave(batch: list[tuple[Callable[[Any], object], Any]], rng: Any) -> list[tuple[Callable[[Any], object], Any]]:
+    """A seeded random order of *batch*: shuffled items change places, a lane's items keep their order."""
+    slots: list[int] = []
+    keys: list[object] = []
+    queues: dict[object, deque[int]] = {}
+    for i, (fn, arg) in enumerate(batch):
+        free = SHUFFLED.get(fn)
+        if free is None:
+            continue  # an event: stays where it is
+        lane = getattr(arg, "lane", None)
+        if lane is None:
+            if not free:
+                continue
+            lane = i  # a queue of its own
+        slots.append(i)
+        keys.append(lane)
+        q = queues.get(lane)
+        if q is None:
+            queues[lane] = q = deque()
+        q.append(i)
+    if len(slots) < 2:
+        return batch
+    rng.shuffle(keys)  # a random interleaving of the queues, each consumed front first
+    items = list(batch)
+    for i, key in zip(slots, keys):
+        items[i] = batch[queues[key].popleft()]
+    return items
 
 
 def pe_create() -> EmuPe:

@@ -21,6 +21,11 @@ so at the call that broke the rule. Read once, at import, from the environment:
 ``DOCA_PY_EMU_SEED=N``
     Seed of both knobs (random when unset). :func:`describe` prints it so a failing run
     can be replayed.
+
+Each progress engine draws from its own generator, seeded from the seed, the current
+:func:`reseed` token (a test harness passes the test's id) and the engine's creation
+number under that token: the same seed replays the same shuffle and fault decisions
+whatever ran before in the process and however threads interleave.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ import random
 
 from ..errors import DocaUsageError, ErrorCode
 
-__all__ = ["STRICT", "SHUFFLE", "SEED", "FAULTS", "KINDS", "violation", "shuffler", "fault_rate", "draw",
-           "describe", "parse_faults", "configure"]
+__all__ = ["STRICT", "SHUFFLE", "SEED", "FAULTS", "KINDS", "violation", "generator", "fault_rate", "draw",
+           "describe", "parse_faults", "configure", "reseed"]
 
 #: Task kinds that fault injection knows, with the status hardware reports for each.
 KINDS: dict[str, int] = {
@@ -86,7 +91,8 @@ STRICT = False
 SHUFFLE = False
 SEED = 0
 FAULTS: dict[str, tuple[float, int]] = {}
-_rng = random.Random()
+_token = ""
+_made = 0  # generators made under the current token
 
 
 def configure(strict: bool | None = None, shuffle: bool | None = None, faults: str | None = None,
@@ -101,18 +107,31 @@ def configure(strict: bool | None = None, shuffle: bool | None = None, faults: s
         text = os.environ.get("DOCA_PY_EMU_SEED", "").strip()
         seed = int(text) if text else random.SystemRandom().randrange(1 << 31)
     SEED = seed
-    _rng.seed(seed)
+    reseed(_token)
 
 
 def violation(obj: object, rule: str) -> DocaUsageError:
-    """The error strict mode raises: names the object and the DOCA rule it broke."""
-    return DocaUsageError(f"strict mode: {obj!r}: {rule} (DOCA leaves this undefined; hardware would "
-                          f"corrupt data or fail later) [DOCA_PY_STRICT=0 turns the check off]")
+    """The error strict mode raises: names the object and the DOCA rule it broke (also kept as the
+    error's ``doca_rule`` attribute, so a teardown that breaks it for many objects says so once)."""
+    err = DocaUsageError(f"strict mode: {obj!r}: {rule} (DOCA leaves this undefined; hardware would "
+                         f"corrupt data or fail later) [DOCA_PY_STRICT=0 turns the check off]")
+    setattr(err, "doca_rule", rule)  # noqa: B010 - an attribute of this instance only
+    return err
 
 
-def shuffler() -> random.Random:
-    """The seeded generator of completion-order shuffling."""
-    return _rng
+def reseed(token: str) -> None:
+    """Start a new series of generators: the next :func:`generator` calls give the same
+    sequence for the same seed and *token*, whatever came before (a test harness calls this
+    with each test's id)."""
+    global _token, _made
+    _token, _made = token, 0
+
+
+def generator() -> random.Random:
+    """A new seeded generator (one per progress engine: shuffling and fault draws)."""
+    global _made
+    _made += 1
+    return random.Random(f"{SEED}/{_token}/{_made}")
 
 
 def fault_rate(kind: str) -> tuple[float, int] | None:
@@ -120,10 +139,10 @@ def fault_rate(kind: str) -> tuple[float, int] | None:
     return FAULTS.get(kind)
 
 
-def draw(kind: str) -> int:
-    """The status to inject into one task of *kind* (0: none)."""
+def draw(kind: str, rng: random.Random) -> int:
+    """The status to inject into one task of *kind* (0: none), drawn from *rng* (its Pe's)."""
     f = FAULTS.get(kind)
-    if f is None or _rng.random() >= f[0]:
+    if f is None or rng.random() >= f[0]:
         return 0
     return f[1]
 

@@ -11,7 +11,7 @@ from ...errors import (
     DocaNotPermitted,
 )
 from ...types import AccessFlag
-from ..ctx import EmuTask, unpin_bufs
+from ..ctx import EmuTask, complete_in_order, deliver_completion, unpin_bufs
 from ..mmap import EmuMmap
 from ..pe import EmuPe
 from .wire import (
@@ -50,6 +50,10 @@ def _post(pe: EmuPe | None, fn: Callable[[Any], object], arg: Any) -> None:
 def _complete_soft(task: EmuTask) -> None:
     """Deliver a task error that does not stop its ctx (the lost connection of a
     multi-client server): the error callback runs and the ctx stays RUNNING."""
+    complete_in_order(task, _deliver_soft)
+
+
+def _deliver_soft(task: EmuTask) -> None:
     ctx = task.ctx
     if ctx.state == _RUNNING and task.status:
         task.inflight = False
@@ -60,7 +64,7 @@ def _complete_soft(task: EmuTask) -> None:
         assert cb is not None
         cb(task.owner)
         return
-    _complete(task)
+    deliver_completion(task)
 
 
 def _flush_ctx(ctx: _Sender) -> None:
@@ -121,7 +125,12 @@ def _complete_batch(tasks: list[EmuComchTaskSend]) -> None:
         for t in tasks:
             i += 1
             ctx = t.ctx
-            if ctx.state == _RUNNING and not t.status:
+            lane = t.lane
+            # The success path, when the task is next in its connection's order (else complete_task parks it).
+            if ctx.state == _RUNNING and not t.status and (
+                    lane is None or (t.seq == lane.delivered and not lane.parked)):
+                if lane is not None:
+                    lane.delivered += 1
                 t.inflight = False
                 ctx.inflight -= 1
                 if t.pinned:

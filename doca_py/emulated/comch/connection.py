@@ -14,6 +14,7 @@ from ...errors import (
 )
 from ...log import logger
 from ..ctx import FLUSHED, EmuCtx
+from ..pe import Lane
 from ..transport.reactor import reactor
 from .wire import (
     HDR,
@@ -50,6 +51,7 @@ class EmuComchConnection(ConnectionInput):
         self.opos = 0
         self.enq = 0  # stream offset after the last byte queued
         self.sent = 0  # stream offset after the last byte written
+        self.lane = Lane()  # the connection's message tasks: they complete in submission order
         self.wq: deque[EmuComchTaskSend] = deque()  # message tasks waiting for their bytes to be written
         # Producer tasks waiting for the peer's ACK, in wire order (guarded by lock); None stands for a
         # task its stopping producer flushed, whose ACK is still to come.

@@ -18,6 +18,7 @@ from ...errors import (
 )
 from ...log import logger
 from ..ctx import EmuCtx, TaskPool
+from ..pe import Lane
 from ..dev import EmuDev
 from ..transport.reactor import reactor
 from .wire import (
@@ -44,7 +45,11 @@ from .caps import cap_client_is_supported, cap_server_is_supported
 
 # -- contexts -------------------------------------------------------------------------------------
 class _OrderedCtx(EmuCtx):
-    """A comch ctx (its tasks are :class:`_OrderedTask`)."""
+    """A comch ctx (its tasks are :class:`_OrderedTask`); a consumer's or producer's tasks form one queue."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lane = Lane()
 
 
 class _Sender(_OrderedCtx):

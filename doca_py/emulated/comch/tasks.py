@@ -61,6 +61,7 @@ class EmuComchTaskSend(_OrderedTask):
     def _check_submit(self) -> None:
         if self.conn is None:
             raise DocaBadState("the send task has no connection")
+        self.lane = self.conn.lane
 
     def _run(self) -> None:
         conn = self.conn
@@ -113,6 +114,7 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
         buf = self.buf
         if buf is None or not buf.refcount or buf.mmap is not self.ctx.mmap:
             raise DocaInvalidValue("post-recv buffer must be a live buffer of the consumer's mmap")
+        self.lane = self.ctx.lane
 
     def _bufs(self) -> tuple[EmuBuf | None, ...]:
         return (self.buf,)
@@ -163,7 +165,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
 
     def _check_submit(self) -> None:
         if strict.FAULTS:
-            code = strict.draw(self.submit_fault_kind)
+            code = strict.draw(self.submit_fault_kind, self.ctx.pe.rng)  # type: ignore[union-attr]
             if code:
                 raise lookup(code)(f"producer send refused: fault injected by DOCA_PY_EMU_FAULTS "
                                    f"(seed {strict.SEED})")
@@ -176,6 +178,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
                     raise DocaAgain(f"remote consumer {cid} has no receive posted; submit again later")
                 r.credits -= 1
             self.credit = r
+        self.lane = self.ctx.lane
 
     def _bufs(self) -> tuple[EmuBuf | None, ...]:
         return (self.buf,)

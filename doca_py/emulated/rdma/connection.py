@@ -17,6 +17,7 @@ from ...errors import (
 )
 from .. import export as ex
 from ..mmap import EmuMmap
+from ..pe import Lane
 from ..transport.reactor import reactor
 from ..transport.stream import Stream
 from .config import (
@@ -280,40 +281,32 @@ def _ignore_close(st: Stream, code: int) -> None:
 
 
 
-class _Fifo:
+class _Fifo(Lane):
     """One work queue of a queue pair: a connection's send queue or the ctx's receive queue.
 
     Hardware starts the work requests of one queue in the order they were posted
-    (``doca_task_submit``). Here a task's work runs inside ``progress()`` when its launch
-    comes up (launches keep their order: they are not shuffled); each task enters its queue
-    at submit, and its work starts only after the work of every task submitted before it on
-    that queue — which matters while the peer has not connected yet: the tasks then wait,
-    *ready*, in the queue, and start in order once the connection is up.
+    (``doca_task_submit``). The Pe launches a lane's tasks in that order (shuffling never
+    reorders them within it); each task enters its queue at submit and its work starts at its
+    launch, unless tasks before it are still waiting, *ready*, for the peer to connect: then it
+    waits behind them and they start in order once the connection is up (or fail when it breaks).
+    A task that completes without starting (flushed, fault injected) leaves the queue then.
     """
 
-    __slots__ = ("ctx", "tasks", "run", "nready", "retry_posted")
+    __slots__ = ("ctx", "tasks", "run", "nready")
 
     def __init__(self, ctx: EmuRdma, run: Callable[[], None]) -> None:
+        super().__init__()
         self.ctx = ctx
         self.tasks: deque[_RdmaTask] = deque()
         self.run = run  # start the tasks at the front that may start (Pe thread)
         self.nready = 0  # queued tasks that were launched and wait for their turn
-        self.retry_posted = False
 
     def head(self) -> _RdmaTask | None:
-        """The front task if it was launched (it stays queued); ``None`` when the queue is
-        empty or the front task's launch has not run yet (that launch runs the queue again)."""
+        """The front task if it was launched (it stays queued); ``None`` when the queue is empty or
+        the front task's launch has not run yet (that launch runs the queue again)."""
         tasks = self.tasks
-        while tasks:
-            t = tasks[0]
-            if t.ready:
-                return t
-            if t.inflight:  # submitted earlier, its launch comes later in this round (shuffled)
-                if self.nready:
-                    self._retry()  # in case that launch flushes or fault-injects it instead
-                return None
-            tasks.popleft()  # completed without starting: flushed or fault injected
-            t.fifo = None
+        if tasks and tasks[0].ready:
+            return tasks[0]
         return None
 
     def pop(self, t: _RdmaTask) -> None:
@@ -323,11 +316,13 @@ class _Fifo:
         t.ready = False
         self.nready -= 1
 
-    def _retry(self) -> None:
-        pe = self.ctx.pe
-        if not self.retry_posted and pe is not None:
-            self.retry_posted = True
-            pe.post(_fifo_retry, self)
+    def remove(self, t: _RdmaTask) -> None:
+        """*t* completed without starting: drop its entry."""
+        try:
+            self.tasks.remove(t)
+        except ValueError:
+            pass
+        t.fifo = None
 
     def drop(self) -> list[_RdmaTask]:
         """Empty the queue (ctx stop); returns the tasks that were waiting to start."""
@@ -343,5 +338,4 @@ class _Fifo:
 
 
 def _fifo_retry(q: _Fifo) -> None:
-    q.retry_posted = False
     q.run()

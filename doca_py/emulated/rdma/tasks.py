@@ -77,22 +77,21 @@ class _RdmaTask(EmuTask):
             raise DocaNotConnected(f"connection {c.id} was exported but not connected: call Rdma.connect with "
                                    f"the peer's blob before submitting tasks on it")
         if self.fifo is None:  # _enqueue inlined (the hot path)
-            self.fifo = q = c.sq
+            self.fifo = self.lane = q = c.sq
             q.tasks.append(self)
         else:
             self._enqueue(c.sq)
 
     def _enqueue(self, q: _Fifo) -> None:
-        """Take a place in *q*, in submission order (the last submit check: nothing after it
-        refuses; were it to, the entry is dropped as stale when it reaches the front)."""
-        old = self.fifo
-        if old is not None:  # a stale entry: the task completed without starting (flushed, fault injected)
-            try:
-                old.tasks.remove(self)
-            except ValueError:
-                pass
-        self.fifo = q
+        """Take a place in *q*, in submission order (the last submit check: nothing after it refuses)."""
+        if self.fifo is not None:
+            self.fifo.remove(self)
+        self.fifo = self.lane = q
         q.tasks.append(self)
+
+    def _unqueue(self) -> None:
+        if self.fifo is not None:
+            self.fifo.remove(self)
 
     def _begin(self) -> None:
         q = self.fifo
