@@ -72,7 +72,7 @@ def _summarize(errors: list[BaseException]) -> list[str]:
         if key0 is not None and key == key0:
             notes.append(_ALSO + f"{len(same)} more like it")
         elif len(same) == 1:
-            notes.append(_ALSO + f"{same[0]!r}")
+            notes.append(_ALSO + _first_line(same[0]))
         else:
             notes.append(_ALSO + f"{len(same)} x {_first_line(same[0])}")
     return notes
@@ -213,5 +213,6 @@ class DocaObject:
             self.close()
         except Exception as close_exc:  # noqa: BLE001 - reported on the block's exception
             more = [n.removeprefix(_ALSO) for n in getattr(close_exc, "__notes__", ()) if n.startswith(_ALSO)]
-            exc.add_note(f"then closing {type(self).__name__} failed: "
-                         + "; ".join([_first_line(close_exc), *more]))
+            note = f"then closing {type(self).__name__} failed: " + "; ".join([_first_line(close_exc), *more])
+            if note not in getattr(exc, "__notes__", ()):  # an outer block closing the same object again
+                exc.add_note(note)

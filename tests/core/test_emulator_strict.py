@@ -171,3 +171,57 @@ def test_unknown_emulated_version_is_refused() -> None:
     out = subprocess.run([sys.executable, "-c", "import doca_py; doca_py.version_runtime()"],
                          env=environ, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "DOCA_PY_EMU_VERSION" in out.stderr
+
+
+def _order_now(n: int = 16) -> list[int]:
+    """The completion order of *n* DMA copies on a new Pe (knobs as they are)."""
+    with rig(num_tasks=n) as r:
+        mm, src, dst = _bufs(r, 8)
+        dst.reuse_by_addr(mm.get_memrange()[0] + 4096, 8 * n)
+        for i in range(n):
+            r.dma.task_memcpy_alloc_init(src, dst, user_data=i).submit()
+        r.drain(n)
+        order = [u for _, _, u, _ in r.done]
+        for _, t, _, _ in r.done:
+            t.free()
+        src.dec_refcount()
+        dst.dec_refcount()
+        mm.close()
+    return order
+
+
+@emulated_only
+def test_a_seed_replays_a_test_whatever_ran_before_it(knobs: object) -> None:
+    """A test's Pes draw from generators seeded by the seed and the test's id: what other tests (other
+    Pes) did before in the process changes nothing (the suite reseeds per test, tests/conftest.py)."""
+    from doca_py.emulated import strict
+
+    strict.configure(shuffle=True, seed=11)
+    strict.reseed("tests/x.py::test_one")
+    alone = _order_now()
+    strict.reseed("tests/x.py::test_before")
+    _order_now()  # another test's Pe, drawing from its own generator
+    _order_now()
+    strict.reseed("tests/x.py::test_one")
+    assert _order_now() == alone
+    strict.reseed("tests/x.py::test_other")
+    others = {tuple(_order_now()) for _ in range(4)}
+    assert any(list(o) != alone for o in others)  # the token and the Pe's number are in the seed
+
+
+@emulated_only
+def test_a_failed_block_reports_tasks_in_flight_in_one_line(knobs: object) -> None:
+    """The block's own failure stays the exception; closing what its tasks still use adds one line."""
+    assert strict_emulator()
+    n = 12
+    with pytest.raises(AssertionError, match="the real failure") as info:
+        with rig(num_tasks=n) as r:
+            mm, src, dst = _bufs(r, 8)
+            for i in range(n):
+                r.dma.task_memcpy_alloc_init(src, r.inv.buf_get_by_addr(mm, mm.get_memrange()[0] + 4096 + 8 * i, 8)
+                                             ).submit()
+            raise AssertionError("the real failure")
+    notes = getattr(info.value, "__notes__", [])
+    assert len(notes) == 1, notes
+    assert notes[0].startswith("then closing BufInventory failed: DocaUsageError: strict mode:")
+    assert "in flight" in notes[0] and f"{n - 1} more like it" in notes[0]  # one line for n + 1 buffers
