@@ -4,14 +4,17 @@ cannot be honoured reported in one line (status 2) instead of an import tracebac
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from apps.storage.cli.manpages import PROGRAMS
+from apps.storage.cli.manpages import MANUAL, PROGRAMS, TITLE_WIDTH, build_manpage, man_title
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -86,3 +89,19 @@ def test_the_topology_runs_the_emulator_whatever_doca_py_impl_says() -> None:
     cmd, name = _command("doca_py_storage_topology", "module")
     out = _run(cmd, "--version", DOCA_PY_IMPL="cuda")
     assert out.returncode == 0 and out.stdout.startswith(f"{name}: v"), out.stderr
+
+
+@pytest.mark.parametrize("prog", sorted(PROGRAMS))
+def test_the_man_page_header_fits_80_columns(prog: str, tmp_path: Path) -> None:
+    page = build_manpage(importlib.import_module(PROGRAMS[prog]).build_parser(), prog=prog)
+    title = page.split()[1]
+    assert title == man_title(prog) and len(title) <= TITLE_WIDTH and prog.upper().endswith(title)
+    assert f"\n.SH NAME\n{prog} \\- " in page  # the full name stays in NAME
+    if shutil.which("man") is None or shutil.which("groff") is None:
+        pytest.skip("no man/groff to render the page (the title length above is the check)")
+    (tmp_path / f"{prog}.1").write_text(page)
+    shown = subprocess.run(["man", "-l", str(tmp_path / f"{prog}.1")], env=dict(os.environ, MANWIDTH="80"),
+                           capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    # "TITLE(1)   doca_py   TITLE(1)" and "doca_py 0.1   date   TITLE(1)": apart, nothing overwritten
+    assert re.fullmatch(rf"{title}\(1\) +{MANUAL} +{title}\(1\)", shown[0]), shown[0]
+    assert re.fullmatch(rf"doca_py \S+ +\d{{4}}-\d\d-\d\d +{title}\(1\)", shown[-1]), shown[-1]
