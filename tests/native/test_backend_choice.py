@@ -3,7 +3,6 @@ importer see (each in a fresh interpreter: the choice is made at import)."""
 
 from __future__ import annotations
 
-import ctypes.util
 import json
 import os
 import subprocess
@@ -12,17 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doca_py.native import loader
-
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def no_system_doca() -> None:
-    if ctypes.util.find_library("doca_common") or any(
-        (d / "libdoca_common.so").exists() for d in loader.search_dirs()[-2:]
-    ):
-        pytest.skip("a system-wide DOCA is installed; the loader would find it")
 
 
 def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
