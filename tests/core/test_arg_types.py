@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import doca_py as d
-from doca_py import comch
+from doca_py import aio, comch
 from doca_py.errors import DocaTypeError
 
 from ..comch.helpers import pair
@@ -123,6 +123,7 @@ CASES: list[tuple[str, str, Call]] = [
     ("Buf.from_handle", "inventory", lambda w, x: d.Buf.from_handle(x, w.mm, w.buf.handle)),  # type: ignore[arg-type]
     ("Buf.from_handle", "mmap", lambda w, x: d.Buf.from_handle(w.inv, x, w.buf.handle)),  # type: ignore[arg-type]
     ("Pe.connect_ctx", "ctx", lambda w, x: w.pe.connect_ctx(x)),
+    ("aio.attach", "pe", lambda w, x: aio.attach(x)),
     ("Dma", "dev", lambda w, x: d.Dma(x)),
     ("Dma.task_memcpy_alloc_init", "src", lambda w, x: w.dma.task_memcpy_alloc_init(x, w.buf2)),
     ("Dma.task_memcpy_alloc_init", "dst", lambda w, x: w.dma.task_memcpy_alloc_init(w.buf, x)),

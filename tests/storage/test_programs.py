@@ -52,7 +52,11 @@ def _run(cmd: list[str], *args: str, **env: str) -> subprocess.CompletedProcess[
 
 
 def test_every_program_is_covered() -> None:
+    from apps.storage.cli.usage import EXIT_USAGE
+    from doca_py._program import EXIT_USAGE as LIBRARY_EXIT_USAGE
+
     assert set(BAD_VALUE) == set(PROGRAMS)
+    assert EXIT_USAGE == LIBRARY_EXIT_USAGE == 2
 
 
 @pytest.mark.parametrize("how", ["script", "module"])

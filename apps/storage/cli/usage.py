@@ -17,7 +17,9 @@ from typing import NoReturn
 __all__ = ["EXIT_USAGE", "UsageParser", "command_name"]
 
 EXIT_USAGE = 2
-"""Exit status of a usage error (a bad flag or flag value) in every app and tool."""
+"""Exit status of a usage error (a bad flag or flag value) in every app and tool; ``python -m doca_py``
+and a ``DOCA_PY_IMPL`` that cannot be honoured use the same (``doca_py._program.EXIT_USAGE``, which
+this module does not import)."""
 
 
 class UsageParser(argparse.ArgumentParser):
