@@ -1,12 +1,21 @@
 """doca_py: a Pythonic binding of the NVIDIA DOCA SDK, with a software backend.
 
 ``doca_py.impl`` names the backend in use (``"native"`` or ``"emulated"``), chosen
-by ``DOCA_PY_IMPL=native|emulated|auto`` at import.
+by ``DOCA_PY_IMPL=native|emulated|auto`` at import. A value that cannot be honoured makes the import
+raise [`DocaImplError`][doca_py.errors.DocaImplError].
 """
 
 from __future__ import annotations
 
-from ._backend import impl
+from .errors import DocaImplError as _DocaImplError
+
+try:
+    from ._backend import impl
+except _DocaImplError as _exc:
+    from ._program import exit_for_program
+
+    exit_for_program(_exc)  # doca_py's own programs: a message and exit 2 instead of a traceback
+    raise
 from .buf import Buf, BufInventory
 from .comch import (
     ComchClient,
@@ -32,7 +41,7 @@ from .ctx import Ctx, Task
 from .dev import Dev, DevInfo, DevInfoRep, DevRep, devinfo_create_list
 from .dma import Dma, DmaTaskMemcpy
 from .ec import Ec, EcMatrix, EcMatrixType, EcTaskCreate, EcTaskGaloisMul, EcTaskRecover, EcTaskUpdate
-from .errors import DocaError, DocaUsageError, DocaWarning, ErrorCode
+from .errors import DocaError, DocaImplError, DocaPyError, DocaTypeError, DocaUsageError, DocaWarning, ErrorCode
 from .log import LogLevel, logger
 from .mmap import Mmap
 from .pe import Pe
@@ -69,7 +78,7 @@ __all__ = [
     "RdmaTaskSend", "RdmaTaskSendImm", "RdmaTaskRead", "RdmaTaskWrite", "RdmaTaskWriteImm", "RdmaTaskAtomicCmpSwp",
     "RdmaTaskAtomicFetchAdd",
     "AccessFlag", "CtxState", "DevinfoRepFilter", "PciFuncType", "PeEventMode", "TaskSubmitFlag",
-    "DocaError", "DocaUsageError", "DocaWarning", "ErrorCode", "LogLevel", "logger",
+    "DocaPyError", "DocaError", "DocaUsageError", "DocaTypeError", "DocaImplError", "DocaWarning", "ErrorCode", "LogLevel", "logger",
 ]
 
 __version__ = "0.1.0.dev0"

@@ -36,6 +36,7 @@ from collections.abc import Callable, Generator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ._args import expect
 from .errors import DocaBadState, DocaUsageError
 from .types import CtxState
 
@@ -146,6 +147,9 @@ class AttachedPe:
 
 def attach(pe: Pe, loop: asyncio.AbstractEventLoop | None = None) -> AttachedPe:
     """Drive *pe* from *loop* (default: the running loop); also ``async with attach(pe):``."""
+    from .pe import Pe  # pe is not imported by this module at load time
+
+    expect("aio.attach", Pe, pe=pe)
     loop = loop or asyncio.get_running_loop()
     current = _attached.get(pe)
     if current is not None:

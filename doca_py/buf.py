@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from ._args import expect, wrong_type
 from ._backend import backend
 from ._lifetime import DocaObject
 from ._backend.protocols.core import BufHandle, BufInventoryHandle
@@ -94,6 +95,8 @@ class BufInventory(DocaObject):
     def buf_get_by_args(self, mmap: Mmap, addr: int, length: int, data: int, data_len: int) -> Buf:
         """Window ``[addr, addr+length)`` with data ``[data, data+data_len)``."""
         self._check_open()
+        if not isinstance(mmap, Mmap):
+            raise wrong_type("BufInventory.buf_get_by_args", Mmap, mmap=mmap)
         return self._wrap(self._h.get_by_args(mmap._h, addr, length, data, data_len), mmap)
 
     def buf_get_by_addr(self, mmap: Mmap, addr: int, length: int) -> Buf:
@@ -106,6 +109,8 @@ class BufInventory(DocaObject):
 
     def buf_dup(self, buf: Buf) -> Buf:
         """A new descriptor list with the same geometry (the bytes are shared)."""
+        if not isinstance(buf, Buf):
+            raise wrong_type("BufInventory.buf_dup", Buf, buf=buf)
         return self._wrap(self._h.dup(buf._h), buf._mmap)
 
     def _close(self) -> None:
@@ -142,6 +147,8 @@ class Buf(DocaObject):
 
         :raises DocaInvalidValue: when the buffer lies outside *mmap*'s range, or *handle* is NULL.
         """
+        expect("Buf.from_handle", BufInventory, inventory=inventory)
+        expect("Buf.from_handle", Mmap, mmap=mmap)
         inventory._check_open()
         mmap._check_open()
         h = backend.borrow_buf(handle, inventory._h) if isinstance(handle, int) else handle
@@ -246,10 +253,14 @@ class Buf(DocaObject):
 
     def chain_list(self, other: Buf) -> None:
         """Append the list headed by *other* (reference count 1) to this list."""
+        if not isinstance(other, Buf):
+            raise wrong_type("Buf.chain_list", Buf, other=other)
         self._h.chain_list(other._h)
 
     def unchain_list(self, other: Buf) -> None:
         """Split this list before *other*, which becomes a head with reference count 1."""
+        if not isinstance(other, Buf):
+            raise wrong_type("Buf.unchain_list", Buf, other=other)
         self._h.unchain_list(other._h)
 
     @property

@@ -47,6 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from ._args import check_str, expect, wrong_type
 from ._backend import backend
 from ._backend.protocols.comch import (
     ComchClientHandle,
@@ -60,7 +61,7 @@ from ._lifetime import raw_handle
 from .buf import Buf
 from .comch_tasks import ComchConsumerTaskPostRecv, ComchProducerTaskSend, ComchTaskSend
 from .ctx import Ctx, TaskCallback
-from .dev import Dev, DevInfo, DevRep
+from .dev import Dev, DevInfo, DevRep, devinfo_handle
 from .errors import DocaInvalidValue, DocaUsageError
 from .types import NamedIntEnum
 from .mmap import Mmap
@@ -101,27 +102,27 @@ ConsumerCallback = Callable[["ComchConnection", int], None]
 # -- capabilities (doca_comch_cap_*) -----------------------------------------------------------------
 def cap_get_max_name_len(devinfo: DevInfo) -> int:
     """Longest server name, counting the terminating NUL as DOCA does."""
-    return backend.comch.cap_get_max_name_len(devinfo._h)
+    return backend.comch.cap_get_max_name_len(devinfo_handle(devinfo))
 
 
 def cap_get_max_msg_size(devinfo: DevInfo) -> int:
     """Largest control message."""
-    return backend.comch.cap_get_max_msg_size(devinfo._h)
+    return backend.comch.cap_get_max_msg_size(devinfo_handle(devinfo))
 
 
 def cap_get_max_recv_queue_size(devinfo: DevInfo) -> int:
     """Deepest receive queue of a server or client."""
-    return backend.comch.cap_get_max_recv_queue_size(devinfo._h)
+    return backend.comch.cap_get_max_recv_queue_size(devinfo_handle(devinfo))
 
 
 def cap_get_max_clients(devinfo: DevInfo) -> int:
     """Clients one server accepts."""
-    return backend.comch.cap_get_max_clients(devinfo._h)
+    return backend.comch.cap_get_max_clients(devinfo_handle(devinfo))
 
 
 def cap_get_max_send_tasks(devinfo: DevInfo) -> int:
     """Send tasks a server or client may configure."""
-    return backend.comch.cap_get_max_send_tasks(devinfo._h)
+    return backend.comch.cap_get_max_send_tasks(devinfo_handle(devinfo))
 
 
 # -- connections -------------------------------------------------------------------------------------
@@ -283,6 +284,8 @@ class _Endpoint(Ctx):
         """A send task carrying a copy of *data* (bytes-like, at most the connection's max
         message size: ``DocaInvalidValue`` otherwise; ``DocaNoMemory`` when the pool is empty)."""
         if connection.__class__ is not ComchConnection or connection._ctx is not self:
+            if not isinstance(connection, ComchConnection):
+                raise wrong_type(f"{type(self).__name__}.task_send_alloc_init", ComchConnection, connection=connection)
             raise DocaUsageError("the connection does not belong to this comch ctx")
         h = self._h.task_send_alloc_init(connection._h, data)
         # Ctx._wrap_task, inlined: this is the per-message path.
@@ -322,6 +325,9 @@ class ComchServer(_Endpoint):
     def __init__(self, dev: Dev, rep: DevRep, name: str, user_data: Any = None, *,
                  options: ComchOptions | None = None, _handle: ComchServerHandle | None = None,
                  _wrap: bool = True) -> None:
+        expect("ComchServer", Dev, dev=dev)
+        expect("ComchServer", DevRep, rep=rep)
+        check_str("ComchServer", "name", name)
         dev._check_open()
         rep._check_open()
         self._h: ComchServerHandle = backend.comch.server_create(dev._h, rep._h, name) if _handle is None \
@@ -343,6 +349,7 @@ class ComchServer(_Endpoint):
     def disconnect(self, connection: ComchConnection) -> None:
         """``doca_comch_server_disconnect``: drop one client (``DocaInUse`` while this side still
         has consumers or producers on it). The disconnect callback follows."""
+        expect("ComchServer.disconnect", ComchConnection, connection=connection)
         if connection._ctx is not self:
             raise DocaUsageError("the connection does not belong to this server")
         self._h.disconnect(connection._h)
@@ -358,7 +365,7 @@ class ComchServer(_Endpoint):
     @staticmethod
     def cap_is_supported(devinfo: DevInfo) -> bool:
         """``doca_comch_cap_server_is_supported``."""
-        return backend.comch.cap_server_is_supported(devinfo._h)
+        return backend.comch.cap_server_is_supported(devinfo_handle(devinfo))
 
     def __enter__(self) -> ComchServer:
         return self
@@ -389,6 +396,8 @@ class ComchClient(_Endpoint):
 
     def __init__(self, dev: Dev, name: str, user_data: Any = None, *, options: ComchOptions | None = None,
                  _handle: ComchClientHandle | None = None, _wrap: bool = True) -> None:
+        expect("ComchClient", Dev, dev=dev)
+        check_str("ComchClient", "name", name)
         dev._check_open()
         self._h: ComchClientHandle = backend.comch.client_create(dev._h, name) if _handle is None else _handle
         super().__init__(self._h, user_data)
@@ -403,7 +412,7 @@ class ComchClient(_Endpoint):
     @staticmethod
     def cap_is_supported(devinfo: DevInfo) -> bool:
         """``doca_comch_cap_client_is_supported``."""
-        return backend.comch.cap_client_is_supported(devinfo._h)
+        return backend.comch.cap_client_is_supported(devinfo_handle(devinfo))
 
     def __enter__(self) -> ComchClient:
         return self
@@ -442,6 +451,8 @@ class ComchConsumer(Ctx):
 
     def __init__(self, connection: ComchConnection, mmap: Mmap, user_data: Any = None, *,
                  _handle: ComchConsumerHandle | None = None) -> None:
+        expect("ComchConsumer", ComchConnection, connection=connection)
+        expect("ComchConsumer", Mmap, mmap=mmap)
         owner = connection._ctx
         owner._check_open()
         mmap._check_open()
@@ -477,6 +488,8 @@ class ComchConsumer(Ctx):
 
     def task_post_recv_alloc_init(self, buf: Buf, user_data: Any = None) -> ComchConsumerTaskPostRecv:
         """A receive task for *buf* (a buffer of the consumer's mmap)."""
+        if not isinstance(buf, Buf):
+            raise wrong_type("ComchConsumer.task_post_recv_alloc_init", Buf, buf=buf)
         if buf.mmap is not self._mmap:
             raise DocaInvalidValue("the receive buffer must belong to the consumer's mmap")
         h = self._h.task_post_recv_alloc_init(buf._h)
@@ -487,32 +500,32 @@ class ComchConsumer(Ctx):
     @staticmethod
     def cap_is_supported(devinfo: DevInfo) -> bool:
         """``doca_comch_consumer_cap_is_supported``: whether *devinfo* supports ."""
-        return backend.comch.consumer_cap_is_supported(devinfo._h)
+        return backend.comch.consumer_cap_is_supported(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
         """``doca_comch_consumer_cap_get_max_num_tasks``: the largest num tasks *devinfo* supports."""
-        return backend.comch.consumer_cap_get_max_num_tasks(devinfo._h)
+        return backend.comch.consumer_cap_get_max_num_tasks(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_buf_size(devinfo: DevInfo) -> int:
         """``doca_comch_consumer_cap_get_max_buf_size``: the largest buf size *devinfo* supports."""
-        return backend.comch.consumer_cap_get_max_buf_size(devinfo._h)
+        return backend.comch.consumer_cap_get_max_buf_size(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
         """``doca_comch_consumer_cap_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
-        return backend.comch.consumer_cap_get_max_buf_list_len(devinfo._h)
+        return backend.comch.consumer_cap_get_max_buf_list_len(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_consumers(devinfo: DevInfo) -> int:
         """``doca_comch_consumer_cap_get_max_consumers``: the largest consumers *devinfo* supports."""
-        return backend.comch.consumer_cap_get_max_consumers(devinfo._h)
+        return backend.comch.consumer_cap_get_max_consumers(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_imm_data_len(devinfo: DevInfo) -> int:
         """``doca_comch_consumer_cap_get_max_imm_data_len``: the largest imm data len *devinfo* supports."""
-        return backend.comch.consumer_cap_get_max_imm_data_len(devinfo._h)
+        return backend.comch.consumer_cap_get_max_imm_data_len(devinfo_handle(devinfo))
 
     def __enter__(self) -> ComchConsumer:
         return self
@@ -543,6 +556,7 @@ class ComchProducer(Ctx):
 
     def __init__(self, connection: ComchConnection, user_data: Any = None, *,
                  _handle: ComchProducerHandle | None = None) -> None:
+        expect("ComchProducer", ComchConnection, connection=connection)
         owner = connection._ctx
         owner._check_open()
         self._h: ComchProducerHandle = backend.comch.producer_create(connection._h) if _handle is None else _handle
@@ -568,6 +582,8 @@ class ComchProducer(Ctx):
                              user_data: Any = None) -> ComchProducerTaskSend:
         """A send of *buf*'s data (and *imm_data*, copied) to the remote consumer *consumer_id*
         (its ``submit`` raises ``DocaAgain`` while that consumer has no receive posted)."""
+        if not isinstance(buf, Buf):
+            raise wrong_type("ComchProducer.task_send_alloc_init", Buf, buf=buf)
         h = self._h.task_send_alloc_init(buf._h, bytes(imm_data or b""), consumer_id)
         t = self._wrap_task(h, ComchProducerTaskSend, user_data)
         t._buf = buf
@@ -576,27 +592,27 @@ class ComchProducer(Ctx):
     @staticmethod
     def cap_is_supported(devinfo: DevInfo) -> bool:
         """``doca_comch_producer_cap_is_supported``: whether *devinfo* supports ."""
-        return backend.comch.producer_cap_is_supported(devinfo._h)
+        return backend.comch.producer_cap_is_supported(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
         """``doca_comch_producer_cap_get_max_num_tasks``: the largest num tasks *devinfo* supports."""
-        return backend.comch.producer_cap_get_max_num_tasks(devinfo._h)
+        return backend.comch.producer_cap_get_max_num_tasks(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_buf_size(devinfo: DevInfo) -> int:
         """``doca_comch_producer_cap_get_max_buf_size``: the largest buf size *devinfo* supports."""
-        return backend.comch.producer_cap_get_max_buf_size(devinfo._h)
+        return backend.comch.producer_cap_get_max_buf_size(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
         """``doca_comch_producer_cap_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
-        return backend.comch.producer_cap_get_max_buf_list_len(devinfo._h)
+        return backend.comch.producer_cap_get_max_buf_list_len(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_producers(devinfo: DevInfo) -> int:
         """``doca_comch_producer_cap_get_max_producers``: the largest producers *devinfo* supports."""
-        return backend.comch.producer_cap_get_max_producers(devinfo._h)
+        return backend.comch.producer_cap_get_max_producers(devinfo_handle(devinfo))
 
     def __enter__(self) -> ComchProducer:
         return self

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._backend.protocols.comch import ComchConsumerTaskPostRecvHandle, ComchProducerTaskSendHandle
+from ._args import wrong_type
 from .buf import Buf
 from .ctx import Task
 
@@ -43,6 +44,8 @@ class _BufTask(Task):
 
     def set_buf(self, buf: Buf) -> None:
         """Replace the buffer (not while in flight)."""
+        if not isinstance(buf, Buf):
+            raise wrong_type(f"{type(self).__name__}.set_buf", Buf, buf=buf)
         self._h.set_buf(buf._h)
         self._buf = buf
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 import enum
 from typing import Any, TypeVar
 
+from ._args import expect, wrong_type
 from ._backend import backend
 from ._backend.protocols.engines import CompressHandle, CompressTaskHandle
 from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
-from .dev import Dev, DevInfo
+from .dev import Dev, DevInfo, devinfo_handle
 
 __all__ = ["Compress", "CompressTaskType", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate",
            "CompressTaskDecompressLz4Stream", "CompressTaskDecompressLz4Block", "TASK_TYPES"]
@@ -62,11 +63,15 @@ class _CompressTask(Task):
 
     def set_src(self, buf: Buf) -> None:
         """``doca_compress_task_*_set_src``: re-aim the source between runs (not in flight)."""
+        if not isinstance(buf, Buf):
+            raise wrong_type(f"{type(self).__name__}.set_src", Buf, buf=buf)
         self._h.set_src(buf._h)
         self._src = buf
 
     def set_dst(self, buf: Buf) -> None:
         """``doca_compress_task_*_set_dst``: output is appended after the destination's data."""
+        if not isinstance(buf, Buf):
+            raise wrong_type(f"{type(self).__name__}.set_dst", Buf, buf=buf)
         self._h.set_dst(buf._h)
         self._dst = buf
 
@@ -156,6 +161,7 @@ class Compress(Ctx):
         return c
 
     def __init__(self, dev: Dev, user_data: Any = None, *, _handle: CompressHandle | None = None) -> None:
+        expect("Compress", Dev, dev=dev)
         dev._check_open()
         self._h: CompressHandle = backend.compress.compress_create(dev._h) if _handle is None else _handle
         super().__init__(self._h, user_data)
@@ -212,6 +218,8 @@ class Compress(Ctx):
         :raises DocaNoMemory: when every task of the pool is in flight.
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
+        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
+            raise wrong_type("Compress.task_compress_deflate_alloc_init", Buf, src=src, dst=dst)
         h = self._h.task_compress_deflate_alloc_init(src._h, dst._h)
         return self._wrap(h, CompressTaskCompressDeflate, src, dst, user_data)
 
@@ -223,6 +231,8 @@ class Compress(Ctx):
         :raises DocaNoMemory: when every task of the pool is in flight.
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
+        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
+            raise wrong_type("Compress.task_decompress_deflate_alloc_init", Buf, src=src, dst=dst)
         h = self._h.task_decompress_deflate_alloc_init(src._h, dst._h)
         return self._wrap(h, CompressTaskDecompressDeflate, src, dst, user_data)
 
@@ -235,6 +245,8 @@ class Compress(Ctx):
         :raises DocaNoMemory: when every task of the pool is in flight.
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
+        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
+            raise wrong_type("Compress.task_decompress_lz4_stream_alloc_init", Buf, src=src, dst=dst)
         h = self._h.task_decompress_lz4_stream_alloc_init(has_block_checksum, are_blocks_independent, src._h, dst._h)
         return self._wrap(h, CompressTaskDecompressLz4Stream, src, dst, user_data)
 
@@ -246,6 +258,8 @@ class Compress(Ctx):
         :raises DocaNoMemory: when every task of the pool is in flight.
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
+        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
+            raise wrong_type("Compress.task_decompress_lz4_block_alloc_init", Buf, src=src, dst=dst)
         h = self._h.task_decompress_lz4_block_alloc_init(src._h, dst._h)
         return self._wrap(h, CompressTaskDecompressLz4Block, src, dst, user_data)
 
@@ -256,17 +270,17 @@ class Compress(Ctx):
     @staticmethod
     def cap_task_is_supported(devinfo: DevInfo, task: CompressTaskType) -> bool:
         """``doca_compress_cap_task_<task>_is_supported``."""
-        return backend.compress.cap_task_is_supported(devinfo._h, _task(task))
+        return backend.compress.cap_task_is_supported(devinfo_handle(devinfo), _task(task))
 
     @staticmethod
     def cap_task_get_max_buf_size(devinfo: DevInfo, task: CompressTaskType) -> int:
         """``doca_compress_cap_task_<task>_get_max_buf_size``."""
-        return backend.compress.cap_task_get_max_buf_size(devinfo._h, _task(task))
+        return backend.compress.cap_task_get_max_buf_size(devinfo_handle(devinfo), _task(task))
 
     @staticmethod
     def cap_task_get_max_buf_list_len(devinfo: DevInfo, task: CompressTaskType) -> int:
         """``doca_compress_cap_task_<task>_get_max_buf_list_len``."""
-        return backend.compress.cap_task_get_max_buf_list_len(devinfo._h, _task(task))
+        return backend.compress.cap_task_get_max_buf_list_len(devinfo_handle(devinfo), _task(task))
 
     def __enter__(self) -> Compress:
         return self

@@ -1,4 +1,4 @@
-"""A short tour of doca_py across two processes (``python3 tasks.py run``).
+"""A short tour of doca_py across two processes (``python -m doca_py.demo``).
 
 The "host" process allocates shareable memory, fills it and exports it over PCI.
 A "DPU" process imports the export, DMA-reads the host bytes into its own memory,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from ._args import caller, check_str, wrong_type
 from ._backend import backend
 from ._lifetime import DocaObject, raw_handle
 from ._backend.protocols.core import DevHandle, DevInfoHandle, DevInfoRepHandle, DevRepHandle
@@ -50,7 +51,7 @@ class DevInfo:
 
     def is_equal_pci_addr(self, pci_addr: str) -> bool:
         """Whether *pci_addr* (``XXXX:XX:XX.X`` or ``XX:XX.X``) names this device."""
-        return self._h.is_equal_pci_addr(pci_addr)
+        return self._h.is_equal_pci_addr(check_str("DevInfo.is_equal_pci_addr", "pci_addr", pci_addr))
 
     def get_ipv4_addr(self) -> ipaddress.IPv4Address:
         """``doca_devinfo_get_ipv4_addr``: the port's IPv4 address."""
@@ -128,6 +129,14 @@ class DevInfo:
         return f"<DevInfo {self.get_pci_addr_str()} {self.get_ibdev_name()}>"
 
 
+def devinfo_handle(devinfo: DevInfo) -> DevInfoHandle:
+    """*devinfo*'s backend handle, for the ``cap_*`` functions; ``DocaTypeError`` naming the caller and
+    ``devinfo`` for anything but a [`DevInfo`][doca_py.dev.DevInfo]."""
+    if isinstance(devinfo, DevInfo):
+        return devinfo._h
+    raise wrong_type(caller(), DevInfo, devinfo=devinfo)
+
+
 def devinfo_create_list() -> list[DevInfo]:
     """``doca_devinfo_create_list``: every local device."""
     return [DevInfo(h) for h in backend.dev.devinfo_create_list()]
@@ -180,7 +189,7 @@ class Dev(DocaObject):
 
         :raises DocaNotFound: when no device matches.
         """
-        return _find("pci", pci_addr).open()
+        return _find("pci", check_str("Dev.open_by_pci_addr", "pci_addr", pci_addr)).open()
 
     @classmethod
     def open_by_ibdev_name(cls, name: str) -> Dev:
@@ -191,7 +200,7 @@ class Dev(DocaObject):
 
         :raises DocaNotFound: when no device matches.
         """
-        return _find("ibdev", name).open()
+        return _find("ibdev", check_str("Dev.open_by_ibdev_name", "name", name)).open()
 
     @classmethod
     def open_by_iface_name(cls, name: str) -> Dev:
@@ -202,7 +211,7 @@ class Dev(DocaObject):
 
         :raises DocaNotFound: when no device matches.
         """
-        return _find("iface", name).open()
+        return _find("iface", check_str("Dev.open_by_iface_name", "name", name)).open()
 
     def as_devinfo(self) -> DevInfo:
         """``doca_dev_as_devinfo``."""
@@ -215,6 +224,7 @@ class Dev(DocaObject):
 
     def open_rep_by_pci_addr(self, pci_addr: str, filter: DevinfoRepFilter = DevinfoRepFilter.NET) -> DevRep:
         """Open the representor whose PCI address is *pci_addr*."""
+        check_str("Dev.open_rep_by_pci_addr", "pci_addr", pci_addr)
         reps = self.rep_create_list(filter)
         for rep in reps:
             if rep.is_equal_pci_addr(pci_addr):
@@ -266,7 +276,7 @@ class DevInfoRep:
 
         :param pci_addr: a PCI address (BDF, with or without the domain).
         """
-        return self._h.is_equal_pci_addr(pci_addr)
+        return self._h.is_equal_pci_addr(check_str("DevInfoRep.is_equal_pci_addr", "pci_addr", pci_addr))
 
     def get_vuid(self) -> str:
         """``doca_devinfo_rep_get_vuid``: the representor's vendor unique id."""

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._args import expect, wrong_type
 from ._backend import backend
 from ._backend.protocols.engines import DmaHandle, DmaTaskMemcpyHandle
 from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
-from .dev import Dev, DevInfo
+from .dev import Dev, DevInfo, devinfo_handle
 
 __all__ = ["Dma", "DmaTaskMemcpy"]
 
@@ -38,11 +39,15 @@ class DmaTaskMemcpy(Task):
 
     def set_src(self, src: Buf) -> None:
         """``doca_dma_task_memcpy_set_src``: set the src to *src*."""
+        if not isinstance(src, Buf):
+            raise wrong_type("DmaTaskMemcpy.set_src", Buf, src=src)
         self._h.set_src(src._h)
         self._src = src
 
     def set_dst(self, dst: Buf) -> None:
         """``doca_dma_task_memcpy_set_dst``: set the dst to *dst*."""
+        if not isinstance(dst, Buf):
+            raise wrong_type("DmaTaskMemcpy.set_dst", Buf, dst=dst)
         self._h.set_dst(dst._h)
         self._dst = dst
 
@@ -65,6 +70,7 @@ class Dma(Ctx):
         return c
 
     def __init__(self, dev: Dev, user_data: Any = None, *, _handle: DmaHandle | None = None) -> None:
+        expect("Dma", Dev, dev=dev)
         dev._check_open()
         self._h: DmaHandle = backend.dma.dma_create(dev._h) if _handle is None else _handle
         super().__init__(self._h, user_data)
@@ -78,6 +84,8 @@ class Dma(Ctx):
 
     def task_memcpy_alloc_init(self, src: Buf, dst: Buf, user_data: Any = None) -> DmaTaskMemcpy:
         """A memcpy task from the pool (``DocaNoMemory`` when it is empty)."""
+        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
+            raise wrong_type("Dma.task_memcpy_alloc_init", Buf, src=src, dst=dst)
         h = self._h.task_memcpy_alloc_init(src._h, dst._h)
         t = self._wrap_task(h, DmaTaskMemcpy, user_data)
         t._src, t._dst = src, dst
@@ -86,22 +94,22 @@ class Dma(Ctx):
     @staticmethod
     def cap_task_memcpy_is_supported(devinfo: DevInfo) -> bool:
         """``doca_dma_cap_task_memcpy_is_supported``: whether *devinfo* supports task memcpy."""
-        return backend.dma.cap_task_memcpy_is_supported(devinfo._h)
+        return backend.dma.cap_task_memcpy_is_supported(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_task_memcpy_get_max_buf_size(devinfo: DevInfo) -> int:
         """``doca_dma_cap_task_memcpy_get_max_buf_size``: the largest buf size *devinfo* supports."""
-        return backend.dma.cap_task_memcpy_get_max_buf_size(devinfo._h)
+        return backend.dma.cap_task_memcpy_get_max_buf_size(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_task_memcpy_get_max_buf_list_len(devinfo: DevInfo) -> int:
         """``doca_dma_cap_task_memcpy_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
-        return backend.dma.cap_task_memcpy_get_max_buf_list_len(devinfo._h)
+        return backend.dma.cap_task_memcpy_get_max_buf_list_len(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_num_tasks(devinfo: DevInfo) -> int:
         """``doca_dma_cap_get_max_num_tasks``: the largest num tasks *devinfo* supports."""
-        return backend.dma.cap_get_max_num_tasks(devinfo._h)
+        return backend.dma.cap_get_max_num_tasks(devinfo_handle(devinfo))
 
     def __enter__(self) -> Dma:
         return self

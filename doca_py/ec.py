@@ -20,13 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from ._args import caller, expect, wrong_type
 from ._backend import backend
 from ._backend.protocols.core import BufHandle
 from ._backend.protocols.engines import EcHandle, EcMatrixHandle, EcTaskHandle
 from ._lifetime import DocaObject
 from .buf import Buf
 from .ctx import Ctx, Task, TaskCallback
-from .dev import Dev, DevInfo
+from .dev import Dev, DevInfo, devinfo_handle
 from .errors import DocaInvalidValue
 from .types import NamedIntEnum
 
@@ -87,14 +88,20 @@ class _EcTask(Task):
 
     # Re-aiming a task between runs (not while in flight), as DOCA's task setters do.
     def _set_matrix(self, matrix: EcMatrix) -> None:
+        if not isinstance(matrix, EcMatrix):
+            raise wrong_type(caller(), EcMatrix, matrix=matrix)
         self._h.set_matrix(matrix._h)
         self._matrix = matrix
 
     def _set_src(self, buf: Buf) -> None:
+        if not isinstance(buf, Buf):
+            raise wrong_type(caller(), Buf, buf=buf)
         self._h.set_src(buf._h)
         self._src = buf
 
     def _set_dst(self, buf: Buf) -> None:
+        if not isinstance(buf, Buf):
+            raise wrong_type(caller(), Buf, buf=buf)
         self._h.set_dst(buf._h)
         self._dst = buf
 
@@ -240,6 +247,7 @@ class Ec(Ctx):
         return c
 
     def __init__(self, dev: Dev, user_data: Any = None, *, _handle: EcHandle | None = None) -> None:
+        expect("Ec", Dev, dev=dev)
         dev._check_open()
         self._h: EcHandle = backend.ec.ec_create(dev._h) if _handle is None else _handle
         super().__init__(self._h, user_data)
@@ -266,6 +274,7 @@ class Ec(Ctx):
         redundancy ``k..k+m-1``). The recover task then takes the first k surviving blocks
         in index order and writes the missing ones in ascending order."""
         self._check_open()
+        expect("Ec.matrix_create_recover", EcMatrix, coding_matrix=coding_matrix)
         idx = [int(i) for i in missing]
         return self._matrix(self._h.matrix_create_recover(coding_matrix._h, idx), coding_matrix.k_in, len(idx))
 
@@ -273,6 +282,7 @@ class Ec(Ctx):
         """An update matrix for the ascending data block indices *updated*. The update task
         takes ``(old, new)`` per updated block, then the m old redundancy blocks."""
         self._check_open()
+        expect("Ec.matrix_create_update", EcMatrix, coding_matrix=coding_matrix)
         idx = [int(i) for i in updated]
         m = coding_matrix.r_out
         return self._matrix(self._h.matrix_create_update(coding_matrix._h, idx), 2 * len(idx) + m, m)
@@ -316,6 +326,10 @@ class Ec(Ctx):
 
     def _alloc(self, alloc: Callable[[EcMatrixHandle, BufHandle, BufHandle], EcTaskHandle], cls: type[_ET],
                matrix: EcMatrix, src: Buf, dst: Buf, user_data: Any) -> _ET:
+        if not (isinstance(matrix, EcMatrix) and isinstance(src, Buf) and isinstance(dst, Buf)):
+            where = caller()
+            raise wrong_type(where, EcMatrix, matrix=matrix) if not isinstance(matrix, EcMatrix) else \
+                wrong_type(where, Buf, src=src, dst=dst)
         if matrix.closed:
             raise DocaInvalidValue("the EC matrix is closed")
         t = self._wrap_task(alloc(matrix._h, src._h, dst._h), cls, user_data)
@@ -360,32 +374,32 @@ class Ec(Ctx):
     @staticmethod
     def cap_task_create_is_supported(devinfo: DevInfo) -> bool:
         """``doca_ec_cap_task_create_is_supported``: whether *devinfo* supports task create."""
-        return backend.ec.cap_task_create_is_supported(devinfo._h)
+        return backend.ec.cap_task_create_is_supported(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_task_recover_is_supported(devinfo: DevInfo) -> bool:
         """``doca_ec_cap_task_recover_is_supported``: whether *devinfo* supports task recover."""
-        return backend.ec.cap_task_recover_is_supported(devinfo._h)
+        return backend.ec.cap_task_recover_is_supported(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_task_update_is_supported(devinfo: DevInfo) -> bool:
         """``doca_ec_cap_task_update_is_supported``: whether *devinfo* supports task update."""
-        return backend.ec.cap_task_update_is_supported(devinfo._h)
+        return backend.ec.cap_task_update_is_supported(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_task_galois_mul_is_supported(devinfo: DevInfo) -> bool:
         """``doca_ec_cap_task_galois_mul_is_supported``: whether *devinfo* supports task galois mul."""
-        return backend.ec.cap_task_galois_mul_is_supported(devinfo._h)
+        return backend.ec.cap_task_galois_mul_is_supported(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_block_size(devinfo: DevInfo) -> int:
         """``doca_ec_cap_get_max_block_size``: the largest block size *devinfo* supports."""
-        return backend.ec.cap_get_max_block_size(devinfo._h)
+        return backend.ec.cap_get_max_block_size(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_buf_list_len(devinfo: DevInfo) -> int:
         """``doca_ec_cap_get_max_buf_list_len``: the largest buf list len *devinfo* supports."""
-        return backend.ec.cap_get_max_buf_list_len(devinfo._h)
+        return backend.ec.cap_get_max_buf_list_len(devinfo_handle(devinfo))
 
     def __enter__(self) -> Ec:
         return self

@@ -4,7 +4,8 @@ Every ``doca_error_t`` value has a registered [`DocaError`][doca_py.errors.DocaE
 meaning matches a builtin exception the subclass also derives from it, so
 ``except TimeoutError`` catches ``DOCA_ERROR_TIME_OUT``. Misuse of the Python API
 (wrong types, closed objects, calls from the wrong thread) raises
-[`DocaUsageError`][doca_py.errors.DocaUsageError] instead, which carries no DOCA code.
+[`DocaUsageError`][doca_py.errors.DocaUsageError] instead, which carries no DOCA code. Both derive from
+[`DocaPyError`][doca_py.errors.DocaPyError]: ``except DocaPyError`` catches every error doca_py raises.
 
 Raise the right class for a code with [`raise_for`][doca_py.errors.raise_for] or build one with
 [`lookup`][doca_py.errors.lookup].
@@ -18,8 +19,11 @@ from .types import NamedIntEnum
 
 __all__ = [
     "ErrorCode",
+    "DocaPyError",
     "DocaError",
     "DocaUsageError",
+    "DocaTypeError",
+    "DocaImplError",
     "DocaWarning",
     "lookup",
     "raise_for",
@@ -155,11 +159,28 @@ class DocaWarning(UserWarning):
     """Something suspicious that DOCA itself would only log."""
 
 
-class DocaUsageError(Exception):
+class DocaPyError(Exception):
+    """The root of every exception doca_py raises: ``except DocaPyError`` catches them all.
+
+    Two branches: [`DocaError`][doca_py.errors.DocaError] (DOCA failed, with a ``doca_error_t`` code) and
+    [`DocaUsageError`][doca_py.errors.DocaUsageError] (the Python API was misused; no code). A root of
+    its own keeps [`DocaError.code`][doca_py.errors.DocaError.code] a real DOCA code on every instance."""
+
+
+class DocaUsageError(DocaPyError):
     """The Python API was misused (closed object, wrong thread, wrong argument type)."""
 
 
-class DocaError(Exception):
+class DocaTypeError(DocaUsageError, TypeError):
+    """An argument of the wrong type; the message names the parameter. Also a ``TypeError``."""
+
+
+class DocaImplError(DocaUsageError, ImportError):
+    """``DOCA_PY_IMPL`` names a backend that cannot be used (an unknown name, or ``native`` where the DOCA
+    libraries do not load). Raised by ``import doca_py``; also an ``ImportError``."""
+
+
+class DocaError(DocaPyError):
     """An operation failed with a ``doca_error_t`` code.
 
     ``str(err)`` reads ``"DOCA_ERROR_NAME: description: detail"``.

@@ -18,7 +18,7 @@ import threading
 import weakref
 from typing import Any
 
-from .errors import DocaInvalidValue, DocaNoMemory
+from .errors import DocaInvalidValue, DocaNoMemory, DocaTypeError
 
 __all__ = ["PAGE_SIZE", "SharedMemory", "buffer_address", "find_shared"]
 
@@ -27,17 +27,19 @@ PAGE_SIZE = _mmap.PAGESIZE
 HEADER_SIZE = PAGE_SIZE  # the memfd starts with one header page, then the data
 
 
-def buffer_address(buf: Any) -> tuple[int, int, memoryview]:
+def buffer_address(buf: Any, what: str = "buffer") -> tuple[int, int, memoryview]:
     """Address, length and a pinning byte view of a writable buffer-protocol object.
 
     The returned memoryview keeps the exporter pinned (a ``bytearray`` cannot be
-    resized while it lives). Read-only and non-contiguous buffers are refused:
+    resized while it lives). An object without the buffer protocol is a ``DocaTypeError``
+    naming *what*; read-only and non-contiguous buffers are refused (``DocaInvalidValue``):
     DOCA devices write through the addresses they are given.
     """
     try:
         mv = memoryview(buf)
     except TypeError:
-        raise DocaInvalidValue(f"{type(buf).__name__} does not support the buffer protocol") from None
+        raise DocaTypeError(f"{what} must be a writable buffer (bytearray, mmap, numpy array ...), not "
+                            f"{type(buf).__name__}") from None
     if not mv.contiguous or mv.readonly:
         why = "read-only" if mv.readonly else "not contiguous"
         mv.release()

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._args import expect
 from ._backend import backend
 from ._lifetime import DocaObject
 from ._backend.protocols.core import MmapHandle
-from .dev import Dev, DevInfo
+from .dev import Dev, DevInfo, devinfo_handle
 from .errors import DocaBadState, DocaError, DocaInvalidValue, DocaNotSupported
 from .memory import SharedMemory, buffer_address
 from .types import AccessFlag
@@ -65,7 +66,7 @@ class Mmap(DocaObject):
     def set_memrange(self, buffer: Any) -> None:
         """Register a writable, contiguous buffer (``bytearray``, ``mmap``, numpy array …)."""
         self._check_open()
-        addr, n, pin = buffer_address(buffer)
+        addr, n, pin = buffer_address(buffer, "Mmap.set_memrange: buffer")
         if n == 0:
             pin.release()
             raise DocaInvalidValue("cannot register an empty buffer")
@@ -116,6 +117,7 @@ class Mmap(DocaObject):
         :raises DocaNoMemory: when ``set_max_num_devices`` devices are added already.
         """
         self._check_open()
+        expect("Mmap.add_dev", Dev, dev=dev)
         self._h.add_dev(dev._h)
         dev._adopt(self)  # the device may close only after the mmap
         self._devs.append(dev)
@@ -126,6 +128,7 @@ class Mmap(DocaObject):
         :param dev: the device.
         :raises DocaBadState: when the mmap is started.
         """
+        expect("Mmap.rm_dev", Dev, dev=dev)
         self._h.rm_dev(dev._h)
         self._devs.remove(dev)
 
@@ -165,16 +168,19 @@ class Mmap(DocaObject):
     def export_pci(self, dev: Dev) -> bytes:
         """Blob for a peer on the same PCIe (host ↔ DPU). Needs a ``PCI_*`` permission."""
         self._check_open()
+        expect("Mmap.export_pci", Dev, dev=dev)
         return bytes(self._h.export_pci(dev._h))
 
     def export_rdma(self, dev: Dev) -> bytes:
         """Blob for an RDMA peer. Needs an ``RDMA_*`` permission."""
         self._check_open()
+        expect("Mmap.export_rdma", Dev, dev=dev)
         return bytes(self._h.export_rdma(dev._h))
 
     @classmethod
     def create_from_export(cls, blob: bytes, dev: Dev, user_data: Any = None) -> Mmap:
         """``doca_mmap_create_from_export``: a started map of a peer's exported memory."""
+        expect("Mmap.create_from_export", Dev, dev=dev)
         dev._check_open()
         if not isinstance(blob, (bytes, bytearray, memoryview)):
             raise DocaInvalidValue(f"export blob must be bytes, not {type(blob).__name__}")
@@ -199,12 +205,12 @@ class Mmap(DocaObject):
     @staticmethod
     def cap_is_export_pci_supported(devinfo: DevInfo) -> bool:
         """``doca_mmap_cap_is_export_pci_supported``: whether *devinfo* can export an mmap over PCI (DPU ↔ host)."""
-        return backend.mmap.cap_is_export_pci_supported(devinfo._h)
+        return backend.mmap.cap_is_export_pci_supported(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_is_create_from_export_pci_supported(devinfo: DevInfo) -> bool:
         """``doca_mmap_cap_is_create_from_export_pci_supported``: whether *devinfo* can import a PCI export."""
-        return backend.mmap.cap_is_create_from_export_pci_supported(devinfo._h)
+        return backend.mmap.cap_is_create_from_export_pci_supported(devinfo_handle(devinfo))
 
     # -- CPU access ---------------------------------------------------------------------------
     def view(self, addr: int, length: int) -> memoryview:

@@ -17,6 +17,7 @@ import select
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, overload
 
+from ._args import wrong_type
 from ._backend import backend
 from ._lifetime import DocaObject
 from ._backend.protocols.core import PeHandle
@@ -65,7 +66,11 @@ class Pe(DocaObject):
 
     def connect_ctx(self, ctx: Ctx) -> None:
         """Bind an idle ctx to this engine (once, for the ctx's lifetime)."""
+        from .ctx import Ctx  # ctx imports pe
+
         self._check_open()
+        if not isinstance(ctx, Ctx):
+            raise wrong_type("Pe.connect_ctx", Ctx, ctx=ctx)
         self._h.connect_ctx(ctx._ctx_h)
         self._adopt(ctx)
         ctx._pe = self

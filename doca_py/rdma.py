@@ -32,12 +32,13 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from ._args import caller, expect, wrong_type
 from ._backend import backend
 from ._backend.protocols.rdma import RdmaConnectionHandle, RdmaHandle
 from .buf import Buf
 from .ctx import Ctx, TaskCallback
-from .dev import Dev, DevInfo
-from .errors import DocaInvalidValue, DocaUsageError
+from .dev import Dev, DevInfo, devinfo_handle
+from .errors import DocaInvalidValue
 from .rdma_connection import (
     ConnectionCallback,
     ConnectionRequestCallback,
@@ -100,6 +101,7 @@ class Rdma(Ctx):
 
     def __init__(self, dev: Dev, user_data: Any = None, *, options: RdmaOptions | None = None,
                  _handle: RdmaHandle | None = None) -> None:
+        expect("Rdma", Dev, dev=dev)
         dev._check_open()
         self._h: RdmaHandle = backend.rdma.rdma_create(dev._h) if _handle is None else _handle
         super().__init__(self._h, user_data)
@@ -303,7 +305,9 @@ class Rdma(Ctx):
         self._check_open()
         if not isinstance(peer_blob, (bytes, bytearray, memoryview)):
             raise DocaInvalidValue(f"connection blob must be bytes, not {type(peer_blob).__name__}")
-        if not isinstance(connection, RdmaConnection) or connection._rdma is not self:
+        if not isinstance(connection, RdmaConnection):
+            raise wrong_type("Rdma.connect", RdmaConnection, connection=connection)
+        if connection._rdma is not self:
             raise DocaInvalidValue("the connection was not exported by this Rdma")
         self._h.connect(bytes(peer_blob), connection._h)
 
@@ -324,7 +328,7 @@ class Rdma(Ctx):
         """
         self._check_open()
         if not isinstance(addr, RdmaAddr):
-            raise DocaUsageError("connect_to_addr takes an RdmaAddr")
+            raise wrong_type("Rdma.connect_to_addr", RdmaAddr, addr=addr)
         addr_type, address, port = addr.get_params()
         h = self._h.connect_to_addr(int(addr_type), address, port)
         c = self._conn(h, user_data)
@@ -408,11 +412,13 @@ class Rdma(Ctx):
     @staticmethod
     def _check_conn(conn: RdmaConnection) -> RdmaConnectionHandle:
         if not isinstance(conn, RdmaConnection):
-            raise DocaUsageError(f"expected an RdmaConnection, got {type(conn).__name__}")
+            raise wrong_type(caller(), RdmaConnection, connection=conn)
         return conn._h
 
     def task_receive_allocate_init(self, dst: Buf | None, user_data: Any = None) -> RdmaTaskReceive:
         """A receive task posting *dst* (``None``: immediate-only messages)."""
+        if not isinstance(dst, (Buf, type(None))):
+            raise wrong_type("Rdma.task_receive_allocate_init", (Buf, type(None)), dst=dst)
         t = self._wrap_task(self._h.task_receive_allocate_init(None if dst is None else dst._h), RdmaTaskReceive,
                             user_data)
         t._dst = dst
@@ -421,6 +427,8 @@ class Rdma(Ctx):
     def task_send_allocate_init(self, connection: RdmaConnection, src: Buf | None,
                                 user_data: Any = None) -> RdmaTaskSend:
         """A send of *src*'s data (``None``: an empty message) on *connection*."""
+        if not isinstance(src, (Buf, type(None))):
+            raise wrong_type("Rdma.task_send_allocate_init", (Buf, type(None)), src=src)
         h = self._h.task_send_allocate_init(self._check_conn(connection), None if src is None else src._h)
         t = self._wrap_task(h, RdmaTaskSend, user_data)
         t._conn, t._src = connection, src
@@ -434,6 +442,8 @@ class Rdma(Ctx):
         :raises DocaNoMemory: when every task of the pool is in flight.
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
+        if not isinstance(src, (Buf, type(None))):
+            raise wrong_type("Rdma.task_send_imm_allocate_init", (Buf, type(None)), src=src)
         h = self._h.task_send_imm_allocate_init(self._check_conn(connection), None if src is None else src._h,
                                                 immediate_data)
         t = self._wrap_task(h, RdmaTaskSendImm, user_data)
@@ -443,6 +453,8 @@ class Rdma(Ctx):
     def task_read_allocate_init(self, connection: RdmaConnection, src: Buf, dst: Buf,
                                 user_data: Any = None) -> RdmaTaskRead:
         """Read the remote *src* (a buffer of an RDMA-imported mmap) into local *dst*."""
+        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
+            raise wrong_type("Rdma.task_read_allocate_init", Buf, src=src, dst=dst)
         h = self._h.task_read_allocate_init(self._check_conn(connection), src._h, dst._h)
         t = self._wrap_task(h, RdmaTaskRead, user_data)
         t._conn, t._src, t._dst = connection, src, dst
@@ -451,6 +463,8 @@ class Rdma(Ctx):
     def task_write_allocate_init(self, connection: RdmaConnection, src: Buf, dst: Buf,
                                  user_data: Any = None) -> RdmaTaskWrite:
         """Write local *src* into the remote *dst* (a buffer of an RDMA-imported mmap)."""
+        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
+            raise wrong_type("Rdma.task_write_allocate_init", Buf, src=src, dst=dst)
         h = self._h.task_write_allocate_init(self._check_conn(connection), src._h, dst._h)
         t = self._wrap_task(h, RdmaTaskWrite, user_data)
         t._conn, t._src, t._dst = connection, src, dst
@@ -464,6 +478,8 @@ class Rdma(Ctx):
         :raises DocaNoMemory: when every task of the pool is in flight.
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
+        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
+            raise wrong_type("Rdma.task_write_imm_allocate_init", Buf, src=src, dst=dst)
         h = self._h.task_write_imm_allocate_init(self._check_conn(connection), src._h, dst._h, immediate_data)
         t = self._wrap_task(h, RdmaTaskWriteImm, user_data)
         t._conn, t._src, t._dst = connection, src, dst
@@ -477,6 +493,8 @@ class Rdma(Ctx):
         :raises DocaNoMemory: when every task of the pool is in flight.
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
+        if not (isinstance(dst, Buf) and isinstance(result, Buf)):
+            raise wrong_type("Rdma.task_atomic_cmp_swp_allocate_init", Buf, dst=dst, result=result)
         h = self._h.task_atomic_cmp_swp_allocate_init(self._check_conn(connection), dst._h, result._h, cmp_data,
                                                       swap_data)
         t = self._wrap_task(h, RdmaTaskAtomicCmpSwp, user_data)
@@ -491,6 +509,8 @@ class Rdma(Ctx):
         :raises DocaNoMemory: when every task of the pool is in flight.
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
+        if not (isinstance(dst, Buf) and isinstance(result, Buf)):
+            raise wrong_type("Rdma.task_atomic_fetch_add_allocate_init", Buf, dst=dst, result=result)
         h = self._h.task_atomic_fetch_add_allocate_init(self._check_conn(connection), dst._h, result._h, add_data)
         t = self._wrap_task(h, RdmaTaskAtomicFetchAdd, user_data)
         t._conn, t._dst, t._result = connection, dst, result
@@ -500,84 +520,84 @@ class Rdma(Ctx):
     @staticmethod
     def cap_get_max_recv_queue_size(devinfo: DevInfo) -> int:
         """``doca_rdma_cap_get_max_recv_queue_size``: the largest recv queue size *devinfo* supports."""
-        return backend.rdma.cap_get_max_recv_queue_size(devinfo._h)
+        return backend.rdma.cap_get_max_recv_queue_size(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_send_queue_size(devinfo: DevInfo) -> int:
         """``doca_rdma_cap_get_max_send_queue_size``: the largest send queue size *devinfo* supports."""
-        return backend.rdma.cap_get_max_send_queue_size(devinfo._h)
+        return backend.rdma.cap_get_max_send_queue_size(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_send_buf_list_len(devinfo: DevInfo) -> int:
         """``doca_rdma_cap_get_max_send_buf_list_len``: the largest send buf list len *devinfo* supports."""
-        return backend.rdma.cap_get_max_send_buf_list_len(devinfo._h)
+        return backend.rdma.cap_get_max_send_buf_list_len(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_max_message_size(devinfo: DevInfo) -> int:
         """``doca_rdma_cap_get_max_message_size``: the largest message size *devinfo* supports."""
-        return backend.rdma.cap_get_max_message_size(devinfo._h)
+        return backend.rdma.cap_get_max_message_size(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_gid_table_size(devinfo: DevInfo) -> int:
         """``doca_rdma_cap_get_gid_table_size``: the get gid table size *devinfo* supports."""
-        return backend.rdma.cap_get_gid_table_size(devinfo._h)
+        return backend.rdma.cap_get_gid_table_size(devinfo_handle(devinfo))
 
     @staticmethod
     def cap_get_gid(devinfo: DevInfo, start_index: int, num_entries: int) -> list[bytes]:
         """``num_entries`` 16-byte GIDs from *start_index*."""
-        return backend.rdma.cap_get_gid(devinfo._h, start_index, num_entries)
+        return backend.rdma.cap_get_gid(devinfo_handle(devinfo), start_index, num_entries)
 
     @staticmethod
     def cap_transport_type_is_supported(devinfo: DevInfo, transport: RdmaTransportType) -> bool:
         """``doca_rdma_cap_transport_type_is_supported``: whether *devinfo* supports transport type."""
-        return backend.rdma.cap_transport_type_is_supported(devinfo._h, int(transport))
+        return backend.rdma.cap_transport_type_is_supported(devinfo_handle(devinfo), int(transport))
 
     @staticmethod
     def cap_task_receive_get_max_dst_buf_list_len(devinfo: DevInfo, transport: RdmaTransportType) -> int:
         """``doca_rdma_cap_task_receive_get_max_dst_buf_list_len``: the largest dst buf list len *devinfo*
         supports.
         """
-        return backend.rdma.cap_task_receive_get_max_dst_buf_list_len(devinfo._h, int(transport))
+        return backend.rdma.cap_task_receive_get_max_dst_buf_list_len(devinfo_handle(devinfo), int(transport))
 
     @staticmethod
     def cap_task_receive_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_receive_is_supported``: whether *devinfo* supports task receive."""
-        return backend.rdma.cap_task_is_supported(devinfo._h, "receive")
+        return backend.rdma.cap_task_is_supported(devinfo_handle(devinfo), "receive")
 
     @staticmethod
     def cap_task_send_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_send_is_supported``: whether *devinfo* supports task send."""
-        return backend.rdma.cap_task_is_supported(devinfo._h, "send")
+        return backend.rdma.cap_task_is_supported(devinfo_handle(devinfo), "send")
 
     @staticmethod
     def cap_task_send_imm_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_send_imm_is_supported``: whether *devinfo* supports task send imm."""
-        return backend.rdma.cap_task_is_supported(devinfo._h, "send_imm")
+        return backend.rdma.cap_task_is_supported(devinfo_handle(devinfo), "send_imm")
 
     @staticmethod
     def cap_task_read_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_read_is_supported``: whether *devinfo* supports task read."""
-        return backend.rdma.cap_task_is_supported(devinfo._h, "read")
+        return backend.rdma.cap_task_is_supported(devinfo_handle(devinfo), "read")
 
     @staticmethod
     def cap_task_write_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_write_is_supported``: whether *devinfo* supports task write."""
-        return backend.rdma.cap_task_is_supported(devinfo._h, "write")
+        return backend.rdma.cap_task_is_supported(devinfo_handle(devinfo), "write")
 
     @staticmethod
     def cap_task_write_imm_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_write_imm_is_supported``: whether *devinfo* supports task write imm."""
-        return backend.rdma.cap_task_is_supported(devinfo._h, "write_imm")
+        return backend.rdma.cap_task_is_supported(devinfo_handle(devinfo), "write_imm")
 
     @staticmethod
     def cap_task_atomic_cmp_swp_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_atomic_cmp_swp_is_supported``: whether *devinfo* supports task atomic cmp swp."""
-        return backend.rdma.cap_task_is_supported(devinfo._h, "atomic_cmp_swp")
+        return backend.rdma.cap_task_is_supported(devinfo_handle(devinfo), "atomic_cmp_swp")
 
     @staticmethod
     def cap_task_atomic_fetch_add_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_atomic_fetch_add_is_supported``: whether *devinfo* supports task atomic fetch add."""
-        return backend.rdma.cap_task_is_supported(devinfo._h, "atomic_fetch_add")
+        return backend.rdma.cap_task_is_supported(devinfo_handle(devinfo), "atomic_fetch_add")
 
     def __enter__(self) -> Rdma:
         return self

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from ._args import wrong_type
 from ._backend.protocols.rdma import (
     RdmaTaskAtomicCmpSwpHandle,
     RdmaTaskAtomicFetchAddHandle,
@@ -52,6 +53,8 @@ class _ConnTask(Task):
 
     def set_rdma_connection(self, connection: RdmaConnection) -> None:
         """``doca_rdma_task_<type>_set_rdma_connection``: set the rdma connection to *connection*."""
+        if not isinstance(connection, RdmaConnection):
+            raise wrong_type(f"{type(self).__name__}.set_rdma_connection", RdmaConnection, connection=connection)
         self._h.set_rdma_connection(connection._h)
         self._conn = connection
 
@@ -70,6 +73,8 @@ class RdmaTaskReceive(Task):
 
     def set_dst_buf(self, dst: Buf | None) -> None:
         """``doca_rdma_task_receive_set_dst_buf``: set the dst buf to *dst*."""
+        if not isinstance(dst, (Buf, type(None))):
+            raise wrong_type("RdmaTaskReceive.set_dst_buf", (Buf, type(None)), dst=dst)
         self._h.set_dst_buf(None if dst is None else dst._h)
         self._dst = dst
 
@@ -104,6 +109,8 @@ class RdmaTaskSend(_ConnTask):
 
     def set_src_buf(self, src: Buf | None) -> None:
         """``doca_rdma_task_send_set_src_buf``: set the src buf to *src*."""
+        if not isinstance(src, (Buf, type(None))):
+            raise wrong_type(f"{type(self).__name__}.set_src_buf", (Buf, type(None)), src=src)
         self._h.set_src_buf(None if src is None else src._h)
         self._src = src
 
@@ -141,6 +148,8 @@ class _OneSidedTask(_ConnTask):
 
     def set_src_buf(self, src: Buf) -> None:
         """``doca_rdma_task_<read|write>_set_src_buf``: set the src buf to *src*."""
+        if not isinstance(src, Buf):
+            raise wrong_type(f"{type(self).__name__}.set_src_buf", Buf, src=src)
         self._h.set_src_buf(src._h)
         self._src = src
 
@@ -150,6 +159,8 @@ class _OneSidedTask(_ConnTask):
 
     def set_dst_buf(self, dst: Buf) -> None:
         """``doca_rdma_task_<read|write>_set_dst_buf``: set the dst buf to *dst*."""
+        if not isinstance(dst, Buf):
+            raise wrong_type(f"{type(self).__name__}.set_dst_buf", Buf, dst=dst)
         self._h.set_dst_buf(dst._h)
         self._dst = dst
 
@@ -194,6 +205,8 @@ class _AtomicTask(_ConnTask):
 
     def set_dst_buf(self, dst: Buf) -> None:
         """``doca_rdma_task_atomic_<type>_set_dst_buf``: set the dst buf to *dst*."""
+        if not isinstance(dst, Buf):
+            raise wrong_type(f"{type(self).__name__}.set_dst_buf", Buf, dst=dst)
         self._h.set_dst_buf(dst._h)
         self._dst = dst
 
@@ -203,6 +216,8 @@ class _AtomicTask(_ConnTask):
 
     def set_result_buf(self, result: Buf) -> None:
         """``doca_rdma_task_atomic_<type>_set_result_buf``: set the result buf to *result*."""
+        if not isinstance(result, Buf):
+            raise wrong_type(f"{type(self).__name__}.set_result_buf", Buf, result=result)
         self._h.set_result_buf(result._h)
         self._result = result
 

@@ -10,7 +10,8 @@ network interface, and the representors it lists (like ``ibv_devices`` and
 ``doca_caps --list-devs``); without ``--list`` it adds, per device, what each DOCA
 library can do there (like ``doca_caps``): DMA, EC, compress, RDMA, comch and mmap
 export, read with the public ``cap_*`` functions of `doca_py`. The first lines
-name the backend in use (`doca_py.impl`) and the DOCA version it presents
+name the backend in use (`doca_py.impl`), why the native one did not load when
+``DOCA_PY_IMPL=auto`` fell back to the emulated one, and the DOCA version it presents
 ([`doca_py.version_runtime`][doca_py.version.version_runtime]).
 
 ``probe`` is [`doca_py.native.probe`][doca_py.native.probe]: which declared DOCA functions the installed
@@ -18,7 +19,8 @@ name the backend in use (`doca_py.impl`) and the DOCA version it presents
 
 A capability query that fails is reported (``null`` in JSON, with the error in the
 device's ``errors``), never fatal. Exit status: 0; 1 when the devices cannot be
-listed or ``--device`` names none of them; the probe's own status for ``probe``.
+listed or ``--device`` names none of them; the probe's own status for ``probe``; 2 on bad usage,
+including a ``DOCA_PY_IMPL`` that cannot be honoured (``probe`` still runs first, see `doca_py._program`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from . import __version__, comch
-from ._backend import impl
+from . import __version__, _backend, comch
 from .comch import ComchClient, ComchConsumer, ComchProducer, ComchServer
 from .compress import Compress, CompressTaskType
 from .dev import DevInfo, devinfo_create_list
@@ -239,7 +240,8 @@ def report(*, caps: bool = True, device: str | None = None) -> dict[str, Any]:
     if device is not None:
         infos = [i for i in infos if _matches(i, device)]
     return {
-        "backend": impl,
+        "backend": _backend.impl,
+        "native_unavailable": _backend.native_unavailable,
         "doca_version": doca_version,
         "doca_py_version": __version__,
         "devices": [device_report(i, caps=caps) for i in infos],
@@ -272,8 +274,10 @@ def _table(rows: list[list[str]], indent: str = "") -> list[str]:
 
 def format_text(doc: dict[str, Any]) -> str:
     """The text form of a `report` document."""
-    lines = [f"backend: {doc['backend']}",
-             f"DOCA version: {doc['doca_version'] or 'unknown'}",
+    lines = [f"backend: {doc['backend']}"]
+    if doc.get("native_unavailable"):
+        lines.append(f"native backend not loaded: {doc['native_unavailable']}")
+    lines += [f"DOCA version: {doc['doca_version'] or 'unknown'}",
              f"doca_py version: {doc['doca_py_version']}", ""]
     devices: list[dict[str, Any]] = doc["devices"]
     if not devices:

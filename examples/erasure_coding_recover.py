@@ -193,6 +193,10 @@ def ec_encode(pci_addr: str, file_path: str, matrix_type: d.EcMatrixType, output
 
     state = EcSampleObjects(bytearray(file_data.ljust(src_size, b"\0")), bytearray(dst_size))
     try:
+        try:  # a new output folder is made, as a user of the C sample would expect
+            Path(output_dir_path).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DocaIOFailed(f"Can't create the output folder {output_dir_path}: {exc}") from None
         for i in range(data_block_count):
             Path(block_path(output_dir_path, DATA_BLOCK_FILE_NAME, i)).write_bytes(
                 state.src_buffer[i * block_size:(i + 1) * block_size])

@@ -29,7 +29,7 @@ def build_parser() -> DocaArgumentParser:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> InitiatorAppConfig:
-    """Parse and validate a command line (exits with status 1 on errors)."""
+    """Parse and validate a command line (exits with status 2 on errors)."""
     return parse_config(InitiatorAppConfig, build_parser(), argv)
 
 

@@ -18,6 +18,13 @@ Unlike the C++ reference, every value received from a peer is validated before u
 
 from __future__ import annotations
 
-from apps.storage.errors import ProtocolError, StorageAppError
+import importlib
 
 __all__ = ["ProtocolError", "StorageAppError"]
+
+
+def __getattr__(name: str) -> object:
+    # Lazily: importing `apps.storage.cli.usage` (the topology) must not import doca_py.
+    if name in __all__:
+        return getattr(importlib.import_module("apps.storage.errors"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,6 +27,7 @@ the emulator's seeded completion-order shuffling and fault injection in all of t
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import shutil
 import signal
@@ -41,6 +42,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+from apps.storage.cli.usage import UsageParser, command_name
 
 __all__ = ["build_parser", "main", "Test", "DEFAULT_TESTS", "STRATEGIES", "BRIDGES", "make_sample", "environment",
            "prepare", "start", "Topology", "TwoHosts", "Proc", "topology"]
@@ -74,14 +77,25 @@ DEFAULT_TESTS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _version() -> str:
+    # From the installed metadata, not `import doca_py`: the topology itself picks no backend.
+    try:
+        version = importlib.metadata.version("doca_py")
+    except importlib.metadata.PackageNotFoundError:  # a checkout on PYTHONPATH
+        version = "unknown"
+    return f"%(prog)s: v{version} (doca_py, emulated backend)"
+
+
+def build_parser() -> UsageParser:
     """The command line of ``python -m apps.topology``."""
-    p = argparse.ArgumentParser(
+    p = UsageParser(
         prog="python -m apps.topology",
         description="Run the DOCA storage topology (3 targets, the gga offload bridge, the initiator; or one "
                     "target, the zero-copy bridge, the initiator) as separate processes on this machine with the "
                     "emulated backend, and report each test.",
     )
+    p.add_argument("--version", action="version", version=_version(),
+                   help="print the program version and exit")
     p.add_argument("--bridge", choices=BRIDGES, default="gga-offload",
                    help="gga-offload: three targets holding the compressed halves and parity (default); zero-copy: "
                         "one target holding the plain data, which it reads and writes in the initiator's memory")
@@ -361,20 +375,21 @@ def prepare(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> tup
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the tests; 0 only if all passed."""
-    args = build_parser().parse_args(argv)
+    """Run the tests; 0 only if all passed, 2 on a usage error."""
+    parser = build_parser()
+    if argv is None:
+        parser.prog = command_name(parser.prog)
+    args = parser.parse_args(argv)
     zero_copy = args.bridge == "zero-copy"
     if args.block_size <= 0 or (args.block_size % 128 and not zero_copy):
-        print(f"--block-size: {args.block_size} is not a positive multiple of 128", file=sys.stderr)
-        return 1
+        parser.fail([f"--block-size: {args.block_size} is not a positive multiple of 128"])
     if args.inject_faults:
         from doca_py.emulated.strict import parse_faults
 
         try:
             parse_faults(args.inject_faults)
         except ValueError as exc:
-            print(f"--inject-faults: {exc}", file=sys.stderr)
-            return 1
+            parser.fail([f"--inject-faults: {exc}"])
     env = environment(args.shuffle, args.inject_faults, args.seed)
     own_tmp = args.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="doca_py_topology_")) if own_tmp else args.workdir

@@ -1,8 +1,10 @@
 """The one place that selects a backend and binds it to the typed contract (psycopg's ``pq`` package).
 
 ``DOCA_PY_IMPL=native|emulated|auto`` (psycopg's ``PSYCOPG_IMPL``) picks the backend at import:
-``auto`` (the default) uses ``native`` when libdoca_common loads, else ``emulated``; an explicit
-choice that cannot be honoured raises ``ImportError`` listing every attempt.
+``auto`` (the default) uses ``native`` when libdoca_common loads, else ``emulated``, saying why in an
+INFO record on the ``doca_py`` logger (and in [`native_unavailable`][doca_py._backend.native_unavailable]);
+a choice that cannot be honoured raises [`DocaImplError`][doca_py.errors.DocaImplError] (an ``ImportError``)
+listing every attempt.
 
 [`backend`][doca_py._backend.backend] exposes one attribute per DOCA library, typed with its
 protocol from ``doca_py._backend.protocols``: ``backend.rdma`` is the selected backend's
@@ -20,7 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
 
-from ..errors import DocaUsageError
+from ..errors import DocaImplError, DocaUsageError
+from ..log import logger
 from .protocols.comch import (
     ComchBackend,
     ComchClientHandle,
@@ -55,37 +58,55 @@ from .protocols.engines import (
 )
 from .protocols.rdma import RdmaBackend, RdmaHandle
 
-__all__ = ["IMPLEMENTATIONS", "select", "impl", "Backend", "backend", "use"]
+__all__ = ["IMPLEMENTATIONS", "select", "impl", "native_unavailable", "Backend", "backend", "use"]
 
 IMPLEMENTATIONS = ("native", "emulated")
 
 
-def _native_available() -> str | None:
-    """``None`` if the native backend can be used, else why not."""
+def _native_problem() -> tuple[str, str] | None:
+    """``None`` if the native backend can be used, else why not: ``(one line, every attempt)``."""
     try:
         loader = importlib.import_module("doca_py.native.loader")
     except ImportError as exc:  # the native layer itself is broken
-        return f"cannot import doca_py.native.loader: {exc}"
+        return f"cannot import doca_py.native.loader: {exc}", f"cannot import doca_py.native.loader: {exc}"
     try:
         loader.load("common")
+    except loader.DocaLibraryNotFound as exc:
+        return exc.summary(), str(exc)
     except Exception as exc:  # noqa: BLE001 - report whatever the loader says
-        return str(exc)
+        return f"{type(exc).__name__}: {exc}", f"{type(exc).__name__}: {exc}"
     return None
 
 
+native_unavailable: str | None = None
+"""Why ``DOCA_PY_IMPL=auto`` fell back to the emulated backend (one line), else ``None``."""
+
+
 def select(requested: str | None = None) -> str:
-    """Resolve *requested* (default: ``$DOCA_PY_IMPL`` or ``auto``) to a backend name."""
+    """Resolve *requested* (default: ``$DOCA_PY_IMPL`` or ``auto``) to a backend name.
+
+    :raises DocaImplError: for an unknown name, or ``native`` when libdoca_common does not load (the
+        message lists every file tried and why it failed).
+    """
+    global native_unavailable
     choice = (requested if requested is not None else os.environ.get("DOCA_PY_IMPL", "auto")).strip().lower()
     if choice in ("", "auto"):
-        return "native" if _native_available() is None else "emulated"
+        problem = _native_problem()
+        if problem is None:
+            native_unavailable = None
+            return "native"
+        native_unavailable = problem[0]
+        logger.info("DOCA_PY_IMPL=auto: using the emulated backend; the native one did not load: %s", problem[1])
+        return "emulated"
     if choice == "emulated":
         return "emulated"
     if choice == "native":
-        why = _native_available()
-        if why is not None:
-            raise ImportError(f"DOCA_PY_IMPL=native requested but the DOCA libraries are not usable:\n  {why}")
+        problem = _native_problem()
+        if problem is not None:
+            raise DocaImplError(f"DOCA_PY_IMPL=native requested but the DOCA libraries are not usable: "
+                                f"{problem[1]}")
         return "native"
-    raise ImportError(f"DOCA_PY_IMPL={choice!r} is not one of: auto, {', '.join(IMPLEMENTATIONS)}")
+    raise DocaImplError(f"DOCA_PY_IMPL={choice!r} is not one of: auto, {', '.join(IMPLEMENTATIONS)}")
 
 
 class Backend:

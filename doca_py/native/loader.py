@@ -33,6 +33,7 @@ import re
 import threading
 from pathlib import Path
 
+from ..errors import DocaPyError
 from ..log import logger as _pkg_logger
 
 __all__ = [
@@ -63,7 +64,7 @@ _FULL_VERSION = re.compile(r"\.so\.(\d+)\.(\d+)\.(\d+)$")
 _VERSION_TEXT = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?")
 
 
-class DocaLibraryNotFound(ImportError):
+class DocaLibraryNotFound(DocaPyError, ImportError):
     """No candidate file for a DOCA library could be opened.
 
     ``attempts`` holds ``(path_or_name, reason)`` for every candidate, in search order;
@@ -78,6 +79,14 @@ class DocaLibraryNotFound(ImportError):
             f"cannot load libdoca_{lib}; set {ENV_LIBDIR} to the directory holding it. Tried:\n{lines}",
             name=f"libdoca_{lib}",
         )
+
+    def summary(self) -> str:
+        """One line: the files that exist but failed to open (a broken install says more than the
+        places that hold nothing), else that the library was found nowhere."""
+        broken = [f"{where}: {why}" for where, why in self.attempts if os.path.isabs(where) and os.path.isfile(where)]
+        if broken:
+            return f"libdoca_{self.lib}: " + "; ".join(broken)
+        return f"libdoca_{self.lib} not found (searched ${ENV_LIBDIR}, the DOCA install directories, the system loader)"
 
 
 _lock = threading.Lock()

@@ -27,6 +27,7 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     os.environ["COLUMNS"] = "100"  # stable wrapping of --help
     parts = []
     for prog, module, parser in _programs():
+        parser.prog = prog  # the installed name, as in the man pages
         parts.append(f"## `{prog}`\n\nAlso `python -m {module.removesuffix('.tool')}`. "
                      f"Man page: `man/{prog}.1` in the built site, `man {prog}` once installed.\n\n"
                      f"```text\n{parser.format_help()}```\n")

@@ -19,6 +19,21 @@ def test_every_code_has_a_registered_class_with_doca_name() -> None:
         assert "detail" in str(exc)
 
 
+def test_one_root_catches_every_doca_py_error() -> None:
+    from doca_py.native.loader import DocaLibraryNotFound
+
+    raised: list[BaseException] = [e.lookup(code)("x") for code in e.ErrorCode if code != e.ErrorCode.SUCCESS]
+    raised += [e.DocaUsageError("closed"), e.DocaTypeError("f: x must be a Buf, not None"),
+               e.DocaImplError("DOCA_PY_IMPL='x'"), DocaLibraryNotFound("common", [("/x", "no such directory")])]
+    for exc in raised:
+        with pytest.raises(e.DocaPyError):
+            raise exc
+    # usage errors carry no doca_error_t: they are not DocaErrors, whose .code stays a real code
+    assert not issubclass(e.DocaUsageError, e.DocaError)
+    assert {type(x).code for x in raised if isinstance(x, e.DocaError)} == set(e.ErrorCode) - {e.ErrorCode.SUCCESS}
+    assert issubclass(e.DocaTypeError, TypeError) and issubclass(e.DocaImplError, ImportError)
+
+
 @pytest.mark.parametrize(("code", "builtin"), [
     (e.ErrorCode.AGAIN, BlockingIOError), (e.ErrorCode.TIME_OUT, TimeoutError),
     (e.ErrorCode.INVALID_VALUE, ValueError), (e.ErrorCode.NO_MEMORY, MemoryError),

@@ -3,7 +3,7 @@
 One strict mkdocs build per session (a warning fails it); then every name in the ``__all__`` of the
 public modules, and every public member of their classes (methods, properties, attributes, enum
 members, inherited ones included), must have its anchor on the API page, and no raw Sphinx role or
-unfenced ``>>>`` example may be left in it.
+unfenced ``>>>`` example may be left in it. The same build checks what else the site publishes.
 """
 
 from __future__ import annotations
@@ -153,3 +153,11 @@ def test_search_index_has_doca_names(site: Path) -> None:
     text = json.dumps(index)
     for word in ("open_by_pci_addr", "doca_mmap_add_dev", "doca_dev_open", "DocaBadState"):
         assert word in text, word
+
+
+def test_the_site_publishes_no_build_code(site: Path) -> None:
+    # docs/hooks/cli_reference.py builds the CLI reference; mkdocs would copy it as a static file
+    assert not [p.relative_to(site) for p in site.rglob("*.py")]
+    cli = (site / "cli" / "index.html").read_text(encoding="utf-8")
+    assert "usage: doca_storage_target_rdma " in cli and "usage: python -m apps." not in cli
+

@@ -124,3 +124,14 @@ def test_doc_sample_runs(block: Block) -> None:
     out = proc.stdout
     assert proc.returncode == 0, f"{block.id} exited with {proc.returncode}:\n{out}\n--- sample ---\n{block.code}"
     assert "Traceback" not in out and "ResourceWarning" not in out, f"{block.id}:\n{out}"
+
+
+def test_the_docs_say_what_tasks_run_runs() -> None:
+    import inspect
+
+    import tasks
+
+    assert '"apps.topology"' in inspect.getsource(tasks.run)
+    for doc in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        line = next(x for x in doc.read_text().splitlines() if x.startswith("python3 tasks.py run "))
+        assert "topology" in line and "demo" not in line, (doc.name, line)

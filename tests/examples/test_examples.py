@@ -248,8 +248,7 @@ def test_erasure_coding_recover_both(env: dict[str, str], tmp_path: Path) -> Non
     original = os.urandom(10_000)
     src = tmp_path / "input.bin"
     src.write_bytes(original)
-    blocks = tmp_path / "blocks"
-    blocks.mkdir()
+    blocks = tmp_path / "new" / "blocks"  # made by the sample
     run_one(env, "erasure_coding_recover.py", "-p", "03:00.0", "-i", str(src), "-o", str(blocks), "-b",
             "-x", "cauchy", "-t", "4", "-r", "2", "-d", "1,2")
     block_size = 2560  # ceil(10000 / 4), rounded up to a multiple of 64
@@ -257,6 +256,18 @@ def test_erasure_coding_recover_both(env: dict[str, str], tmp_path: Path) -> Non
     for i in (1, 2):  # the deleted blocks are back, byte for byte
         assert (blocks / f"data_block_{i}").read_bytes() == padded[i * block_size:(i + 1) * block_size]
     assert Path(f"{src}_recovered").read_bytes() == original
+
+
+def test_erasure_coding_output_folder_that_is_a_file(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "input.bin").write_bytes(b"x" * 1000)
+    (tmp_path / "taken").write_text("a file, not a folder")
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "erasure_coding_recover.py"), "-i", str(tmp_path / "input.bin"),
+                           "-o", str(tmp_path / "taken")], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in out, out
+    assert f"Can't create the output folder {tmp_path / 'taken'}" in out
+    assert (tmp_path / "taken").read_text() == "a file, not a folder"
 
 
 def test_erasure_coding_encode_then_decode(env: dict[str, str], tmp_path: Path) -> None:

@@ -210,12 +210,12 @@ def test_flags_and_json(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bad", [["--matrix-type", "raid6"], ["--data-1-storage", "host:1"],
                                  ["--control-timeout", "0"], ["--trigger-recovery-read-every-n", "70000"]])
-def test_bad_flags_exit_1(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_flags_exit_2(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     base = ["-d", "03:00.0", "-r", "3b:00.0", "--cpu", "0", "--data-1-storage", "1.2.3.4:5",
             "--data-2-storage", "1.2.3.4:6", "--data-p-storage", "1.2.3.4:7"]
     with pytest.raises(SystemExit) as exc:
         parse_args(base + bad)
-    assert exc.value.code == 1
+    assert exc.value.code == 2
     assert "error:" in capsys.readouterr().err
 
 

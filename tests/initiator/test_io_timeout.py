@@ -51,4 +51,4 @@ def test_bad_io_timeout_is_refused(value: str, tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "apps.initiator", "-d", "3b:00.0", "--cpu", "0",
                           "--execution-strategy", "read_throughput_test", "--io-timeout", value],
                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
-    assert out.returncode == 1 and "--io-timeout" in out.stderr, out.stderr
+    assert out.returncode == 2 and "--io-timeout" in out.stderr, out.stderr

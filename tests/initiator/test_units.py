@@ -215,7 +215,7 @@ def test_progress_lines() -> None:
 def _errors(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[str]:
     with pytest.raises(SystemExit) as info:
         parse_args(argv)
-    assert info.value.code == 1
+    assert info.value.code == 2
     return [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
 
 
@@ -234,7 +234,7 @@ def test_defaults_and_extra_flags(tmp_path: Path) -> None:
     assert cfg.percentiles == (50.0, 99.0)
 
 
-def test_every_problem_reported_once_exit_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_every_problem_reported_once_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     errors = _errors(capsys, ["--cpu", "1", "--cpu", "1", "--execution-strategy", "fastest", "--transaction-count",
                               "0", "--run-limit-operation-count", "-5", "--blocks-per-io", "256",
                               "--control-timeout", "0", "--output-format", "xml", "--percentile-list", "200",

@@ -7,6 +7,7 @@ every test so no other test sees a fake DOCA.
 
 from __future__ import annotations
 
+import ctypes.util
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,6 +20,15 @@ from .fakelib import FAKE_DECLS
 from .fakelib.plugin import FakeLibs
 
 UseLibdir = Callable[[Path], None]
+
+
+@pytest.fixture
+def no_system_doca() -> None:
+    """Skip where a system-wide DOCA is installed: the loader would find it."""
+    if ctypes.util.find_library("doca_common") or any(
+        (d / "libdoca_common.so").exists() for d in loader.search_dirs()[-2:]
+    ):
+        pytest.skip("a system-wide DOCA is installed; the loader would find it")
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes.util
 import json
 import os
 import subprocess
@@ -17,14 +16,6 @@ from doca_py.native import loader
 from doca_py.native.loader import DocaLibraryNotFound
 
 from .conftest import UseLibdir
-
-
-@pytest.fixture
-def no_system_doca() -> None:
-    if ctypes.util.find_library("doca_common") or any(
-        (d / "libdoca_common.so").exists() for d in loader.search_dirs()[-2:]
-    ):
-        pytest.skip("a system-wide DOCA is installed; the loader would find it")
 
 
 def test_search_dirs_env_first(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import doca_py
-from apps.storage.cli.manpages import PROGRAMS
+from apps.storage.cli.manpages import PROGRAMS, man_title
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -56,7 +56,8 @@ def test_metadata_and_build_configuration() -> None:
     assert not [c for c in project["classifiers"] if c.startswith("License ::")]  # PEP 639: the expression
     for minor in (11, 12, 13):
         assert f"Programming Language :: Python :: 3.{minor}" in project["classifiers"]
-    assert all(url.startswith("https://example.invalid/doca_py") for url in project["urls"].values())
+    assert "urls" not in project  # no public address yet: no placeholder links either
+    assert "example.invalid" not in (ROOT / "mkdocs.yml").read_text()
     assert REQUIRED_SCRIPTS.items() <= EXPECTED_SCRIPTS.items()
     assert project["scripts"] == EXPECTED_SCRIPTS  # pyproject and the man pages name the same programs
     for target in EXPECTED_SCRIPTS.values():
@@ -97,13 +98,13 @@ def _check_wheel(wheel: Path) -> None:
         assert pages == sorted(f"{NAME}.data/data/share/man/man1/{prog}.1" for prog in PROGRAMS)
         for prog in PROGRAMS:
             page = zf.read(f"{NAME}.data/data/share/man/man1/{prog}.1").decode()
-            assert re.match(rf'\.TH {prog.upper()} "1" "[^"]+" "doca_py {re.escape(VERSION)}" "[^"]+"\n', page), \
+            assert re.match(rf'\.TH {man_title(prog)} "1" "[^"]+" "doca_py {re.escape(VERSION)}" "[^"]+"\n', page), \
                 page.splitlines()[0]
             assert f"\n.SH SYNOPSIS\n.B {prog}\n" in page
         metadata = zf.read(f"{NAME}.dist-info/METADATA").decode()
         assert "\nLicense-Expression: Apache-2.0\n" in metadata
         assert f"{NAME}.dist-info/licenses/LICENSE" in names
-        assert "Project-URL: Documentation, https://example.invalid/doca_py" in metadata
+        assert "Project-URL:" not in metadata and "Home-page:" not in metadata
 
 
 def _check_sdist(sdist: Path, into: Path) -> Path:

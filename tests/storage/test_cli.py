@@ -34,7 +34,7 @@ def _gen_argv(f: dict[str, str], *extra: str) -> list[str]:
 def _fails(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[str]:
     with pytest.raises(SystemExit) as info:
         parse_args(argv)
-    assert info.value.code == 1
+    assert info.value.code == 2
     err = capsys.readouterr().err
     return [line for line in err.splitlines() if ": error: " in line]
 
@@ -48,7 +48,7 @@ def test_generator_defaults_and_flags(files: dict[str, str]) -> None:
     assert (cfg.log_level, cfg.sdk_log_level) == (LogLevel.DEBUG, LogLevel.TRACE)
 
 
-def test_every_problem_reported_once_with_exit_1(files: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_problem_reported_once_with_exit_2(files: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     errors = _fails(capsys, ["--block-size", "100", "--matrix-type", "reed", "--bogus", "1"])
     text = "\n".join(errors)
     assert "unrecognized arguments: --bogus 1" in text

@@ -62,7 +62,7 @@ def test_parse_args() -> None:
 def test_bad_control_port_flags(bad: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         parse_args(["-d", "03:00.0", "--cpu", "0", "--listen-port", "0", *bad])
-    assert info.value.code == 1
+    assert info.value.code == 2
     assert problem in capsys.readouterr().err
 
 

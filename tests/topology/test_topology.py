@@ -68,7 +68,7 @@ def test_multi_block_ios_on_two_cores(tmp_path: Path) -> None:
 def test_a_bad_block_size_is_refused_before_anything_starts(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "apps.topology", "--block-size", "100", "--workdir", str(tmp_path)],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 1 and "--block-size" in out.stderr
+    assert out.returncode == 2 and "--block-size" in out.stderr
     assert not list(tmp_path.glob("*.sbc"))
 
 

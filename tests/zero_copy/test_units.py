@@ -103,10 +103,10 @@ def test_defaults_and_required_flags() -> None:
     ([*REQUIRED, "--data-1-storage", "1.2.3.4:5"], "unrecognized arguments: --data-1-storage"),
     ([*REQUIRED, "--matrix-type", "cauchy"], "unrecognized arguments: --matrix-type"),
 ])
-def test_bad_command_lines_exit_1(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_command_lines_exit_2(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         parse_args(argv)
-    assert info.value.code == 1
+    assert info.value.code == 2
     assert problem in capsys.readouterr().err
 
 

@@ -11,8 +11,9 @@ as DOCA does:
 ```
 
 Command-line flags win over the JSON file. Problems are reported one per line as
-``<prog>: error: <problem>`` and the program exits with status 1 (DOCA argp's failure
-status; argparse's own default would be 2).
+``<prog>: error: <problem>`` and the program exits with status 2 (`EXIT_USAGE`, as every app and
+tool of doca_py does; DOCA argp itself exits 1). ``<prog>`` is the name the user typed: the console
+script's name, or ``python -m apps.<app>``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -32,9 +33,10 @@ import doca_py
 from doca_py.log import parse_level, to_python_level
 
 from apps.storage.cli.config import GENERAL_FIELDS, CommonConfig, flag_info, flag_name, validation_messages
+from apps.storage.cli.usage import EXIT_USAGE, UsageParser, command_name
 
 __all__ = ["DocaArgumentParser", "build_parser_for", "parse_config", "json_to_argv", "setup_logging", "run_main",
-           "version_text", "EXIT_FAILURE"]
+           "version_text", "EXIT_FAILURE", "EXIT_USAGE"]
 
 EXIT_FAILURE = 1
 ConfigT = TypeVar("ConfigT", bound=CommonConfig)
@@ -46,19 +48,8 @@ def version_text(prog: str) -> str:
     return f"{prog}: v{doca_py.__version__} (doca_py, {doca_py.impl} backend)"
 
 
-class DocaArgumentParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` that exits with status 1 on errors and can report several."""
-
-    def error(self, message: str) -> NoReturn:
-        """Print usage and *message*, exit 1."""
-        self.fail([message])
-
-    def fail(self, messages: Sequence[str]) -> NoReturn:
-        """Print usage and one ``<prog>: error:`` line per message, exit 1."""
-        self.print_usage(sys.stderr)
-        for m in messages:
-            sys.stderr.write(f"{self.prog}: error: {m}\n")
-        sys.exit(EXIT_FAILURE)
+class DocaArgumentParser(UsageParser):
+    """An ``ArgumentParser`` that exits with status 2 on errors and can report several."""
 
 
 def _level_arg(text: str) -> str:
@@ -101,7 +92,7 @@ def build_parser_for(model: type[CommonConfig], prog: str, description: str,
     parser = DocaArgumentParser(prog=prog, description=description, epilog=epilog,
                                 argument_default=argparse.SUPPRESS)
     general = parser.add_argument_group("DOCA general flags")
-    general.add_argument("-v", "--version", action="version", version=version_text(prog),
+    general.add_argument("-v", "--version", action="version", version=version_text("%(prog)s"),
                          help="print the program version and exit")
     general.add_argument("-j", "--json", metavar="FILE",
                          help="read flags from a JSON file (keys are the long flag names; command-line flags "
@@ -190,10 +181,13 @@ def json_to_argv(parser: argparse.ArgumentParser, data: Any, source: str,
 
 
 def parse_config(model: type[ConfigT], parser: DocaArgumentParser, argv: Sequence[str] | None = None) -> ConfigT:
-    """Parse *argv* (default ``sys.argv[1:]``) plus an optional ``--json`` file into *model*.
+    """Parse *argv* (default ``sys.argv[1:]``, and then the program is named as the user typed it) plus
+    an optional ``--json`` file into *model*.
 
-    On any problem print them all (one per line) and exit with status 1.
+    On any problem print them all (one per line) and exit with status 2.
     """
+    if argv is None:
+        parser.prog = command_name(parser.prog)
     args = list(sys.argv[1:] if argv is None else argv)
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("-j", "--json")

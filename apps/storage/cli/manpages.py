@@ -3,8 +3,8 @@
 ```pycon
 >>> from apps.sbc_generator import build_parser
 >>> page = build_manpage(build_parser())          # roff text, section 1
->>> page.splitlines()[0].split()[:2]
-['.TH', 'DOCA_STORAGE_GGA_OFFLOAD_SBC_GENERATOR']
+>>> page.splitlines()[0].split()[:2]                # the title fits an 80-column header (TITLE_WIDTH)
+['.TH', 'GGA_OFFLOAD_SBC_GENERATOR']
 
 ```
 
@@ -28,7 +28,7 @@ from typing import Any
 
 import doca_py
 
-__all__ = ["APPS", "PROGRAMS", "build_manpage", "write_manpages"]
+__all__ = ["APPS", "PROGRAMS", "MANUAL", "TITLE_WIDTH", "man_title", "build_manpage", "write_manpages"]
 
 APPS = ("apps.sbc_generator", "apps.storage_target", "apps.gga_offload", "apps.zero_copy", "apps.initiator",
         "apps.topology")
@@ -45,8 +45,23 @@ PROGRAMS: dict[str, str] = {
 }
 """Installed program name → module with ``build_parser()`` and ``main()`` (its console script)."""
 
-STORAGE_MANUAL = "DOCA storage apps (doca_py)"
-_MANUALS = {"doca_py": "doca_py"}
+MANUAL = "doca_py"
+"""The manual every page belongs to (the centre of the header): short, so that the header fits."""
+
+TITLE_WIDTH = 30
+"""The longest ``.TH`` title. ``man`` prints ``TITLE(1)`` at both ends of the header, around the manual,
+and at the right of the footer, after the date centred at column 40: at 80 columns a longer title
+overlaps them (groff 1.22 does not abbreviate it)."""
+
+
+def man_title(prog: str) -> str:
+    """The ``.TH`` title of *prog*'s page: its name in capitals, without its leading words while longer than
+    `TITLE_WIDTH` (``doca_storage_comch_to_rdma_gga_offload`` → ``COMCH_TO_RDMA_GGA_OFFLOAD``; the NAME
+    section keeps the full name, and ``man`` finds the page by its file name)."""
+    words = prog.upper().split("_")
+    while len("_".join(words)) > TITLE_WIDTH and len(words) > 1:
+        words.pop(0)
+    return "_".join(words)
 
 
 def program_name(module: str) -> str:
@@ -58,7 +73,7 @@ def program_name(module: str) -> str:
 
 
 def build_manpage(parser: argparse.ArgumentParser, *, prog: str | None = None, section: int = 1,
-                  manual_title: str = STORAGE_MANUAL, description: str | None = None) -> str:
+                  manual_title: str = MANUAL, description: str | None = None) -> str:
     """The roff source of *parser*'s man page.
 
     The page is named after *prog*; by default the installed program of a parser whose
@@ -76,7 +91,9 @@ def build_manpage(parser: argparse.ArgumentParser, *, prog: str | None = None, s
     page.manual = manual_title
     page.section = section
     page.description = description if description is not None else (parser.description or "").split("\n")[0]
-    return str(page)
+    th, rest = str(page).split("\n", 1)
+    fields = th.split(" ", 2)  # [".TH", title, '"1" "date" "source" "manual"']
+    return " ".join([fields[0], man_title(prog), fields[2]]) + "\n" + rest
 
 
 def write_manpages(directory: Path) -> list[Path]:
@@ -86,6 +103,6 @@ def write_manpages(directory: Path) -> list[Path]:
     for prog, module in PROGRAMS.items():
         parser = importlib.import_module(module).build_parser()
         path = directory / f"{prog}.1"
-        path.write_text(build_manpage(parser, prog=prog, manual_title=_MANUALS.get(prog, STORAGE_MANUAL)))
+        path.write_text(build_manpage(parser, prog=prog))
         written.append(path)
     return written

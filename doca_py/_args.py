@@ -1,0 +1,55 @@
+"""Argument types at the public layer: the wrong type raises [`DocaTypeError`][doca_py.errors.DocaTypeError]
+naming the method and the parameter, where it would otherwise surface as an ``AttributeError`` from
+deep inside a backend.
+
+Callers test with ``isinstance`` inline (the only cost on a per-IO path) and call these helpers
+only to build the error::
+
+    if not isinstance(src, Buf):
+        raise wrong_type("Dma.task_memcpy_alloc_init", Buf, src=src)
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .errors import DocaTypeError
+
+__all__ = ["wrong_type", "check_str", "expect", "caller"]
+
+_NONE = type(None)
+
+
+def _names(expected: type | tuple[type, ...]) -> str:
+    types = expected if isinstance(expected, tuple) else (expected,)
+    return " or ".join("None" if t is _NONE else t.__name__ for t in types)
+
+
+def wrong_type(where: str, expected: type | tuple[type, ...], **params: object) -> DocaTypeError:
+    """The error for the first of *params* (name=value, in order) that is not an *expected* instance."""
+    for name, value in params.items():
+        if not isinstance(value, expected):
+            return DocaTypeError(f"{where}: {name} must be {_names(expected)}, not {type(value).__name__}")
+    # Every value has the type: the caller's test and ours disagree, which is a bug in the caller.
+    raise AssertionError(f"{where}: no argument of the wrong type among {', '.join(params)}")
+
+
+def check_str(where: str, name: str, value: object) -> str:
+    """*value* if it is a ``str``, else the error naming *name*."""
+    if not isinstance(value, str):
+        raise wrong_type(where, str, **{name: value})
+    return value
+
+
+def expect(where: str, expected: type | tuple[type, ...], **params: object) -> None:
+    """Raise the error of `wrong_type` unless every one of *params* is an *expected* instance (for calls off
+    the per-IO path; those test inline)."""
+    for value in params.values():
+        if not isinstance(value, expected):
+            raise wrong_type(where, expected, **params)
+
+
+def caller(depth: int = 2) -> str:
+    """The qualified name of the function *depth* frames up (1: the one calling `caller`), to name the
+    public method in an error raised by a helper it shares with others (on the error path only)."""
+    return sys._getframe(depth).f_code.co_qualname
