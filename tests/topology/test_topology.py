@@ -168,6 +168,24 @@ def test_a_stalled_target_degrades_reads_after_the_io_deadline(tmp_path: Path, r
             assert any("did not answer an IO request within 1 s" in line for line in bridge.lines), bridge.tail(40)
 
 
+def test_a_stalled_parity_target_under_default_flags_ends_a_read_run_normally(tmp_path: Path) -> None:
+    """data_p SIGSTOPped during a read throughput test, every deadline at its default: plain reads
+    never wait for data_p, so the stall shows only when stop is relayed. The bridge takes data_p out
+    at its --target-io-timeout and answers within the initiator's wait for stop_storage_response
+    (which used to run out first: "no stop_storage_response from the service within 5 s", status 1)."""
+    with _validity_run(tmp_path, "read_throughput_test", VALIDITY_OPS) as (targets, bridge, initiator):
+        victim = targets[ROLES.index("data_p")]
+        victim.popen.send_signal(signal.SIGSTOP)
+        try:
+            assert _exits(initiator, 30) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
+            assert _exits(bridge, 15) == 0, bridge.tail(40)
+        finally:
+            victim.popen.send_signal(signal.SIGCONT)
+        _degraded(bridge, "data_p", reads=False)
+        assert any("did not answer a stop_storage_request within 5 s" in line for line in bridge.lines), \
+            bridge.tail(40)
+
+
 def test_writes_after_a_target_died_are_refused(tmp_path: Path) -> None:
     """A read-write validity test with a target SIGKILLed mid-run: the next write is answered with
     an error, which the initiator reports (status 1); no hang, no wrong byte, no crash."""
