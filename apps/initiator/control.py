@@ -39,10 +39,11 @@ from apps.storage.wire.control import ControlMessage, IdAllocator, InitStorage, 
     check_response
 from apps.storage.runtime.device import open_device
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.storage.runtime.live_stats import live_stats
 from apps.storage.runtime.stats import FAILED_BANNER
 
 from .config import IO_TIMEOUT_DEFAULT, InitiatorAppConfig
-from .metrics import ProgressLine
+from .metrics import IntervalLatency, ProgressLine
 from .plan import WorkerPlan, load_expected, plan_workers, strategy_steps
 from .report import JobResult, RunReport, build_json_report, format_normal_report
 from .worker import Worker
@@ -229,7 +230,9 @@ class Initiator:
 
         # Start and run.
         self._request(M.START_STORAGE_REQUEST)
-        report = self._run_data_path(plans, io_size, block_size, capacity)
+        latency = IntervalLatency(lambda: [r for w in self._workers for r in w.result.io.values()])
+        with live_stats(APP_NAME, cfg.stats_interval, cfg.stats_format, stream=self.err, latency=latency):
+            report = self._run_data_path(plans, io_size, block_size, capacity)
         self.report = report
 
         # Stop, report, destroy the workers, shut down.

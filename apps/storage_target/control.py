@@ -49,6 +49,7 @@ from apps.storage.wire.control import (
     make_error_response, make_response, unexpected_message_text,
 )
 from apps.storage.runtime.device import open_device
+from apps.storage.runtime.live_stats import live_stats
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.storage.wire.sbc import SbcFile, load_storage_content
 from apps.storage.runtime.stats import WorkerStats, format_worker_stats
@@ -83,6 +84,7 @@ DROPPED_PREFIX = "dropping control client "
 """Start of the WARNING logged when a client is refused before a session starts."""
 _FIRST_FRAME_SIZE = HEADER_SIZE + PREFIX_SIZE  # a query_storage_request frame: no payload
 _TICK = 0.1
+_STATS_APP = "doca_storage_target_rdma"  # the "app" of its live statistics
 
 
 def _aborted() -> StorageAppError:
@@ -447,7 +449,7 @@ def run_target(config: TargetConfig, abort: threading.Event, out: Printer = prin
     block_size = content.block_size
     out(f"Storage: {content.block_count} blocks of {block_size} bytes ({content.storage_size} bytes)"
         + (f" from {config.binary_content}" if config.binary_content is not None else ""))
-    with open_device(config.device) as dev:
+    with open_device(config.device) as dev, live_stats(_STATS_APP, config.stats_interval, config.stats_format):
         storage = allocate_storage(dev, content)
         del content
         session: TargetSession | None = None
