@@ -75,6 +75,16 @@ def _real_session(target: TargetProcess, cleanup: list[TargetProcess | Requester
     assert "| Operation count: 1" in target.stdout
 
 
+def _finish_session(req: Requester, target: TargetProcess) -> None:
+    """The rest of a session whose query was answered: init, connections, start, stop, shutdown, exit 0."""
+    req.init()
+    req.connect_all()
+    req.start()
+    req.call(M.STOP_STORAGE_REQUEST)
+    req.call(M.SHUTDOWN_REQUEST)
+    assert target.wait() == 0, target.stderr
+
+
 def test_stray_client_that_closes_before_the_bridge(
         cleanup: list[TargetProcess | Requester | socket.socket]) -> None:
     target = TargetProcess()
@@ -170,12 +180,7 @@ def test_a_silent_client_does_not_hold_up_the_bridge(cleanup: list[TargetProcess
     req.query()
     assert _dropped(target, peer).startswith("the session with 127.0.0.1:")
     _closed_by_target(stray)
-    req.init()
-    req.connect_all()
-    req.start()
-    req.call(M.STOP_STORAGE_REQUEST)
-    req.call(M.SHUTDOWN_REQUEST)
-    assert target.wait() == 0, target.stderr
+    _finish_session(req, target)
 
 
 SILENT_CLIENTS = 100
@@ -200,12 +205,7 @@ def test_a_hundred_silent_clients_do_not_hold_up_the_bridge(
     assert req.query().block_size == 4096  # a hang guard bounds it (DEADLINE), no timing is asserted
     for peer in peers:  # held by the target until the session started, then dropped
         assert _dropped(target, peer).startswith("the session with 127.0.0.1:")
-    req.init()
-    req.connect_all()
-    req.start()
-    req.call(M.STOP_STORAGE_REQUEST)
-    req.call(M.SHUTDOWN_REQUEST)
-    assert target.wait() == 0, target.stderr
+    _finish_session(req, target)
 
 
 def test_sigint_while_a_client_is_pending(cleanup: list[TargetProcess | Requester | socket.socket]) -> None:
