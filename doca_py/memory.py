@@ -6,6 +6,11 @@ pages (zero-copy) — what DOCA's PCI/RDMA export gives on hardware. The first p
 of the memfd is a header the exporting process writes and importers read: it holds
 the keys, ranges and permissions of the live exports, so the owner stays the
 authority on what an importer may touch.
+
+A process that holds such memory — its own or an imported one — marks itself non-dumpable
+([`keep_memory_private`][doca_py.memory.keep_memory_private]): a memfd is otherwise open to every process of
+the same user through ``/proc/<pid>/fd``. ``DOCA_PY_EMU_DUMPABLE=1`` keeps the process dumpable
+(for a debugger or core dumps) at the price of that isolation.
 """
 
 from __future__ import annotations
@@ -19,12 +24,43 @@ import weakref
 from typing import Any
 
 from .errors import DocaInvalidValue, DocaNoMemory, DocaTypeError
+from .log import logger
 
-__all__ = ["PAGE_SIZE", "SharedMemory", "buffer_address", "find_shared"]
+__all__ = ["PAGE_SIZE", "SharedMemory", "buffer_address", "find_shared", "keep_memory_private", "DUMPABLE_ENV"]
 
 PAGE_SIZE = _mmap.PAGESIZE
 """The system page size (``mmap.PAGESIZE``)."""
 HEADER_SIZE = PAGE_SIZE  # the memfd starts with one header page, then the data
+
+
+DUMPABLE_ENV = "DOCA_PY_EMU_DUMPABLE"
+"""Set to ``1`` to keep processes that hold shareable memory dumpable (see
+[`keep_memory_private`][doca_py.memory.keep_memory_private])."""
+_PR_SET_DUMPABLE = 4
+_private_pid = 0
+
+
+def keep_memory_private() -> None:
+    """Mark this process non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``), once per process.
+
+    Its ``/proc/<pid>`` entries (``fd``, ``mem``, ``maps``) then belong to root, so no other process
+    of the same user can open the memfds it holds. Skipped when :data:`DUMPABLE_ENV` is ``1``;
+    a failure is logged as a warning, never raised.
+    """
+    global _private_pid
+    if _private_pid == os.getpid():
+        return
+    _private_pid = os.getpid()
+    if os.environ.get(DUMPABLE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            logger.warning("prctl(PR_SET_DUMPABLE, 0) failed (errno %d): shared memory stays reachable "
+                           "through /proc by processes of the same user", ctypes.get_errno())
+    except (OSError, AttributeError) as exc:
+        logger.warning("cannot make this process non-dumpable (%s): shared memory stays reachable "
+                       "through /proc by processes of the same user", exc)
 
 
 def buffer_address(buf: Any, what: str = "buffer") -> tuple[int, int, memoryview]:
@@ -110,6 +146,7 @@ class SharedMemory:
         self.size = size
         """The usable size in bytes."""
         mapped = -(-size // PAGE_SIZE) * PAGE_SIZE
+        keep_memory_private()
         try:
             self._fd = os.memfd_create("doca_py", os.MFD_CLOEXEC)
         except OSError as exc:

@@ -53,6 +53,7 @@ from apps.storage.runtime.service_control import (
     ABORT_DRAIN_TIMEOUT, ABORTED_TEXT, DRAIN_TIMEOUT, TICK, BridgeControl, Printer, TargetFailure,
     open_host_representor, serve_session,
 )
+from apps.storage.runtime.retry_log import RetryLog
 from apps.storage.runtime.stats import WorkerStats
 
 from .config import GgaOffloadConfig
@@ -65,6 +66,8 @@ __all__ = ["GgaService", "run_service", "ABORTED_TEXT", "TargetLink", "DRAIN_TIM
 log = logging.getLogger("apps.gga_offload")
 
 _TICK = TICK
+CONNECT_RETRY_INTERVAL = 0.1
+"""Seconds between two connection attempts to a target that is not listening yet."""
 REGION_PERMISSIONS = (AccessFlag.LOCAL_READ_WRITE | AccessFlag.PCI_READ_WRITE | AccessFlag.RDMA_READ
                       | AccessFlag.RDMA_WRITE)
 M = MessageType
@@ -348,7 +351,9 @@ def _connect_targets(config: GgaOffloadConfig, abort: threading.Event) -> list[T
     try:
         for role, ep in zip(TargetRole, (config.data_1_storage, config.data_2_storage, config.data_p_storage)):
             log.info("connecting to storage target %s at %s", role.name.lower(), ep)
-            channel = connect_tcp(ep.host, ep.port, timeout=None, should_abort=abort.is_set)
+            retries = RetryLog(log, f"storage target {role.name.lower()} ({ep})", CONNECT_RETRY_INTERVAL)
+            channel = connect_tcp(ep.host, ep.port, timeout=None, retry_interval=CONNECT_RETRY_INTERVAL,
+                                  should_abort=abort.is_set, retries=retries)
             links.append(TargetLink(role, ep, channel))
     except BaseException:
         for link in links:

@@ -44,6 +44,7 @@ from doca_py.comch import ComchConnection, ComchConsumerTaskPostRecv, ComchProdu
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import CtxState
 
+from apps.storage.runtime.live_stats import LiveCounters
 from apps.storage.errors import StorageAppError
 from apps.storage.runtime.bridge_worker import ABORT_DRAIN, BridgeWorkerThread
 from apps.storage.runtime.stats import WorkerStats
@@ -115,6 +116,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         b = shared.layout.block_size
         self._limits = (b, MAX_BLOCKS_PER_IO * b, shared.capacity, shared.host_size)
         self.degraded_reads = 0
+        self.error_count = 0  # IOs answered with an error (live statistics)
 
     # ------------------------------------------------------------------ control-thread API
     @property
@@ -136,6 +138,11 @@ class Worker(BridgeWorkerThread[SharedResources]):
         """The §7.4 counters."""
         return WorkerStats(self.cpu, self.operation_count, self.pe_hits, self.pe_misses,
                            recovery_count=self.schedule.recovery_count, degraded_read_count=self.degraded_reads)
+
+    def live_counters(self) -> LiveCounters:
+        """IOs answered, bytes, in flight, errors and degraded reads, for live statistics."""
+        return LiveCounters(self.operation_count, self.bytes_requested, self._in_flight, self.error_count,
+                            self.degraded_reads)
 
     def export(self, role: RdmaConnectionRole) -> list[bytes]:
         """Export the *role* context towards each target (data_1, data_2, data_p)."""
@@ -313,6 +320,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         elif len(targets.dead) > 1:
             self._refuse(t, ErrorCode.CONNECTION_RESET, f"storage targets {self.shared.health.describe()} are out")
         else:
+            self.bytes_requested += size
             t.begin(READ_ACTIONS if typ == _READ else WRITE_ACTIONS, typ, size // b, requester, storage)
             self._progress(t)
 
@@ -330,6 +338,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
     def _reply(self, t: Transaction) -> None:
         make_response_in_place(self._slots[t.index], t.error)
         if t.error:
+            self.error_count += 1
             log.debug("%s: transaction %d fails with %s: %s", self.name, t.index, t.error, t.error_text)
         t.op_busy = True
         self._submit_reply(t)

@@ -8,7 +8,8 @@ from typing import Literal
 
 from pydantic import field_validator, model_validator
 
-from apps.storage.cli.config import CommonConfig, ControlTimeout, Cpus, ExecutionStrategy, existing_file, flag
+from apps.storage.cli.config import CommonConfig, ControlTimeout, Cpus, ExecutionStrategy, StatsFormat, StatsInterval, \
+    existing_file, flag, stats_format_flag, stats_interval_flag
 
 from .metrics import parse_percentile_list
 
@@ -101,6 +102,8 @@ class InitiatorAppConfig(InitiatorConfig):
     io_timeout: int = flag(IO_TIMEOUT_DEFAULT, kind="int",
                            help="seconds an IO may wait for the service's response before the run fails with a "
                                 "timeout (0 = no deadline)")
+    stats_interval: StatsInterval = stats_interval_flag()
+    stats_format: StatsFormat = stats_format_flag()
 
     @field_validator("io_timeout")
     @classmethod

@@ -12,7 +12,9 @@ wait within 100 ms; after it, each remaining control step gets a share of a 1.5 
 
 Every wait is bounded: the connection and the data-path set-up by ``--control-timeout``, each
 control response by 5 s, each IO by ``--io-timeout`` (the workers end the run with the IOs that
-timed out). After an IO timeout the service is given :data:`STALLED_STOP_TIMEOUT` to answer
+timed out), and ``stop_storage_response`` as an IO (:func:`stop_response_timeout`): a bridge finds a
+stalled target that no IO waited for (a parity target under plain reads) only when it relays the
+stop, after its ``--target-io-timeout``. After an IO timeout the service is given :data:`STALLED_STOP_TIMEOUT` to answer
 ``stop_storage_request``; if it does not, it is taken as unresponsive and the shutdown is
 skipped, so a stopped service ends the run within the IO deadline plus about 2 s.
 """
@@ -37,15 +39,17 @@ from apps.storage.wire.control import ControlMessage, IdAllocator, InitStorage, 
     check_response
 from apps.storage.runtime.device import open_device
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.storage.runtime.live_stats import live_stats
 from apps.storage.runtime.stats import FAILED_BANNER
 
-from .config import InitiatorAppConfig
-from .metrics import ProgressLine
+from .config import IO_TIMEOUT_DEFAULT, InitiatorAppConfig
+from .metrics import IntervalLatency, ProgressLine
 from .plan import WorkerPlan, load_expected, plan_workers, strategy_steps
 from .report import JobResult, RunReport, build_json_report, format_normal_report
 from .worker import Worker
 
-__all__ = ["APP_NAME", "Initiator", "RESPONSE_TIMEOUT", "ABORT_BUDGET", "STALLED_STOP_TIMEOUT"]
+__all__ = ["APP_NAME", "Initiator", "RESPONSE_TIMEOUT", "ABORT_BUDGET", "STALLED_STOP_TIMEOUT",
+           "stop_response_timeout"]
 
 APP_NAME = "doca_storage_initiator_comch"
 RESPONSE_TIMEOUT = 5.0
@@ -56,6 +60,18 @@ STALLED_STOP_TIMEOUT = 1.0
 """Seconds the service may take to answer ``stop_storage_request`` after IOs timed out."""
 _TICK = 0.05
 _WORKER_JOIN = 3.0
+
+
+def stop_response_timeout(io_timeout: int) -> float:
+    """Seconds to wait for ``stop_storage_response``: as long as for an IO (``--io-timeout``; its
+    default when that is 0), never less than :data:`RESPONSE_TIMEOUT`.
+
+    The rule: a bridge answers stop within its ``--target-io-timeout`` plus
+    :data:`apps.storage.runtime.service_control.STOP_DRAIN_MIN` (it takes a target that has not
+    answered the relayed stop by then out), and ``--io-timeout`` is kept above the bridge's
+    ``--target-io-timeout`` (8 s against 5 s by default), as for the reads it serves degraded.
+    """
+    return max(RESPONSE_TIMEOUT, float(io_timeout or IO_TIMEOUT_DEFAULT))
 
 _log = logging.getLogger("apps.initiator")
 M = MessageType
@@ -214,14 +230,17 @@ class Initiator:
 
         # Start and run.
         self._request(M.START_STORAGE_REQUEST)
-        report = self._run_data_path(plans, io_size, block_size, capacity)
+        latency = IntervalLatency(lambda: [r for w in self._workers for r in w.result.io.values()])
+        with live_stats(APP_NAME, cfg.stats_interval, cfg.stats_format, stream=self.err, latency=latency):
+            report = self._run_data_path(plans, io_size, block_size, capacity)
         self.report = report
 
         # Stop, report, destroy the workers, shut down.
         timed_out = sum(len(w.timed_out) for w in self._workers)
         if not self._peer_lost:
             try:
-                self._request(M.STOP_STORAGE_REQUEST, timeout=STALLED_STOP_TIMEOUT if timed_out else RESPONSE_TIMEOUT)
+                self._request(M.STOP_STORAGE_REQUEST, timeout=STALLED_STOP_TIMEOUT if timed_out
+                              else stop_response_timeout(cfg.io_timeout))
             except StorageAppError as exc:
                 report.errors.append(f"stop_storage_request failed: {exc}")
                 if timed_out and exc.code == ErrorCode.TIME_OUT:

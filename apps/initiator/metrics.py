@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -253,6 +253,11 @@ class IoRecord:
         self.flush()
         return self._lat
 
+    def folded_lat_counts(self) -> array[int]:
+        """The bucket counters of the total latencies folded so far, without folding the buffered
+        IOs: what another thread may read while this one records (live statistics)."""
+        return self._lat.counts
+
     @property
     def count(self) -> int:
         """IOs recorded."""
@@ -383,6 +388,32 @@ def human_bytes_rate(value: float) -> str:
         if value >= div:
             return f"{value / div:.1f}{unit}/s"
     return f"{value:.0f}B/s"
+
+
+class IntervalLatency:
+    """``sampler()`` → (p50, p99) in ns of the IOs folded into *records*' histograms since the
+    previous call (``None`` when none was): the initiator's live statistics. Each record folds
+    every 1024 IOs, so under that many IOs per interval and worker the figures lag a little."""
+
+    def __init__(self, records: Callable[[], Sequence[IoRecord]]) -> None:
+        self.records = records
+        self._prev = np.zeros(_BUCKETS, dtype=np.uint64)
+
+    def __call__(self) -> tuple[int | None, int | None]:
+        total = np.zeros(_BUCKETS, dtype=np.uint64)
+        for r in self.records():
+            total += np.frombuffer(r.folded_lat_counts(), dtype=np.uint64)
+        delta = np.where(total >= self._prev, total - self._prev, np.uint64(0))
+        self._prev = total
+        n = int(delta.sum())
+        if not n:
+            return None, None
+        cum = np.cumsum(delta)
+        out: list[int] = []
+        for p in (50.0, 99.0):
+            low, width = _bucket_bounds(int(np.searchsorted(cum, max(1, math.ceil(p / 100.0 * n)), side="left")))
+            out.append(low + (width - 1) // 2)
+        return out[0], out[1]
 
 
 @dataclass

@@ -43,6 +43,7 @@ from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostR
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import CtxState
 
+from apps.storage.runtime.live_stats import LiveCounters
 from apps.storage.errors import StorageAppError
 from apps.storage.runtime.worker_thread import WorkerThread
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_message_from
@@ -165,6 +166,12 @@ class Worker(WorkerThread):
     def completed(self) -> int:
         """Transactions completed so far (read without locking: an int)."""
         return self.result.completed
+
+    def live_counters(self) -> LiveCounters:
+        """Transactions completed, their bytes, those started and not completed, failed IOs."""
+        res = self.result
+        return LiveCounters(res.completed, res.completed * self.io_size, max(0, self._started - res.completed),
+                            res.failed_ios)
 
     def launch(self) -> None:
         """Start the thread (it builds its objects and sets :attr:`ready`)."""

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pydantic import field_validator
 
-from apps.storage.cli.config import CommonConfig, Cpus, existing_file, flag
+from apps.storage.cli.config import CommonConfig, Cpus, StatsFormat, StatsInterval, existing_file, flag, \
+    stats_format_flag, stats_interval_flag
 
 __all__ = ["TargetConfig"]
 
@@ -33,6 +34,8 @@ class TargetConfig(CommonConfig):
                                             "exactly block-size x block-count bytes")
     block_count: int = flag(128, kind="int", help="number of blocks (ignored with an .sbc file)")
     block_size: int = flag(4096, kind="int", help="block size in bytes (ignored with an .sbc file)")
+    stats_interval: StatsInterval = stats_interval_flag()
+    stats_format: StatsFormat = stats_format_flag()
 
     @field_validator("listen_port")
     @classmethod

@@ -7,9 +7,10 @@ the requests positionally (:class:`~apps.storage.wire.control.PhaseChecker`): qu
 gets ``UNEXPECTED`` and still consumes its position; a failed one gets the error of the
 failure; the target never retries a phase.
 
-Before the session, :func:`accept_requester` guards the control port: several clients may be
-connected at once (the listen backlog is :data:`LISTEN_BACKLOG`, not the reference's 1), and
-the first one whose first message is a well-formed ``query_storage_request`` gets the session.
+Before the session, :func:`accept_requester` guards the control port: every client is accepted
+and served side by side (up to :data:`MAX_PENDING_CLIENTS`; the listen backlog is
+:data:`LISTEN_BACKLOG`, not the reference's 1), and the first one whose first message is a
+well-formed ``query_storage_request`` gets the session.
 A client that closes, sends bytes that are not a 16-byte ``query_storage_request`` frame, or
 sends nothing complete within ``--first-message-timeout`` seconds is dropped with a WARNING
 naming its address, and the target keeps listening. The control protocol has no
@@ -30,7 +31,8 @@ Endings:
 from __future__ import annotations
 
 import logging
-import select
+import resource
+import selectors
 import socket
 import threading
 import time
@@ -47,6 +49,7 @@ from apps.storage.wire.control import (
     make_error_response, make_response, unexpected_message_text,
 )
 from apps.storage.runtime.device import open_device
+from apps.storage.runtime.live_stats import live_stats
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.storage.wire.sbc import SbcFile, load_storage_content
 from apps.storage.runtime.stats import WorkerStats, format_worker_stats
@@ -72,13 +75,16 @@ ABORT_DRAIN_TIMEOUT = 0.5
 LISTEN_BACKLOG = 8
 """Connections the kernel queues for the control port (the reference uses 1, so one stray
 client in the queue made the real requester's connection fail)."""
-MAX_PENDING_CLIENTS = 8
-"""Connected clients that may be waiting at once for their first message; more stay queued in
-the backlog until one of them is dropped."""
+MAX_PENDING_CLIENTS = 512
+"""Connected clients that may be waiting at once for their first message (16 bytes of buffer
+each); one more pushes out the one that has waited longest, so a client that sends its query at
+once always gets through."""
+_ACCEPT_BATCH = 64
 DROPPED_PREFIX = "dropping control client "
 """Start of the WARNING logged when a client is refused before a session starts."""
 _FIRST_FRAME_SIZE = HEADER_SIZE + PREFIX_SIZE  # a query_storage_request frame: no payload
 _TICK = 0.1
+_STATS_APP = "doca_storage_target_rdma"  # the "app" of its live statistics
 
 
 def _aborted() -> StorageAppError:
@@ -350,62 +356,91 @@ def _peer_name(sock: socket.socket) -> str:
         return "?"
 
 
+def _pending_limit(wanted: int = MAX_PENDING_CLIENTS) -> int:
+    """*wanted*, or fewer when the descriptor limit would not leave half of it to the rest of the target."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return wanted if soft == resource.RLIM_INFINITY else max(1, min(wanted, soft // 2))
+
+
 def accept_requester(listener: socket.socket, abort: threading.Event, first_message_timeout: float | None,
-                     max_pending: int = MAX_PENDING_CLIENTS) -> tuple[ControlChannel, ControlMessage]:
+                     max_pending: int | None = None) -> tuple[ControlChannel, ControlMessage]:
     """Wait for the client that starts a session, and its ``query_storage_request``.
 
-    Several clients may be connected at once (at most *max_pending*); the first whose first
-    frame is a well-formed ``query_storage_request`` wins. Any other client is dropped (a
+    Every client is accepted at once and served side by side (``epoll``, 16 bytes of buffer each),
+    so no number of silent, slow or garbage clients delays a valid one: the first whose first
+    frame is a well-formed ``query_storage_request`` wins. At most *max_pending* (default
+    :data:`MAX_PENDING_CLIENTS`, fewer under a low descriptor limit) wait at once: one more
+    pushes out the one that has waited longest (WARNING). Any other client is dropped (a
     WARNING with its address): one that closes, sends a frame that is not a 16-byte
     ``query_storage_request`` (garbage, oversized, malformed, another request — answered with
     ``UNEXPECTED`` first), or has not sent a whole frame *first_message_timeout* seconds
     after connecting (``None``: no limit). Clients still pending when the session starts are
     dropped too. ``CONNECTION_ABORTED`` on Ctrl-C.
     """
-    pending: list[_Pending] = []
+    limit = _pending_limit() if max_pending is None else max_pending
+    pending: dict[socket.socket, _Pending] = {}  # in arrival order: the first is the longest-waiting
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ)
+
+    def remove(p: _Pending, reason: str) -> None:
+        del pending[p.sock]
+        sel.unregister(p.sock)
+        p.drop(reason)
+
     try:
         while True:
             if abort.is_set():
                 raise _aborted()
             now = time.monotonic()
-            for p in [p for p in pending if p.deadline is not None and now >= p.deadline]:
-                pending.remove(p)
+            for p in [p for p in pending.values() if p.deadline is not None and now >= p.deadline]:
                 partial = f" ({len(p.buf)} bytes of a frame received)" if p.buf else ""
-                p.drop(f"no complete first message within {first_message_timeout:g} s{partial}; still listening")
-            deadlines = [p.deadline for p in pending if p.deadline is not None]
+                remove(p, f"no complete first message within {first_message_timeout:g} s{partial}; still listening")
+            deadlines = [p.deadline for p in pending.values() if p.deadline is not None]
             wait = _TICK if not deadlines else max(0.0, min(_TICK, min(deadlines) - now))
-            watched: list[socket.socket] = [p.sock for p in pending]
-            if len(pending) < max_pending:
-                watched.append(listener)
-            ready, _, _ = select.select(watched, [], [], wait)
-            if listener in ready:
-                try:
-                    sock, _addr = listener.accept()
-                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-                    sock = None
-                if sock is not None:
-                    sock.setblocking(False)
-                    peer = _peer_name(sock)
-                    log.info("control connection from %s", peer)
-                    limit = None if first_message_timeout is None else time.monotonic() + first_message_timeout
-                    pending.append(_Pending(sock, peer, limit))
-            for p in [p for p in pending if p.sock in ready]:
-                got = p.read()
+            for key, _events in sel.select(wait):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                if sock is listener:
+                    for _ in range(_ACCEPT_BATCH):
+                        try:
+                            conn, _addr = listener.accept()
+                        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                            break
+                        except OSError as exc:  # out of descriptors: the backlog keeps the rest
+                            log.warning("cannot accept a control client: %s", exc.strerror or exc)
+                            break
+                        conn.setblocking(False)
+                        if len(pending) >= limit:
+                            remove(next(iter(pending.values())),
+                                   f"the longest-waiting of {len(pending)} clients without a first message, the "
+                                   f"most this target keeps, made room for a new one; still listening")
+                        peer = _peer_name(conn)
+                        log.info("control connection from %s", peer)
+                        deadline = None if first_message_timeout is None else time.monotonic() + first_message_timeout
+                        pending[conn] = _Pending(conn, peer, deadline)
+                        sel.register(conn, selectors.EVENT_READ)
+                    continue
+                client = pending.get(sock)
+                if client is None:
+                    continue  # pushed out in this round
+                got = client.read()
                 if got is None:
                     continue
-                pending.remove(p)
                 if isinstance(got, str):
-                    p.drop(got + "; still listening")
+                    remove(client, got + "; still listening")
                     continue
-                for other in pending:
-                    other.drop(f"the session with {p.peer} has started")
-                pending.clear()
-                log.info("session with %s: %s received", p.peer, got)
-                return ControlChannel(TcpTransport(p.sock), name="tcp"), got
+                del pending[sock]
+                sel.unregister(sock)
+                for other in list(pending.values()):
+                    remove(other, f"the session with {client.peer} has started")
+                log.info("session with %s: %s received", client.peer, got)
+                return ControlChannel(TcpTransport(sock), name="tcp"), got
     except BaseException:
-        for p in pending:
+        for p in pending.values():
             p.sock.close()
         raise
+    finally:
+        sel.close()
 
 
 def run_target(config: TargetConfig, abort: threading.Event, out: Printer = print) -> int:
@@ -414,7 +449,7 @@ def run_target(config: TargetConfig, abort: threading.Event, out: Printer = prin
     block_size = content.block_size
     out(f"Storage: {content.block_count} blocks of {block_size} bytes ({content.storage_size} bytes)"
         + (f" from {config.binary_content}" if config.binary_content is not None else ""))
-    with open_device(config.device) as dev:
+    with open_device(config.device) as dev, live_stats(_STATS_APP, config.stats_interval, config.stats_format):
         storage = allocate_storage(dev, content)
         del content
         session: TargetSession | None = None

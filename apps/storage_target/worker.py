@@ -43,6 +43,7 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskRead, RdmaTaskReceive, RdmaTaskSend, RdmaTaskWrite
 from doca_py.types import AccessFlag, CtxState
 
+from apps.storage.runtime.live_stats import LiveCounters
 from apps.storage.wire.addressing import target_transfer_error
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
@@ -126,6 +127,8 @@ class Worker(WorkerThread):
         self.error: str | None = None
         self.operation_count = 0   # RDMA read/write transfers completed (successful or not)
         self.refused_count = 0     # io messages answered with INVALID_VALUE without a transfer
+        self.transfer_errors = 0   # transfers that failed or could not be submitted
+        self.bytes_requested = 0   # io_size of the io messages accepted
         self.pe_hits = 0
         self.pe_misses = 0
         self._ctx_running: dict[RdmaConnectionRole, bool] = {r: False for r in RdmaConnectionRole}
@@ -145,6 +148,11 @@ class Worker(WorkerThread):
     def stats(self) -> WorkerStats:
         """Counters for the §7.4 statistics block."""
         return WorkerStats(self.cpu, self.operation_count, self.pe_hits, self.pe_misses)
+
+    def live_counters(self) -> LiveCounters:
+        """Transfers, bytes, in flight and errors (refused or failed), for live statistics."""
+        return LiveCounters(self.operation_count, self.bytes_requested, self._in_flight,
+                            self.refused_count + self.transfer_errors)
 
     def start(self) -> None:
         """Start the thread and create the worker's objects (raises what creation raised)."""
@@ -337,6 +345,7 @@ class Worker(WorkerThread):
             return
         assert s.storage_buf is not None and s.remote_buf is not None
         local, remote = st.base + storage_offset, self._remote_base + requester_offset
+        self.bytes_requested += size
         try:
             # Both windows span their whole region (checked once): only the data sections move, the
             # source's to the bytes to send, the destination's to where they land (empty).
@@ -352,6 +361,7 @@ class Worker(WorkerThread):
                 s.read_task.submit()
         except DocaError as exc:
             log.error("%s: failed to submit the transfer of user_data %d: %s", self.name, user_data, exc)
+            self.transfer_errors += 1
             self._respond(s, exc.code)
 
     def _on_receive_error(self, task: RdmaTaskReceive, s: _Slot, _role: Any) -> None:
@@ -364,6 +374,7 @@ class Worker(WorkerThread):
 
     def _on_transfer_error(self, task: RdmaTaskWrite | RdmaTaskRead, s: _Slot, _role: Any) -> None:
         self.operation_count += 1
+        self.transfer_errors += 1
         if self._running:
             log.error("%s: an RDMA %s failed: %s", self.name, "write" if isinstance(task, RdmaTaskWrite) else "read",
                       task.get_status().name)

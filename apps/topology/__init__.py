@@ -63,6 +63,8 @@ class Test:
     operations: int
     recovery_every_n: int = 0
     bridge_args: tuple[str, ...] = ()  # extra gga_offload flags (e.g. --target-io-timeout)
+    initiator_args: tuple[str, ...] = ()  # extra initiator flags
+    target_args: dict[str, tuple[str, ...]] = field(default_factory=dict)  # extra flags per target role
 
 
 BRIDGES = ("gga-offload", "zero-copy")
@@ -279,7 +281,8 @@ def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str,
             content += ["--block-size", str(args.block_size),
                         "--block-count", str(len(plain_bytes_blocks(files[role], args.block_size)))]
         t = topo.spawn("target" if zero_copy else f"target-{role}", "apps.storage_target",
-                       ["-d", DPU_DEV, *cpu_args, "--listen-address", target_host, "--listen-port", "0", *content],
+                       ["-d", DPU_DEV, *cpu_args, "--listen-address", target_host, "--listen-port", "0", *content,
+                        *test.target_args.get(role, ())],
                        marker="Listening on port", prefix=prefix, env=target_env)
         ports[role] = int(t.wait_marker("Listening on port", STARTUP_TIMEOUT).split()[-1])
         targets.append(t)
@@ -303,7 +306,7 @@ def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str,
                  "--blocks-per-io", str(getattr(args, "blocks_per_io", 1))]
     # Validity tests visit every block once per worker segment; throughput tests run longer.
     ops = test.operations or max(1, len(plain_bytes_blocks(plain, args.block_size)))
-    init_args += ["--run-limit-operation-count", str(ops)]
+    init_args += ["--run-limit-operation-count", str(ops), *test.initiator_args]
     initiator = topo.spawn("initiator", "apps.initiator", init_args, marker=initiator_marker)
     return targets, bridge, initiator
 

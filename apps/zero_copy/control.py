@@ -60,6 +60,7 @@ from apps.storage.runtime.service_control import (
     ABORT_DRAIN_TIMEOUT, ABORTED_TEXT, DRAIN_TIMEOUT, TICK, BridgeControl, Printer, TargetFailure, aborted,
     open_host_representor, serve_session,
 )
+from apps.storage.runtime.retry_log import RetryLog, errno_reason
 from apps.storage.runtime.stats import WorkerStats
 
 from .config import ZeroCopyConfig
@@ -84,13 +85,14 @@ class _TargetClosed(Exception):
 
 def connect_target(endpoint: Ipv4Endpoint, should_abort: Callable[[], bool],
                    idle: Callable[[], object] | None = None, retry_interval: float = RETRY_INTERVAL,
-                   timeout: float | None = None) -> ControlChannel:
+                   timeout: float | None = None, retries: RetryLog | None = None) -> ControlChannel:
     """Connect to the target at *endpoint* (§11.3 step 6): a non-blocking connect polled every
     *retry_interval* seconds, a new attempt after a refusal, reset or timeout; no overall
     timeout by default (the target may start later), else ``TIME_OUT`` after *timeout*
     seconds. *should_abort* is checked at every poll (``CONNECTION_ABORTED``); *idle* runs at
     every poll too (the bridge keeps its comch server moving). Other errors are fatal
-    (``CONNECTION_ABORTED`` "Unable to connect ...")."""
+    (``CONNECTION_ABORTED`` "Unable to connect ..."). Each failed attempt goes to *retries* (a
+    rate-limited log with its reason), when given."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         if should_abort():
@@ -114,6 +116,8 @@ def connect_target(endpoint: Ipv4Endpoint, should_abort: Callable[[], bool],
                     err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if err == 0:
                 sock.setblocking(True)
+                if retries is not None:
+                    retries.succeeded()
                 return ControlChannel(TcpTransport(sock), name=f"storage target {endpoint}")
         except BaseException:
             sock.close()
@@ -122,6 +126,8 @@ def connect_target(endpoint: Ipv4Endpoint, should_abort: Callable[[], bool],
         if err not in _RETRY_ERRNOS:
             raise StorageAppError(ErrorCode.CONNECTION_ABORTED,
                                   f"Unable to connect to {endpoint}: {os.strerror(err)}")
+        if retries is not None:
+            retries.failed(errno_reason(err))
         retry_at = time.monotonic() + retry_interval
         while (left := retry_at - time.monotonic()) > 0:
             if should_abort():
@@ -401,7 +407,8 @@ def run_service(config: ZeroCopyConfig, abort: threading.Event, out: Printer = p
             try:
                 ep = config.storage_server
                 log.info("connecting to the storage target at %s", ep)
-                target = TargetLink(ep, connect_target(ep, abort.is_set, transport.progress))
+                retries = RetryLog(log, f"storage target {ep}", RETRY_INTERVAL)
+                target = TargetLink(ep, connect_target(ep, abort.is_set, transport.progress, retries=retries))
                 out(f"Connected to the storage target {ep}; waiting for an initiator on comch "
                     f"'{config.command_channel_name}'")
                 conn = _wait_for_client(transport, target, abort, float(config.control_timeout))

@@ -52,10 +52,11 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskReceive, RdmaTaskSend
 from doca_py.types import AccessFlag, CtxState
 
+from apps.storage.runtime.live_stats import LiveCounters
 from apps.storage.runtime.bridge_worker import ABORT_DRAIN, IO_MESSAGE_PERMISSIONS, BridgeWorkerThread
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.errors import StorageAppError
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, make_response_in_place, result_at, user_data_at
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, make_response_in_place, io_size_at, result_at, user_data_at
 from apps.storage.runtime.stats import WorkerStats
 from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT
 
@@ -150,6 +151,11 @@ class Worker(BridgeWorkerThread[SharedResources]):
     def stats(self) -> WorkerStats:
         """The §11.8 counters (no recovery count)."""
         return WorkerStats(self.cpu, self.operation_count, self.pe_hits, self.pe_misses)
+
+    def live_counters(self) -> LiveCounters:
+        """Answers forwarded, bytes, in flight and errors (refused or the target's), for live statistics."""
+        return LiveCounters(self.operation_count, self.bytes_requested, self._in_flight,
+                            self.refused_count + self.target_error_count)
 
     def export(self, role: RdmaConnectionRole) -> bytes:
         """Export the *role* context (one connection towards the target); its blob."""
@@ -326,6 +332,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
             assert send is not None
             a.user_data = ud
             a.waiting = _SEND | _ANSWER
+            self.bytes_requested += io_size_at(a.view)
             self._tracked[ud] = a
             try:
                 send.submit()  # the same buffer: the bytes go to the target as received

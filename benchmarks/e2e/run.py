@@ -232,10 +232,13 @@ def _stat(lines: list[str], label: str) -> str:
 def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, workdir: Path, env: dict[str, str],
                  pins: dict[str, int], profile: set[str], timeout: float,
                  switch_interval: float | None = None, bridge_kind: str = "gga-offload",
-                 initiator_args: Sequence[str] = ()) -> Result:
+                 initiator_args: Sequence[str] = (), bridge_args: Sequence[str] = (),
+                 target_args: dict[str, tuple[str, ...]] | None = None) -> Result:
     """Run *sc* once on a fresh topology and measure it; *initiator_args* are appended to the
-    initiator's command line (e.g. ``("--transaction-count", "64")``)."""
-    test = Test(sc.key, sc.strategy, ops, sc.recovery_every_n)
+    initiator's command line (e.g. ``("--transaction-count", "64")``), *bridge_args* to the
+    bridge's, ``target_args[role]`` to that target's."""
+    test = Test(sc.key, sc.strategy, ops, sc.recovery_every_n, bridge_args=tuple(bridge_args),
+                target_args=dict(target_args or {}))
     targs = argparse.Namespace(cpu=[0], matrix_type="vandermonde", block_size=sc.block_size, blocks_per_io=1,
                                bridge=bridge_kind)
     procs_of = PROCS_OF[bridge_kind]

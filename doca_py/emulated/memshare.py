@@ -4,16 +4,16 @@ An exporting process listens on a Unix socket in its private runtime directory
 (mode 0700: other users cannot connect). An importer sends the export blob; the
 exporter checks it against its own export records (key, kind, permissions, range)
 and only then passes the memfd back with ``SCM_RIGHTS`` — read-only when the
-export grants no write — with, for a re-export, its revocation table (read-only). Nothing is reachable through ``/proc/<pid>/fd``: an exporting
-process marks itself non-dumpable (``PR_SET_DUMPABLE``), which closes its ``/proc``
-entries to other processes of the same user; ``DOCA_PY_EMU_DUMPABLE=1`` keeps it
+export grants no write — with, for a re-export, its revocation table (read-only). Nothing is
+reachable through ``/proc/<pid>/fd``: exporters and importers mark themselves non-dumpable
+(:func:`doca_py.memory.keep_memory_private`, ``PR_SET_DUMPABLE``), which closes their ``/proc``
+entries to other processes of the same user; ``DOCA_PY_EMU_DUMPABLE=1`` keeps them
 dumpable (for a debugger) at the price of that isolation.
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import socket
 import struct
@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from ..errors import DocaError, DocaNotFound, DocaNotPermitted, lookup
 from ..log import logger
+from ..memory import keep_memory_private
 from .rundir import private_dir
 
 __all__ = ["Grant", "serve", "request_fd", "socket_path", "HANDSHAKE_TIMEOUT"]
@@ -29,7 +30,6 @@ __all__ = ["Grant", "serve", "request_fd", "socket_path", "HANDSHAKE_TIMEOUT"]
 #: How long either side waits for the other during the handshake.
 HANDSHAKE_TIMEOUT = 5.0
 _STATUS = struct.Struct("<I")
-_PR_SET_DUMPABLE = 4
 
 #: What the exporter's resolver returns for a valid blob: the memfd, whether to grant writes, and
 #: further descriptors the importer may only read (a re-exporter's revocation table).
@@ -44,19 +44,6 @@ _resolver: Resolver | None = None
 def socket_path(pid: int) -> str:
     """The handshake socket of the exporting process *pid*."""
     return os.path.join(private_dir("mem", os.environ.get("DOCA_PY_MEM_DIR")), f"{pid}.sock")
-
-
-def _non_dumpable() -> None:
-    if os.environ.get("DOCA_PY_EMU_DUMPABLE", "").strip() in ("1", "true", "yes", "on"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-            logger.warning("prctl(PR_SET_DUMPABLE, 0) failed (errno %d): exported memory stays reachable "
-                           "through /proc by processes of the same user", ctypes.get_errno())
-    except (OSError, AttributeError) as exc:
-        logger.warning("cannot make this process non-dumpable (%s): exported memory stays reachable "
-                       "through /proc by processes of the same user", exc)
 
 
 def serve(resolver: Resolver) -> None:
@@ -74,7 +61,7 @@ def serve(resolver: Resolver) -> None:
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         srv.bind(path)
         srv.listen(64)
-        _non_dumpable()
+        keep_memory_private()
         _served_pid = os.getpid()
         threading.Thread(target=_accept_loop, args=(srv,), name="doca_py-memshare", daemon=True).start()
         atexit.register(_unlink, path, os.getpid())
@@ -141,6 +128,7 @@ def _read_only(fd: int) -> int:
 def request_fd(pid: int, blob: bytes) -> tuple[int, tuple[int, ...]]:
     """Present *blob* to the exporting process *pid*; its memfd and the read-only extras
     (:data:`Grant`), or the exporter's refusal."""
+    keep_memory_private()  # the memfd about to arrive must not be reachable through our /proc either
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     sock.settimeout(HANDSHAKE_TIMEOUT)
     try:

@@ -134,28 +134,33 @@ def test_request_response_both_ways_and_frame_limit() -> None:
 ])
 def test_malformed_frames_are_rejected(raw: bytes, match: str) -> None:
     def script(channel: ControlChannel, server: ComchServer, conn: ComchConnection) -> str:
+        assert channel.receive(DEADLINE) == QUERY  # the session's first message
         with pytest.raises(ProtocolError, match=match) as info:
             channel.receive(DEADLINE)
         return str(info.value)
 
     with served(script) as (srv, channel, _, _):
         assert isinstance(channel.transport, ComchTransport)
+        channel.send(QUERY)
         channel.transport.send(raw)
         assert channel.transport.flush(DEADLINE)
         assert match.split()[0] in srv.join()
 
 
 def test_a_frame_split_over_messages_is_reassembled() -> None:
-    def script(channel: ControlChannel, server: ComchServer, conn: ComchConnection) -> ControlMessage:
-        return channel.receive(DEADLINE)
+    start = ControlMessage(M.START_STORAGE_REQUEST, 1, 1)
+
+    def script(channel: ControlChannel, server: ComchServer, conn: ComchConnection) -> list[ControlMessage]:
+        return [channel.receive(DEADLINE), channel.receive(DEADLINE)]
 
     with served(script) as (srv, channel, _, _):
-        frame = encode_frame(QUERY)
+        frame = encode_frame(start)
         assert isinstance(channel.transport, ComchTransport)
+        channel.send(QUERY)  # a session starts with a whole query_storage_request
         channel.transport.send(frame[:3])
         channel.transport.send(frame[3:])
         assert channel.transport.flush(DEADLINE)
-        assert srv.join() == QUERY
+        assert srv.join() == [QUERY, start]
 
 
 def test_server_going_away_is_peer_closed_on_the_client() -> None:
@@ -280,35 +285,76 @@ def test_listen_times_out_and_refuses_a_taken_name() -> None:
         client.close()
 
 
+def _refused(channel: ControlChannel, client: d.ComchClient) -> None:
+    """*channel*'s server disconnects it (bounded wait)."""
+    with pytest.raises(PeerClosedError):
+        channel.receive(DEADLINE)
+    channel.close()
+    client.close()
+
+
 def test_a_second_client_is_refused() -> None:
     second_done = threading.Event()
 
     def script(channel: ControlChannel, server: ComchServer, conn: ComchConnection) -> int:
         transport = channel.transport
         assert isinstance(transport, ComchTransport)
-        msg = None
-        while transport.refused_clients == 0 and msg is None:
-            msg = channel.poll(0.05)
-        if msg is None:
-            msg = channel.receive(DEADLINE)  # still served: the first client
-        assert msg == QUERY
-        assert second_done.wait(DEADLINE)
+        assert channel.receive(DEADLINE) == QUERY
+        while not second_done.is_set():
+            channel.poll(0.05)  # progress: the second client is refused meanwhile
         return transport.refused_clients
 
     with served(script) as (srv, channel, _, _):
+        channel.send(QUERY)
+        assert isinstance(channel.transport, ComchTransport)
+        assert channel.transport.flush(DEADLINE)
         with d.Dev.open_by_pci_addr(HOST_PCI) as dev, d.Pe() as pe:
             try:
-                ch2, client2 = connect_comch_client(dev, srv.name, pe, timeout=1.0)
+                ch2, client2 = connect_comch_client(dev, srv.name, pe, timeout=DEADLINE)
             except StorageAppError as exc:
                 # Refused before it was seen RUNNING.
                 assert exc.code == ErrorCode.CONNECTION_RESET, exc
             else:
-                with pytest.raises(PeerClosedError):
-                    ch2.receive(DEADLINE)
-                ch2.close()
-                client2.close()
-        channel.send(QUERY)
-        assert isinstance(channel.transport, ComchTransport)
-        assert channel.transport.flush(DEADLINE)
+                _refused(ch2, client2)
         second_done.set()
         assert srv.join() == 1
+
+
+SILENT = 3
+
+
+def test_silent_clients_do_not_keep_the_initiator_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clients that connect and say nothing wait side by side (at most MAX_PENDING_CLIENTS, here 2:
+    the first is pushed out by the third); the initiator connecting after them gets the session with
+    its query_storage_request, and the silent ones still waiting are then disconnected."""
+    from apps.storage.channels import comch_transport
+
+    monkeypatch.setattr(comch_transport, "MAX_PENDING_CLIENTS", 2)
+
+    def script(channel: ControlChannel, server: ComchServer, conn: ComchConnection) -> tuple[ControlMessage, int]:
+        transport = channel.transport
+        assert isinstance(transport, ComchTransport)
+        msg = channel.receive(DEADLINE)
+        while transport.refused_clients < SILENT:  # the two still waiting go at the next progress
+            channel.poll(0.05)
+        return msg, transport.refused_clients
+
+    srv = ServerThread(unique_name(), script)
+    srv.thread.start()
+    assert srv.listening.wait(DEADLINE)
+    with d.Dev.open_by_pci_addr(HOST_PCI) as dev:
+        quiet = []
+        for _ in range(SILENT):
+            qpe = d.Pe()
+            quiet.append((qpe, *connect_comch_client(dev, srv.name, qpe, timeout=DEADLINE)))
+        with d.Pe() as pe:
+            channel, client = connect_comch_client(dev, srv.name, pe, timeout=DEADLINE)
+            channel.send(QUERY)
+            assert isinstance(channel.transport, ComchTransport)
+            assert channel.transport.flush(DEADLINE)
+            assert srv.join() == (QUERY, SILENT)
+            channel.close()
+            client.close()
+        for qpe, qchannel, qclient in quiet:
+            _refused(qchannel, qclient)
+            qpe.close()

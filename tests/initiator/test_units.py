@@ -275,3 +275,17 @@ def test_module_examples(name: str) -> None:
 
     result = doctest.testmod(importlib.import_module(name))
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_the_wait_for_stop_outlasts_the_bridges_stall_deadline() -> None:
+    from apps.gga_offload.config import GgaOffloadConfig
+    from apps.initiator.config import IO_TIMEOUT_DEFAULT
+    from apps.initiator.control import RESPONSE_TIMEOUT, stop_response_timeout
+    from apps.storage.runtime.service_control import STOP_DRAIN_MIN
+
+    bridge_stall = GgaOffloadConfig.model_fields["target_io_timeout"].default
+    # The bridge answers stop within its stall deadline plus the drain's minimum: the initiator waits longer.
+    assert stop_response_timeout(IO_TIMEOUT_DEFAULT) > bridge_stall + STOP_DRAIN_MIN
+    assert stop_response_timeout(0) == IO_TIMEOUT_DEFAULT  # no IO deadline: still the default wait
+    assert stop_response_timeout(1) == RESPONSE_TIMEOUT
+    assert stop_response_timeout(30) == 30

@@ -75,6 +75,16 @@ def _real_session(target: TargetProcess, cleanup: list[TargetProcess | Requester
     assert "| Operation count: 1" in target.stdout
 
 
+def _finish_session(req: Requester, target: TargetProcess) -> None:
+    """The rest of a session whose query was answered: init, connections, start, stop, shutdown, exit 0."""
+    req.init()
+    req.connect_all()
+    req.start()
+    req.call(M.STOP_STORAGE_REQUEST)
+    req.call(M.SHUTDOWN_REQUEST)
+    assert target.wait() == 0, target.stderr
+
+
 def test_stray_client_that_closes_before_the_bridge(
         cleanup: list[TargetProcess | Requester | socket.socket]) -> None:
     target = TargetProcess()
@@ -170,12 +180,32 @@ def test_a_silent_client_does_not_hold_up_the_bridge(cleanup: list[TargetProcess
     req.query()
     assert _dropped(target, peer).startswith("the session with 127.0.0.1:")
     _closed_by_target(stray)
-    req.init()
-    req.connect_all()
-    req.start()
-    req.call(M.STOP_STORAGE_REQUEST)
-    req.call(M.SHUTDOWN_REQUEST)
-    assert target.wait() == 0, target.stderr
+    _finish_session(req, target)
+
+
+SILENT_CLIENTS = 100
+
+
+def test_a_hundred_silent_clients_do_not_hold_up_the_bridge(
+        cleanup: list[TargetProcess | Requester | socket.socket]) -> None:
+    """Default flags: 100 connections that send nothing are all accepted and held side by side, and a
+    requester arriving behind them gets its query answered while the test still holds every one of
+    them open (they used to fill the 8 pending places: the query waited until they left)."""
+    target = TargetProcess()
+    cleanup.append(target)
+    peers: list[str] = []
+    for _ in range(SILENT_CLIENTS):
+        s, peer = _connect(target.port)
+        cleanup.append(s)
+        # Accepted by the target, not left in the kernel's backlog (which a burst would overflow).
+        target.wait_for(lambda line, p=peer: f"control connection from {p}" in line, f"{peer}'s connection")
+        peers.append(peer)
+    req = Requester(target.port)
+    cleanup.append(req)
+    assert req.query().block_size == 4096  # a hang guard bounds it (DEADLINE), no timing is asserted
+    for peer in peers:  # held by the target until the session started, then dropped
+        assert _dropped(target, peer).startswith("the session with 127.0.0.1:")
+    _finish_session(req, target)
 
 
 def test_sigint_while_a_client_is_pending(cleanup: list[TargetProcess | Requester | socket.socket]) -> None:
@@ -226,3 +256,44 @@ def test_default_listen_address_is_every_interface(cleanup: list[TargetProcess |
     stray, peer = _connect(target.port, "127.0.0.2")
     stray.close()
     assert _dropped(target, peer).startswith("closed the connection before sending a request")
+
+
+def test_one_client_too_many_pushes_out_the_longest_waiting(caplog: pytest.LogCaptureFixture) -> None:
+    """In process, with room for two pending clients: a third silent one pushes out the first
+    (WARNING), and a requester arriving after them still gets the session."""
+    import logging
+    import threading
+
+    from apps.storage_target.control import accept_requester, listen
+
+    listener = listen("127.0.0.1", 0)
+    port = listener.getsockname()[1]
+    abort = threading.Event()
+    result: list[object] = []
+    thread = threading.Thread(target=lambda: result.append(accept_requester(listener, abort, None, max_pending=2)))
+    clients = []
+    with caplog.at_level(logging.INFO, logger="apps.storage_target"):
+        thread.start()
+        try:
+            for _ in range(3):
+                s, peer = _connect(port)
+                clients.append((s, peer))
+            _closed_by_target(clients[0][0])
+            query = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+            clients.append((query, ""))
+            query.sendall(_QUERY)
+            thread.join(DEADLINE)
+        finally:
+            abort.set()
+            thread.join(DEADLINE)
+            listener.close()
+    assert result, "no session"
+    channel, first = result[0]  # type: ignore[misc]
+    channel.close()
+    assert first.type is M.QUERY_STORAGE_REQUEST
+    pushed = [r.getMessage() for r in caplog.records if clients[0][1] + ":" in r.getMessage()
+              and r.levelname == "WARNING"]
+    assert pushed == [f"{DROPPED_PREFIX}{clients[0][1]}: the longest-waiting of 2 clients without a first message, "
+                      f"the most this target keeps, made room for a new one; still listening"]
+    for s, _peer in clients:
+        s.close()

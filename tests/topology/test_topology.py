@@ -144,19 +144,23 @@ def test_a_dying_target_degrades_reads_and_the_validity_test_passes(tmp_path: Pa
         _degraded(bridge, role)
 
 
+def _stall_until_the_run_ends(victim: Proc, bridge: Proc, initiator: Proc) -> None:
+    """SIGSTOP *victim*; the initiator and the bridge must both end with status 0; SIGCONT."""
+    victim.popen.send_signal(signal.SIGSTOP)
+    try:
+        assert _exits(initiator, 30) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
+        assert _exits(bridge, 15) == 0, bridge.tail(40)
+    finally:
+        victim.popen.send_signal(signal.SIGCONT)
+
+
 @pytest.mark.parametrize("role", ROLES)
 def test_a_stalled_target_degrades_reads_after_the_io_deadline(tmp_path: Path, role: str) -> None:
     """A target SIGSTOPped mid-run: its requests are written off after --target-io-timeout and the
     reads are served from the two others; the validity test passes."""
     with _validity_run(tmp_path, "read_only_data_validity_test", VALIDITY_OPS,
                        ("--target-io-timeout", "1")) as (targets, bridge, initiator):
-        victim = targets[ROLES.index(role)]
-        victim.popen.send_signal(signal.SIGSTOP)
-        try:
-            assert _exits(initiator, 30) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
-            assert _exits(bridge, 15) == 0, bridge.tail(40)
-        finally:
-            victim.popen.send_signal(signal.SIGCONT)
+        _stall_until_the_run_ends(targets[ROLES.index(role)], bridge, initiator)
         if role == "data_p":
             # Plain reads never wait for data_p: it is found stalled when the stop is relayed, within
             # --target-io-timeout, before the initiator's own wait for the answer runs out.
@@ -166,6 +170,18 @@ def test_a_stalled_target_degrades_reads_after_the_io_deadline(tmp_path: Path, r
         else:
             _degraded(bridge, role)
             assert any("did not answer an IO request within 1 s" in line for line in bridge.lines), bridge.tail(40)
+
+
+def test_a_stalled_parity_target_under_default_flags_ends_a_read_run_normally(tmp_path: Path) -> None:
+    """data_p SIGSTOPped during a read throughput test, every deadline at its default: plain reads
+    never wait for data_p, so the stall shows only when stop is relayed. The bridge takes data_p out
+    at its --target-io-timeout and answers within the initiator's wait for stop_storage_response
+    (which used to run out first: "no stop_storage_response from the service within 5 s", status 1)."""
+    with _validity_run(tmp_path, "read_throughput_test", VALIDITY_OPS) as (targets, bridge, initiator):
+        _stall_until_the_run_ends(targets[ROLES.index("data_p")], bridge, initiator)
+        _degraded(bridge, "data_p", reads=False)
+        assert any("did not answer a stop_storage_request within 5 s" in line for line in bridge.lines), \
+            bridge.tail(40)
 
 
 def test_writes_after_a_target_died_are_refused(tmp_path: Path) -> None:

@@ -30,6 +30,13 @@ order), `ComchTransport.expired_consumer_ids`, and the optional hooks
 `ComchTransport.on_new_consumer` / `ComchTransport.on_expired_consumer`,
 called from ``pump`` (outside the PE callbacks).
 
+A server serves **one** client, the first whose first message is a well-formed
+``query_storage_request``, as the storage target chooses its requester: until then every
+connected client waits side by side (at most `MAX_PENDING_CLIENTS`; one more pushes out the
+one that has waited longest), so a client that connects and says nothing never keeps the
+initiator out. A client whose first message is anything else is disconnected, and so are the
+others once the session has started, and any later one (WARNING each, `ComchTransport.refused_clients`).
+
 The helpers `connect_comch_client` (initiator) and `listen_comch_server`
 (services; exactly one client) build everything and return the channel plus the comch
 objects, which the caller owns and closes (after the channel). Producers and consumers
@@ -50,11 +57,11 @@ from doca_py.errors import DocaAlreadyExist, DocaError, DocaInvalidValue, DocaNo
 from doca_py.types import CtxState
 
 from apps.storage.channels.control_channel import ControlChannel, TransportSink
-from apps.storage.wire.control import HEADER_SIZE
+from apps.storage.wire.control import HEADER_SIZE, PREFIX_SIZE, MessageType
 from apps.storage.errors import PeerClosedError, StorageAppError
 
 __all__ = ["ComchTransport", "connect_comch_client", "listen_comch_server", "MAX_CONCURRENT_CONTROL_MESSAGES",
-           "CONNECT_POLL_INTERVAL", "SEND_POOL_TIMEOUT"]
+           "CONNECT_POLL_INTERVAL", "SEND_POOL_TIMEOUT", "MAX_PENDING_CLIENTS"]
 
 MAX_CONCURRENT_CONTROL_MESSAGES = 8
 """Send tasks of the control channel (``max_concurrent_control_messages`` of the reference)."""
@@ -62,6 +69,11 @@ CONNECT_POLL_INTERVAL = 0.1
 """Longest sleep between checks while connecting / waiting for a client (and for aborts)."""
 SEND_POOL_TIMEOUT = 5.0
 """How long `ComchTransport.send` waits for a free send task before failing."""
+MAX_PENDING_CLIENTS = 64
+"""Comch clients a server keeps waiting for their first message at once."""
+#: The one frame that starts a session: ``query_storage_request`` (no payload), any ids.
+_SESSION_START_HEAD = PREFIX_SIZE.to_bytes(HEADER_SIZE, "big") + int(MessageType.QUERY_STORAGE_REQUEST).to_bytes(4, "big")
+_SESSION_START_SIZE = HEADER_SIZE + PREFIX_SIZE
 
 _log = logging.getLogger("apps.storage.comch")
 
@@ -93,7 +105,8 @@ class ComchTransport:
         self._ever_running = False
         self._is_client = isinstance(ctx, ComchClient)
         self._inflight = 0
-        self._pending_connects: list[ComchConnection] = []
+        self._candidates: dict[ComchConnection, None] = {}  # server: clients before their first message
+        self._to_refuse: list[tuple[ComchConnection, str]] = []
         self._pending_new: list[int] = []
         self._pending_expired: list[int] = []
         #: Remote consumer ids in the order their "new consumer" events arrived.
@@ -134,6 +147,15 @@ class ComchTransport:
     def _on_msg(self, msg: memoryview, conn: ComchConnection) -> None:
         if self._ours(conn):
             self._inbox.append(bytes(msg))
+        elif conn in self._candidates:
+            del self._candidates[conn]
+            if len(msg) == _SESSION_START_SIZE and bytes(msg[:len(_SESSION_START_HEAD)]) == _SESSION_START_HEAD:
+                self._conn = conn  # the session: its first message is the first of the channel
+                self._inbox.append(bytes(msg))
+                self._to_refuse += [(c, "the session with another client has started") for c in self._candidates]
+                self._candidates.clear()
+            else:
+                self._to_refuse.append((conn, f"its first message ({len(msg)} bytes) is not a query_storage_request"))
 
     def _on_new_consumer(self, conn: ComchConnection, consumer_id: int) -> None:
         if self._ours(conn):
@@ -147,18 +169,25 @@ class ComchTransport:
         if not ok:
             return
         if self._conn is None:
-            self._conn = conn  # at once: its first messages may follow in this progress call
+            self._candidates[conn] = None  # at once: its first message may follow in this progress call
+            if len(self._candidates) > MAX_PENDING_CLIENTS:
+                oldest = next(iter(self._candidates))
+                del self._candidates[oldest]
+                self._to_refuse.append((oldest, f"the longest-waiting of {MAX_PENDING_CLIENTS + 1} clients without a "
+                                                f"first message made room for a new one"))
         elif conn is not self._conn:
-            self._pending_connects.append(conn)
+            self._to_refuse.append((conn, "this service serves one initiator"))
 
     def _on_disconnect(self, conn: ComchConnection, ok: bool) -> None:
         if conn is self._conn and not self._lost:
             self._lost = True
+        self._candidates.pop(conn, None)
 
     # -- state ----------------------------------------------------------------------------------------
     @property
     def connection(self) -> ComchConnection | None:
-        """The attached connection (``None`` until a client connected / the client is RUNNING)."""
+        """The attached connection (``None`` until the client is RUNNING / a client sent its
+        ``query_storage_request``)."""
         return self._conn
 
     @property
@@ -186,17 +215,17 @@ class ComchTransport:
             elif self._ever_running and not self._lost:
                 self._lost = True
             return
-        for conn in self._pending_connects:
+        refuse, self._to_refuse = self._to_refuse, []
+        for conn, why in refuse:
             # One client only (the services serve one initiator): refuse the others.
             if not conn.is_connected():
                 continue
             self.refused_clients += 1
-            _log.warning("%s: refusing a second comch client (this service serves one initiator)", self.name)
+            _log.warning("%s: refusing a comch client: %s", self.name, why)
             try:
                 ctx.disconnect(conn)
             except DocaError as exc:
-                _log.debug("%s: could not disconnect the extra client: %s", self.name, exc)
-        self._pending_connects.clear()
+                _log.debug("%s: could not disconnect the client: %s", self.name, exc)
 
     def _deliver(self) -> bool:
         """Hand recorded events to their receivers; whether anything was delivered."""
@@ -381,10 +410,11 @@ def connect_comch_client(dev: doca_py.Dev, name: str, pe: doca_py.Pe, *, timeout
 def listen_comch_server(dev: doca_py.Dev, rep: doca_py.DevRep, name: str, pe: doca_py.Pe, *,
                         timeout: float | None, should_abort: Callable[[], bool] | None = None
                         ) -> tuple[ControlChannel, ComchServer, ComchConnection]:
-    """Serve *name* for the host function *rep* and accept exactly one client.
+    """Serve *name* for the host function *rep* and accept exactly one client: the first
+    whose first message is a ``query_storage_request`` (which the channel then delivers).
 
     Wait up to *timeout* seconds (``None``: forever) for it, checking *should_abort* every
-    100 ms (``CONNECTION_ABORTED``); later clients are disconnected. A name already served
+    100 ms (``CONNECTION_ABORTED``); the other clients are disconnected. A name already served
     gives ``ALREADY_EXIST``. Close the channel, then the server.
     """
     server = ComchServer(dev, rep, name)

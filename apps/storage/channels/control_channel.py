@@ -30,6 +30,7 @@ from doca_py.errors import ErrorCode
 
 from apps.storage.wire.control import HEADER_SIZE, PREFIX_SIZE, ControlMessage, check_response, decode_body, encode_frame
 from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.storage.runtime.retry_log import RetryLog, errno_reason
 
 __all__ = [
     "DEFAULT_MAX_BODY", "FrameDecoder", "TransportSink", "Transport", "TcpTransport", "ControlChannel",
@@ -353,11 +354,12 @@ class TcpListener:
 
 def connect_tcp(host: str, port: int, *, timeout: float | None = None, retry_interval: float = 0.1,
                 should_abort: Callable[[], bool] | None = None,
-                max_body: int = DEFAULT_MAX_BODY) -> ControlChannel:
+                max_body: int = DEFAULT_MAX_BODY, retries: RetryLog | None = None) -> ControlChannel:
     """Connect to a storage target, retrying while it refuses (so it may start later, §3.1).
 
     Give up with ``TIME_OUT`` after *timeout* seconds (``None``: retry forever), with
-    ``CONNECTION_ABORTED`` when *should_abort* returns true; other errors are fatal.
+    ``CONNECTION_ABORTED`` when *should_abort* returns true; other errors are fatal. Each refused
+    attempt goes to *retries* (a rate-limited log with its reason), when given.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
@@ -373,8 +375,12 @@ def connect_tcp(host: str, port: int, *, timeout: float | None = None, retry_int
             if deadline is not None and time.monotonic() >= deadline:
                 raise StorageAppError(ErrorCode.TIME_OUT,
                                       f"Timed out connecting to {host}:{port}: {exc.strerror or exc}") from None
+            if retries is not None:
+                retries.failed(errno_reason(exc.errno))
             # Refused: the target is not up yet. Wait a little (without busy-spinning).
             wait = retry_interval if deadline is None else min(retry_interval, max(0.0, deadline - time.monotonic()))
             select.select([], [], [], wait)
             continue
+        if retries is not None:
+            retries.succeeded()
         return ControlChannel(TcpTransport(sock), max_body=max_body, name=f"tcp {host}:{port}")

@@ -28,7 +28,8 @@ from doca_py.log import LogLevel, parse_level
 __all__ = [
     "FlagKind", "flag", "flag_name", "flag_info", "Ipv4Endpoint", "parse_ipv4_endpoint", "MatrixType",
     "ExecutionStrategy", "CommonConfig", "ServiceConfig", "Cpus", "ControlTimeout", "Endpoint",
-    "existing_file", "validation_messages", "GENERAL_FIELDS",
+    "existing_file", "validation_messages", "GENERAL_FIELDS", "StatsInterval", "StatsFormat", "stats_interval_flag",
+    "stats_format_flag",
 ]
 
 FlagKind = Literal["string", "int", "bool"]
@@ -152,6 +153,29 @@ def _control_timeout(value: int) -> int:
     return value
 
 
+def _stats_interval(value: int) -> int:
+    if not 0 <= value <= 3600:
+        raise ValueError(f"{value} must be from 0 (no live statistics) to 3600 seconds")
+    return value
+
+
+#: ``--stats-interval`` in seconds: 0 (off) to 3600.
+StatsInterval = Annotated[int, AfterValidator(_stats_interval)]
+#: ``--stats-format``.
+StatsFormat = Literal["text", "json"]
+
+
+def stats_interval_flag() -> Any:
+    """The ``--stats-interval`` flag (off by default) of the apps with live statistics."""
+    return flag(0, kind="int", help="print live statistics (IO/s, MiB/s, in flight, errors, degraded reads) every "
+                                    "N seconds; 0 = never")
+
+
+def stats_format_flag() -> Any:
+    """The ``--stats-format`` flag: text lines or JSON lines."""
+    return flag("text", metavar="FORMAT", help="live statistics as text lines or as json lines (stable keys)")
+
+
 #: ``--cpu``, repeated: at least one, none negative, none twice.
 Cpus = Annotated[list[int], AfterValidator(_cpus)]
 #: ``--control-timeout`` in seconds: positive.
@@ -167,6 +191,8 @@ class ServiceConfig(CommonConfig):
     cpu: Cpus = flag(kind="int", multi=True, help="CPU id for a worker; repeat for more workers")
     command_channel_name: str = flag("doca_storage_comch", help="comch server name")
     control_timeout: ControlTimeout = flag(5, kind="int", help="control timeout in seconds (must not be 0)")
+    stats_interval: StatsInterval = stats_interval_flag()
+    stats_format: StatsFormat = stats_format_flag()
 
     @field_validator("command_channel_name")
     @classmethod

@@ -13,12 +13,13 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from apps.storage.cli.argp import run_main, setup_logging, version_text
-from apps.storage.cli.config import CommonConfig
+from apps.storage.cli.config import ServiceConfig
+from apps.storage.runtime.live_stats import live_stats
 from apps.storage.runtime.signals import abort_on_signals
 
 __all__ = ["emit", "print_config", "run_app"]
 
-C = TypeVar("C", bound=CommonConfig)
+C = TypeVar("C", bound=ServiceConfig)
 
 
 def emit(text: str) -> None:
@@ -45,7 +46,8 @@ def run_app(config: C, app_name: str, banner: Sequence[str], show_config: Callab
         for line in banner:
             emit(line)
         show_config(config)
-        return run_service(config, abort, emit)
+        with live_stats(app_name, config.stats_interval, config.stats_format):
+            return run_service(config, abort, emit)
 
     with abort_on_signals(abort):
         return run_main(run)

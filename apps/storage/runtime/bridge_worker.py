@@ -94,6 +94,7 @@ class BridgeWorkerThread(WorkerThread, Generic[S]):
         self._in_flight = 0          # requests received and not yet answered
         self.operation_count = 0
         self.refused_count = 0       # requests the bridge answered itself
+        self.bytes_requested = 0     # io_size of the requests accepted (live statistics)
         self.pe_hits = 0
         self.pe_misses = 0
 

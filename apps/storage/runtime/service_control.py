@@ -43,14 +43,20 @@ from apps.storage.wire.control import (
 from apps.storage.errors import PeerClosedError, StorageAppError
 from apps.storage.runtime.stats import WorkerStats, format_worker_stats
 
-__all__ = ["ABORTED_TEXT", "DRAIN_TIMEOUT", "ABORT_DRAIN_TIMEOUT", "TICK", "Printer", "TargetFailure",
+__all__ = ["ABORTED_TEXT", "DRAIN_TIMEOUT", "STOP_DRAIN_MIN", "ABORT_DRAIN_TIMEOUT", "TICK", "Printer", "TargetFailure",
            "InitiatorGone", "INITIATOR_GONE_TEXT", "aborted",
            "BridgeWorker", "BridgeControl", "open_host_representor", "serve_session"]
 
 Printer = Callable[[str], None]
 ABORTED_TEXT = "Aborted: User requested abort"
 DRAIN_TIMEOUT = 5.0
-"""Seconds ``stop_storage_request`` lets the requests in flight be answered."""
+"""Seconds ``stop_storage_request`` lets the requests in flight be answered, counted from the
+arrival of the request: the relay to the target(s) and the drain share them."""
+STOP_DRAIN_MIN = 0.3
+"""Seconds the drain gets at least, when the relay of ``stop`` used up :data:`DRAIN_TIMEOUT`
+(a stalled target taken out after ``--target-io-timeout``): the bridge answers ``stop``
+within ``max(relay, DRAIN_TIMEOUT) + STOP_DRAIN_MIN`` and the initiator waits longer
+(``apps.initiator.control.stop_response_timeout``)."""
 ABORT_DRAIN_TIMEOUT = 0.3
 TICK = 0.05
 M = MessageType
@@ -342,8 +348,9 @@ class BridgeControl(Generic[W]):
         return make_response(msg)
 
     def _stop(self, msg: ControlMessage) -> ControlMessage:
+        drain_until = time.monotonic() + DRAIN_TIMEOUT
         self.relay_simple(M.STOP_STORAGE_REQUEST, msg.correlation_id)
-        self._stop_workers(DRAIN_TIMEOUT)
+        self._stop_workers(max(STOP_DRAIN_MIN, drain_until - time.monotonic()))
         return make_response(msg)
 
     def _shutdown(self, msg: ControlMessage) -> ControlMessage:

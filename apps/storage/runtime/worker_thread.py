@@ -28,6 +28,7 @@ import doca_py as d
 from doca_py.errors import ErrorCode
 
 from apps.storage.errors import StorageAppError
+from apps.storage.runtime.live_stats import LiveCounters, register
 from apps.storage.runtime.wakeup import Wakeup
 
 __all__ = ["WorkerThread", "COMMAND_TIMEOUT", "WORK_UNIT_BUDGET", "work_budget"]
@@ -79,6 +80,7 @@ class WorkerThread:
         self._running = False  # the data path accepts work
         self._pe: d.Pe | None = None
         self.error: str | None = None
+        register(self)  # sampled by live statistics (apps.storage.runtime.live_stats) while it lives
 
     @property
     def name(self) -> str:
@@ -89,6 +91,11 @@ class WorkerThread:
     def alive(self) -> bool:
         """Whether the worker thread is running."""
         return self._thread.is_alive()
+
+    def live_counters(self) -> LiveCounters:
+        """The running totals live statistics sample, read from another thread without locking
+        (the subclasses' counters, which their data path keeps anyway)."""
+        return LiveCounters(0, 0, 0, 0)
 
     def budget(self, timeout: float) -> float:
         """What a call with *timeout* may take: *timeout* plus the work budget

@@ -54,7 +54,7 @@ from apps.storage.errors import ProtocolError
 __all__ = [
     "IO_MESSAGE_SIZE", "IoMessageType", "IoMessage", "TYPE_OFFSET", "USER_DATA_OFFSET", "RESULT_OFFSET",
     "IO_SIZE_OFFSET", "REQUESTER_OFFSET_OFFSET", "STORAGE_OFFSET_OFFSET", "make_response_in_place",
-    "pack_io_message_into", "unpack_io_message_from", "unpack_io_head_from", "user_data_at", "result_at",
+    "pack_io_message_into", "unpack_io_message_from", "unpack_io_head_from", "user_data_at", "result_at", "io_size_at",
     "set_type_in_place",
 ]
 
@@ -99,6 +99,11 @@ def user_data_at(buffer: Any, offset: int = 0) -> int:
 def result_at(buffer: Any, offset: int = 0) -> int:
     """The ``result`` of the message at *offset* of *buffer*."""
     return int(_U32.unpack_from(buffer, offset + RESULT_OFFSET)[0])
+
+
+def io_size_at(buffer: Any, offset: int = 0) -> int:
+    """The ``io_size`` of the message at *offset* of *buffer*."""
+    return int(_U32.unpack_from(buffer, offset + IO_SIZE_OFFSET)[0])
 
 
 def set_type_in_place(buffer: bytearray | memoryview, type: int, offset: int = 0) -> None:
