@@ -513,6 +513,10 @@ def test_server_events_messages_and_send(env30: BoundLib) -> None:
         srv.task_send_alloc_init(conn, b"x")
     with pytest.raises(DocaNotConnected):
         srv.disconnect(conn)
+    with pytest.raises(DocaBadState, match="doca_comch_producer_create: the comch connection is not established"):
+        ncomch.producer_create(conn)
+    with pytest.raises(DocaBadState, match="doca_comch_consumer_create: the comch connection is not established"):
+        ncomch.consumer_create(conn, b.mmap)
     t.free()
     srv.destroy()
     assert not conn2.is_connected()
