@@ -9,27 +9,50 @@ Both create or refresh ``.venv`` next to this file and install the project into 
 changed since the last install, then run their tools from it.
 
 ``test`` then runs the test suite again (``pytest -n auto -q`` only) on every other
-Python of ``DOCA_PY_TEST_PYTHONS`` (default: ``python3.12 python3.13``) that runs
-on this machine, each in its own ``.venv-<version>``; one that is missing or does
-not start is skipped with the reason. ``DOCA_PY_TEST_PYTHONS=`` (empty) skips them.
+installed CPython 3.11+ it finds by path (``$PYENV_ROOT/versions/*/bin/python3.X``,
+``python3.X`` on ``PATH``; one per version, its newest patch release), each in its own
+``.venv-X.Y``, and ends with one summary line per version.
+``DOCA_PY_TEST_PYTHONS="python3.12 /opt/py/bin/python3"`` names the interpreters
+instead; ``DOCA_PY_TEST_PYTHONS=`` (empty) runs none.
+
+``test --repeat N`` runs the suite N times on ``.venv``'s Python only, each run with a
+``DOCA_PY_EMU_SEED`` of its own, and ends with every failing test and the seeds that
+failed it.
+
+Every pytest run has its seed set (an exported ``DOCA_PY_EMU_SEED`` wins, except under
+``--repeat``) and printed, and writes JUnit XML to ``build/test-results/``, which the
+summaries read. Other arguments of ``test`` (all of them after ``--``) go to pytest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import random
+import re
 import shutil
 import subprocess
 import sys
 import venv
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PY = VENV / "bin" / "python"
 STAMP = VENV / ".setup-stamp"
-OTHER_PYTHONS = ("python3.12", "python3.13")
+RESULTS = ROOT / "build" / "test-results"
 MIN_PYTHON = (3, 11)
+SEED = "DOCA_PY_EMU_SEED"
+PYTHONS = "DOCA_PY_TEST_PYTHONS"
+_PROBE = "import platform, sys; print(platform.python_implementation(), *sys.version_info[:3])"
+_VERSIONED = re.compile(r"python3\.(\d+)")
+
+
+class UsageError(Exception):
+    """Bad arguments: main prints the message and the usage."""
 
 
 def _sh(*cmd: str | Path, env: dict[str, str] | None = None) -> None:
@@ -66,40 +89,191 @@ def ensure_venv() -> None:
     _install(PY)
 
 
-def _python_version(exe: str) -> tuple[tuple[int, int] | None, str]:
-    """``((major, minor), "")`` of the interpreter *exe*, or ``(None, why not)``."""
+# -- the interpreters to test on ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Python:
+    """An installed CPython found to start."""
+
+    exe: str
+    version: tuple[int, int, int]
+
+    @property
+    def minor(self) -> tuple[int, int]:
+        return self.version[0], self.version[1]
+
+    @property
+    def label(self) -> str:
+        return "python " + ".".join(map(str, self.version))
+
+    @property
+    def venv_dir(self) -> Path:
+        return ROOT / f".venv-{self.version[0]}.{self.version[1]}"
+
+
+def probe(exe: str) -> tuple[Python | None, str]:
+    """The interpreter *exe* (a name on ``PATH`` or a path) if it starts and is a CPython doca_py
+    supports, else ``(None, why not)``."""
     path = shutil.which(exe)
     if path is None:
-        return None, "not on PATH"
+        return None, "not found"
     try:
-        out = subprocess.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run([path, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"{path} does not start: {exc}"
+        return None, f"does not start: {exc}"
     if out.returncode != 0:
         why = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[0]
-        return None, f"{path} does not start: {why}"
-    major, minor = (int(x) for x in out.stdout.split(".")[:2])
-    return (major, minor), ""
+        return None, f"does not start: {why}"
+    impl, *numbers = out.stdout.split() or [""]
+    if impl != "CPython":
+        return None, f"{impl or 'no answer'}, not CPython"
+    try:
+        version = (int(numbers[0]), int(numbers[1]), int(numbers[2]))
+    except (IndexError, ValueError):
+        return None, f"unexpected version {out.stdout.strip()!r}"
+    if version[:2] < MIN_PYTHON:
+        return None, f"Python {version[0]}.{version[1]} is older than doca_py supports"
+    return Python(path, version), ""
 
 
-def _other_pythons() -> list[tuple[str, Path]]:
-    """The interpreters of ``DOCA_PY_TEST_PYTHONS`` that run here, each with its venv dir."""
-    names = os.environ.get("DOCA_PY_TEST_PYTHONS")
-    candidates = names.split() if names is not None else list(OTHER_PYTHONS)
-    own = _python_version(str(PY))[0]
-    found: list[tuple[str, Path]] = []
-    for exe in candidates:
-        version, why = _python_version(exe)
-        if version is None:
-            print(f"skipping {exe}: {why}", flush=True)
-        elif version < MIN_PYTHON:
-            print(f"skipping {exe}: Python {version[0]}.{version[1]} is older than doca_py supports", flush=True)
-        elif version == own or any(v.name == f".venv-{version[0]}.{version[1]}" for _, v in found):
-            print(f"skipping {exe}: Python {version[0]}.{version[1]} already tested", flush=True)
-        else:
-            found.append((exe, ROOT / f".venv-{version[0]}.{version[1]}"))
+def candidates(pyenv_root: Path, path_dirs: Iterable[str]) -> list[str]:
+    """Every executable named ``python3.X`` (X >= 11) in pyenv's versions, then on the ``PATH``,
+    each file once. pyenv's shims are left out: they only forward to those versions, and fail
+    ("command not found") for one that is not selected."""
+    shims = (pyenv_root / "shims").resolve()
+    dirs = sorted((pyenv_root / "versions").glob("*/bin")) + [Path(d) for d in path_dirs if d]
+    found: list[str] = []
+    seen: set[Path] = set()
+    for d in dirs:
+        if d.resolve() == shims or not d.is_dir():
+            continue
+        for f in sorted(d.iterdir()):
+            m = _VERSIONED.fullmatch(f.name)
+            if not m or (3, int(m.group(1))) < MIN_PYTHON or not (f.is_file() and os.access(f, os.X_OK)):
+                continue
+            if f.resolve() not in seen:
+                seen.add(f.resolve())
+                found.append(str(f))
     return found
+
+
+def find_pythons(own: Python | None, explicit: str | None, pyenv_root: Path, path_dirs: Iterable[str]) -> list[Python]:
+    """The interpreters to run the suite on besides *own* (``.venv``'s), one per X.Y, oldest first:
+    those named in *explicit* (``DOCA_PY_TEST_PYTHONS``) when it is set, else every candidate
+    found by path; of several X.Y, the newest patch release. Skips are printed with the reason."""
+    names = explicit.split() if explicit is not None else candidates(pyenv_root, path_dirs)
+    best: dict[tuple[int, int], Python] = {}
+    for exe in names:
+        py, why = probe(exe)
+        if py is None:
+            print(f"skipping {exe}: {why}", flush=True)
+        elif own is not None and py.minor == own.minor:
+            print(f"skipping {exe}: Python {py.minor[0]}.{py.minor[1]} is .venv's, already tested", flush=True)
+        elif py.minor not in best or py.version > best[py.minor].version:
+            best[py.minor] = py
+    return [best[k] for k in sorted(best)]
+
+
+# -- results --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """One pytest run's results, read from its JUnit XML report."""
+
+    passed: int = 0
+    skipped: int = 0
+    #: Ids of the tests that failed or errored, each once, in report order.
+    failed: list[str] = field(default_factory=list)
+    #: Why the run has no (complete) results, when it has none.
+    problem: str = ""
+
+    def counts(self) -> str:
+        parts = [f"{len(self.failed)} failed"] if self.failed else []
+        parts += [f"{self.passed} passed", f"{self.skipped} skipped"]
+        return ", ".join(parts + ([self.problem] if self.problem else []))
+
+
+def node_id(case: ET.Element) -> str:
+    """pytest's node id of a ``<testcase>`` (``junit_family=xunit1`` gives its ``file``)."""
+    classname, name, file = case.get("classname", ""), case.get("name", ""), case.get("file", "")
+    module = file.removesuffix(".py").replace("/", ".")
+    if file and classname == module:
+        return f"{file}::{name}"
+    if file and classname.startswith(module + "."):
+        return f"{file}::{classname[len(module) + 1:].replace('.', '::')}::{name}"
+    return "::".join(p for p in (classname, name) if p)
+
+
+def read_junit(path: Path) -> Outcome:
+    """The outcome a JUnit XML report records (a test that passed and then failed in teardown is
+    reported twice: it counts once, as failed)."""
+    try:
+        root = ET.parse(path).getroot()
+    except FileNotFoundError:
+        return Outcome(problem="no report")
+    except (ET.ParseError, OSError) as exc:
+        return Outcome(problem=f"unreadable report ({exc})")
+    status: dict[str, str] = {}
+    for case in root.iter("testcase"):
+        tags = {child.tag for child in case}
+        kind = "failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"
+        tid = node_id(case)
+        if kind == "failed" or tid not in status:
+            status[tid] = kind
+    kinds = list(status.values())
+    return Outcome(kinds.count("passed"), kinds.count("skipped"), [t for t, k in status.items() if k == "failed"])
+
+
+@dataclass
+class Run:
+    """One pytest run: what ran it, its seed, exit status and outcome."""
+
+    label: str
+    seed: str
+    returncode: int
+    outcome: Outcome
+    #: The interpreter that ran it, relative to the checkout.
+    python: str = ".venv/bin/python"
+
+    def line(self) -> str:
+        if self.returncode == 0:
+            return f"{self.label}: {self.outcome.counts()}"
+        return f"{self.label}: FAILED ({self.outcome.counts()}; exit status {self.returncode}; {SEED}={self.seed})"
+
+
+def failing_tests(runs: Iterable[Run]) -> dict[str, list[Run]]:
+    """Each failing test id → the runs it failed in (in run order)."""
+    out: dict[str, list[Run]] = {}
+    for run_ in runs:
+        for tid in run_.outcome.failed:
+            out.setdefault(tid, []).append(run_)
+    return out
+
+
+def summary(title: str, runs: list[Run]) -> list[str]:
+    """The closing report: one line per run, then every failing test with the seeds that failed it."""
+    bad = [r for r in runs if r.returncode]
+    lines = [f"{title}: {len(runs) - len(bad)} of {len(runs)} passed"] + ["  " + r.line() for r in runs]
+    failing = failing_tests(runs)
+    if failing:
+        lines.append(f"failing tests, with the {SEED} of each run that failed them:")
+        lines += [f"  {tid}  " + ", ".join(f"{r.seed} ({r.label})" for r in failed) for tid, failed in failing.items()]
+        tid, failed = next(iter(failing.items()))
+        lines.append(f"replay one: {SEED}={failed[0].seed} {failed[0].python} -m pytest -p no:xdist {tid!r}")
+    return lines
+
+
+def distinct_seeds(n: int, rng: random.Random | None = None) -> list[str]:
+    """*n* different seeds."""
+    rng = rng or random.SystemRandom()
+    seeds: list[str] = []
+    while len(seeds) < n:
+        seed = str(rng.randrange(1 << 31))
+        if seed not in seeds:
+            seeds.append(seed)
+    return seeds
 
 
 def ensure_other_venv(exe: str, venv_dir: Path) -> Path:
@@ -119,27 +293,84 @@ def run(args: list[str]) -> None:
     _sh(PY, "-m", "apps.topology", *args, env=env)
 
 
-def test(args: list[str]) -> None:
+def parse_test_args(args: list[str]) -> tuple[int, list[str]]:
+    """``(repeat count or 0, pytest's arguments)`` from ``test``'s arguments."""
+    repeat, rest = 0, []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i + 1:]
+            break
+        if arg == "--repeat" or arg.startswith("--repeat="):
+            if arg == "--repeat":
+                i += 1
+                value = args[i] if i < len(args) else ""
+            else:
+                value = arg.partition("=")[2]
+            if not value.isdigit() or int(value) < 1:
+                raise UsageError(f"--repeat needs a number of runs (1 or more), got {value!r}")
+            repeat = int(value)
+        else:
+            rest.append(arg)
+        i += 1
+    return repeat, rest
+
+
+def _pytest(py: Path, args: list[str], label: str, seed: str, report: Path) -> Run:
+    report.unlink(missing_ok=True)
+    print(f"{label}: {SEED}={seed}", flush=True)
+    # -n auto: pytest-xdist, one worker per core. xunit1: the report names each test's file.
+    cmd = [str(py), "-m", "pytest", "-n", "auto", "-q", f"--junitxml={report}", "-o", "junit_family=xunit1", *args]
+    print("+", " ".join(cmd), flush=True)
+    returncode = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, **{SEED: seed})).returncode
+    return Run(label, seed, returncode, read_junit(report), os.path.relpath(py, ROOT))
+
+
+def _on_every_python(args: list[str]) -> list[Run]:
+    own, _ = probe(str(PY))
+    label = own.label if own else ".venv"
+    runs = [_pytest(PY, args, label, os.environ.get(SEED) or distinct_seeds(1)[0], RESULTS / "venv.xml")]
+    # The other Pythons: the suite only (mypy and the docs do not depend on the interpreter).
+    pyenv_root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    path_dirs = os.environ.get("PATH", "").split(os.pathsep)
+    for py in find_pythons(own, os.environ.get(PYTHONS), pyenv_root, path_dirs):
+        try:
+            venv_py = ensure_other_venv(py.exe, py.venv_dir)
+        except subprocess.CalledProcessError as exc:
+            why = f"setting up {py.venv_dir.name} failed"
+            runs.append(Run(py.label, "-", exc.returncode or 1, Outcome(problem=why)))
+            continue
+        seed = os.environ.get(SEED) or distinct_seeds(1)[0]
+        runs.append(_pytest(venv_py, args, py.label, seed, RESULTS / f"{py.venv_dir.name}.xml"))
+    return runs
+
+
+def _repeated(n: int, args: list[str]) -> list[Run]:
+    if os.environ.get(SEED):
+        print(f"--repeat draws a seed per run: the exported {SEED}={os.environ[SEED]} is not used", flush=True)
+    return [_pytest(PY, args, f"run {i}/{n}", seed, RESULTS / f"repeat-{i}.xml")
+            for i, seed in enumerate(distinct_seeds(n), 1)]
+
+
+def test(args: list[str]) -> int:
+    repeat, pytest_args = parse_test_args(args)
     _sh(PY, "-m", "mypy")
     docs_env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     # No --quiet: every warning is visible, and --strict makes it fatal.
     _sh(PY, "-m", "mkdocs", "build", "--strict", "--site-dir", str(ROOT / "build" / "site"), env=docs_env)
-    # -n auto: pytest-xdist, one worker per core.
-    _sh(PY, "-m", "pytest", "-n", "auto", "-q", *args)
-    # The other Pythons: the suite only (mypy and the docs do not depend on the interpreter).
-    failed = []
-    for exe, venv_dir in _other_pythons():
-        py = ensure_other_venv(exe, venv_dir)
-        try:
-            _sh(py, "-m", "pytest", "-n", "auto", "-q", *args)
-        except subprocess.CalledProcessError as exc:
-            failed.append((venv_dir.name, exc))
-    if failed:
-        print("test suite failed on: " + ", ".join(name for name, _ in failed), flush=True)
-        raise failed[0][1]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for old in RESULTS.glob("*.xml"):
+        old.unlink()
+    if repeat:
+        runs, title = _repeated(repeat, pytest_args), f"{repeat} runs"
+    else:
+        runs, title = _on_every_python(pytest_args), "test suite per Python"
+    print("\n".join(summary(title, runs)), flush=True)
+    return 1 if any(r.returncode for r in runs) else 0
 
 
-COMMANDS = {"run": run, "test": test}
+COMMANDS: dict[str, Callable[[list[str]], int | None]] = {"run": run, "test": test}
 
 
 def main(argv: list[str]) -> int:
@@ -148,10 +379,13 @@ def main(argv: list[str]) -> int:
         return 2
     ensure_venv()
     try:
-        COMMANDS[argv[0]](argv[1:])
+        return COMMANDS[argv[0]](argv[1:]) or 0
+    except UsageError as exc:
+        print(f"tasks.py {argv[0]}: {exc}", file=sys.stderr)
+        print(__doc__, file=sys.stderr)
+        return 2
     except subprocess.CalledProcessError as exc:
         return exc.returncode or 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, Self, cast
 
 from .._backend.protocols.core import BufHandle, DevInfoHandle, MmapHandle
-from ..errors import DocaInvalidValue, check
+from ..errors import DocaBadState, DocaInvalidValue, check
 from .comch_connection import (
     U32_MAX,
     NativeComchConnection,
@@ -237,21 +237,27 @@ def _conn(conn: Any) -> NativeComchConnection:
     return conn
 
 
+def _established(conn: Any, what: str) -> NativeComchConnection:
+    # A closed connection's pointer may be gone: answer as DOCA does for one not established.
+    c = _conn(conn)
+    if not c.connected:
+        raise DocaBadState(f"{what}: the comch connection is not established")
+    return c
+
+
 def consumer_create(conn: Any, mmap: MmapHandle) -> NativeComchConsumer:
     """``doca_comch_consumer_create`` on a connection and a native mmap."""
-    c = _conn(conn)
+    c = _established(conn, "doca_comch_consumer_create")
     out = ctypes.c_void_p()
-    check(cl().doca_comch_consumer_create(c._p("doca_comch_consumer_create"), getattr(mmap, "ptr"), _byref(out)),
-          "doca_comch_consumer_create")
+    check(cl().doca_comch_consumer_create(c.ptr, getattr(mmap, "ptr"), _byref(out)), "doca_comch_consumer_create")
     return NativeComchConsumer(out.value, c)
 
 
 def producer_create(conn: Any) -> NativeComchProducer:
     """``doca_comch_producer_create`` on a connection."""
-    c = _conn(conn)
+    c = _established(conn, "doca_comch_producer_create")
     out = ctypes.c_void_p()
-    check(cl().doca_comch_producer_create(c._p("doca_comch_producer_create"), _byref(out)),
-          "doca_comch_producer_create")
+    check(cl().doca_comch_producer_create(c.ptr, _byref(out)), "doca_comch_producer_create")
     return NativeComchProducer(out.value, c)
 
 # -- capabilities -----------------------------------------------------------------------------------

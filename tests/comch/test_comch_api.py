@@ -405,6 +405,26 @@ def test_disconnect_is_refused_while_consumers_exist(backend: str) -> None:
         mm.close()
 
 
+@pytest.mark.conformance
+def test_producer_and_consumer_need_an_established_connection(backend: str) -> None:
+    # doca_comch_{producer,consumer}_create: BAD_STATE, "comch_connection is not established".
+    with pair() as p:
+        smm, _ = local_mmap(p.dpu)
+        cmm, _ = local_mmap(p.host)
+        sconn, cconn = p.sconn, p.cconn
+        p.server.ctx.disconnect(sconn)
+        p.pump(lambda: any(k == "disconnect" for k, _ in p.server.events))
+        p.pump(lambda: p.client.ctx.get_state() != CtxState.RUNNING)
+        for conn, mm in ((sconn, smm), (cconn, cmm)):
+            with pytest.raises(e.DocaBadState, match="not established"):
+                ComchProducer(conn)
+            with pytest.raises(e.DocaBadState, match="not established"):
+                ComchConsumer(conn, mm)
+        assert p.server.ctx.get_state() == CtxState.RUNNING
+        smm.close()
+        cmm.close()
+
+
 def test_consumer_fails_posted_receives_when_the_peer_goes(backend: str) -> None:
     with pair() as p, d.BufInventory(8) as inv:
         mm, _ = local_mmap(p.host)

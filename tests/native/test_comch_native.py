@@ -45,11 +45,11 @@ from doca_py.native.capi.comch import (
 )
 from doca_py.native.mmap import NativeMmap
 
+from . import capi_inventory
 from .conftest import UseLibdir
 from .fakelib import comch as fake
 from .fakelib.plugin import FakeLibs
 
-DOC = Path(__file__).parents[2].parent / "shared/design/doca-c-api.md"
 C = ctypes
 P = C.c_void_p
 PP = C.POINTER(C.c_void_p)
@@ -68,34 +68,9 @@ class Row:
     v26: str
 
 
-def _doc() -> list[str]:
-    if not DOC.exists():
-        pytest.skip(f"{DOC} not present (design notes are outside the repository)")
-    return DOC.read_text(encoding="utf-8").splitlines()
-
-
-def _section(lines: list[str], number: str) -> list[str]:
-    out, inside = [], False
-    for line in lines:
-        if line.startswith("### "):
-            inside = line.startswith(f"### {number} ")
-        elif inside:
-            out.append(line)
-    assert out, f"§{number} not found; update this parser"
-    return out
-
-
 def _rows() -> list[Row]:
-    lines = _doc()
-    rows = []
-    for number in ("2.10", "2.11", "2.12"):
-        for line in _section(lines, number):
-            if not re.match(r"^\| \d+ \| `", line):
-                continue
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            params = [p.strip() for p in cells[3].split(",") if p.strip() not in ("void", "")]
-            rows.append(Row(cells[1].strip("`"), cells[2].strip("`"), params, cells[5]))
-    return rows
+    return [Row(cells[1].strip("`"), cells[2].strip("`"), capi_inventory.params(cells[3]), cells[5])
+            for _, cells in capi_inventory.function_rows(capi_inventory.lines(), ("2.10", "2.11", "2.12"))]
 
 
 def test_every_function_is_declared_in_header_order_with_its_arity() -> None:
@@ -172,7 +147,7 @@ def test_types_follow_the_mapping_rules() -> None:
 
 def _producer_abi_change() -> tuple[int, int]:
     """§6.2 #15: parameter counts of the 2.6 and the 3.0 producer send alloc_init."""
-    for line in _section(_doc(), "6.2"):
+    for line in capi_inventory.section(capi_inventory.lines(), "6.2"):
         m = re.match(rf"^\| 15 \| `{PRODUCER_ALLOC}` \| `doca_cc_producer_task_send_alloc_init` \| "
                      r"doca_error_t \(([^)]*)\) \| doca_error_t \(([^)]*)\) \|", line)
         if m:
@@ -201,7 +176,7 @@ def test_version_markers_and_the_producer_variant() -> None:
 def test_the_26_cc_table_follows_the_renames() -> None:
     # §6.3: every doca_cc_* name is the 3.x name with the old prefix, except two.
     special = {}
-    for line in _section(_doc(), "6.3"):
+    for line in capi_inventory.section(capi_inventory.lines(), "6.3"):
         m = re.match(r"^\| `(doca_cc_\w+)` \| `(doca_comch_\w+)` \|", line)
         if m:
             special[m.group(2)] = m.group(1)
@@ -513,6 +488,10 @@ def test_server_events_messages_and_send(env30: BoundLib) -> None:
         srv.task_send_alloc_init(conn, b"x")
     with pytest.raises(DocaNotConnected):
         srv.disconnect(conn)
+    with pytest.raises(DocaBadState, match="doca_comch_producer_create: the comch connection is not established"):
+        ncomch.producer_create(conn)
+    with pytest.raises(DocaBadState, match="doca_comch_consumer_create: the comch connection is not established"):
+        ncomch.consumer_create(conn, b.mmap)
     t.free()
     srv.destroy()
     assert not conn2.is_connected()

@@ -1,6 +1,6 @@
 """libdoca_dma / libdoca_erasure_coding / libdoca_compress: declaration tables and object layer.
 
-1. The tables against the inventory in ``doca-c-api.md`` §2.13–2.15 (names, arity, types,
+1. The tables against the C API inventory (``capi_inventory``) §2.13–2.15 (names, arity, types,
    2.6 markers) and the twelve DOCA 2.6 ``…decompress_lz4…`` names (§6.3).
 2. Binding: absent symbols are ``DocaNotSupported`` stubs naming the versions; a 2.6
    runtime binds the 2.6 LZ4 names and not the 3.x ones, and vice versa.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -36,11 +35,11 @@ from doca_py.native.capi.compress import COMPRESS, COMPRESS_26
 from doca_py.native.capi.dma import DMA
 from doca_py.native.capi.erasure_coding import EC
 
+from . import capi_inventory
 from .conftest import UseLibdir
 from .fakelib import engines as fake
 from .fakelib.plugin import FakeLibs
 
-DOC = Path(__file__).parents[2].parent / "shared/design/doca-c-api.md"
 POINTER_BASE: Any = ctypes._Pointer  # noqa: SLF001
 CFUNC_BASE: Any = getattr(ctypes, "_CFuncPtr")
 
@@ -65,19 +64,8 @@ class Row:
 
 
 def _rows() -> list[Row]:
-    if not DOC.exists():
-        pytest.skip(f"{DOC} not present (design notes are outside the repository)")
-    rows, section = [], ""
-    for line in DOC.read_text(encoding="utf-8").splitlines():
-        head = re.match(r"^### (\d+\.\d+) ", line)
-        if head:
-            section = head.group(1)
-            continue
-        if section not in SECTIONS or not re.match(r"^\| \d+ \| `", line):
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        params = [p.strip() for p in cells[3].split(",") if p.strip() not in ("void", "")]
-        rows.append(Row(section, cells[1].strip("`"), cells[2].strip("`"), params, cells[5]))
+    rows = [Row(section, cells[1].strip("`"), cells[2].strip("`"), capi_inventory.params(cells[3]), cells[5])
+            for section, cells in capi_inventory.function_rows(capi_inventory.lines(), tuple(SECTIONS))]
     assert {r.section for r in rows} == set(SECTIONS), "the inventory format changed; update this parser"
     return rows
 

@@ -39,11 +39,11 @@ from doca_py.native.capi.rdma import (
     RdmaConnectionRequestCb,
 )
 
+from . import capi_inventory
 from .conftest import UseLibdir
 from .fakelib import rdma as fake
 from .fakelib.plugin import FakeLibs
 
-DOC = Path(__file__).parents[2].parent / "shared/design/doca-c-api.md"
 C = ctypes
 P = C.c_void_p
 PP = C.POINTER(C.c_void_p)
@@ -61,32 +61,9 @@ class Row:
     v26: str
 
 
-def _doc() -> list[str]:
-    if not DOC.exists():
-        pytest.skip(f"{DOC} not present (design notes are outside the repository)")
-    return DOC.read_text(encoding="utf-8").splitlines()
-
-
-def _section(lines: list[str], number: str) -> list[str]:
-    out, inside = [], False
-    for line in lines:
-        if line.startswith("### "):
-            inside = line.startswith(f"### {number} ")
-        elif inside:
-            out.append(line)
-    assert out, f"§{number} not found; update this parser"
-    return out
-
-
 def _rows() -> list[Row]:
-    rows = []
-    for line in _section(_doc(), "2.9"):
-        if not re.match(r"^\| \d+ \| `", line):
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        params = [p.strip() for p in cells[3].split(",") if p.strip() not in ("void", "")]
-        rows.append(Row(cells[1].strip("`"), cells[2].strip("`"), params, cells[5]))
-    return rows
+    return [Row(cells[1].strip("`"), cells[2].strip("`"), capi_inventory.params(cells[3]), cells[5])
+            for _, cells in capi_inventory.function_rows(capi_inventory.lines(), ("2.9",))]
 
 
 def test_every_function_is_declared_in_header_order_with_its_arity() -> None:
@@ -165,7 +142,7 @@ def test_types_follow_the_mapping_rules() -> None:
 def _abi_changes() -> dict[str, int]:
     """§6.2 rows of libdoca_rdma: name → number of parameters of the 2.6 signature."""
     out = {}
-    for line in _section(_doc(), "6.2"):
+    for line in capi_inventory.section(capi_inventory.lines(), "6.2"):
         m = re.match(r"^\| \d+ \| `(doca_rdma_\w+)` \| `\1` \| doca_error_t \(([^)]*)\) \|", line)
         if m:
             out[m.group(1)] = len([p for p in m.group(2).split(",") if p.strip()])
@@ -197,7 +174,7 @@ def test_version_markers_and_26_variants() -> None:
 
 
 def test_the_26_srq_functions() -> None:
-    (line,) = [ln for ln in _section(_doc(), "6.4") if ln.startswith("| RDMA shared receive queue")]
+    (line,) = [ln for ln in capi_inventory.section(capi_inventory.lines(), "6.4") if ln.startswith("| RDMA shared receive queue")]
     m = re.search(r"`(doca_rdma_create_with_srq)`, `doca_rdma_srq_\{([^}]*)\}`", line)
     assert m, "§6.4 format changed; update this parser"
     first, group = m.groups()

@@ -1,18 +1,15 @@
-"""The libdoca_common declaration table against the inventory in ``doca-c-api.md``."""
+"""The libdoca_common declaration table against the C API inventory (``capi_inventory``)."""
 
 from __future__ import annotations
 
 import ctypes
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from doca_py.native.capi import COMMON, INLINE, Decl
 
-DOC = Path(__file__).parents[2].parent / "shared/design/doca-c-api.md"
+from . import capi_inventory
+
 SECTIONS = {f"2.{i}" for i in range(1, 9)}
 TABLE = {d.name: d for d in COMMON}
 # Private bases, but the only way to ask "is this a POINTER(...) / CFUNCTYPE(...) type".
@@ -31,21 +28,9 @@ class Row:
 
 
 def _rows() -> list[Row]:
-    if not DOC.exists():
-        pytest.skip(f"{DOC} not present (design notes are outside the repository)")
-    rows, section = [], ""
-    for line in DOC.read_text(encoding="utf-8").splitlines():
-        head = re.match(r"^### (\d+\.\d+) ", line)
-        if head:
-            section = head.group(1)
-            continue
-        if section not in SECTIONS or not re.match(r"^\| \d+ \| `", line):
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        params = [p.strip() for p in cells[3].split(",")]
-        variadic = params[-1] == "..."
-        params = [p for p in params if p not in ("void", "...")]
-        rows.append(Row(cells[1].strip("`"), cells[2].strip("`"), params, variadic, cells[4], cells[5]))
+    rows = [Row(cells[1].strip("`"), cells[2].strip("`"), capi_inventory.params(cells[3]),
+                cells[3].endswith("..."), cells[4], cells[5])
+            for _, cells in capi_inventory.function_rows(capi_inventory.lines(), SECTIONS)]
     assert len(rows) > 150, "the inventory format changed; update this parser"
     return rows
 

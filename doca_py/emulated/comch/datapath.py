@@ -37,8 +37,8 @@ class EmuComchConsumer(_OrderedCtx):
             raise DocaInvalidValue("not a comch connection")
         if not isinstance(mmap, EmuMmap):
             raise DocaInvalidValue("not an emulated mmap")
-        if conn.closed or not conn.alive:
-            raise DocaNotConnected("the comch connection is closed")
+        if conn.closed or not conn.alive:  # DOCA: BAD_STATE, "comch_connection is not established"
+            raise DocaBadState("the comch connection is not established")
         if len(conn.consumers) >= MAX_CONSUMERS:
             raise DocaInvalidValue(f"a connection has at most {MAX_CONSUMERS} consumers")
         self.conn = conn
@@ -142,8 +142,8 @@ class EmuComchProducer(_Sender):
         super().__init__()
         if not isinstance(conn, EmuComchConnection):
             raise DocaInvalidValue("not a comch connection")
-        if conn.closed or not conn.alive:
-            raise DocaNotConnected("the comch connection is closed")
+        if conn.closed or not conn.alive:  # DOCA: BAD_STATE, "comch_connection is not established"
+            raise DocaBadState("the comch connection is not established")
         if len(conn.producers) >= MAX_PRODUCERS:
             raise DocaInvalidValue(f"a connection has at most {MAX_PRODUCERS} producers")
         self.conn = conn

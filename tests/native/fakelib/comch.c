@@ -433,7 +433,7 @@ EXPORT doca_error_t doca_comch_consumer_create(struct conn *c, void *mmap, struc
 	if (!c || !mmap || !out)
 		return E_INVALID;
 	if (!c->alive)
-		return E_NOT_CONNECTED;
+		return E_BAD_STATE; /* "comch_connection is not established" */
 	k = calloc(1, sizeof(*k));
 	if (k == NULL || ctx_create(&k->ctx) != E_OK) {
 		free(k);
@@ -497,7 +497,7 @@ EXPORT doca_error_t doca_comch_producer_create(struct conn *c, struct producer *
 	if (!c || !out)
 		return E_INVALID;
 	if (!c->alive)
-		return E_NOT_CONNECTED;
+		return E_BAD_STATE; /* "comch_connection is not established" */
 	p = calloc(1, sizeof(*p));
 	if (p == NULL || ctx_create(&p->ctx) != E_OK) {
 		free(p);

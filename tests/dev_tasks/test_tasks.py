@@ -1,0 +1,221 @@
+"""tasks.py's test command: its arguments, reading pytest's JUnit reports, the per-run and
+per-test summaries of ``--repeat``, and finding the Pythons to test on."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tasks
+from tasks import Outcome, Python, Run
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites name="pytest tests"><testsuite name="pytest" errors="2" failures="2" skipped="1" tests="7">
+<testcase classname="tests.core.test_a" name="test_ok" file="tests/core/test_a.py" line="1" time="0.1"/>
+<testcase classname="tests.core.test_a" name="test_skip" file="tests/core/test_a.py" line="3" time="0">
+  <skipped type="pytest.skip" message="no">tests/core/test_a.py:4: no</skipped></testcase>
+<testcase classname="tests.core.test_a.TestC" name="test_p[a.b::c]" file="tests/core/test_a.py" line="8" time="0">
+  <failure message="assert 0">E assert 0</failure></testcase>
+<testcase classname="tests.core.test_a" name="test_teardown" file="tests/core/test_a.py" line="12" time="0"/>
+<testcase classname="tests.core.test_a" name="test_teardown" file="tests/core/test_a.py" line="12" time="0">
+  <error message="failed on teardown">RuntimeError</error></testcase>
+<testcase classname="tests.core.test_a" name="test_ok2" file="tests/core/test_a.py" line="14" time="0"/>
+<testcase classname="" name="tests.core.test_broken" time="0"><error message="collection failure">E</error></testcase>
+</testsuite></testsuites>
+"""
+
+
+# -- arguments --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ([], (0, [])),
+    (["tests/core", "-x"], (0, ["tests/core", "-x"])),
+    (["--repeat", "3", "-x"], (3, ["-x"])),
+    (["--repeat=2", "--", "tests/core", "--repeat", "-k", "a"], (2, ["tests/core", "--repeat", "-k", "a"])),
+    (["-k", "x", "--repeat", "10"], (10, ["-k", "x"])),
+])
+def test_repeat_is_taken_and_the_rest_goes_to_pytest(args: list[str], expected: tuple[int, list[str]]) -> None:
+    assert tasks.parse_test_args(args) == expected
+
+
+@pytest.mark.parametrize("args", [["--repeat"], ["--repeat=0"], ["--repeat", "two"], ["--repeat", "-x"]])
+def test_a_bad_repeat_count_is_a_usage_error(args: list[str]) -> None:
+    with pytest.raises(tasks.UsageError, match="--repeat needs a number of runs"):
+        tasks.parse_test_args(args)
+
+
+def test_main_reports_a_usage_error(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tasks, "ensure_venv", lambda: None)
+    assert tasks.main(["test", "--repeat", "0"]) == 2
+    assert "tasks.py test: --repeat needs a number of runs (1 or more), got '0'" in capsys.readouterr().err
+
+
+# -- reports ---------------------------------------------------------------------------------------
+
+
+def test_a_report_gives_counts_and_node_ids(tmp_path: Path) -> None:
+    report = tmp_path / "r.xml"
+    report.write_text(JUNIT)
+    out = tasks.read_junit(report)
+    # A teardown error after a pass is one failed test; a collection error names its module.
+    assert out == Outcome(passed=2, skipped=1, failed=["tests/core/test_a.py::TestC::test_p[a.b::c]",
+                                                       "tests/core/test_a.py::test_teardown",
+                                                       "tests.core.test_broken"])
+    assert out.counts() == "3 failed, 2 passed, 1 skipped"
+
+
+def test_a_missing_or_broken_report_is_a_problem_not_a_pass(tmp_path: Path) -> None:
+    assert tasks.read_junit(tmp_path / "none.xml") == Outcome(problem="no report")
+    broken = tmp_path / "broken.xml"
+    broken.write_text(JUNIT[: len(JUNIT) // 2])
+    out = tasks.read_junit(broken)
+    assert out.problem.startswith("unreadable report") and out.failed == [] and out.passed == 0
+    assert Run("run 1/2", "7", 2, out).line().startswith("run 1/2: FAILED (0 passed, 0 skipped, unreadable report")
+
+
+def test_node_ids_are_pytests_own(tmp_path: Path) -> None:
+    """The ids read back from a real pytest report select the same tests when given to pytest."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "test_m.py").write_text(
+        "import pytest\n"
+        "def test_fails():\n    assert 0\n"
+        "class TestK:\n    @pytest.mark.parametrize('x', ['a::b', 'c.d'])\n    def test_p(self, x):\n        assert 0\n"
+        "def test_passes():\n    pass\n")
+    report = tmp_path / "r.xml"
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "--rootdir", str(tmp_path)]
+    run = subprocess.run([*cmd, f"--junitxml={report}", "-o", "junit_family=xunit1", "pkg"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run.stdout
+    out = tasks.read_junit(report)
+    assert out.passed == 1 and out.failed == [
+        "pkg/test_m.py::test_fails", "pkg/test_m.py::TestK::test_p[a::b]", "pkg/test_m.py::TestK::test_p[c.d]"]
+    again = subprocess.run([*cmd, "--collect-only", *out.failed], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0 and "3 tests collected" in again.stdout, again.stdout
+
+
+# -- summaries -------------------------------------------------------------------------------------
+
+
+def test_the_repeat_summary_lists_each_run_and_each_failing_test_with_its_seeds() -> None:
+    runs = [
+        Run("run 1/3", "11", 1, Outcome(5, 1, ["tests/a.py::test_x", "tests/b.py::test_y"])),
+        Run("run 2/3", "22", 0, Outcome(7, 1)),
+        Run("run 3/3", "33", 1, Outcome(6, 1, ["tests/a.py::test_x"])),
+    ]
+    runs[0].python = ".venv-3.12/bin/python"
+    assert tasks.summary("3 runs", runs) == [
+        "3 runs: 1 of 3 passed",
+        "  run 1/3: FAILED (2 failed, 5 passed, 1 skipped; exit status 1; DOCA_PY_EMU_SEED=11)",
+        "  run 2/3: 7 passed, 1 skipped",
+        "  run 3/3: FAILED (1 failed, 6 passed, 1 skipped; exit status 1; DOCA_PY_EMU_SEED=33)",
+        "failing tests, with the DOCA_PY_EMU_SEED of each run that failed them:",
+        "  tests/a.py::test_x  11 (run 1/3), 33 (run 3/3)",
+        "  tests/b.py::test_y  11 (run 1/3)",
+        "replay one: DOCA_PY_EMU_SEED=11 .venv-3.12/bin/python -m pytest -p no:xdist 'tests/a.py::test_x'",
+    ]
+
+
+def test_a_run_that_failed_without_a_failing_test_still_fails() -> None:
+    # Interrupted, no tests collected, a crashed worker: the exit status decides.
+    runs = [Run("python 3.12.1", "5", 0, Outcome(9, 0)), Run("python 3.13.0", "6", 5, Outcome(problem="no report"))]
+    assert tasks.summary("test suite per Python", runs) == [
+        "test suite per Python: 1 of 2 passed",
+        "  python 3.12.1: 9 passed, 0 skipped",
+        "  python 3.13.0: FAILED (0 passed, 0 skipped, no report; exit status 5; DOCA_PY_EMU_SEED=6)",
+    ]
+
+
+class _Repeating(random.Random):
+    def __init__(self, values: list[int]) -> None:
+        super().__init__()
+        self.values = values
+
+    def randrange(self, *args: object, **kwargs: object) -> int:  # type: ignore[override]
+        return self.values.pop(0)
+
+
+def test_seeds_are_distinct() -> None:
+    assert tasks.distinct_seeds(3, _Repeating([5, 5, 7, 5, 9])) == ["5", "7", "9"]
+    assert len(set(tasks.distinct_seeds(50))) == 50
+
+
+# -- the Pythons -----------------------------------------------------------------------------------
+
+
+def _interpreter(path: Path, answer: str, status: int = 0) -> Path:
+    """A stand-in interpreter: prints *answer* as tasks.probe's one-liner would (whatever it is asked)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stream = ">&2" if status else ""
+    path.write_text(f"#!/bin/sh\necho '{answer}' {stream}\nexit {status}\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A pyenv root and a PATH with the cases discovery must handle."""
+    pyenv = tmp_path / "pyenv"
+    v = pyenv / "versions"
+    _interpreter(v / "3.12.1" / "bin" / "python3.12", "CPython 3 12 1")
+    _interpreter(v / "3.12.4" / "bin" / "python3.12", "CPython 3 12 4")
+    _interpreter(v / "3.13.0" / "bin" / "python3.13", "CPython 3 13 0")
+    _interpreter(v / "3.10.2" / "bin" / "python3.10", "CPython 3 10 2")  # too old: not even asked
+    _interpreter(v / "3.14.0" / "bin" / "python3.14", "Fatal Python error: broken", status=1)
+    _interpreter(v / "3.13.0" / "bin" / "python3.13-config", "not an interpreter")
+    # pyenv's shims: skipped as a directory, even when on PATH.
+    _interpreter(pyenv / "shims" / "python3.15", "pyenv: python3.15: command not found", status=127)
+    usr = tmp_path / "usr" / "bin"
+    _interpreter(usr / "python3.11", "CPython 3 11 7")  # .venv's version
+    _interpreter(usr / "python3.16", "PyPy 3 16 0")
+    (usr / "python3.17").write_text("#!/bin/sh\necho CPython 3 17 0\n")  # not executable
+    (usr / "python3.12").symlink_to(v / "3.12.1" / "bin" / "python3.12")  # the same file once
+    return pyenv, [str(pyenv / "shims"), str(usr), str(tmp_path / "missing"), ""]
+
+
+def test_candidates_are_found_by_path(machine: tuple[Path, list[str]]) -> None:
+    pyenv, path = machine
+    found = [str(Path(c).relative_to(pyenv.parent)) for c in tasks.candidates(pyenv, path)]
+    assert found == ["pyenv/versions/3.12.1/bin/python3.12", "pyenv/versions/3.12.4/bin/python3.12",
+                     "pyenv/versions/3.13.0/bin/python3.13", "pyenv/versions/3.14.0/bin/python3.14",
+                     "usr/bin/python3.11", "usr/bin/python3.16"]
+
+
+def test_one_working_cpython_per_version_besides_the_venvs(machine: tuple[Path, list[str]],
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    pyenv, path = machine
+    own = Python("/venv/bin/python", (3, 11, 2))
+    found = tasks.find_pythons(own, None, pyenv, path)
+    assert [(py.version, Path(py.exe).parent.parent.name) for py in found] == [((3, 12, 4), "3.12.4"),
+                                                                               ((3, 13, 0), "3.13.0")]
+    assert [py.label for py in found] == ["python 3.12.4", "python 3.13.0"]
+    assert found[0].venv_dir == tasks.ROOT / ".venv-3.12"
+    out = capsys.readouterr().out
+    assert "python3.14: does not start: Fatal Python error: broken" in out
+    assert "usr/bin/python3.11: Python 3.11 is .venv's, already tested" in out
+    assert "usr/bin/python3.16: PyPy, not CPython" in out
+    assert "python3.15" not in out and "python3.17" not in out and "python3.10" not in out
+
+
+def test_the_environment_names_the_pythons(machine: tuple[Path, list[str]], tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    pyenv, path = machine
+    assert tasks.find_pythons(None, "", pyenv, path) == []
+    old = _interpreter(tmp_path / "old" / "python3", "CPython 3 9 18")
+    chosen = str(pyenv / "versions" / "3.13.0" / "bin" / "python3.13")
+    found = tasks.find_pythons(None, f"{chosen} {old} no-such-python3.99", pyenv, path)
+    assert found == [Python(chosen, (3, 13, 0))]
+    out = capsys.readouterr().out
+    assert "Python 3.9 is older than doca_py supports" in out and "no-such-python3.99: not found" in out
+
+
+def test_the_real_interpreter_is_probed() -> None:
+    py, why = tasks.probe(sys.executable)
+    assert why == "" and py is not None and py.version == tuple(sys.version_info[:3])
+    assert os.path.samefile(py.exe, sys.executable)
