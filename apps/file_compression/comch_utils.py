@@ -212,13 +212,21 @@ class ComchChannel:
         """Progress the channel's Pe, sleeping up to *timeout* seconds when idle; whether anything ran."""
         return self.pe.wait(timeout) if timeout > 0 else self.pe.progress()
 
-    def _peer_gone(self) -> PeerClosedError:
+    def peer_closed(self) -> PeerClosedError:
+        """The error that says the peer went away."""
         return PeerClosedError(f"the comch {'client' if self.is_server else 'server'} closed the connection")
+
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is up: false as soon as the transport knows the peer is gone, which
+        may be before this channel's Pe reports it (`lost`)."""
+        conn = self.connection
+        return conn is not None and conn.is_connected() and not self.lost
 
     def check(self) -> None:
         """``PeerClosedError`` if the peer went away or a send failed."""
         if self.lost:
-            raise self._peer_gone()
+            raise self.peer_closed()
         if self.send_error is not None:
             raise PeerClosedError(self.send_error)
 
@@ -238,7 +246,7 @@ class ComchChannel:
             return False
         except (DocaNotConnected, DocaBadState, DocaConnectionReset):
             if self.lost or not conn.is_connected():
-                raise self._peer_gone() from None
+                raise self.peer_closed() from None
             raise
         try:
             task.submit()

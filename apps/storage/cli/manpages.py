@@ -42,13 +42,15 @@ PROGRAMS: dict[str, str] = {
     "doca_storage_initiator_comch": "apps.initiator",
     "doca_py_storage_topology": "apps.topology",
     "doca_file_compression": "apps.file_compression",
+    "doca_secure_channel": "apps.secure_channel",
     "doca_py": "doca_py.tool",
 }
 """Installed program name → module with ``build_parser()`` and ``main()`` (its console script)."""
 
 STORAGE_MANUAL = "DOCA storage apps (doca_py)"
 APPLICATIONS_MANUAL = "DOCA applications (doca_py)"
-_MANUALS = {"doca_py": "doca_py", "doca_file_compression": APPLICATIONS_MANUAL}
+_MANUALS = {"doca_py": "doca_py", "doca_file_compression": APPLICATIONS_MANUAL,
+            "doca_secure_channel": APPLICATIONS_MANUAL}
 
 
 def program_name(module: str) -> str:
