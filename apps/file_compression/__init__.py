@@ -8,7 +8,8 @@ application of ``NVIDIA-DOCA/doca-samples`` (``applications/file_compression``);
 are listed in ``docs/file-compression.md``.
 
 Modules: `cli` (parser, ``main``), `config` (the flags), `control` (client and server flows, the
-server's `FileReceiver`), `worker` (DOCA compress or zlib), `wire` (the messages), `comch_utils`
+server's `FileReceiver`), `worker` (DOCA compress or zlib), `wire` (the messages), `application`
+(the device flags and the main skeleton) and `comch_utils`
 (the comch connection, shared with `apps.secure_channel`).
 """
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from pydantic import field_validator
 
-from apps.storage.cli.config import CommonConfig, flag
+from apps.storage.cli.config import flag
+
+from .application import ComchAppConfig
 
 __all__ = ["FileCompressionConfig", "DEFAULT_TIMEOUT", "MAX_FILE_NAME"]
 
@@ -16,14 +18,9 @@ MAX_FILE_NAME = 255
 """Longest ``--file`` path (``USER_MAX_FILE_NAME``)."""
 
 
-class FileCompressionConfig(CommonConfig):
+class FileCompressionConfig(ComchAppConfig):
     """``doca_file_compression``: ``-p``, ``-r``, ``-f``, ``-t``."""
 
-    pci_addr: str = flag(short="-p", metavar="PCI_ADDR",
-                         help="DOCA Comch device PCI address (the host's device runs the client, the DPU's the "
-                              "server)")
-    rep_pci: str = flag("", short="-r", metavar="PCI_ADDR",
-                        help="DOCA Comch device representor PCI address (needed by the server)")
     file: Path = flag(short="-f", metavar="FILE", help="File to send by the client / File to write by the server")
     timeout: int = flag(DEFAULT_TIMEOUT, short="-t", kind="int",
                         help="Application timeout for receiving file content messages, in seconds (the server "
@@ -43,11 +40,4 @@ class FileCompressionConfig(CommonConfig):
             raise ValueError("the file name must not be empty")
         if len(str(v).encode()) > MAX_FILE_NAME:
             raise ValueError(f"the file name is too long - MAX={MAX_FILE_NAME}")
-        return v
-
-    @field_validator("pci_addr")
-    @classmethod
-    def _pci(cls, v: str) -> str:
-        if not v:
-            raise ValueError("the device PCI address must not be empty")
         return v

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
-from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging
-from apps.storage.runtime.signals import abort_on_signals
+from apps.file_compression.application import run_application
+from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config
 
 from .config import SecureChannelConfig
 from .control import SERVER_NAME, run
@@ -37,7 +36,4 @@ def parse_args(argv: Sequence[str] | None = None) -> SecureChannelConfig:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 when both directions completed, 1 otherwise."""
     config = parse_args(argv)
-    setup_logging(config)
-    abort = threading.Event()
-    with abort_on_signals(abort):
-        return run_main(lambda: run(config, abort))
+    return run_application(config, lambda abort: run(config, abort))

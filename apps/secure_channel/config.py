@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from apps.storage.cli.config import CommonConfig, flag
+from apps.file_compression.application import ComchAppConfig
+from apps.storage.cli.config import flag
 
 from .wire import MAX_MSG_SIZE
 
@@ -13,16 +14,11 @@ __all__ = ["SecureChannelConfig"]
 _MAX_MSGS = 0x7FFFFFFF
 
 
-class SecureChannelConfig(CommonConfig):
-    """``doca_secure_channel``: ``-s``, ``-n``, ``-p``, ``-r``."""
+class SecureChannelConfig(ComchAppConfig):
+    """``doca_secure_channel``: ``-p``, ``-r``, ``-s``, ``-n``."""
 
     msg_size: int = flag(short="-s", kind="int", help=f"Message size to be sent (1 to {MAX_MSG_SIZE} bytes)")
     num_msgs: int = flag(short="-n", kind="int", help="Number of messages to be sent")
-    pci_addr: str = flag(short="-p", metavar="PCI_ADDR",
-                         help="DOCA Comch device PCI address (the host's device runs the client, the DPU's the "
-                              "server)")
-    rep_pci: str = flag("", short="-r", metavar="PCI_ADDR",
-                        help="DOCA Comch device representor PCI address (needed only on DPU)")
 
     @field_validator("msg_size")
     @classmethod
@@ -36,11 +32,4 @@ class SecureChannelConfig(CommonConfig):
     def _count(cls, v: int) -> int:
         if not 0 < v <= _MAX_MSGS:
             raise ValueError(f"{v}: the amount of messages to be sent must be from 1 to {_MAX_MSGS}")
-        return v
-
-    @field_validator("pci_addr")
-    @classmethod
-    def _pci(cls, v: str) -> str:
-        if not v:
-            raise ValueError("the device PCI address must not be empty")
         return v

@@ -132,8 +132,8 @@ def _run_threads(config: SecureChannelConfig, channel: ComchChannel, peer: PeerM
     failure = failure or _thread_failure(channel, producer, consumer)
     if failure is not None:
         raise failure
-    log.debug("%d of %d messages received held the producer's byte pattern", consumer.intact,
-              consumer.result.processed)
+    log.debug("%d sends submitted for %d messages; %d of %d messages received held the producer's byte pattern",
+              producer.submitted, producer.total, consumer.intact, consumer.result.processed)
     return producer.result, consumer.result
 
 

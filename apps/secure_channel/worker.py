@@ -111,6 +111,16 @@ class _FastPath:
     def _run(self) -> None:
         raise NotImplementedError
 
+    def _prepare(self, max_buf_size: int, mm: d.Mmap, mem: bytearray, permissions: d.AccessFlag) -> None:
+        """Check the device's *max_buf_size* for this side's messages; register *mem* in *mm*."""
+        if max_buf_size < self.msg_size:
+            raise DocaInvalidValue(f"{self.kind} does not support message size. Requested: {self.msg_size}, "
+                                   f"max: {max_buf_size}")
+        mm.set_memrange(mem)
+        mm.set_permissions(permissions)
+        mm.add_dev(self.dev)
+        mm.start()
+
     def _fail(self, text: str) -> None:
         if self.state is not FastPathState.ERROR:
             self.state = FastPathState.ERROR
@@ -143,7 +153,8 @@ class ProducerThread(_FastPath):
         super().__init__(connection, dev, total, msg_size, stop)
         self.consumer_id = 0
         self._consumer_ready = threading.Event()
-        self._submitted = 0
+        self.submitted = 0
+        """Sends submitted so far (each message once: never more than *total*)."""
         self._retry: list[ComchProducerTaskSend] = []
 
     def set_consumer(self, consumer_id: int) -> None:
@@ -152,7 +163,7 @@ class ProducerThread(_FastPath):
         self._consumer_ready.set()
 
     def _submit(self, task: ComchProducerTaskSend) -> None:
-        self._submitted += 1
+        self.submitted += 1
         try:
             task.submit()
         except DocaAgain:  # no receive posted by the consumer yet: keep the task, submit it again later
@@ -169,11 +180,10 @@ class ProducerThread(_FastPath):
         if self.result.processed == self.total:
             self.state = FastPathState.COMPLETE
             task.free()
-        elif self._submitted == self.total:
+        elif self.submitted == self.total:
             task.free()  # enough are in flight
         else:
-            self._submitted -= 1  # _submit counts it again
-            self._submit(task)
+            self._submit(task)  # one more message on its way
 
     def _failed(self, task: ComchProducerTaskSend, user_data: Any, ctx_user_data: Any) -> None:
         status = task.get_status()
@@ -182,15 +192,9 @@ class ProducerThread(_FastPath):
             self._fail(f"received a producer send task completion error: {status.name}")
 
     def _run(self) -> None:
-        cap = ComchProducer.cap_get_max_buf_size(self.dev.as_devinfo())
-        if cap < self.msg_size:
-            raise DocaInvalidValue(f"producer does not support message size. Requested: {self.msg_size}, max: {cap}")
-        mem = bytearray(message_pattern(self.msg_size))
         with d.Pe() as pe, d.Mmap() as mm, d.BufInventory(1) as inv:
-            mm.set_memrange(mem)
-            mm.set_permissions(d.AccessFlag.PCI_READ_ONLY)
-            mm.add_dev(self.dev)
-            mm.start()
+            self._prepare(ComchProducer.cap_get_max_buf_size(self.dev.as_devinfo()), mm,
+                          bytearray(message_pattern(self.msg_size)), d.AccessFlag.PCI_READ_ONLY)
             producer = ComchProducer(self.connection)
             pe.connect_ctx(producer)
             producer.task_send_set_conf(self._sent, self._failed, self.n_tasks)
@@ -221,7 +225,7 @@ class ProducerThread(_FastPath):
             if self._retry:
                 waiting, self._retry = self._retry, []
                 for task in waiting:
-                    self._submitted -= 1
+                    self.submitted -= 1  # counted when it was refused: _submit counts it again
                     self._submit(task)
             self._poll(pe, busy=bool(self._retry))
         self.result.end = time.perf_counter()
@@ -281,15 +285,10 @@ class ConsumerThread(_FastPath):
             self._fail(f"received a consumer post recv completion error: {status.name}")
 
     def _run(self) -> None:
-        cap = ComchConsumer.cap_get_max_buf_size(self.dev.as_devinfo())
-        if cap < self.msg_size:
-            raise DocaInvalidValue(f"consumer does not support message size. Requested: {self.msg_size}, max: {cap}")
-        mem = bytearray(self.msg_size * self.n_tasks)
         with d.Pe() as pe, d.Mmap() as mm, d.BufInventory(self.n_tasks) as inv:
-            mm.set_memrange(mem)
-            mm.set_permissions(d.AccessFlag.LOCAL_READ_WRITE | d.AccessFlag.PCI_READ_WRITE)
-            mm.add_dev(self.dev)
-            mm.start()
+            self._prepare(ComchConsumer.cap_get_max_buf_size(self.dev.as_devinfo()), mm,
+                          bytearray(self.msg_size * self.n_tasks),
+                          d.AccessFlag.LOCAL_READ_WRITE | d.AccessFlag.PCI_READ_WRITE)
             consumer = ComchConsumer(self.connection, mm)
             pe.connect_ctx(consumer)
             consumer.task_post_recv_set_conf(self._received, self._recv_failed, self.n_tasks)

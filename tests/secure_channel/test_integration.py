@@ -40,8 +40,10 @@ def test_both_directions_complete_with_the_c_statistics(spawn: Spawn) -> None:
     assert (crc, src) == (0, 0), (cout, cerr, sout, serr)
     assert _stats(sout) == {"Producer sent": 2500, "Consumer received": 1500}, sout
     assert _stats(cout) == {"Producer sent": 1500, "Consumer received": 2500}, cout
-    assert "1500 of 1500 messages received held the producer's byte pattern" in sout
-    assert "2500 of 2500 messages received held the producer's byte pattern" in cout
+    assert "2500 sends submitted for 2500 messages; 1500 of 1500 messages received held the producer's byte " \
+           "pattern" in sout
+    assert "1500 sends submitted for 1500 messages; 2500 of 2500 messages received held the producer's byte " \
+           "pattern" in cout
     assert "The peer sends 1500 messages of 100 bytes" in sout
 
 
