@@ -94,6 +94,8 @@ class ComchChannel:
                 self.ctx = server
             else:
                 self.ctx = ComchClient(dev, name)
+                # RUNNING may be entered and left within one progress (a server refusing this client)
+                self.ctx.set_state_changed_cb(self._state_changed)
             self.ctx.set_max_msg_size(self.max_msg_size)
             self.pe.connect_ctx(self.ctx)
             self.ctx.task_send_set_conf(self._sent, self._send_failed, COMCH_NUM_TASKS)
@@ -170,6 +172,10 @@ class ComchChannel:
             return
         self.connection = conn
 
+    def _state_changed(self, user_data: object, ctx: d.Ctx, prev: CtxState, next_state: CtxState) -> None:
+        if next_state is CtxState.RUNNING:
+            self._ever_running = True
+
     def _on_disconnect(self, conn: ComchConnection, ok: bool) -> None:
         if conn is self.connection:
             self._disconnected = True
@@ -186,11 +192,19 @@ class ComchChannel:
         return self._ever_running and not running
 
     def start(self, abort: threading.Event, timeout: float | None = None) -> ComchConnection:
-        """Start the ctx and wait for the connection (server: one client; client: RUNNING), as the
-        C helper does, forever unless *timeout* (``DocaTimeout``) or *abort* (`Aborted`)."""
+        """`start_ctx`, then `wait_connected`."""
+        self.start_ctx()
+        return self.wait_connected(abort, timeout)
+
+    def start_ctx(self) -> None:
+        """Start the server or client ctx (a client then connects from `progress`)."""
         self.ctx.start()
         if self.is_server:
             log.info("Server waiting on a client to connect")
+
+    def wait_connected(self, abort: threading.Event, timeout: float | None = None) -> ComchConnection:
+        """Progress until the connection is up (server: one client; client: RUNNING), as the C
+        helper does, forever unless *timeout* (``DocaTimeout``) or *abort* (`Aborted`)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self.is_server:
