@@ -8,9 +8,9 @@ application of ``NVIDIA-DOCA/doca-samples`` (``applications/file_compression``);
 are listed in ``docs/file-compression.md``.
 
 Modules: `cli` (parser, ``main``), `config` (the flags), `control` (client and server flows, the
-server's `FileReceiver`), `worker` (DOCA compress or zlib), `wire` (the messages), `application`
-(the device flags and the main skeleton) and `comch_utils`
-(the comch connection, shared with `apps.secure_channel`).
+server's `FileReceiver`), `worker` (DOCA compress or zlib), `wire` (the messages); shared with
+`apps.secure_channel`: `application` (the device flags, the main skeleton) and `comch_utils` (the
+comch connection).
 """
 
 from __future__ import annotations
