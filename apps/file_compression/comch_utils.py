@@ -84,6 +84,7 @@ class ComchChannel:
         self._expired_consumer = on_expired_consumer
         self._disconnected = False
         self._ever_running = False
+        self._started = False
         self.pe = d.Pe()
         """The channel's progress engine (progress it from one thread only)."""
         try:
@@ -183,13 +184,15 @@ class ComchChannel:
     # -- use -------------------------------------------------------------------------------------------
     @property
     def lost(self) -> bool:
-        """Whether the peer went away after the connection was established."""
+        """Whether the peer went away: the server's client disconnected; the client left RUNNING, or
+        stopped before it got there (a server that refused it)."""
         if self.is_server:
             return self._disconnected
-        running = self.ctx.get_state() == CtxState.RUNNING
-        if running:
+        state = self.ctx.get_state()
+        if state is CtxState.RUNNING:
             self._ever_running = True
-        return self._ever_running and not running
+            return False
+        return self._started and (self._ever_running or state is not CtxState.STARTING)
 
     def start(self, abort: threading.Event, timeout: float | None = None) -> ComchConnection:
         """`start_ctx`, then `wait_connected`."""
@@ -199,6 +202,7 @@ class ComchChannel:
     def start_ctx(self) -> None:
         """Start the server or client ctx (a client then connects from `progress`)."""
         self.ctx.start()
+        self._started = True
         if self.is_server:
             log.info("Server waiting on a client to connect")
 
@@ -216,6 +220,8 @@ class ComchChannel:
                 assert isinstance(self.ctx, ComchClient)
                 self.connection = self.ctx.get_connection()
                 return self.connection
+            elif self.lost:
+                raise PeerClosedError("the comch server refused or dropped the connection")
             if abort.is_set():
                 raise Aborted("stopped while waiting for the comch connection")
             if deadline is not None and time.monotonic() >= deadline:

@@ -74,9 +74,11 @@ def test_the_server_keeps_one_client(name: str) -> None:
     second = ComchChannel.open(name, HOST_PCI, None, lambda m: None)
     try:
         _connect(server, first)
-        second.ctx.start()
+        second.start_ctx()
         _pump([server, first, second], lambda: server.refused_clients == 1 and second.lost)
         assert server.connected and first.connected and not server.lost
+        with pytest.raises(PeerClosedError, match="refused or dropped"):
+            second.wait_connected(threading.Event(), timeout=0)
     finally:
         second.close()
         first.close()
