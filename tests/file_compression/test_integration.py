@@ -193,3 +193,13 @@ def test_server_times_out_on_a_stalled_client(spawn: Spawn, tmp_path: Path) -> N
     rc, sout, serr = server.finish()
     assert rc == 1 and "message was not received at the given timeout (1 s; 3 of 25 segments)" in serr, serr
     _no_partial_file(out)
+
+
+def test_ctrl_c_while_waiting_for_a_client(spawn: Spawn, tmp_path: Path) -> None:
+    out = tmp_path / "out.bin"
+    server = _server(spawn, out)
+    server.kill(signal.SIGINT)
+    rc, sout, serr = server.finish()
+    assert rc == 1 and "EXCEPTION: stopped while waiting for the comch connection" in serr, (sout, serr)
+    assert serr.strip().splitlines() == ["EXCEPTION: stopped while waiting for the comch connection"]
+    _no_partial_file(out)

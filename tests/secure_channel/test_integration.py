@@ -101,3 +101,16 @@ def test_the_host_fails_when_the_dpu_dies(spawn: Spawn) -> None:
     rc, out, err = client.finish()
     assert peer.finish()[0] == -signal.SIGKILL
     assert rc == 1 and "EXCEPTION: the comch server closed the connection" in err, (out, err)
+
+
+def test_ctrl_c_while_waiting_for_the_peers_consumer(spawn: Spawn) -> None:
+    """The peer announces its messages but never creates a consumer: this side's producer waits, and
+    SIGINT ends the run (threads stopped and cleaned up) with status 1."""
+    server = _server(spawn, "-s", "64", "-n", "10")
+    peer = spawn(PEER, "raw", _meta(0, 5, 64))
+    peer.wait_for("ready")
+    server.wait_for("The peer sends 5 messages of 64 bytes")
+    server.kill(signal.SIGINT)
+    rc, out, err = server.finish()
+    assert rc == 1 and "EXCEPTION: stopped while the messages were exchanged" in err, (out, err)
+    assert "Traceback" not in err
