@@ -41,6 +41,8 @@ PROGRAMS: dict[str, str] = {
     "doca_storage_comch_to_rdma_zero_copy": "apps.zero_copy",
     "doca_storage_initiator_comch": "apps.initiator",
     "doca_py_storage_topology": "apps.topology",
+    "doca_file_compression": "apps.file_compression",
+    "doca_secure_channel": "apps.secure_channel",
     "doca_py": "doca_py.tool",
 }
 """Installed program name → module with ``build_parser()`` and ``main()`` (its console script)."""

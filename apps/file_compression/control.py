@@ -1,0 +1,258 @@
+"""The File Compression flow: the client compresses and sends a file, the server receives,
+decompresses, checks and writes it (``file_compression_client`` / ``file_compression_server``).
+
+Client (host): read ``--file``, compress it (DOCA compress, else zlib), send the file info
+message and the segments (`.wire`), then wait for the server's answer.
+
+Server (DPU): `FileReceiver` takes the messages (the C app's ``server_recv_event_cb``); once every
+announced segment arrived the data is decompressed with DOCA compress, its checksum compared with
+the announced one, and only then written: to a temporary file in the target directory, renamed
+to ``--file`` when complete, so a failed transfer never leaves a partial file under that name.
+The server answers `FINISH_MSG` on success, ``Server failed: <reason>`` otherwise.
+
+Both sides fail (exit status 1, ``EXCEPTION: <reason>``) when the peer goes away, on a malformed
+or oversized transfer, a checksum mismatch or the ``--timeout`` without a message.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from doca_py.compress import CompressTaskType
+from doca_py.errors import DocaError, ErrorCode
+from doca_py.log import TRACE
+
+from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
+
+from .comch_utils import POLL_INTERVAL, Aborted, ComchChannel
+from .config import FileCompressionConfig
+from .wire import (FINISH_MSG, pack_file_info, parse_file_info, parse_finish, segment_count, segments,
+                   failure_message)
+from .worker import DeflateWorker
+
+__all__ = ["SERVER_NAME", "TransferState", "FileReceiver", "run", "run_client", "run_server", "write_atomically",
+           "OUTPUT_MODE"]
+
+SERVER_NAME = "file_compression_server"
+"""The comch server name (``SERVER_NAME`` of the C app)."""
+OUTPUT_MODE = 0o440
+"""Permissions of the written file before the umask (``S_IRUSR | S_IRGRP``, as the C server)."""
+
+log = logging.getLogger("apps.file_compression")
+
+
+class TransferState(enum.Enum):
+    """``enum transfer_state``."""
+
+    IDLE = 0
+    IN_PROGRESS = 1
+    COMPLETE = 2
+    ERROR = 3
+
+
+class FileReceiver:
+    """The server's side of one transfer, fed message by message (no DOCA objects).
+
+    The first message must be the file info; then segments are appended until the announced
+    count arrived (COMPLETE). ERROR, with `error`, on a malformed file info or when the data would
+    exceed *max_len* bytes (the C app's ``max_compress_file_len``). Messages after COMPLETE or
+    ERROR are ignored, as in the C app.
+    """
+
+    def __init__(self, max_len: int) -> None:
+        self.max_len = max_len
+        self.state = TransferState.IDLE
+        self.error = ""
+        """Why the transfer failed (ERROR)."""
+        self.expected_checksum = 0
+        self.expected_segments = 0
+        self.received_segments = 0
+        self.data = bytearray()
+        """The compressed file received so far."""
+        self.last_message = time.monotonic()
+        """When the last message arrived (``time.monotonic``)."""
+
+    def on_message(self, msg: memoryview | bytes) -> None:
+        """``server_recv_event_cb``."""
+        if self.state in (TransferState.COMPLETE, TransferState.ERROR):
+            return
+        self.last_message = time.monotonic()
+        if self.state is TransferState.IDLE:
+            try:
+                info = parse_file_info(msg)
+            except ProtocolError as exc:
+                self._fail(str(exc))
+                return
+            self.expected_checksum, self.expected_segments = info.checksum, info.num_segs
+            self.state = TransferState.IN_PROGRESS
+            return
+        if len(self.data) + len(msg) > self.max_len:
+            self._fail(f"received file exceeded maximum file size. Received length: {len(self.data) + len(msg)}, "
+                       f"maximum size: {self.max_len}")
+            self.data = bytearray()
+            return
+        self.data += msg
+        self.received_segments += 1
+        log.log(TRACE, "Received segment %d of %d (%d bytes)", self.received_segments, self.expected_segments,
+                len(msg))
+        if self.received_segments == self.expected_segments:
+            self.state = TransferState.COMPLETE
+
+    def _fail(self, reason: str) -> None:
+        self.error = reason
+        self.state = TransferState.ERROR
+        log.error("%s", reason[:1].upper() + reason[1:])
+
+
+def write_atomically(path: Path, data: bytes, mode: int = OUTPUT_MODE) -> None:
+    """Write *data* to a temporary file beside *path*, flush it to disk, then rename it to *path*:
+    readers never see a partial file under that name."""
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, mode & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+# -- client ------------------------------------------------------------------------------------------
+def _read_input(path: Path, max_len: int) -> bytearray:
+    try:
+        size = path.stat().st_size
+        if size == 0 or size > max_len:
+            raise StorageAppError(ErrorCode.INVALID_VALUE, f"invalid file size {size}: should be greater than zero "
+                                  f"and at most {max_len} bytes")
+        with open(path, "rb") as f:
+            data = bytearray(f.read(max_len + 1))
+    except FileNotFoundError:
+        raise StorageAppError(ErrorCode.NOT_FOUND, f"file was not found: {path}") from None
+    except OSError as exc:
+        raise StorageAppError(ErrorCode.IO_FAILED, f"failed to read {path}: {exc.strerror or exc}") from None
+    if not 0 < len(data) <= max_len:
+        raise StorageAppError(ErrorCode.INVALID_VALUE, f"{path} changed size while being read")
+    return data
+
+
+def run_client(config: FileCompressionConfig, channel: ComchChannel, answers: list[bytes],
+               abort: threading.Event) -> int:
+    """``file_compression_client``: compress, connect, send, wait for the server's answer (which the
+    channel's receive callback appends to *answers*)."""
+    with DeflateWorker.open(CompressTaskType.COMPRESS_DEFLATE) as worker:
+        data = _read_input(config.file, worker.max_buf_size)
+        log.debug("File size: %d", len(data))
+        compressed, checksum = worker.run(data)
+        log.debug("Compressed file size: %d (%s)", len(compressed), worker.method.value)
+    channel.start(abort)
+    total = segment_count(len(compressed), channel.max_msg_size)
+    log.info("Sending %d compressed bytes in %d segments", len(compressed), total)
+    channel.send(pack_file_info(checksum, total), abort)
+    for seg in segments(compressed, channel.max_msg_size):
+        if answers:  # the server stopped receiving before the file was complete
+            ok, text = parse_finish(answers[0])
+            raise StorageAppError(ErrorCode.IO_FAILED, f"the server stopped receiving mid-file: {text}")
+        channel.send(seg, abort)
+        channel.progress()
+    while not answers:
+        channel.check()
+        if abort.is_set():
+            raise Aborted("stopped while waiting for the server's answer")
+        channel.progress(POLL_INTERVAL)
+    ok, text = parse_finish(answers[0])
+    log.info("Received message: %s", text)
+    if not ok:
+        raise StorageAppError(ErrorCode.BAD_STATE, f"the server could not deliver the file: {text}")
+    return 0
+
+
+# -- server ------------------------------------------------------------------------------------------
+def _receive(channel: ComchChannel, receiver: FileReceiver, timeout: int, abort: threading.Event) -> None:
+    while receiver.state not in (TransferState.COMPLETE, TransferState.ERROR):
+        if abort.is_set():
+            raise Aborted("stopped while receiving the file")
+        if channel.lost:
+            got = (f"after {receiver.received_segments} of {receiver.expected_segments} segments"
+                   if receiver.state is TransferState.IN_PROGRESS else "before the file info message")
+            raise PeerClosedError(f"the client disconnected {got}: no file written")
+        if receiver.state is TransferState.IN_PROGRESS and time.monotonic() - receiver.last_message > timeout:
+            raise StorageAppError(ErrorCode.BAD_STATE, f"message was not received at the given timeout ({timeout} s; "
+                                  f"{receiver.received_segments} of {receiver.expected_segments} segments)")
+        channel.progress(POLL_INTERVAL)
+    if receiver.state is TransferState.ERROR:
+        raise StorageAppError(ErrorCode.BAD_STATE, f"error detected during comch exchange: {receiver.error}")
+
+
+def _deliver(config: FileCompressionConfig, worker: DeflateWorker, receiver: FileReceiver) -> None:
+    try:
+        plain, checksum = worker.run(receiver.data)
+    except DocaError as exc:
+        raise StorageAppError(exc.code, f"failed to decompress the received file: {exc}") from None
+    if checksum != receiver.expected_checksum:
+        raise StorageAppError(ErrorCode.BAD_STATE, f"file checksum is different. received: "
+                              f"0x{receiver.expected_checksum:x}, calculated: 0x{checksum:x}")
+    log.info("SUCCESS: file was received and decompressed successfully")
+    try:
+        write_atomically(config.file, plain)
+    except OSError as exc:
+        raise StorageAppError(ErrorCode.IO_FAILED, f"failed to write {config.file}: {exc.strerror or exc}") from None
+
+
+def run_server(config: FileCompressionConfig, channel: ComchChannel, receiver: FileReceiver,
+               abort: threading.Event) -> int:
+    """``file_compression_server``: receive, decompress, verify, write, answer."""
+    with DeflateWorker.open(CompressTaskType.DECOMPRESS_DEFLATE) as worker:
+        receiver.max_len = worker.max_buf_size
+        channel.start(abort)
+        failure: StorageAppError | None = None
+        try:
+            _receive(channel, receiver, config.timeout, abort)
+            _deliver(config, worker, receiver)
+        except PeerClosedError:
+            raise
+        except StorageAppError as exc:
+            failure = exc
+        answer = FINISH_MSG if failure is None else failure_message(str(failure), channel.max_msg_size)
+        try:
+            channel.send(answer, abort)
+            channel.progress()
+        except (PeerClosedError, DocaError) as exc:
+            log.error("Failed to send finish message: %s", exc)
+        if failure is not None:
+            raise failure
+    return 0
+
+
+def run(config: FileCompressionConfig, abort: threading.Event) -> int:
+    """Open the comch channel, then run the client or the server as the device's side says."""
+    receiver = FileReceiver(0)
+    answers: list[bytes] = []
+
+    def on_message(msg: memoryview) -> None:
+        if channel.is_server:
+            receiver.on_message(msg)
+        else:
+            answers.append(bytes(msg))
+
+    channel = ComchChannel.open(SERVER_NAME, config.pci_addr, config.rep_pci or None, on_message)
+    try:
+        if channel.is_server:
+            return run_server(config, channel, receiver, abort)
+        return run_client(config, channel, answers, abort)
+    finally:
+        channel.close(linger=float(config.timeout) if channel.is_server else 0.0)

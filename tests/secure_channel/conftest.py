@@ -1,0 +1,3 @@
+"""Fixtures of the Secure Channel tests: the child-process helpers of tests/file_compression."""
+
+from tests.file_compression.procs import comch_env, spawn  # noqa: F401

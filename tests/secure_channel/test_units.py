@@ -1,0 +1,106 @@
+"""Secure Channel without a peer: the metadata message, the receive callback's checks, the
+statistics lines, the flags and the man page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apps.secure_channel import PeerMessages, build_parser, parse_args, statistics_lines
+from apps.secure_channel.wire import METADATA_SIZE, Metadata, MsgType, pack_metadata, parse_metadata
+from apps.secure_channel.worker import ThreadResult, message_pattern
+from apps.storage.cli.manpages import PROGRAMS, build_manpage
+from apps.storage.errors import ProtocolError
+
+pytestmark = pytest.mark.usefixtures("backend")
+
+
+def test_metadata_layout_is_the_c_struct() -> None:
+    # enum msg_type as the CPU stores it (little endian), then htonl(num_msgs), htonl(msg_size)
+    assert METADATA_SIZE == 12
+    assert pack_metadata(MsgType.START, 1000, 0x1234) == bytes.fromhex("00000000" "000003e8" "00001234")
+    assert pack_metadata(MsgType.END, 1, 2) == bytes.fromhex("01000000" "00000001" "00000002")
+    assert parse_metadata(bytes.fromhex("00000000" "000003e8" "00001234")) == Metadata(MsgType.START, 1000, 0x1234)
+    assert parse_metadata(pack_metadata(MsgType.END, 0, 0)) == Metadata(MsgType.END, 0, 0)  # END's counts are free
+
+
+@pytest.mark.parametrize(("msg", "problem"), [
+    (b"", "invalid message length detected: 0"),
+    (b"\0" * 11, "invalid message length detected: 11"),
+    (b"\0" * 16, "invalid message length detected: 16"),
+    (bytes.fromhex("02000000" "00000001" "00000001"), "unknown metadata message type 2"),
+    (bytes.fromhex("00000001" "00000001" "00000001"), "unknown metadata message type 16777216"),  # big-endian type
+    (pack_metadata(MsgType.START, 0, 10), "announces 0 messages"),
+    (pack_metadata(MsgType.START, 1 << 31, 10), "announces 2147483648 messages"),
+    (pack_metadata(MsgType.START, 5, 0), "messages of 0 bytes"),
+    (pack_metadata(MsgType.START, 5, 65536), "messages of 65536 bytes"),
+])
+def test_bad_metadata_is_refused(msg: bytes, problem: str) -> None:
+    with pytest.raises(ProtocolError, match=problem):
+        parse_metadata(msg)
+
+
+def test_peer_messages_accept_one_start_then_end() -> None:
+    peer = PeerMessages()
+    peer.on_message(memoryview(pack_metadata(MsgType.START, 7, 64)))
+    assert peer.start == Metadata(MsgType.START, 7, 64) and not peer.ended and peer.error is None
+    peer.on_message(memoryview(pack_metadata(MsgType.END, 7, 64)))
+    assert peer.ended and peer.error is None
+
+
+@pytest.mark.parametrize(("msgs", "problem"), [
+    ([pack_metadata(MsgType.END, 1, 1)], "END before START"),
+    ([pack_metadata(MsgType.START, 1, 1), pack_metadata(MsgType.START, 2, 2)], "a second START"),
+    ([b"\0" * 5], "invalid message length detected: 5"),
+])
+def test_peer_messages_record_the_first_problem(msgs: list[bytes], problem: str) -> None:
+    peer = PeerMessages()
+    for m in msgs:
+        peer.on_message(memoryview(m))
+    assert peer.error is not None and problem in peer.error
+
+
+def test_statistics_lines_are_the_c_apps() -> None:
+    sent = ThreadResult(start=10.0, end=10.25, processed=100)
+    received = ThreadResult(start=1.0, end=1.0005, processed=7)
+    assert statistics_lines(sent, received) == [
+        "Producer sent 100 messages in approximately 250.0000 milliseconds",
+        "Consumer received 7 messages in approximately 0.5000 milliseconds",
+    ]
+    assert ThreadResult().elapsed_ms == 0.0
+
+
+def test_message_pattern() -> None:
+    assert message_pattern(3) == b"\0\1\2" and len(message_pattern(65535)) == 65535
+    assert message_pattern(300)[256:260] == b"\0\1\2\3"
+
+
+def test_flags_are_dogas(tmp_path: Path) -> None:
+    c = parse_args(["-s", "256", "-n", "10", "-p", "03:00.0", "-r", "3b:00.0"])
+    assert (c.msg_size, c.num_msgs, c.pci_addr, c.rep_pci) == (256, 10, "03:00.0", "3b:00.0")
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"doca_program_flags": {"msg-size": 8, "num-msgs": 3, "pci-addr": "3b:00.0"}}))
+    c = parse_args(["-j", str(cfg), "--num-msgs", "5"])
+    assert (c.msg_size, c.num_msgs, c.pci_addr, c.rep_pci) == (8, 5, "3b:00.0", "")
+
+
+@pytest.mark.parametrize(("argv", "problem"), [
+    (["-n", "1", "-p", "x"], "--msg-size: is required"),
+    (["-s", "1", "-p", "x"], "--num-msgs: is required"),
+    (["-s", "1", "-n", "1"], "--pci-addr: is required"),
+    (["-s", "0", "-n", "1", "-p", "x"], "message size is not supported. Max is 65535"),
+    (["-s", "65536", "-n", "1", "-p", "x"], "message size is not supported"),
+    (["-s", "1", "-n", "0", "-p", "x"], "must be from 1"),
+])
+def test_bad_flags_exit_1(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_args(argv)
+    assert exc.value.code == 1 and problem in capsys.readouterr().err
+
+
+def test_man_page_is_named_like_the_doca_binary() -> None:
+    assert PROGRAMS["doca_secure_channel"] == "apps.secure_channel"
+    page = build_manpage(build_parser())
+    assert page.startswith(".TH DOCA_SECURE_CHANNEL") and "\\-\\-num\\-msgs" in page
