@@ -28,6 +28,8 @@ BAD_VALUE = {
     "doca_storage_initiator_comch": ["--cpu", "x"],
     "doca_py_storage_topology": ["--block-size", "x"],
     "doca_py": ["devices", "--json=yes"],
+    "doca_file_compression": ["--timeout", "x"],
+    "doca_secure_channel": ["--msg-size", "x"],
 }
 
 
