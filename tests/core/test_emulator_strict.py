@@ -100,19 +100,7 @@ def _completion_order(seed: int, n: int = 16) -> list[int]:
     from doca_py.emulated import strict
 
     strict.configure(shuffle=True, seed=seed)
-    with rig(num_tasks=n) as r:
-        mm, src, dst = _bufs(r, 8)
-        dst.reuse_by_addr(mm.get_memrange()[0] + 4096, 8 * n)
-        for i in range(n):
-            r.dma.task_memcpy_alloc_init(src, dst, user_data=i).submit()
-        r.drain(n)
-        order = [u for _, _, u, _ in r.done]
-        for _, t, _, _ in r.done:
-            t.free()
-        src.dec_refcount()
-        dst.dec_refcount()
-        mm.close()
-    return order
+    return _order_now(n)
 
 
 @emulated_only
