@@ -14,6 +14,7 @@ import pytest
 from doca_py.compress import CompressTaskType
 from doca_py.errors import DocaError, DocaNotFound
 
+from apps.storage.cli.usage import EXIT_USAGE
 from apps.file_compression import FileReceiver, TransferState, build_parser, parse_args, worker
 from apps.file_compression.control import write_atomically
 from apps.file_compression.wire import (FILE_INFO_SIZE, FINISH_MSG, failure_message, file_checksum,
@@ -173,10 +174,10 @@ def test_flags_are_dogas(tmp_path: Path) -> None:
     (["-p", "3b:00.0", "-f", "x", "-t", "0"], "positive value"),
     (["-p", "3b:00.0", "-f", "x" * 256], "too long"),
 ])
-def test_bad_flags_exit_1(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_flags_exit_2(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         parse_args(argv)
-    assert exc.value.code == 1 and problem in capsys.readouterr().err
+    assert exc.value.code == EXIT_USAGE and problem in capsys.readouterr().err
 
 
 def test_man_page_is_named_like_the_doca_binary() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from apps.storage.cli.usage import EXIT_USAGE
 from apps.secure_channel import PeerMessages, build_parser, parse_args, statistics_lines
 from apps.secure_channel.wire import METADATA_SIZE, Metadata, MsgType, pack_metadata, parse_metadata
 from apps.secure_channel.worker import ThreadResult, message_pattern
@@ -94,10 +95,10 @@ def test_flags_are_dogas(tmp_path: Path) -> None:
     (["-s", "65536", "-n", "1", "-p", "x"], "message size is not supported"),
     (["-s", "1", "-n", "0", "-p", "x"], "must be from 1"),
 ])
-def test_bad_flags_exit_1(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_flags_exit_2(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         parse_args(argv)
-    assert exc.value.code == 1 and problem in capsys.readouterr().err
+    assert exc.value.code == EXIT_USAGE and problem in capsys.readouterr().err
 
 
 def test_man_page_is_named_like_the_doca_binary() -> None:
