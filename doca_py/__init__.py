@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._backend import impl
 from .buf import Buf, BufInventory
+from .buf_pool import BufPool
 from .comch import (
     ComchClient,
     ComchConnection,
@@ -59,7 +60,7 @@ from .version import version_info_runtime, version_runtime
 __all__ = [
     "impl", "__version__", "version_runtime", "version_info_runtime",
     "Dev", "DevInfo", "DevInfoRep", "DevRep", "devinfo_create_list",
-    "Mmap", "BufInventory", "Buf", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy",
+    "Mmap", "BufInventory", "Buf", "BufPool", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy",
     "Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
     "Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate", "CompressTaskDecompressLz4Stream",
     "CompressTaskDecompressLz4Block", "CompressTaskType",

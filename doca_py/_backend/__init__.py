@@ -33,6 +33,7 @@ from .protocols.core import (
     BufBackend,
     BufHandle,
     BufInventoryHandle,
+    BufPoolBackend,
     DevBackend,
     DevHandle,
     DevInfoHandle,
@@ -127,6 +128,15 @@ class Backend:
             from ..native import buf as n
             return n
         from ..emulated import buf as e
+        return e
+
+    @cached_property
+    def buf_pool(self) -> BufPoolBackend:
+        """``doca_py.<impl>.buf_pool``."""
+        if self.native:
+            from ..native import buf_pool as n
+            return n
+        from ..emulated import buf_pool as e
         return e
 
     @cached_property
