@@ -37,6 +37,16 @@ from .errors import DocaError, DocaUsageError, DocaWarning, ErrorCode
 from .log import LogLevel, logger
 from .mmap import Mmap
 from .pe import Pe
+from .sync_event import (
+    SyncEvent,
+    SyncEventCtx,
+    SyncEventRemoteNet,
+    SyncEventTaskGet,
+    SyncEventTaskNotifyAdd,
+    SyncEventTaskNotifySet,
+    SyncEventTaskWaitEq,
+    SyncEventTaskWaitNeq,
+)
 from .rdma import (
     Rdma,
     RdmaAddr,
@@ -69,6 +79,8 @@ __all__ = [
     "Rdma", "RdmaOptions", "RdmaAddr", "RdmaAddrType", "RdmaConnection", "RdmaOpcode", "RdmaTransportType", "RdmaTaskReceive",
     "RdmaTaskSend", "RdmaTaskSendImm", "RdmaTaskRead", "RdmaTaskWrite", "RdmaTaskWriteImm", "RdmaTaskAtomicCmpSwp",
     "RdmaTaskAtomicFetchAdd",
+    "SyncEvent", "SyncEventCtx", "SyncEventRemoteNet", "SyncEventTaskGet", "SyncEventTaskNotifySet",
+    "SyncEventTaskNotifyAdd", "SyncEventTaskWaitEq", "SyncEventTaskWaitNeq",
     "AccessFlag", "CtxState", "DevinfoRepFilter", "PciFuncType", "PeEventMode", "TaskSubmitFlag",
     "DocaError", "DocaUsageError", "DocaWarning", "ErrorCode", "LogLevel", "logger",
 ]

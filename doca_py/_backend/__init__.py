@@ -55,6 +55,7 @@ from .protocols.engines import (
     EcMatrixHandle,
 )
 from .protocols.rdma import RdmaBackend, RdmaHandle
+from .protocols.sync_event import SyncEventBackend
 
 __all__ = ["IMPLEMENTATIONS", "select", "impl", "Backend", "backend", "use"]
 
@@ -137,6 +138,15 @@ class Backend:
             from ..native import buf_pool as n
             return n
         from ..emulated import buf_pool as e
+        return e
+
+    @cached_property
+    def sync_event(self) -> SyncEventBackend:
+        """``doca_py.<impl>.sync_event``."""
+        if self.native:
+            from ..native import sync_event as n
+            return n
+        from ..emulated import sync_event as e
         return e
 
     @cached_property

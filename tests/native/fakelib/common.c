@@ -1078,3 +1078,4 @@ EXPORT doca_error_t doca_buf_inventory_buf_reuse_by_data(struct doca_buf *b, voi
 #endif
 
 #include "buf_pool.c"
+#include "sync_event.c"
