@@ -55,6 +55,7 @@ from .protocols.engines import (
     EcMatrixHandle,
 )
 from .protocols.rdma import RdmaBackend, RdmaHandle
+from .protocols.rdma_sync_event import RdmaSyncEventBackend
 from .protocols.sync_event import SyncEventBackend
 
 __all__ = ["IMPLEMENTATIONS", "select", "impl", "Backend", "backend", "use"]
@@ -201,6 +202,16 @@ class Backend:
             from ..native import rdma as n
             return n
         from ..emulated import rdma as e
+        return e
+
+    @cached_property
+    def rdma_sync_event(self) -> RdmaSyncEventBackend:
+        """``doca_py.native.rdma_sync_event`` / ``doca_py.emulated.rdma.sync_event_tasks``: the rdma remote
+        sync-event tasks."""
+        if self.native:
+            from ..native import rdma_sync_event as n
+            return n
+        from ..emulated.rdma import sync_event_tasks as e
         return e
 
     @cached_property

@@ -491,3 +491,11 @@ EXPORT void doca_sync_event_task_wait_neq_set_wait_val(struct se_task *t, uint64
 EXPORT uint64_t doca_sync_event_task_wait_neq_get_wait_val(const struct se_task *t) { return t->val; }
 EXPORT void doca_sync_event_task_wait_neq_set_mask(struct se_task *t, uint64_t m) { t->mask = m; }
 EXPORT uint64_t doca_sync_event_task_wait_neq_get_mask(const struct se_task *t) { return t->mask; }
+
+/* For the fake libdoca_rdma's remote sync-event tasks (attached by fakelib/rdma.py): the value a remote
+ * net handle reaches, NULL once its exporter revoked the export. */
+EXPORT uint64_t *fake_sync_event_remote_value(const struct fake_se_rn *rn)
+{
+	struct fake_se *src = rn ? se_by_id(rn->id, 2) : NULL;
+	return src ? &src->value : NULL;
+}
