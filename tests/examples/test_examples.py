@@ -172,6 +172,20 @@ def test_rdma_write(env: dict[str, str], tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.desc"))  # both sides delete the descriptor files
 
 
+def test_rdma_sync_event(env: dict[str, str], tmp_path: Path) -> None:
+    resp_args, req_args = _rdma_paths(tmp_path, with_mmap=True)  # -m carries the sync event's blob
+    with samples() as started:
+        responder = run(started, env, "rdma_sync_event_responder.py", *resp_args)
+        responder.wait_for_line("You can now copy")
+        requester = run(started, env, "rdma_sync_event_requester.py", *req_args)
+        out = requester.finish()
+        assert "Remote sync event has been signaled successfully" in out
+        assert "Received sync event value 0xD0CB" in out  # the responder's answer, read by a get task
+        assert "Remote sync event has been notified for completion successfully" in out
+        assert "Sync event was notified for completion" in responder.finish()
+    assert not list(tmp_path.glob("*.desc"))
+
+
 def test_rdma_read(env: dict[str, str], tmp_path: Path) -> None:
     resp_args, req_args = _rdma_paths(tmp_path, with_mmap=True)
     with samples() as started:
