@@ -11,7 +11,9 @@ notify-set task is submitted again with ``UINT64_MAX``, the completion notice. S
 
 Calls follow the C sample: ``allocate_rdma_resources`` (a device with both task capabilities) → the two
 ``*_set_conf`` → state-changed callback → inventory → ``doca_ctx_start``; on RUNNING the callback exports,
-exchanges descriptors, connects, imports the event and submits the set and the get tasks.
+exchanges descriptors, connects, imports the event and submits the set and the get tasks. With
+``--use-rdma-cm`` (see the responder) the callback connects by address, and the tasks are submitted once the
+event's blob has arrived over the connection.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from typing import Any
 import doca_py as d
 from doca_py.rdma import Rdma, RdmaTaskRemoteNetSyncEventGet, RdmaTaskRemoteNetSyncEventNotifySet
 
-from _common import request_stop, run_sample, setup_logging
-from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
-                          destroy_rdma_resources, export_and_connect, propagate_error, register_rdma_common_params,
-                          run_rdma_ctx, state_change_callback)
+from _common import run_sample, setup_logging
+from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, cm_connect,
+                          config_from_args, destroy_rdma_resources, export_and_connect, propagate_error,
+                          register_rdma_common_params, run_rdma_ctx, state_change_callback, stop_rdma, use_rdma_cm)
 
 log = setup_logging("RDMA_SYNC_EVENT_REQUESTER")
 
@@ -62,7 +64,7 @@ class Requester:
             self.set_task = None
 
     def stop(self) -> None:
-        request_stop(self.resources.rdma)
+        stop_rdma(self.resources)
 
     def notify_set_completed(self, task: RdmaTaskRemoteNetSyncEventNotifySet, task_user_data: Any,
                              ctx_user_data: Any) -> None:
@@ -157,11 +159,17 @@ class Requester:
             raise
         res.num_remaining_tasks += 1
 
-    def on_running(self, res: RdmaResources) -> None:
-        export_and_connect(res, "responder", passive=False, mmap=True)
+    def import_and_submit(self, res: RdmaResources) -> None:
+        """``doca_sync_event_remote_net_create_from_export`` of the responder's blob, then the tasks."""
         self.remote_se = d.SyncEventRemoteNet.create_from_export(res.doca_device, res.remote_mmap_descriptor)
-        log.info("RDMA context finished initialization")
         self.prepare_and_submit_tasks()
+
+    def on_running(self, res: RdmaResources) -> None:
+        if cm_connect(res):  # the tasks follow once the blob has arrived (task_fn)
+            return
+        export_and_connect(res, "responder", passive=False, mmap=True)
+        log.info("RDMA context finished initialization")
+        self.import_and_submit(res)
 
 
 def rdma_sync_event_requester(cfg: RdmaConfig) -> d.ErrorCode:
@@ -174,6 +182,8 @@ def rdma_sync_event_requester(cfg: RdmaConfig) -> d.ErrorCode:
             requester.notify_set_completed, requester.notify_set_error, NUM_RDMA_TASKS)
         resources.rdma.task_remote_net_sync_event_get_set_conf(requester.get_completed, requester.get_error,
                                                                NUM_RDMA_TASKS)
+        use_rdma_cm(resources, requester.import_and_submit, requester=True, require_remote_mmap=True,
+                    need_recv_task=True)
         callback = state_change_callback("RDMA sync event requester", requester.on_running)
         return run_rdma_ctx(resources, callback)
     finally:
@@ -185,7 +195,7 @@ def rdma_sync_event_requester(cfg: RdmaConfig) -> d.ErrorCode:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="DOCA RDMA sync event requester (port of samples/doca_rdma/rdma_sync_event_requester)")
-    register_rdma_common_params(parser)
+    register_rdma_common_params(parser, cm=True)
     cfg = config_from_args(parser.parse_args(argv))
     return run_sample(log, lambda: rdma_sync_event_requester(cfg))
 

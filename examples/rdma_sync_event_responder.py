@@ -11,6 +11,12 @@ for the requester's completion notice (``UINT64_MAX``). Start it first; the requ
 
 The remote updates reach the event while this side blocks in ``wait_gt`` inside the callback: the device
 (on the emulated backend, the RDMA I/O thread) serves them without the progress engine.
+
+With ``--use-rdma-cm`` the connection is made by address (this side listens unless ``-sa`` names the
+server) and the event's blob travels over it, in a send the requester's posted receive takes::
+
+    python examples/rdma_sync_event_responder.py -cm -lp 13579
+    python examples/rdma_sync_event_requester.py -cm -sa 127.0.0.1 -lp 13579
 """
 
 from __future__ import annotations
@@ -20,10 +26,10 @@ import sys
 
 import doca_py as d
 
-from _common import request_stop, run_sample, setup_logging
-from _rdma_common import (RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
+from _common import run_sample, setup_logging
+from _rdma_common import (RdmaConfig, RdmaResources, allocate_rdma_resources, cm_connect, config_from_args,
                           destroy_rdma_resources, rdma_connect, register_rdma_common_params, run_rdma_ctx,
-                          state_change_callback, write_read_connection)
+                          state_change_callback, stop_rdma, use_rdma_cm, write_read_connection)
 
 log = setup_logging("RDMA_SYNC_EVENT_RESPONDER")
 
@@ -71,12 +77,20 @@ def rdma_sync_event_responder(cfg: RdmaConfig) -> d.ErrorCode:
     try:
         sync_event = rdma_sync_event_responder_allocate_sync_event_resources(resources.doca_device)
         try:
+            def responder_wait_for_requester_finish(res: RdmaResources) -> None:
+                rdma_sync_event_responder_handle_event(sync_event)
+                stop_rdma(res)
+
             def on_running(res: RdmaResources) -> None:
+                if cfg.use_rdma_cm:  # the event's blob is sent once connected; then task_fn
+                    res.mmap_descriptor = sync_event.export_to_remote_net()
+                if cm_connect(res):
+                    return
                 rdma_sync_event_responder_export_and_connect(res, sync_event)
                 log.info("RDMA context finished initialization")
-                rdma_sync_event_responder_handle_event(sync_event)
-                request_stop(res.rdma)
+                responder_wait_for_requester_finish(res)
 
+            use_rdma_cm(resources, responder_wait_for_requester_finish, require_remote_mmap=True, need_send_task=True)
             callback = state_change_callback("RDMA sync event responder", on_running)
             return run_rdma_ctx(resources, callback, buf_inventory=False)
         finally:
@@ -89,7 +103,7 @@ def rdma_sync_event_responder(cfg: RdmaConfig) -> d.ErrorCode:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="DOCA RDMA sync event responder (port of samples/doca_rdma/rdma_sync_event_responder)")
-    register_rdma_common_params(parser)
+    register_rdma_common_params(parser, cm=True)
     cfg = config_from_args(parser.parse_args(argv))
     return run_sample(log, lambda: rdma_sync_event_responder(cfg))
 

@@ -186,6 +186,54 @@ def test_rdma_sync_event(env: dict[str, str], tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.desc"))
 
 
+def _cm_server(started: list[Sample], env: dict[str, str], script: str, *args: str,
+               stdin: bool = False) -> tuple[Sample, list[str]]:
+    """Start *script* as the RDMA-CM server on any free port; (it, the client's address flags)."""
+    server = run(started, env, script, "-cm", "-lp", "0", *args, stdin=stdin)
+    server.wait_for_line("listening on port")
+    port = next(m.group(1) for line in server.lines if (m := re.search(r"listening on port (\d+)", line)))
+    return server, ["-cm", "-sa", "127.0.0.1", "-lp", port]
+
+
+def test_rdma_cm_write(env: dict[str, str]) -> None:
+    with samples() as started:
+        responder, client = _cm_server(started, env, "rdma_write_responder.py", stdin=True)
+        requester = run(started, env, "rdma_write_requester.py", *client, "-w", "written over RDMA-CM")
+        assert 'Written to responder "written over RDMA-CM"' in requester.finish()
+        responder.send_enter()
+        assert 'Requester has written: "written over RDMA-CM"' in responder.finish()
+
+
+def test_rdma_cm_read(env: dict[str, str]) -> None:
+    with samples() as started:
+        # The requester listens this time: the roles of the connection and of the sample are independent.
+        requester, client = _cm_server(started, env, "rdma_read_requester.py")
+        responder = run(started, env, "rdma_read_responder.py", *client, "-r", "read over RDMA-CM", stdin=True)
+        assert 'Read from responder: "read over RDMA-CM"' in requester.finish()
+        responder.send_enter()
+        responder.finish()
+
+
+@pytest.mark.parametrize("pair", [("rdma_receive.py", "rdma_send.py"),
+                                  ("rdma_receive_immediate.py", "rdma_send_immediate.py")])
+def test_rdma_cm_send_receive(env: dict[str, str], pair: tuple[str, str]) -> None:
+    with samples() as started:
+        receiver, client = _cm_server(started, env, pair[0])
+        sender = run(started, env, pair[1], *client, "-s", "sent over RDMA-CM")
+        sender.finish()
+        assert 'Got from sender: "sent over RDMA-CM"' in receiver.finish()
+
+
+def test_rdma_cm_sync_event(env: dict[str, str]) -> None:
+    with samples() as started:
+        responder, client = _cm_server(started, env, "rdma_sync_event_responder.py")
+        requester = run(started, env, "rdma_sync_event_requester.py", *client)
+        out = requester.finish()
+        assert "Received sync event value 0xD0CB" in out
+        assert "Remote sync event has been notified for completion successfully" in out
+        assert "Sync event was notified for completion" in responder.finish()
+
+
 def test_rdma_read(env: dict[str, str], tmp_path: Path) -> None:
     resp_args, req_args = _rdma_paths(tmp_path, with_mmap=True)
     with samples() as started:
