@@ -108,6 +108,8 @@ class RdmaResources:
     require_remote_mmap: bool = False  # exchange a descriptor once connected (else run task_fn at once)
     is_requester: bool = False  # receives the descriptor (the responder sends mmap_descriptor)
     task_fn: Callable[["RdmaResources"], None] | None = None  # what runs after the negotiation
+    cm_passive: bool = False  # at the end, wait for the peer's disconnection instead of disconnecting
+    stop_on_disconnect: bool = False
     cm_mmaps: list[d.Mmap] = field(default_factory=list)  # the negotiation's own memory
 
 
@@ -486,8 +488,16 @@ def task_finished(resources: RdmaResources, task: Any) -> None:
 
 
 def stop_rdma(resources: RdmaResources) -> None:
-    """The samples' end: disconnect the RDMA-CM connections (with ``--use-rdma-cm``), then stop the ctx."""
+    """The samples' end: disconnect the RDMA-CM connections (with ``--use-rdma-cm``), then stop the ctx.
+
+    The passive side of a pair (receiver, responder) waits for the active side's disconnection instead: its
+    last operation may still be unacknowledged at the active side when the passive side is done with it,
+    and on the emulated backend a disconnection can overtake that acknowledgement (DOCA's samples disconnect
+    on both sides)."""
     if resources.cfg.use_rdma_cm:
+        if resources.cm_passive and resources.connections:
+            resources.stop_on_disconnect = True
+            return
         rdma_cm_disconnect(resources)
     request_stop(resources.rdma)
 
@@ -672,45 +682,38 @@ def rdma_responder_send_data_to_rdma_requester(resources: RdmaResources) -> None
         raise
 
 
+def _negotiation_done(resources: RdmaResources, task: Any, buf: d.Buf | None, what: str) -> None:
+    """The end of a negotiation send or receive: free it and its buffer; then :func:`_run_task_fn`, or after
+    a failure stop the ctx."""
+    failed = task.get_status() != d.ErrorCode.SUCCESS
+    if failed:
+        resources.log.error("RDMA negotiation %s task failed: %s", what, task.exception())
+        propagate_error(resources, task.get_status())
+    task.free()
+    if buf is not None:
+        buf.dec_refcount()
+    if failed:
+        request_stop(resources.rdma)
+    else:
+        _run_task_fn(resources)
+
+
 def receive_task_completion_cb(task: RdmaTaskReceive, task_user_data: Any, ctx_user_data: Any) -> None:
     resources: RdmaResources = ctx_user_data
     dst = task.get_dst_buf()
-    assert dst is not None
-    resources.remote_mmap_descriptor = bytes(dst.data_view())
-    task.free()
-    dst.dec_refcount()
-    _run_task_fn(resources)
+    if dst is not None and task.get_status() == d.ErrorCode.SUCCESS:
+        resources.remote_mmap_descriptor = bytes(dst.data_view())
+    _negotiation_done(resources, task, dst, "receive")
 
 
-def receive_task_error_cb(task: RdmaTaskReceive, task_user_data: Any, ctx_user_data: Any) -> None:
-    resources: RdmaResources = ctx_user_data
-    resources.log.error("RDMA negotiation receive task failed: %s", task.exception())
-    propagate_error(resources, task.get_status())
-    dst = task.get_dst_buf()
-    task.free()
-    if dst is not None:
-        dst.dec_refcount()
-    request_stop(resources.rdma)
+receive_task_error_cb = receive_task_completion_cb  # the status tells them apart (no descriptor on failure)
 
 
 def send_task_completion_cb(task: RdmaTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
-    resources: RdmaResources = ctx_user_data
-    src = task.get_src_buf()
-    task.free()
-    if src is not None:
-        src.dec_refcount()
-    _run_task_fn(resources)
+    _negotiation_done(ctx_user_data, task, task.get_src_buf(), "send")
 
 
-def send_task_error_cb(task: RdmaTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
-    resources: RdmaResources = ctx_user_data
-    resources.log.error("RDMA negotiation send task failed: %s", task.exception())
-    propagate_error(resources, task.get_status())
-    src = task.get_src_buf()
-    task.free()
-    if src is not None:
-        src.dec_refcount()
-    request_stop(resources.rdma)
+send_task_error_cb = send_task_completion_cb  # the status tells them apart
 
 
 def rdma_cm_connect_request_cb(conn: RdmaConnection, ctx_user_data: Any) -> None:
@@ -759,15 +762,20 @@ def rdma_cm_disconnect_cb(conn: RdmaConnection, conn_user_data: Any, ctx_user_da
         except d.DocaError as exc:
             resources.log.error("Failed to disconnect rdma cm connection: %s", exc)
             request_stop(resources.rdma)
+    if resources.stop_on_disconnect and not resources.connections:
+        request_stop(resources.rdma)
 
 
 def use_rdma_cm(resources: RdmaResources, task_fn: Callable[[RdmaResources], None], *, requester: bool = False,
-                require_remote_mmap: bool = False, need_send_task: bool = False, need_recv_task: bool = False) -> None:
+                passive: bool = False, require_remote_mmap: bool = False, need_send_task: bool = False,
+                need_recv_task: bool = False) -> None:
     """What each sample's main function sets up for ``--use-rdma-cm`` (nothing without it): its role in the
-    negotiation, what runs after it (*task_fn*), and :func:`config_rdma_cm_callback_and_negotiation_task`."""
+    negotiation and at the end (*passive*: see :func:`stop_rdma`), what runs after it (*task_fn*), and
+    :func:`config_rdma_cm_callback_and_negotiation_task`."""
     if not resources.cfg.use_rdma_cm:
         return
     resources.is_requester, resources.require_remote_mmap, resources.task_fn = requester, require_remote_mmap, task_fn
+    resources.cm_passive = passive
     config_rdma_cm_callback_and_negotiation_task(resources, need_send_task, need_recv_task)
 
 

@@ -94,7 +94,7 @@ def rdma_receive_immediate(cfg: RdmaConfig) -> d.ErrorCode:
     try:
         resources.rdma.task_receive_set_conf(rdma_receive_completed_callback, rdma_receive_error_callback,
                                              NUM_RDMA_TASKS)
-        use_rdma_cm(resources, rdma_receive_prepare_and_submit_task)
+        use_rdma_cm(resources, rdma_receive_prepare_and_submit_task, passive=True)
         return run_rdma_ctx(resources, rdma_receive_state_change_callback)
     finally:
         destroy_rdma_resources(resources, cfg)

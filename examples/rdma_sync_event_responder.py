@@ -90,7 +90,8 @@ def rdma_sync_event_responder(cfg: RdmaConfig) -> d.ErrorCode:
                 log.info("RDMA context finished initialization")
                 responder_wait_for_requester_finish(res)
 
-            use_rdma_cm(resources, responder_wait_for_requester_finish, require_remote_mmap=True, need_send_task=True)
+            use_rdma_cm(resources, responder_wait_for_requester_finish, passive=True, require_remote_mmap=True,
+                        need_send_task=True)
             callback = state_change_callback("RDMA sync event responder", on_running)
             return run_rdma_ctx(resources, callback, buf_inventory=False)
         finally:

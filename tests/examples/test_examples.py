@@ -19,7 +19,7 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import lz4.frame
@@ -186,6 +186,18 @@ def test_rdma_sync_event(env: dict[str, str], tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.desc"))
 
 
+@contextmanager
+def _peer_output_on_failure(peer: Sample) -> Iterator[None]:
+    """Add *peer*'s output (so far) to an assertion that fails on the other side."""
+    try:
+        yield
+    except AssertionError as exc:
+        with suppress(queue.Empty):
+            while peer._drain(1.0):
+                pass
+        raise AssertionError(f"{exc}\n--- {peer.name}:\n{peer.output}") from None
+
+
 def _cm_server(started: list[Sample], env: dict[str, str], script: str, *args: str,
                stdin: bool = False) -> tuple[Sample, list[str]]:
     """Start *script* as the RDMA-CM server on any free port; (it, the client's address flags)."""
@@ -199,7 +211,8 @@ def test_rdma_cm_write(env: dict[str, str]) -> None:
     with samples() as started:
         responder, client = _cm_server(started, env, "rdma_write_responder.py", stdin=True)
         requester = run(started, env, "rdma_write_requester.py", *client, "-w", "written over RDMA-CM")
-        assert 'Written to responder "written over RDMA-CM"' in requester.finish()
+        with _peer_output_on_failure(responder):
+            assert 'Written to responder "written over RDMA-CM"' in requester.finish()
         responder.send_enter()
         assert 'Requester has written: "written over RDMA-CM"' in responder.finish()
 
@@ -209,7 +222,8 @@ def test_rdma_cm_read(env: dict[str, str]) -> None:
         # The requester listens this time: the roles of the connection and of the sample are independent.
         requester, client = _cm_server(started, env, "rdma_read_requester.py")
         responder = run(started, env, "rdma_read_responder.py", *client, "-r", "read over RDMA-CM", stdin=True)
-        assert 'Read from responder: "read over RDMA-CM"' in requester.finish()
+        with _peer_output_on_failure(responder):
+            assert 'Read from responder: "read over RDMA-CM"' in requester.finish()
         responder.send_enter()
         responder.finish()
 
@@ -220,7 +234,8 @@ def test_rdma_cm_send_receive(env: dict[str, str], pair: tuple[str, str]) -> Non
     with samples() as started:
         receiver, client = _cm_server(started, env, pair[0])
         sender = run(started, env, pair[1], *client, "-s", "sent over RDMA-CM")
-        sender.finish()
+        with _peer_output_on_failure(receiver):
+            sender.finish()
         assert 'Got from sender: "sent over RDMA-CM"' in receiver.finish()
 
 
@@ -228,7 +243,8 @@ def test_rdma_cm_sync_event(env: dict[str, str]) -> None:
     with samples() as started:
         responder, client = _cm_server(started, env, "rdma_sync_event_responder.py")
         requester = run(started, env, "rdma_sync_event_requester.py", *client)
-        out = requester.finish()
+        with _peer_output_on_failure(responder):
+            out = requester.finish()
         assert "Received sync event value 0xD0CB" in out
         assert "Remote sync event has been notified for completion successfully" in out
         assert "Sync event was notified for completion" in responder.finish()

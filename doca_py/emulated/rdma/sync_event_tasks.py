@@ -43,28 +43,44 @@ class _NoHome:
 _NO_HOME = _NoHome()
 
 
-def _aim(remote: EmuBuf, event: EmuSyncEventRemoteNet | None, data_len: int) -> None:
-    """Point *remote* at the peer's value (again: the base task moves its data)."""
-    if event is None or event.destroyed:
-        raise _Fail(_INVALID, "the task has no remote sync event (or it was destroyed)")
-    remote.mmap, remote.head, remote.len, remote.data, remote.data_len = event.mmap, event.addr, 8, event.addr, data_len
-    remote.refcount = 1
-
-
 class _SyncEventTask:
-    """What the three task types share: the peer's event (each subclass has the ``event`` slot)."""
+    """What the three task types share: the peer's event, and the descriptor (the base task's ``remote``
+    buffer) that stands for its value. Each subclass has the ``event`` slot."""
 
     event: EmuSyncEventRemoteNet | None
+    #: The base task's attribute holding the remote buffer, and its data length when the task starts.
+    remote = "src"
+    remote_data_len = 8
+    name = ""
 
     def set_sync_event(self, event: SyncEventRemoteNetHandle) -> None:
         assert isinstance(event, EmuSyncEventRemoteNet)
         self.event = event
+
+    def _aim_remote(self) -> None:
+        """Point the remote buffer at the peer's value (again: the base task moves its data)."""
+        event = self.event
+        if event is None or event.destroyed:
+            raise _Fail(_INVALID, "the task has no remote sync event (or it was destroyed)")
+        b: EmuBuf = getattr(self, self.remote)
+        b.mmap, b.head, b.len, b.data, b.data_len = event.mmap, event.addr, 8, event.addr, self.remote_data_len
+        b.refcount = 1
+
+    def get_result_len(self) -> int:
+        return 0
+
+    def set_add_data(self, add: int) -> None:
+        raise DocaInvalidValue(f"a remote sync event {self.name} task has no add data")
+
+    def get_add_data(self) -> int:
+        return 0
 
 
 class EmuRdmaTaskRemoteNetSyncEventGet(_SyncEventTask, EmuRdmaTaskRead):
     """``doca_rdma_task_remote_net_sync_event_get``: the peer's value appended to the local destination."""
 
     __slots__ = ("event",)
+    name = "get"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -72,8 +88,7 @@ class EmuRdmaTaskRemoteNetSyncEventGet(_SyncEventTask, EmuRdmaTaskRead):
         self.src = EmuBuf(_NO_HOME)
 
     def _start(self) -> None:
-        assert self.src is not None
-        _aim(self.src, self.event, 8)
+        self._aim_remote()
         super()._start()
 
     def set_buf(self, buf: BufHandle) -> None:
@@ -82,17 +97,12 @@ class EmuRdmaTaskRemoteNetSyncEventGet(_SyncEventTask, EmuRdmaTaskRead):
     def get_result_len(self) -> int:
         return self.nbytes if self.status == 0 else 0
 
-    def set_add_data(self, add: int) -> None:
-        raise DocaInvalidValue("a remote sync event get task has no add data")
-
-    def get_add_data(self) -> int:
-        return 0
-
 
 class EmuRdmaTaskRemoteNetSyncEventNotifySet(_SyncEventTask, EmuRdmaTaskWrite):
     """``doca_rdma_task_remote_net_sync_event_notify_set``: the peer's value set from the local source's 8 bytes."""
 
     __slots__ = ("event",)
+    remote, remote_data_len, name = "dst", 0, "notify-set"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -100,24 +110,14 @@ class EmuRdmaTaskRemoteNetSyncEventNotifySet(_SyncEventTask, EmuRdmaTaskWrite):
         self.dst = EmuBuf(_NO_HOME)
 
     def _start(self) -> None:
-        assert self.dst is not None
         src = self.src
         if src is None or src.next is not None or src.data_len != 8:
             raise _Fail(_INVALID, "the notify-set source must be one buffer holding the 8-byte value")
-        _aim(self.dst, self.event, 0)
+        self._aim_remote()
         super()._start()
 
     def set_buf(self, buf: BufHandle) -> None:
         self.set_src_buf(buf)
-
-    def get_result_len(self) -> int:
-        return 0
-
-    def set_add_data(self, add: int) -> None:
-        raise DocaInvalidValue("a remote sync event notify-set task has no add data")
-
-    def get_add_data(self) -> int:
-        return 0
 
 
 class EmuRdmaTaskRemoteNetSyncEventNotifyAdd(_SyncEventTask, EmuRdmaTaskAtomic):
@@ -125,6 +125,7 @@ class EmuRdmaTaskRemoteNetSyncEventNotifyAdd(_SyncEventTask, EmuRdmaTaskAtomic):
     appended to the local result buffer."""
 
     __slots__ = ("event",)
+    remote, name = "dst", "notify-add"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -132,15 +133,11 @@ class EmuRdmaTaskRemoteNetSyncEventNotifyAdd(_SyncEventTask, EmuRdmaTaskAtomic):
         self.dst = EmuBuf(_NO_HOME)
 
     def _start(self) -> None:
-        assert self.dst is not None
-        _aim(self.dst, self.event, 8)
+        self._aim_remote()
         super()._start()
 
     def set_buf(self, buf: BufHandle) -> None:
         self.set_result_buf(buf)
-
-    def get_result_len(self) -> int:
-        return 0
 
     def set_add_data(self, add: int) -> None:
         self._settable("set_add_data")
@@ -182,7 +179,7 @@ def task_allocate_init(rdma: RdmaHandle, kind: str, conn: RdmaConnectionHandle, 
     t.event = event
     t.set_buf(buf)  # type: ignore[attr-defined]
     if kind == "notify_add":
-        t.set_add_data(add)  # type: ignore[attr-defined]
+        t.set_add_data(add)
     return t
 
 
