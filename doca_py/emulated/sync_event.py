@@ -499,6 +499,10 @@ class EmuSyncEventCtx(EmuCtx):
         if not self.destroyed:  # the event's destroy detaches its ctx too
             super().destroy()
 
+    def _configurable(self, what: str) -> None:
+        if self.state != 0:  # doca_sync_event.h: the task set_conf of a ctx not idle is NOT_PERMITTED
+            raise DocaNotPermitted(f"{what}: configure the sync event's ctx while it is idle")
+
     def _on_start(self) -> None:
         if self.event.destroyed:
             raise DocaBadState("the sync event was destroyed")

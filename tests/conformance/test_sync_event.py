@@ -112,6 +112,19 @@ def test_remote_pci_export_shares_the_value_and_stop_revokes_it(dev: d.Dev) -> N
     se.close()
 
 
+def test_a_wait_on_an_import_ends_when_the_exporter_revokes(dev: d.Dev) -> None:
+    se = _event(dev)
+    peer = d.SyncEvent.create_from_export(dev, se.export_to_remote_pci(dev))
+    peer.start()
+    revoker = threading.Thread(target=se.stop)
+    revoker.start()
+    with pytest.raises(e.DocaNotPermitted):
+        peer.wait_eq(1)  # never set: the wait ends with the revocation, not never
+    revoker.join()
+    peer.close()
+    se.close()
+
+
 def test_destroy_revokes_the_export(dev: d.Dev) -> None:
     se = _event(dev)
     blob = se.export_to_remote_pci(dev)
@@ -280,6 +293,8 @@ def test_a_ctx_event_cannot_start_stand_alone_and_tasks_need_it_running(dev: d.D
         with pytest.raises(e.DocaBadState):
             se.get()  # the ctx is idle
         ctx.start()
+        with pytest.raises(e.DocaNotPermitted):
+            ctx.task_wait_eq_set_conf(lambda *a: None, lambda *a: None, 1)  # only while idle
         se.update_set(4)  # the synchronous operations work on a running ctx's event
         assert se.get() == 4
         t = ctx.task_get_alloc_init()
