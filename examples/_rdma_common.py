@@ -651,13 +651,7 @@ def rdma_requester_recv_data_from_rdma_responder(resources: RdmaResources) -> No
     assert resources.buf_inventory is not None
     base, _ = mmap.get_memrange()
     buf = resources.buf_inventory.buf_get_by_addr(mmap, base, MEM_RANGE_LEN)
-    task = resources.rdma.task_receive_allocate_init(buf, resources)
-    try:
-        task.submit()
-    except d.DocaError:
-        task.free()
-        buf.dec_refcount()
-        raise
+    _submit_or_release(resources.rdma.task_receive_allocate_init(buf, resources), buf)
     resources.log.info("Negotiation receive task submission completed")
 
 
@@ -673,7 +667,11 @@ def rdma_responder_send_data_to_rdma_requester(resources: RdmaResources) -> None
     assert resources.buf_inventory is not None and resources.connections
     base, _ = mmap.get_memrange()
     buf = resources.buf_inventory.buf_get_by_data(mmap, base, len(data))
-    task = resources.rdma.task_send_allocate_init(resources.connections[0], buf, resources)
+    _submit_or_release(resources.rdma.task_send_allocate_init(resources.connections[0], buf, resources), buf)
+
+
+def _submit_or_release(task: Any, buf: d.Buf) -> None:
+    """Submit a negotiation task; a refused one is freed with its buffer."""
     try:
         task.submit()
     except d.DocaError:
