@@ -490,10 +490,11 @@ def task_finished(resources: RdmaResources, task: Any) -> None:
 def stop_rdma(resources: RdmaResources) -> None:
     """The samples' end: disconnect the RDMA-CM connections (with ``--use-rdma-cm``), then stop the ctx.
 
-    The passive side of a pair (receiver, responder) waits for the active side's disconnection instead: its
-    last operation may still be unacknowledged at the active side when the passive side is done with it,
-    and on the emulated backend a disconnection can overtake that acknowledgement (DOCA's samples disconnect
-    on both sides)."""
+    A side set up with ``use_rdma_cm(passive=True)`` waits for its peer's disconnection instead: the peer may
+    still wait for the acknowledgement of its own last operation, and on the emulated backend a disconnection
+    can overtake it (DOCA's samples disconnect on both sides). The receiving side of send/receive and of the
+    sync event waits; in read and write the requester does, as its operation completes on one host before
+    the responder's descriptor send is acknowledged."""
     if resources.cfg.use_rdma_cm:
         if resources.cm_passive and resources.connections:
             resources.stop_on_disconnect = True

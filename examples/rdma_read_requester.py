@@ -91,8 +91,8 @@ def rdma_read_requester(cfg: RdmaConfig) -> d.ErrorCode:
                                         log)
     try:
         resources.rdma.task_read_set_conf(rdma_read_completed_callback, rdma_read_error_callback, NUM_RDMA_TASKS)
-        use_rdma_cm(resources, rdma_read_prepare_and_submit_task, requester=True, require_remote_mmap=True,
-                    need_recv_task=True)
+        use_rdma_cm(resources, rdma_read_prepare_and_submit_task, requester=True, passive=True,
+                    require_remote_mmap=True, need_recv_task=True)
         return run_rdma_ctx(resources, rdma_read_requester_state_change_callback)
     finally:
         destroy_rdma_resources(resources, cfg)

@@ -66,7 +66,7 @@ def rdma_write_responder(cfg: RdmaConfig) -> d.ErrorCode:
     rdma_permissions = d.AccessFlag.RDMA_WRITE
     resources = allocate_rdma_resources(cfg, mmap_permissions, rdma_permissions, None, log)
     try:
-        use_rdma_cm(resources, responder_wait_for_requester_finish, passive=True, require_remote_mmap=True,
+        use_rdma_cm(resources, responder_wait_for_requester_finish, require_remote_mmap=True,
                     need_send_task=True)
         return run_rdma_ctx(resources, rdma_write_responder_state_change_callback, buf_inventory=False)
     finally:

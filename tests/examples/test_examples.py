@@ -86,6 +86,9 @@ class Sample:
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            with suppress(queue.Empty):  # what it printed so far
+                while self._drain(0.5):
+                    pass
             raise AssertionError(f"{self.name} did not exit within {timeout} s:\n{self.output}") from None
         self._reader.join(timeout)
         while self._drain(0.1):
@@ -212,9 +215,10 @@ def test_rdma_cm_write(env: dict[str, str]) -> None:
         responder, client = _cm_server(started, env, "rdma_write_responder.py", stdin=True)
         requester = run(started, env, "rdma_write_requester.py", *client, "-w", "written over RDMA-CM")
         with _peer_output_on_failure(responder):
-            assert 'Written to responder "written over RDMA-CM"' in requester.finish()
-        responder.send_enter()
+            requester.wait_for_line('Written to responder "written over RDMA-CM"')
+        responder.send_enter()  # the responder disconnects; the requester ends on its disconnection
         assert 'Requester has written: "written over RDMA-CM"' in responder.finish()
+        requester.finish()
 
 
 def test_rdma_cm_read(env: dict[str, str]) -> None:
@@ -223,9 +227,10 @@ def test_rdma_cm_read(env: dict[str, str]) -> None:
         requester, client = _cm_server(started, env, "rdma_read_requester.py")
         responder = run(started, env, "rdma_read_responder.py", *client, "-r", "read over RDMA-CM", stdin=True)
         with _peer_output_on_failure(responder):
-            assert 'Read from responder: "read over RDMA-CM"' in requester.finish()
+            requester.wait_for_line('Read from responder: "read over RDMA-CM"')
         responder.send_enter()
         responder.finish()
+        requester.finish()
 
 
 @pytest.mark.parametrize("pair", [("rdma_receive.py", "rdma_send.py"),
