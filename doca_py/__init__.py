@@ -17,6 +17,7 @@ except _DocaImplError as _exc:
     exit_for_program(_exc)  # doca_py's own programs: a message and exit 2 instead of a traceback
     raise
 from .buf import Buf, BufInventory
+from .buf_pool import BufPool
 from .comch import (
     ComchClient,
     ComchConnection,
@@ -45,6 +46,16 @@ from .errors import DocaError, DocaImplError, DocaPyError, DocaTypeError, DocaUs
 from .log import LogLevel, logger
 from .mmap import Mmap
 from .pe import Pe
+from .sync_event import (
+    SyncEvent,
+    SyncEventCtx,
+    SyncEventRemoteNet,
+    SyncEventTaskGet,
+    SyncEventTaskNotifyAdd,
+    SyncEventTaskNotifySet,
+    SyncEventTaskWaitEq,
+    SyncEventTaskWaitNeq,
+)
 from .rdma import (
     Rdma,
     RdmaAddr,
@@ -55,6 +66,9 @@ from .rdma import (
     RdmaTaskAtomicCmpSwp,
     RdmaTaskAtomicFetchAdd,
     RdmaTaskRead,
+    RdmaTaskRemoteNetSyncEventGet,
+    RdmaTaskRemoteNetSyncEventNotifyAdd,
+    RdmaTaskRemoteNetSyncEventNotifySet,
     RdmaTaskReceive,
     RdmaTaskSend,
     RdmaTaskSendImm,
@@ -68,7 +82,7 @@ from .version import version_info_runtime, version_runtime
 __all__ = [
     "impl", "__version__", "version_runtime", "version_info_runtime",
     "Dev", "DevInfo", "DevInfoRep", "DevRep", "devinfo_create_list",
-    "Mmap", "BufInventory", "Buf", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy",
+    "Mmap", "BufInventory", "Buf", "BufPool", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy",
     "Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
     "Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate", "CompressTaskDecompressLz4Stream",
     "CompressTaskDecompressLz4Block", "CompressTaskType",
@@ -76,7 +90,10 @@ __all__ = [
     "ComchConsumerTaskPostRecv", "ComchProducerTaskSend", "ComchCounter", "ComchOptions",
     "Rdma", "RdmaOptions", "RdmaAddr", "RdmaAddrType", "RdmaConnection", "RdmaOpcode", "RdmaTransportType", "RdmaTaskReceive",
     "RdmaTaskSend", "RdmaTaskSendImm", "RdmaTaskRead", "RdmaTaskWrite", "RdmaTaskWriteImm", "RdmaTaskAtomicCmpSwp",
-    "RdmaTaskAtomicFetchAdd",
+    "RdmaTaskAtomicFetchAdd", "RdmaTaskRemoteNetSyncEventGet", "RdmaTaskRemoteNetSyncEventNotifySet",
+    "RdmaTaskRemoteNetSyncEventNotifyAdd",
+    "SyncEvent", "SyncEventCtx", "SyncEventRemoteNet", "SyncEventTaskGet", "SyncEventTaskNotifySet",
+    "SyncEventTaskNotifyAdd", "SyncEventTaskWaitEq", "SyncEventTaskWaitNeq",
     "AccessFlag", "CtxState", "DevinfoRepFilter", "PciFuncType", "PeEventMode", "TaskSubmitFlag",
     "DocaPyError", "DocaError", "DocaUsageError", "DocaTypeError", "DocaImplError", "DocaWarning", "ErrorCode", "LogLevel", "logger",
 ]

@@ -8,7 +8,7 @@ Addresses are in the mmap's address space (``Mmap.get_memrange()``).
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ._args import expect, wrong_type
 from ._backend import backend
@@ -16,6 +16,9 @@ from ._lifetime import DocaObject
 from ._backend.protocols.core import BufHandle, BufInventoryHandle
 from .errors import DocaInvalidValue
 from .mmap import Mmap
+
+if TYPE_CHECKING:
+    from .buf_pool import BufPool
 
 __all__ = ["BufInventory", "Buf"]
 
@@ -80,17 +83,7 @@ class BufInventory(DocaObject):
         return self._h.get_num_free_elements()
 
     def _wrap(self, h: BufHandle, mmap: Mmap) -> Buf:
-        # Descriptors are recycled; so are their wrappers (no allocation per buffer).
-        buf = cast("Buf | None", h.owner)
-        if buf is None:
-            buf = Buf(h, self, mmap)
-            h.owner = buf
-        else:
-            buf._mmap = mmap
-            buf._closed = False
-        self._adopt(buf)
-        mmap._adopt(buf)
-        return buf
+        return wrap_buf(h, self, mmap)
 
     def buf_get_by_args(self, mmap: Mmap, addr: int, length: int, data: int, data_len: int) -> Buf:
         """Window ``[addr, addr+length)`` with data ``[data, data+data_len)``."""
@@ -123,11 +116,26 @@ class BufInventory(DocaObject):
         return self
 
 
+def wrap_buf(h: BufHandle, home: BufInventory | BufPool, mmap: Mmap) -> Buf:
+    """The public ``Buf`` of a descriptor *home* just handed out. Descriptors are recycled; so are their
+    wrappers (no allocation per buffer)."""
+    buf = cast("Buf | None", h.owner)
+    if buf is None:
+        buf = Buf(h, home, mmap)
+        h.owner = buf
+    else:
+        buf._mmap = mmap
+        buf._closed = False
+    home._adopt(buf)
+    mmap._adopt(buf)
+    return buf
+
+
 class Buf(DocaObject):
     """``doca_buf``. Returned to its inventory when the reference count reaches 0;
     [`close`][doca_py.buf.Buf.close] drops every reference."""
 
-    def __init__(self, handle: BufHandle, inventory: BufInventory, mmap: Mmap) -> None:
+    def __init__(self, handle: BufHandle, inventory: BufInventory | BufPool, mmap: Mmap) -> None:
         super().__init__()
         self._h = handle
         self._inv = inventory

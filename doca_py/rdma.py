@@ -47,6 +47,12 @@ from .rdma_connection import (
     RdmaConnection,
 )
 from .rdma_options import RdmaOptions, RdmaTransportType
+from .rdma_sync_event import (
+    RdmaSyncEventTasks,
+    RdmaTaskRemoteNetSyncEventGet,
+    RdmaTaskRemoteNetSyncEventNotifyAdd,
+    RdmaTaskRemoteNetSyncEventNotifySet,
+)
 from .rdma_tasks import (
     RdmaOpcode,
     RdmaTaskAtomicCmpSwp,
@@ -63,7 +69,8 @@ from .types import AccessFlag, MtuSize
 __all__ = [
     "Rdma", "RdmaOptions", "RdmaConnection", "RdmaAddr", "RdmaTransportType", "RdmaAddrType", "RdmaOpcode",
     "RdmaTaskReceive", "RdmaTaskSend", "RdmaTaskSendImm", "RdmaTaskRead", "RdmaTaskWrite", "RdmaTaskWriteImm",
-    "RdmaTaskAtomicCmpSwp", "RdmaTaskAtomicFetchAdd",
+    "RdmaTaskAtomicCmpSwp", "RdmaTaskAtomicFetchAdd", "RdmaTaskRemoteNetSyncEventGet",
+    "RdmaTaskRemoteNetSyncEventNotifySet", "RdmaTaskRemoteNetSyncEventNotifyAdd",
     "ConnectionRequestCallback", "ConnectionCallback",
 ]
 
@@ -75,7 +82,7 @@ _EV_REQUEST, _EV_ESTABLISHED, _EV_FAILURE, _EV_DISCONNECTION = 0, 1, 2, 3
 # -- the context ------------------------------------------------------------------------------------
 
 
-class Rdma(Ctx):
+class Rdma(Ctx, RdmaSyncEventTasks):
     """``doca_rdma`` context on *dev*, configured with *options* if given (see
     [`configure`][doca_py.rdma.Rdma.configure]).
 

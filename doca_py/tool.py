@@ -8,8 +8,8 @@
 ``devices`` (the default) lists every device with its PCI address, IB device name and
 network interface, and the representors it lists (like ``ibv_devices`` and
 ``doca_caps --list-devs``); without ``--list`` it adds, per device, what each DOCA
-library can do there (like ``doca_caps``): DMA, EC, compress, RDMA, comch and mmap
-export, read with the public ``cap_*`` functions of `doca_py`. The first lines
+library can do there (like ``doca_caps``): DMA, EC, compress, RDMA, sync events, comch and
+mmap export, read with the public ``cap_*`` functions of `doca_py`. The first lines
 name the backend in use (`doca_py.impl`), why the native one did not load when
 ``DOCA_PY_IMPL=auto`` fell back to the emulated one, and the DOCA version it presents
 ([`doca_py.version_runtime`][doca_py.version.version_runtime]).
@@ -41,6 +41,7 @@ from .ec import Ec
 from .errors import DocaError
 from .mmap import Mmap
 from .rdma import Rdma, RdmaTransportType
+from .sync_event import SyncEvent
 from .types import DevinfoRepFilter
 from .version import version_runtime
 
@@ -79,7 +80,20 @@ def _cap_table() -> dict[str, dict[str, CapQuery]]:
         "task_write_imm_is_supported": Rdma.cap_task_write_imm_is_supported,
         "task_atomic_cmp_swp_is_supported": Rdma.cap_task_atomic_cmp_swp_is_supported,
         "task_atomic_fetch_add_is_supported": Rdma.cap_task_atomic_fetch_add_is_supported,
+        "task_remote_net_sync_event_get_is_supported": Rdma.cap_task_remote_net_sync_event_get_is_supported,
+        "task_remote_net_sync_event_notify_set_is_supported":
+            Rdma.cap_task_remote_net_sync_event_notify_set_is_supported,
+        "task_remote_net_sync_event_notify_add_is_supported":
+            Rdma.cap_task_remote_net_sync_event_notify_add_is_supported,
     })
+    sync_event: dict[str, CapQuery] = {
+        "is_create_from_export_supported": SyncEvent.cap_is_create_from_export_supported,
+        "is_export_to_remote_pci_supported": SyncEvent.cap_is_export_to_remote_pci_supported,
+        "is_export_to_remote_net_supported": SyncEvent.cap_is_export_to_remote_net_supported,
+        "remote_net_is_create_from_export_supported": SyncEvent.cap_remote_net_is_create_from_export_supported,
+    }
+    for task in ("get", "notify_set", "notify_add", "wait_eq", "wait_neq"):
+        sync_event[f"task_{task}_is_supported"] = partial(SyncEvent.cap_task_is_supported, task)
     for tr in RdmaTransportType:
         rdma[f"task_receive_get_max_dst_buf_list_len_{tr.name.lower()}"] = \
             partial(_swap, Rdma.cap_task_receive_get_max_dst_buf_list_len, tr)
@@ -112,6 +126,7 @@ def _cap_table() -> dict[str, dict[str, CapQuery]]:
         },
         "compress": compress,
         "rdma": rdma,
+        "sync_event": sync_event,
         "comch": {
             "server_is_supported": ComchServer.cap_is_supported,
             "client_is_supported": ComchClient.cap_is_supported,
@@ -135,7 +150,7 @@ def _cap_table() -> dict[str, dict[str, CapQuery]]:
     }
 
 
-LIBRARIES = ("dev", "mmap", "dma", "ec", "compress", "rdma", "comch")
+LIBRARIES = ("dev", "mmap", "dma", "ec", "compress", "rdma", "sync_event", "comch")
 """The libraries whose capabilities ``devices`` reports, in report order."""
 
 

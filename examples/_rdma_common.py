@@ -1,8 +1,10 @@
 """``samples/doca_rdma/rdma_common.c`` ported to doca_py: what every RDMA sample shares.
 
 Configuration and command line (``register_rdma_common_params``), resource allocation
-and teardown (``allocate_rdma_resources``, ``destroy_rdma_resources``) and the
-out-of-band exchange of descriptors through files (``write_file``, ``read_file``), and the
+and teardown (``allocate_rdma_resources``, ``destroy_rdma_resources``), the
+out-of-band exchange of descriptors through files (``write_file``, ``read_file``) or, with
+``--use-rdma-cm``, the RDMA-CM connection and the descriptor negotiation over it
+(``rdma_cm_connect``, ``config_rdma_cm_callback_and_negotiation_task``), and the
 flow every callback-driven sample shares: ``export_and_connect`` (export → descriptor
 exchange → connect), the task bookkeeping (``submit_task``, ``task_finished``,
 ``task_error_callback``), the state-changed callback (``state_change_callback``) and
@@ -13,7 +15,8 @@ Where the C samples ask the user to copy a descriptor file and press enter, the 
 wait until the file named on the command line exists (a file written atomically by
 the peer), so both sides can run on one machine unattended. The remaining "press enter
 once the peer has finished" steps (the responders of read and write) read a line from
-stdin, as the C samples do. The RDMA-CM variants (``--use-rdma-cm``) are not ported.
+stdin, as the C samples do; with RDMA-CM the responder sends its descriptor without
+waiting for enter, since a send waits for the peer's posted receive (RNR retry).
 """
 
 from __future__ import annotations
@@ -24,14 +27,14 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 from pathlib import Path
 
 import doca_py as d
 from doca_py import aio
 from doca_py.errors import DocaConnectionAborted, DocaIOFailed, DocaNotFound
-from doca_py.rdma import Rdma, RdmaConnection, RdmaTransportType
+from doca_py.rdma import Rdma, RdmaAddr, RdmaAddrType, RdmaConnection, RdmaTaskReceive, RdmaTaskSend, RdmaTransportType
 
 from _common import SLEEP_IN_SECONDS, TaskCheck, request_stop
 
@@ -43,7 +46,11 @@ DEFAULT_LOCAL_CONNECTION_DESC_PATH = "/tmp/local_connection_desc_path.txt"
 DEFAULT_REMOTE_CONNECTION_DESC_PATH = "/tmp/remote_connection_desc_path.txt"
 DEFAULT_REMOTE_RESOURCE_CONNECTION_DESC_PATH = "/tmp/remote_resource_desc_path.txt"
 NUM_RDMA_TASKS = 1
+NUM_NEGOTIATION_RDMA_TASKS = 1
 MAX_NUM_CONNECTIONS = 8
+DEFAULT_RDMA_CM_PORT = 13579
+SERVER_NAME = "Server"
+CLIENT_NAME = "Client"
 #: How often a descriptor file the peer has not written yet is looked for.
 FILE_POLL_SECONDS = 0.01
 
@@ -62,6 +69,10 @@ class RdmaConfig:
     gid_index: int | None = None
     num_connections: int = 1
     transport_type: RdmaTransportType = RdmaTransportType.RC
+    use_rdma_cm: bool = False
+    cm_port: int = DEFAULT_RDMA_CM_PORT
+    cm_addr: str = ""  # the server's address: set on the client side only
+    cm_addr_type: RdmaAddrType = RdmaAddrType.IPv4
 
 
 @dataclass
@@ -89,6 +100,17 @@ class RdmaResources:
     num_remaining_tasks: int = 0
     connection_established: bool = False  # the asyncio samples wait for it
     connection_error: str = ""
+    # RDMA-CM (--use-rdma-cm): the role, the connections and the negotiation of the peer's descriptor
+    is_client: bool = False
+    self_name: str = SERVER_NAME
+    cm_addr: RdmaAddr | None = None
+    connections: list[RdmaConnection] = field(default_factory=list)
+    require_remote_mmap: bool = False  # exchange a descriptor once connected (else run task_fn at once)
+    is_requester: bool = False  # receives the descriptor (the responder sends mmap_descriptor)
+    task_fn: Callable[["RdmaResources"], None] | None = None  # what runs after the negotiation
+    cm_passive: bool = False  # at the end, wait for the peer's disconnection instead of disconnecting
+    stop_on_disconnect: bool = False
+    cm_mmaps: list[d.Mmap] = field(default_factory=list)  # the negotiation's own memory
 
 
 # -- command line ---------------------------------------------------------------------------------
@@ -112,8 +134,39 @@ def _num_connections(text: str) -> int:
     return value
 
 
-def register_rdma_common_params(parser: argparse.ArgumentParser) -> None:
-    """``register_rdma_common_params`` (without the RDMA-CM flags)."""
+def _addr_type(text: str) -> RdmaAddrType:
+    kinds = {"ip4": RdmaAddrType.IPv4, "ipv4": RdmaAddrType.IPv4, "ip6": RdmaAddrType.IPv6,
+             "ipv6": RdmaAddrType.IPv6, "gid": RdmaAddrType.GID}
+    try:
+        return kinds[text.lower()]
+    except KeyError:
+        raise argparse.ArgumentTypeError("the accepted server address types are ip4, ipv4, IPv4, ip6, ipv6, IPv6, "
+                                         "gid, GID") from None
+
+
+def _cm_port(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("server listening port number for DOCA RDMA-CM must be non-negative")
+    return value
+
+
+def register_rdma_cm_params(parser: argparse.ArgumentParser) -> None:
+    """``register_rdma_cm_params``: the RDMA-CM flags (only the samples that support them register them)."""
+    parser.add_argument("-cm", "--use-rdma-cm", dest="use_rdma_cm", action="store_true",
+                        help="Whether to use rdma-cm or oob to setup connection")
+    parser.add_argument("-lp", "--listen-port", dest="cm_port", type=_cm_port, default=DEFAULT_RDMA_CM_PORT,
+                        metavar="<listen-port-num>",
+                        help="server listen port number (0: any free port, which the server logs; emulated)")
+    parser.add_argument("-sa", "--server-addr", dest="cm_addr", default="", metavar="<server address>",
+                        help="Rdma cm server device address (given: this side is the client)")
+    parser.add_argument("-sat", "--server-addr-type", dest="cm_addr_type", type=_addr_type,
+                        default=RdmaAddrType.IPv4, metavar="<server address type>",
+                        help="Rdma cm server device address type: IPv4, IPv6 or GID")
+
+
+def register_rdma_common_params(parser: argparse.ArgumentParser, *, cm: bool = False) -> None:
+    """``register_rdma_common_params``; the RDMA-CM flags with *cm* (a sample that supports them)."""
     parser.add_argument("-d", "--device", dest="device_name", default="", metavar="<IB device name>",
                         help="IB device name (default: the first device with the needed capability)")
     parser.add_argument("-ld", "--local-descriptor-path", dest="local_connection_desc_path",
@@ -130,6 +183,8 @@ def register_rdma_common_params(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-g", "--gid-index", type=int, default=None, help="GID index for DOCA RDMA (optional)")
     parser.add_argument("-tt", "--transport-type", type=_transport, default=RdmaTransportType.RC,
                         help="transport_type for DOCA RDMA (RC or DC, optional)")
+    if cm:
+        register_rdma_cm_params(parser)
 
 
 def register_rdma_send_string_param(parser: argparse.ArgumentParser) -> None:
@@ -187,6 +242,9 @@ def create_local_mmap(mmap_permissions: d.AccessFlag, length: int, dev: d.Dev) -
 def allocate_rdma_resources(cfg: RdmaConfig, mmap_permissions: d.AccessFlag, rdma_permissions: d.AccessFlag,
                             func: TaskCheck | None, log: logging.Logger) -> RdmaResources:
     """``allocate_rdma_resources``: device, local mmap, Pe, configured RDMA ctx connected to the Pe."""
+    if (cfg.num_connections > 1 or cfg.use_rdma_cm) and cfg.transport_type == RdmaTransportType.DC:
+        raise d.errors.DocaInvalidValue("DOCA_RDMA_TRANSPORT_TYPE_DC is only supported for out-of-band single "
+                                        "connection case for now")
     dev = open_doca_device(cfg.device_name, func)
     mmap: d.Mmap | None = None
     pe: d.Pe | None = None
@@ -215,6 +273,10 @@ def destroy_rdma_resources(resources: RdmaResources, cfg: RdmaConfig) -> None:
     if resources.remote_mmap is not None:
         resources.remote_mmap.close()
     resources.rdma.close()
+    for mm in resources.cm_mmaps:  # destroy_rdma_cm_resources
+        mm.close()
+    if resources.cm_addr is not None:
+        resources.cm_addr.close()
     resources.pe.close()
     resources.mmap.stop()
     resources.mmap_memrange.release()  # the memory goes with the mmap
@@ -422,7 +484,23 @@ def task_finished(resources: RdmaResources, task: Any) -> None:
     release_bufs(resources)
     resources.num_remaining_tasks -= 1
     if resources.num_remaining_tasks == 0:  # stop the ctx once every task completed
-        request_stop(resources.rdma)
+        stop_rdma(resources)
+
+
+def stop_rdma(resources: RdmaResources) -> None:
+    """The samples' end: disconnect the RDMA-CM connections (with ``--use-rdma-cm``), then stop the ctx.
+
+    A side set up with ``use_rdma_cm(passive=True)`` waits for its peer's disconnection instead: the peer may
+    still wait for the acknowledgement of its own last operation, and on the emulated backend a disconnection
+    can overtake it (DOCA's samples disconnect on both sides). The receiving side of send/receive and of the
+    sync event waits; in read and write the requester does, as its operation completes on one host before
+    the responder's descriptor send is acknowledged."""
+    if resources.cfg.use_rdma_cm:
+        if resources.cm_passive and resources.connections:
+            resources.stop_on_disconnect = True
+            return
+        rdma_cm_disconnect(resources)
+    request_stop(resources.rdma)
 
 
 def task_error_callback(what: str) -> Callable[[Any, Any, Any], None]:
@@ -514,3 +592,210 @@ async def aio_stop(resources: RdmaResources, timeout: float) -> None:
     """``doca_ctx_stop`` (a failed task has already moved the ctx to STOPPING); await IDLE."""
     request_stop(resources.rdma)
     await resources.rdma.stopped(timeout=timeout)
+
+
+# -- RDMA-CM (--use-rdma-cm): connection by address, then the descriptor over the connection ---------
+def rdma_cm_connect(resources: RdmaResources) -> None:
+    """``rdma_cm_connect``: with a server address this side is the client (``doca_rdma_connect_to_addr``),
+    else the server (``doca_rdma_start_listen_to_port``)."""
+    cfg, log = resources.cfg, resources.log
+    resources.is_client = bool(cfg.cm_addr)
+    resources.self_name = CLIENT_NAME if resources.is_client else SERVER_NAME
+    if resources.is_client and cfg.num_connections > 1:
+        raise d.errors.DocaInvalidValue(f"Client only support single connection, but input num_connections is "
+                                        f"[{cfg.num_connections}]")
+    log.info("Using RDMA_CM to setup RDMA connection")
+    log.info("-- Connection Role: %s, Addr: %s, Port: %d", resources.self_name, cfg.cm_addr or "NULL", cfg.cm_port)
+    if not resources.is_client:
+        port = resources.rdma.start_listen_to_port(cfg.cm_port)
+        log.info("[%s] listening on port %d", resources.self_name, port)
+    else:
+        resources.cm_addr = RdmaAddr(cfg.cm_addr_type, cfg.cm_addr, cfg.cm_port)
+        resources.rdma.connect_to_addr(resources.cm_addr, resources)
+    log.info("[%s] started connection successfully", resources.self_name)
+
+
+def rdma_cm_disconnect(resources: RdmaResources) -> None:
+    """``rdma_cm_disconnect``: disconnect every established connection."""
+    while resources.connections:
+        conn = resources.connections.pop()
+        try:
+            conn.disconnect()
+            resources.log.info("[%s] successfully disconnect rdma-cm connection", resources.self_name)
+        except d.DocaError as exc:  # the peer disconnected first
+            resources.log.info("[%s] rdma-cm connection already closed: %s", resources.self_name, exc)
+
+
+def _run_task_fn(resources: RdmaResources) -> None:
+    """``resources->task_fn(resources)``; a failure stops the ctx."""
+    assert resources.task_fn is not None
+    try:
+        resources.task_fn(resources)
+    except d.DocaError as exc:
+        resources.log.error("[%s] failed after the negotiation: %s", resources.self_name, exc)
+        propagate_error(resources, exc.code)
+        request_stop(resources.rdma)
+
+
+def _negotiation_buffer(resources: RdmaResources, size: int) -> tuple[d.Mmap, memoryview]:
+    if resources.buf_inventory is None:  # the responders have no inventory of their own
+        resources.buf_inventory = d.BufInventory(INVENTORY_NUM_INITIAL_ELEMENTS)
+    mmap, mem = create_local_mmap(d.AccessFlag.LOCAL_READ_WRITE, size, resources.doca_device)
+    resources.cm_mmaps.append(mmap)
+    return mmap, mem
+
+
+def rdma_requester_recv_data_from_rdma_responder(resources: RdmaResources) -> None:
+    """Post a receive for the responder's descriptor (its mmap's, or its sync event's)."""
+    resources.log.info("Start to exchange data resource between client and server")
+    mmap, _ = _negotiation_buffer(resources, MEM_RANGE_LEN)
+    assert resources.buf_inventory is not None
+    base, _ = mmap.get_memrange()
+    buf = resources.buf_inventory.buf_get_by_addr(mmap, base, MEM_RANGE_LEN)
+    _submit_or_release(resources.rdma.task_receive_allocate_init(buf, resources), buf)
+    resources.log.info("Negotiation receive task submission completed")
+
+
+def rdma_responder_send_data_to_rdma_requester(resources: RdmaResources) -> None:
+    """Send the descriptor the sample prepared (``mmap_descriptor``: its sync event's export), else export
+    the mmap. DOCA's sample waits for enter first; a send waits for the posted receive anyway."""
+    resources.log.info("Start to exchange data resource between client and server")
+    if not resources.mmap_descriptor:
+        resources.mmap_descriptor = resources.mmap.export_rdma(resources.doca_device)
+    data = resources.mmap_descriptor
+    mmap, mem = _negotiation_buffer(resources, len(data))
+    mem[:len(data)] = data
+    assert resources.buf_inventory is not None and resources.connections
+    base, _ = mmap.get_memrange()
+    buf = resources.buf_inventory.buf_get_by_data(mmap, base, len(data))
+    _submit_or_release(resources.rdma.task_send_allocate_init(resources.connections[0], buf, resources), buf)
+
+
+def _submit_or_release(task: Any, buf: d.Buf) -> None:
+    """Submit a negotiation task; a refused one is freed with its buffer."""
+    try:
+        task.submit()
+    except d.DocaError:
+        task.free()
+        buf.dec_refcount()
+        raise
+
+
+def _negotiation_done(resources: RdmaResources, task: Any, buf: d.Buf | None, what: str) -> None:
+    """The end of a negotiation send or receive: free it and its buffer; then :func:`_run_task_fn`, or after
+    a failure stop the ctx."""
+    failed = task.get_status() != d.ErrorCode.SUCCESS
+    if failed:
+        resources.log.error("RDMA negotiation %s task failed: %s", what, task.exception())
+        propagate_error(resources, task.get_status())
+    task.free()
+    if buf is not None:
+        buf.dec_refcount()
+    if failed:
+        request_stop(resources.rdma)
+    else:
+        _run_task_fn(resources)
+
+
+def receive_task_completion_cb(task: RdmaTaskReceive, task_user_data: Any, ctx_user_data: Any) -> None:
+    resources: RdmaResources = ctx_user_data
+    dst = task.get_dst_buf()
+    if dst is not None and task.get_status() == d.ErrorCode.SUCCESS:
+        resources.remote_mmap_descriptor = bytes(dst.data_view())
+    _negotiation_done(resources, task, dst, "receive")
+
+
+receive_task_error_cb = receive_task_completion_cb  # the status tells them apart (no descriptor on failure)
+
+
+def send_task_completion_cb(task: RdmaTaskSend, task_user_data: Any, ctx_user_data: Any) -> None:
+    _negotiation_done(ctx_user_data, task, task.get_src_buf(), "send")
+
+
+send_task_error_cb = send_task_completion_cb  # the status tells them apart
+
+
+def rdma_cm_connect_request_cb(conn: RdmaConnection, ctx_user_data: Any) -> None:
+    resources: RdmaResources = ctx_user_data
+    try:
+        conn.accept()
+        conn.set_user_data(resources)
+    except d.DocaError as exc:
+        resources.log.error("Failed to accept rdma cm connection: %s", exc)
+        request_stop(resources.rdma)
+
+
+def rdma_cm_connect_established_cb(conn: RdmaConnection, conn_user_data: Any, ctx_user_data: Any) -> None:
+    resources: RdmaResources = ctx_user_data
+    conn.set_user_data(len(resources.connections))
+    resources.connections.append(conn)
+    resources.connection = resources.connections[0]
+    try:
+        if not resources.require_remote_mmap:
+            if len(resources.connections) >= resources.cfg.num_connections:
+                _run_task_fn(resources)
+        elif resources.is_requester:
+            rdma_requester_recv_data_from_rdma_responder(resources)
+        else:
+            rdma_responder_send_data_to_rdma_requester(resources)
+    except d.DocaError as exc:
+        resources.log.error("[%s] negotiation failed: %s", resources.self_name, exc)
+        propagate_error(resources, exc.code)
+        request_stop(resources.rdma)
+
+
+def rdma_cm_connect_failure_cb(conn: RdmaConnection, conn_user_data: Any, ctx_user_data: Any) -> None:
+    resources: RdmaResources = ctx_user_data
+    if conn in resources.connections:
+        resources.connections.remove(conn)
+    propagate_error(resources, d.ErrorCode.CONNECTION_ABORTED)
+    request_stop(resources.rdma)
+
+
+def rdma_cm_disconnect_cb(conn: RdmaConnection, conn_user_data: Any, ctx_user_data: Any) -> None:
+    resources: RdmaResources = ctx_user_data
+    if conn in resources.connections:
+        resources.connections.remove(conn)
+        try:
+            conn.disconnect()
+        except d.DocaError as exc:
+            resources.log.error("Failed to disconnect rdma cm connection: %s", exc)
+            request_stop(resources.rdma)
+    if resources.stop_on_disconnect and not resources.connections:
+        request_stop(resources.rdma)
+
+
+def use_rdma_cm(resources: RdmaResources, task_fn: Callable[[RdmaResources], None], *, requester: bool = False,
+                passive: bool = False, require_remote_mmap: bool = False, need_send_task: bool = False,
+                need_recv_task: bool = False) -> None:
+    """What each sample's main function sets up for ``--use-rdma-cm`` (nothing without it): its role in the
+    negotiation and at the end (*passive*: see :func:`stop_rdma`), what runs after it (*task_fn*), and
+    :func:`config_rdma_cm_callback_and_negotiation_task`."""
+    if not resources.cfg.use_rdma_cm:
+        return
+    resources.is_requester, resources.require_remote_mmap, resources.task_fn = requester, require_remote_mmap, task_fn
+    resources.cm_passive = passive
+    config_rdma_cm_callback_and_negotiation_task(resources, need_send_task, need_recv_task)
+
+
+def cm_connect(resources: RdmaResources) -> bool:
+    """With ``--use-rdma-cm``: :func:`rdma_cm_connect` from the RUNNING callback, the rest following from the
+    connection callbacks; whether it did (else the sample exchanges descriptor files)."""
+    if not resources.cfg.use_rdma_cm:
+        return False
+    rdma_cm_connect(resources)
+    resources.log.info("RDMA context finished initialization")
+    return True
+
+
+def config_rdma_cm_callback_and_negotiation_task(resources: RdmaResources, need_send_task: bool,
+                                                 need_recv_task: bool) -> None:
+    """The negotiation's send or receive task type (the descriptor travels over the connection) and the
+    RDMA-CM connection callbacks."""
+    if need_recv_task:
+        resources.rdma.task_receive_set_conf(receive_task_completion_cb, receive_task_error_cb,
+                                             NUM_NEGOTIATION_RDMA_TASKS)
+    if need_send_task:
+        resources.rdma.task_send_set_conf(send_task_completion_cb, send_task_error_cb, NUM_NEGOTIATION_RDMA_TASKS)
+    resources.rdma.set_connection_state_callbacks(rdma_cm_connect_request_cb, rdma_cm_connect_established_cb,
+                                                  rdma_cm_connect_failure_cb, rdma_cm_disconnect_cb)

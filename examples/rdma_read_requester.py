@@ -25,10 +25,10 @@ import doca_py as d
 from doca_py.rdma import Rdma, RdmaTaskRead
 
 from _common import run_sample, setup_logging
-from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
-                          destroy_rdma_resources, export_and_connect, get_string, propagate_error,
+from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, cm_connect,
+                          config_from_args, destroy_rdma_resources, export_and_connect, get_string, propagate_error,
                           register_rdma_common_params, run_rdma_ctx, state_change_callback, submit_task,
-                          task_error_callback, task_finished)
+                          task_error_callback, task_finished, use_rdma_cm)
 
 log = setup_logging("RDMA_READ_REQUESTER")
 
@@ -71,7 +71,10 @@ def rdma_read_prepare_and_submit_task(resources: RdmaResources) -> None:
 
 
 def rdma_read_requester_on_running(resources: RdmaResources) -> None:
-    """RUNNING: ``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``, then the read."""
+    """RUNNING: ``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``, then the read (RDMA-CM:
+    connect, the read follows the mmap descriptor's arrival)."""
+    if cm_connect(resources):
+        return
     export_and_connect(resources, "responder", passive=False, mmap=True)
     log.info("RDMA context finished initialization")
     rdma_read_prepare_and_submit_task(resources)
@@ -88,6 +91,8 @@ def rdma_read_requester(cfg: RdmaConfig) -> d.ErrorCode:
                                         log)
     try:
         resources.rdma.task_read_set_conf(rdma_read_completed_callback, rdma_read_error_callback, NUM_RDMA_TASKS)
+        use_rdma_cm(resources, rdma_read_prepare_and_submit_task, requester=True, passive=True,
+                    require_remote_mmap=True, need_recv_task=True)
         return run_rdma_ctx(resources, rdma_read_requester_state_change_callback)
     finally:
         destroy_rdma_resources(resources, cfg)
@@ -96,7 +101,7 @@ def rdma_read_requester(cfg: RdmaConfig) -> d.ErrorCode:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="DOCA RDMA read requester (port of samples/doca_rdma/rdma_read_requester)")
-    register_rdma_common_params(parser)
+    register_rdma_common_params(parser, cm=True)
     cfg = config_from_args(parser.parse_args(argv))
     return run_sample(log, lambda: rdma_read_requester(cfg))
 

@@ -21,11 +21,11 @@ import sys
 
 import doca_py as d
 
-from _common import request_stop, run_sample, setup_logging
-from _rdma_common import (RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
+from _common import run_sample, setup_logging
+from _rdma_common import (RdmaConfig, RdmaResources, allocate_rdma_resources, cm_connect, config_from_args,
                           destroy_rdma_resources, put_string, rdma_connect, register_rdma_common_params,
-                          register_rdma_read_string_param, run_rdma_ctx, state_change_callback, wait_for_enter,
-                          write_read_connection)
+                          register_rdma_read_string_param, run_rdma_ctx, state_change_callback, stop_rdma,
+                          use_rdma_cm, wait_for_enter, write_read_connection)
 
 log = setup_logging("RDMA_READ_RESPONDER")
 
@@ -41,13 +41,22 @@ def rdma_read_responder_export_and_connect(resources: RdmaResources) -> None:
     rdma_connect(resources, passive=True)
 
 
-def rdma_read_responder_on_running(resources: RdmaResources) -> None:
-    rdma_read_responder_export_and_connect(resources)
-    log.info("RDMA context finished initialization")
+def responder_wait_for_requester_finish(resources: RdmaResources) -> None:
     # Wait for enter, which means that the requester has finished reading
     log.info("Wait till the requester has finished reading and press enter")
     wait_for_enter()
-    request_stop(resources.rdma)
+    stop_rdma(resources)
+
+
+def rdma_read_responder_on_running(resources: RdmaResources) -> None:
+    if resources.cfg.use_rdma_cm:  # the mmap descriptor is sent once connected, then the wait
+        read_string = resources.cfg.read_string
+        put_string(resources.mmap_memrange, read_string, len(read_string.encode()) + 1)
+    if cm_connect(resources):
+        return
+    rdma_read_responder_export_and_connect(resources)
+    log.info("RDMA context finished initialization")
+    responder_wait_for_requester_finish(resources)
 
 
 rdma_read_responder_state_change_callback = state_change_callback("RDMA read responder",
@@ -59,6 +68,8 @@ def rdma_read_responder(cfg: RdmaConfig) -> d.ErrorCode:
     rdma_permissions = d.AccessFlag.RDMA_READ
     resources = allocate_rdma_resources(cfg, mmap_permissions, rdma_permissions, None, log)
     try:
+        use_rdma_cm(resources, responder_wait_for_requester_finish, require_remote_mmap=True,
+                    need_send_task=True)
         return run_rdma_ctx(resources, rdma_read_responder_state_change_callback, buf_inventory=False)
     finally:
         destroy_rdma_resources(resources, cfg)
@@ -67,7 +78,7 @@ def rdma_read_responder(cfg: RdmaConfig) -> d.ErrorCode:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="DOCA RDMA read responder (port of samples/doca_rdma/rdma_read_responder)")
-    register_rdma_common_params(parser)
+    register_rdma_common_params(parser, cm=True)
     register_rdma_read_string_param(parser)
     cfg = config_from_args(parser.parse_args(argv))
     return run_sample(log, lambda: rdma_read_responder(cfg))

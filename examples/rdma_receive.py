@@ -24,10 +24,10 @@ import doca_py as d
 from doca_py.rdma import Rdma, RdmaTaskReceive
 
 from _common import run_sample, setup_logging
-from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
-                          destroy_rdma_resources, export_and_connect, get_string, propagate_error,
+from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, cm_connect,
+                          config_from_args, destroy_rdma_resources, export_and_connect, get_string, propagate_error,
                           register_rdma_common_params, run_rdma_ctx, state_change_callback, submit_task,
-                          task_error_callback, task_finished)
+                          task_error_callback, task_finished, use_rdma_cm)
 
 log = setup_logging("RDMA_RECEIVE")
 
@@ -63,6 +63,8 @@ def rdma_receive_prepare_and_submit_task(resources: RdmaResources) -> None:
 
 def rdma_receive_on_running(resources: RdmaResources) -> None:
     """RUNNING: ``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``, then the receive."""
+    if cm_connect(resources):  # the task follows once the connection is established (task_fn)
+        return
     export_and_connect(resources, "sender", passive=True)
     log.info("RDMA context finished initialization")
     rdma_receive_prepare_and_submit_task(resources)
@@ -79,6 +81,7 @@ def rdma_receive(cfg: RdmaConfig) -> d.ErrorCode:
     try:
         resources.rdma.task_receive_set_conf(rdma_receive_completed_callback, rdma_receive_error_callback,
                                              NUM_RDMA_TASKS)
+        use_rdma_cm(resources, rdma_receive_prepare_and_submit_task, passive=True)
         return run_rdma_ctx(resources, rdma_receive_state_change_callback)
     finally:
         destroy_rdma_resources(resources, cfg)
@@ -86,7 +89,7 @@ def rdma_receive(cfg: RdmaConfig) -> d.ErrorCode:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="DOCA RDMA receive (port of samples/doca_rdma/rdma_receive)")
-    register_rdma_common_params(parser)
+    register_rdma_common_params(parser, cm=True)
     cfg = config_from_args(parser.parse_args(argv))
     return run_sample(log, lambda: rdma_receive(cfg))
 

@@ -25,10 +25,10 @@ import doca_py as d
 from doca_py.rdma import Rdma, RdmaTaskSendImm
 
 from _common import run_sample, setup_logging
-from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
-                          destroy_rdma_resources, export_and_connect, put_string, register_rdma_common_params,
-                          register_rdma_send_string_param, run_rdma_ctx, state_change_callback, submit_task,
-                          task_error_callback, task_finished)
+from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, cm_connect,
+                          config_from_args, destroy_rdma_resources, export_and_connect, put_string,
+                          register_rdma_common_params, register_rdma_send_string_param, run_rdma_ctx,
+                          state_change_callback, submit_task, task_error_callback, task_finished, use_rdma_cm)
 
 log = setup_logging("RDMA_SEND_IMMEDIATE")
 
@@ -61,6 +61,8 @@ def rdma_send_immediate_prepare_and_submit_task(resources: RdmaResources) -> Non
 
 def rdma_send_immediate_on_running(resources: RdmaResources) -> None:
     """RUNNING: ``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``, then the send with immediate."""
+    if cm_connect(resources):  # the task follows once the connection is established (task_fn)
+        return
     export_and_connect(resources, "receiver", passive=False)
     log.info("RDMA context finished initialization")
     rdma_send_immediate_prepare_and_submit_task(resources)
@@ -78,6 +80,7 @@ def rdma_send_immediate(cfg: RdmaConfig) -> d.ErrorCode:
     try:
         resources.rdma.task_send_imm_set_conf(rdma_send_imm_completed_callback, rdma_send_imm_error_callback,
                                               NUM_RDMA_TASKS)
+        use_rdma_cm(resources, rdma_send_immediate_prepare_and_submit_task)
         return run_rdma_ctx(resources, rdma_send_immediate_state_change_callback)
     finally:
         destroy_rdma_resources(resources, cfg)
@@ -86,7 +89,7 @@ def rdma_send_immediate(cfg: RdmaConfig) -> d.ErrorCode:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="DOCA RDMA send with immediate (port of samples/doca_rdma/rdma_send_immediate)")
-    register_rdma_common_params(parser)
+    register_rdma_common_params(parser, cm=True)
     register_rdma_send_string_param(parser)
     cfg = config_from_args(parser.parse_args(argv))
     return run_sample(log, lambda: rdma_send_immediate(cfg))

@@ -26,10 +26,10 @@ import doca_py as d
 from doca_py.rdma import Rdma, RdmaTaskWrite
 
 from _common import run_sample, setup_logging
-from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
-                          destroy_rdma_resources, export_and_connect, put_string, register_rdma_common_params,
-                          register_rdma_write_string_param, run_rdma_ctx, state_change_callback, submit_task,
-                          task_error_callback, task_finished)
+from _rdma_common import (NUM_RDMA_TASKS, RdmaConfig, RdmaResources, allocate_rdma_resources, cm_connect,
+                          config_from_args, destroy_rdma_resources, export_and_connect, put_string,
+                          register_rdma_common_params, register_rdma_write_string_param, run_rdma_ctx,
+                          state_change_callback, submit_task, task_error_callback, task_finished, use_rdma_cm)
 
 log = setup_logging("RDMA_WRITE_REQUESTER")
 
@@ -66,7 +66,10 @@ def rdma_write_prepare_and_submit_task(resources: RdmaResources) -> None:
 
 
 def rdma_write_requester_on_running(resources: RdmaResources) -> None:
-    """RUNNING: ``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``, then the write."""
+    """RUNNING: ``doca_rdma_export`` → descriptor exchange → ``doca_rdma_connect``, then the write (RDMA-CM:
+    connect, the write follows the mmap descriptor's arrival)."""
+    if cm_connect(resources):
+        return
     export_and_connect(resources, "responder", passive=False, mmap=True)
     log.info("RDMA context finished initialization")
     rdma_write_prepare_and_submit_task(resources)
@@ -83,6 +86,8 @@ def rdma_write_requester(cfg: RdmaConfig) -> d.ErrorCode:
                                         log)
     try:
         resources.rdma.task_write_set_conf(rdma_write_completed_callback, rdma_write_error_callback, NUM_RDMA_TASKS)
+        use_rdma_cm(resources, rdma_write_prepare_and_submit_task, requester=True, passive=True,
+                    require_remote_mmap=True, need_recv_task=True)
         return run_rdma_ctx(resources, rdma_write_requester_state_change_callback)
     finally:
         destroy_rdma_resources(resources, cfg)
@@ -91,7 +96,7 @@ def rdma_write_requester(cfg: RdmaConfig) -> d.ErrorCode:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="DOCA RDMA write requester (port of samples/doca_rdma/rdma_write_requester)")
-    register_rdma_common_params(parser)
+    register_rdma_common_params(parser, cm=True)
     register_rdma_write_string_param(parser)
     cfg = config_from_args(parser.parse_args(argv))
     return run_sample(log, lambda: rdma_write_requester(cfg))

@@ -21,10 +21,10 @@ import sys
 import doca_py as d
 from doca_py.errors import DocaInvalidValue
 
-from _common import request_stop, run_sample, setup_logging
-from _rdma_common import (RdmaConfig, RdmaResources, allocate_rdma_resources, config_from_args,
+from _common import run_sample, setup_logging
+from _rdma_common import (RdmaConfig, RdmaResources, allocate_rdma_resources, cm_connect, config_from_args,
                           destroy_rdma_resources, export_and_connect, get_string, register_rdma_common_params,
-                          run_rdma_ctx, state_change_callback, wait_for_enter)
+                          run_rdma_ctx, state_change_callback, stop_rdma, use_rdma_cm, wait_for_enter)
 
 log = setup_logging("RDMA_WRITE_RESPONDER")
 
@@ -43,12 +43,15 @@ def responder_wait_for_requester_finish(resources: RdmaResources) -> None:
                                    f"{MAX_BUFF_SIZE}")
         log.info('Requester has written: "%s"', written)
     finally:
-        request_stop(resources.rdma)
+        stop_rdma(resources)
 
 
 def rdma_write_responder_on_running(resources: RdmaResources) -> None:
     """RUNNING: ``doca_rdma_export`` and ``doca_mmap_export_rdma`` → descriptor exchange →
-    ``doca_rdma_connect``, then wait for the requester."""
+    ``doca_rdma_connect``, then wait for the requester (RDMA-CM: connect; the mmap descriptor is sent once
+    connected, then the wait)."""
+    if cm_connect(resources):
+        return
     export_and_connect(resources, "requester", passive=True, mmap=True)
     log.info("RDMA context finished initialization")
     responder_wait_for_requester_finish(resources)
@@ -63,6 +66,8 @@ def rdma_write_responder(cfg: RdmaConfig) -> d.ErrorCode:
     rdma_permissions = d.AccessFlag.RDMA_WRITE
     resources = allocate_rdma_resources(cfg, mmap_permissions, rdma_permissions, None, log)
     try:
+        use_rdma_cm(resources, responder_wait_for_requester_finish, require_remote_mmap=True,
+                    need_send_task=True)
         return run_rdma_ctx(resources, rdma_write_responder_state_change_callback, buf_inventory=False)
     finally:
         destroy_rdma_resources(resources, cfg)
@@ -71,7 +76,7 @@ def rdma_write_responder(cfg: RdmaConfig) -> d.ErrorCode:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="DOCA RDMA write responder (port of samples/doca_rdma/rdma_write_responder)")
-    register_rdma_common_params(parser)
+    register_rdma_common_params(parser, cm=True)
     cfg = config_from_args(parser.parse_args(argv))
     return run_sample(log, lambda: rdma_write_responder(cfg))
 

@@ -36,6 +36,7 @@ from .protocols.core import (
     BufBackend,
     BufHandle,
     BufInventoryHandle,
+    BufPoolBackend,
     DevBackend,
     DevHandle,
     DevInfoHandle,
@@ -57,6 +58,8 @@ from .protocols.engines import (
     EcMatrixHandle,
 )
 from .protocols.rdma import RdmaBackend, RdmaHandle
+from .protocols.rdma_sync_event import RdmaSyncEventBackend
+from .protocols.sync_event import SyncEventBackend
 
 __all__ = ["IMPLEMENTATIONS", "select", "impl", "native_unavailable", "Backend", "backend", "use"]
 
@@ -151,6 +154,24 @@ class Backend:
         return e
 
     @cached_property
+    def buf_pool(self) -> BufPoolBackend:
+        """``doca_py.<impl>.buf_pool``."""
+        if self.native:
+            from ..native import buf_pool as n
+            return n
+        from ..emulated import buf_pool as e
+        return e
+
+    @cached_property
+    def sync_event(self) -> SyncEventBackend:
+        """``doca_py.<impl>.sync_event``."""
+        if self.native:
+            from ..native import sync_event as n
+            return n
+        from ..emulated import sync_event as e
+        return e
+
+    @cached_property
     def pe(self) -> PeBackend:
         """``doca_py.<impl>.pe``."""
         if self.native:
@@ -202,6 +223,16 @@ class Backend:
             from ..native import rdma as n
             return n
         from ..emulated import rdma as e
+        return e
+
+    @cached_property
+    def rdma_sync_event(self) -> RdmaSyncEventBackend:
+        """``doca_py.native.rdma_sync_event`` / ``doca_py.emulated.rdma.sync_event_tasks``: the rdma remote
+        sync-event tasks."""
+        if self.native:
+            from ..native import rdma_sync_event as n
+            return n
+        from ..emulated.rdma import sync_event_tasks as e
         return e
 
     @cached_property

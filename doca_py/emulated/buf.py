@@ -6,17 +6,27 @@ buffer allocates nothing.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from .._backend.protocols.core import BufHandle, MmapHandle
 from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNoMemory, DocaNotPermitted, DocaTooBig
 from . import strict
 from .mmap import EmuMmap
 
-__all__ = ["EmuBuf", "EmuBufInventory", "buf_inventory_create", "data_views", "room", "tail_view"]
+__all__ = ["EmuBuf", "EmuBufInventory", "BufHome", "buf_inventory_create", "data_views", "room", "tail_view", "detach"]
 
 _REFCOUNT_MAX = 0xFFFF
 #: Engines cache data views (EmuBuf.dview) of 1..VIEW_CACHE_MAX bytes only: small copies, where building
 #: a view costs as much as the copy. The DMA's hot path relies on it (a cached view is neither empty nor large).
 VIEW_CACHE_MAX = 1 << 16
+
+
+class BufHome(Protocol):
+    """Where a descriptor returns at reference count 0: an inventory or a buf pool."""
+
+    pins: int
+
+    def _put(self, b: EmuBuf) -> None: ...
 
 
 class EmuBuf:
@@ -25,7 +35,7 @@ class EmuBuf:
     __slots__ = ("inv", "mmap", "head", "len", "data", "data_len", "refcount", "next", "prev", "owner", "pins",
                  "dview", "dn", "tail", "tlen", "viewing")
 
-    def __init__(self, inv: EmuBufInventory) -> None:
+    def __init__(self, inv: BufHome) -> None:
         self.inv = inv
         self.mmap: EmuMmap | None = None
         self.head = self.len = self.data = self.data_len = 0
@@ -315,19 +325,24 @@ class EmuBufInventory:
         return head
 
     def _put(self, b: EmuBuf) -> None:
-        if b.mmap is not None:
-            b.mmap.num_bufs -= 1
-            if b.viewing:
-                b.mmap.viewers.discard(b)
-                b.viewing = False
-        b.mmap, b.next, b.prev, b.refcount = None, None, None, 0
-        b._uncache()
+        detach(b)
         self.free.append(b)
 
     def destroy(self) -> None:
         if len(self.free) != self.total:
             raise DocaInUse(f"{self.total - len(self.free)} buffer(s) of this inventory are still in use")
         self.started = False
+
+
+def detach(b: EmuBuf) -> None:
+    """Unhook a descriptor that returns to its home from its map and its list."""
+    if b.mmap is not None:
+        b.mmap.num_bufs -= 1
+        if b.viewing:
+            b.mmap.viewers.discard(b)
+            b.viewing = False
+    b.mmap, b.next, b.prev, b.refcount = None, None, None, 0
+    b._uncache()
 
 
 def buf_inventory_create(num_elements: int) -> EmuBufInventory:

@@ -14,7 +14,7 @@ from ._common import flag, lib
 from .borrow import Borrowable
 from .mmap import NativeMmap
 
-__all__ = ["NativeBuf", "NativeBufInventory", "buf_inventory_create"]
+__all__ = ["BufCache", "NativeBuf", "NativeBufInventory", "buf_inventory_create"]
 
 _byref = ctypes.byref
 
@@ -24,7 +24,7 @@ class NativeBuf:
 
     __slots__ = ("ptr", "inv", "owner", "_sz", "_p", "_u16")
 
-    def __init__(self, ptr: int, inv: NativeBufInventory) -> None:
+    def __init__(self, ptr: int, inv: BufCache) -> None:
         self.ptr = ptr
         self.inv = inv
         self.owner: object = None
@@ -130,8 +130,8 @@ class NativeBuf:
                                "(doca_buf_inventory_buf_reuse_by_args); get a new buffer instead")
 
 
-class NativeBufInventory(Borrowable):
-    """``doca_buf_inventory *``."""
+class BufCache(Borrowable):
+    """What hands out ``doca_buf *`` (an inventory, a buf pool): one wrapper per descriptor."""
 
     def __init__(self, ptr: int | None) -> None:
         self.ptr = ptr
@@ -142,6 +142,10 @@ class NativeBufInventory(Borrowable):
         if b is None:
             b = self._bufs[ptr] = NativeBuf(ptr, self)
         return b
+
+
+class NativeBufInventory(BufCache):
+    """``doca_buf_inventory *``."""
 
     def start(self) -> None:
         check(lib().doca_buf_inventory_start(self.ptr), "doca_buf_inventory_start")

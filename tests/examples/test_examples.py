@@ -19,7 +19,7 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import lz4.frame
@@ -86,6 +86,9 @@ class Sample:
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            with suppress(queue.Empty):  # what it printed so far
+                while self._drain(0.5):
+                    pass
             raise AssertionError(f"{self.name} did not exit within {timeout} s:\n{self.output}") from None
         self._reader.join(timeout)
         while self._drain(0.1):
@@ -170,6 +173,86 @@ def test_rdma_write(env: dict[str, str], tmp_path: Path) -> None:
         responder.send_enter()  # the requester has finished writing
         assert 'Requester has written: "written by RDMA write"' in responder.finish()
     assert not list(tmp_path.glob("*.desc"))  # both sides delete the descriptor files
+
+
+def test_rdma_sync_event(env: dict[str, str], tmp_path: Path) -> None:
+    resp_args, req_args = _rdma_paths(tmp_path, with_mmap=True)  # -m carries the sync event's blob
+    with samples() as started:
+        responder = run(started, env, "rdma_sync_event_responder.py", *resp_args)
+        responder.wait_for_line("You can now copy")
+        requester = run(started, env, "rdma_sync_event_requester.py", *req_args)
+        out = requester.finish()
+        assert "Remote sync event has been signaled successfully" in out
+        assert "Received sync event value 0xD0CB" in out  # the responder's answer, read by a get task
+        assert "Remote sync event has been notified for completion successfully" in out
+        assert "Sync event was notified for completion" in responder.finish()
+    assert not list(tmp_path.glob("*.desc"))
+
+
+@contextmanager
+def _peer_output_on_failure(peer: Sample) -> Iterator[None]:
+    """Add *peer*'s output (so far) to an assertion that fails on the other side."""
+    try:
+        yield
+    except AssertionError as exc:
+        with suppress(queue.Empty):
+            while peer._drain(1.0):
+                pass
+        raise AssertionError(f"{exc}\n--- {peer.name}:\n{peer.output}") from None
+
+
+def _cm_server(started: list[Sample], env: dict[str, str], script: str, *args: str,
+               stdin: bool = False) -> tuple[Sample, list[str]]:
+    """Start *script* as the RDMA-CM server on any free port; (it, the client's address flags)."""
+    server = run(started, env, script, "-cm", "-lp", "0", *args, stdin=stdin)
+    server.wait_for_line("listening on port")
+    port = next(m.group(1) for line in server.lines if (m := re.search(r"listening on port (\d+)", line)))
+    return server, ["-cm", "-sa", "127.0.0.1", "-lp", port]
+
+
+def test_rdma_cm_write(env: dict[str, str]) -> None:
+    with samples() as started:
+        responder, client = _cm_server(started, env, "rdma_write_responder.py", stdin=True)
+        requester = run(started, env, "rdma_write_requester.py", *client, "-w", "written over RDMA-CM")
+        with _peer_output_on_failure(responder):
+            requester.wait_for_line('Written to responder "written over RDMA-CM"')
+        responder.send_enter()  # the responder disconnects; the requester ends on its disconnection
+        assert 'Requester has written: "written over RDMA-CM"' in responder.finish()
+        requester.finish()
+
+
+def test_rdma_cm_read(env: dict[str, str]) -> None:
+    with samples() as started:
+        # The requester listens this time: the roles of the connection and of the sample are independent.
+        requester, client = _cm_server(started, env, "rdma_read_requester.py")
+        responder = run(started, env, "rdma_read_responder.py", *client, "-r", "read over RDMA-CM", stdin=True)
+        with _peer_output_on_failure(responder):
+            requester.wait_for_line('Read from responder: "read over RDMA-CM"')
+        responder.send_enter()
+        responder.finish()
+        requester.finish()
+
+
+@pytest.mark.parametrize("pair", [("rdma_receive.py", "rdma_send.py"),
+                                  ("rdma_receive_immediate.py", "rdma_send_immediate.py")])
+def test_rdma_cm_send_receive(env: dict[str, str], pair: tuple[str, str]) -> None:
+    with samples() as started:
+        receiver, client = _cm_server(started, env, pair[0])
+        sender = run(started, env, pair[1], *client, "-s", "sent over RDMA-CM")
+        with _peer_output_on_failure(receiver):
+            sender.finish()
+        assert 'Got from sender: "sent over RDMA-CM"' in receiver.finish()
+
+
+def test_rdma_cm_sync_event(env: dict[str, str]) -> None:
+    with samples() as started:
+        responder, client = _cm_server(started, env, "rdma_sync_event_responder.py")
+        requester = run(started, env, "rdma_sync_event_requester.py", *client)
+        with _peer_output_on_failure(responder):
+            out = requester.finish()
+        assert "Received sync event value 0xD0CB" in out
+        assert "Remote sync event has been notified for completion successfully" in out
+        assert "Sync event was notified for completion" in responder.finish()
 
 
 def test_rdma_read(env: dict[str, str], tmp_path: Path) -> None:

@@ -62,6 +62,10 @@ def test_json_lists_the_emulated_registry_with_every_capability() -> None:
         assert rdma["get_max_message_size"] > 0 and rdma["get_max_send_queue_size"] > 0
         assert rdma["get_max_recv_queue_size"] > 0
         assert caps["mmap"] == {"is_export_pci_supported": True, "is_create_from_export_pci_supported": True}
+        assert rdma["task_remote_net_sync_event_notify_set_is_supported"] is True
+        se = caps["sync_event"]
+        assert se["is_export_to_remote_net_supported"] is True and se["task_wait_eq_is_supported"] is True
+        assert se["is_export_to_remote_pci_supported"] is True  # rides on the device's mmap PCI export
         assert caps["comch"]["get_max_msg_size"] > 0 and caps["comch"]["consumer_is_supported"] is True
     # The DPU lists the host PF's representor; comch servers live on the DPU, clients on the host.
     (rep,) = devices[DPU]["representors"]

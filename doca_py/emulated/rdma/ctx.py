@@ -401,7 +401,9 @@ class EmuRdma(RdmaTaskAlloc):
                         st.on_close = _srv_closed
                         shm.offer_rx(conn, st)
                         self._maybe_established(conn)
-                        if conn.req is None and conn.cm_sock is not None and self.pe is not None:
+                        # An RDMA-CM connection (cm_addr: set before its request leaves, unlike cm_sock, which
+                        # a fast server's dial-back can beat) dials back; _cm_dial re-checks on the Pe thread.
+                        if conn.req is None and conn.cm_addr is not None and self.pe is not None:
                             self.pe.post(self._cm_dial, (conn, self.epoch))
         try:
             shm.send_reply(conn, st, _REPLY.pack(_REPLY_MAGIC, _VERSION, status, self.host, os.getpid(), self.perms,

@@ -38,11 +38,13 @@ from ctypes import (
 from typing import TYPE_CHECKING, Any, cast
 
 from ._decl import CtxStateChangedCb, Decl, LogFlushCb, MmapMemrangeFreeCb, pre3, register
+from .buf_pool import BUF_POOL
+from .sync_event import SYNC_EVENT
 
 if TYPE_CHECKING:
     from ._raw import CommonLib
 
-__all__ = ["COMMON", "INLINE", "LIBNAME", "load_common"]
+__all__ = ["BEYOND_INVENTORY", "COMMON", "INLINE", "LIBNAME", "load_common"]
 
 LIBNAME = "common"
 
@@ -245,8 +247,12 @@ COMMON: tuple[Decl, ...] = (
     _f("doca_mmap_get_mkey", ERR, P, P, U32_P, since=(3, 2)),
     _f("doca_devinfo_get_pci_func_type", ERR, P, INT_P, since=(3, 1)),
     _f("doca_devinfo_get_sf_index", ERR, P, U32_P, since=(3, 1)),
-)
+) + BUF_POOL + SYNC_EVENT
 """Every exported libdoca_common function, 3.x signatures plus 2.x variants."""
+
+BEYOND_INVENTORY: frozenset[str] = frozenset(d.name for d in BUF_POOL + SYNC_EVENT)
+"""Functions of libdoca_common headers that ``doca-c-api.md``'s inventory does not list
+(``doca_buf_pool.h``, ``doca_sync_event.h``), declared from the DOCA 3.0 headers."""
 
 register(LIBNAME, COMMON)
 

@@ -774,11 +774,14 @@ EXPORT doca_error_t doca_mmap_get_from_export(const struct fake_mmap *m, uint8_t
 /* ---- buf inventory and bufs ----
  * An inventory the fake does not know (the transport and engine tests pass a dummy
  * pointer and no mmap) hands out bare descriptors, freed at refcount 0. */
+struct fake_pool;
 struct fake_inv {
 	struct fake_inv *next_live;
 	uint32_t num, nfree;
 	int started;
+	struct fake_pool *pool; /* the buf pool this inventory counts for (buf_pool.c), or NULL */
 };
+static void pool_release(struct fake_pool *p, const struct doca_buf *b);
 static struct fake_inv *live_invs;
 static int last_reuse; /* 1 reuse_by_addr, 2 reuse_by_data, 3 reuse_by_args */
 
@@ -866,6 +869,8 @@ static struct doca_buf *new_buf(struct fake_inv *v, struct fake_mmap *m, void *a
 
 static void release_buf(struct doca_buf *b)
 {
+	if (b->inv != NULL && b->inv->pool != NULL)
+		pool_release(b->inv->pool, b);
 	if (b->inv != NULL) {
 		b->inv->nfree++;
 		b->mmap->nbufs--;
@@ -1071,3 +1076,6 @@ EXPORT doca_error_t doca_buf_inventory_buf_reuse_by_data(struct doca_buf *b, voi
 	return E_OK;
 }
 #endif
+
+#include "buf_pool.c"
+#include "sync_event.c"

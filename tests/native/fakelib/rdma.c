@@ -26,7 +26,7 @@
 typedef void (*conn_request_cb_t)(void *, union doca_data);
 typedef void (*conn_cb_t)(void *, union doca_data, union doca_data);
 
-enum { T_RECEIVE, T_SEND, T_SEND_IMM, NTYPES, T_EVENT = 100 };
+enum { T_RECEIVE, T_SEND, T_SEND_IMM, T_SE_GET, T_SE_SET, T_SE_ADD, NTYPES, T_EVENT = 100 };
 enum { EV_REQUEST, EV_ESTABLISHED, EV_FAILURE, EV_DISCONNECTION };
 enum { C_NEW, C_REQUESTED, C_ESTABLISHED, C_CLOSED };
 #define MAX_CONNS 16
@@ -79,8 +79,11 @@ struct rtask {
 	uint32_t imm, result_len, result_imm;
 	int opcode;
 	struct rconn *result_conn;
+	const void *se; /* the remote sync event of a T_SE_* task (rdma_sync_event.c) */
+	uint64_t add;
 	struct rtask *next;
 };
+static void se_task_done(struct rtask *t, union doca_data task_ud, union doca_data ctx_ud);
 
 /* Newest first: a freed doca_task's address may be reused by a later task. */
 static struct rtask *all_tasks;
@@ -115,6 +118,10 @@ static void on_done(void *base, union doca_data task_ud, union doca_data ctx_ud)
 			r->fail_cb(c, c->ud, ctx_ud);
 		else if (ev == EV_DISCONNECTION && r->disc_cb)
 			r->disc_cb(c, c->ud, ctx_ud);
+		return;
+	}
+	if (t->type >= T_SE_GET && t->type <= T_SE_ADD) {
+		se_task_done(t, task_ud, ctx_ud);
 		return;
 	}
 	if (t->type == T_RECEIVE) {
@@ -526,3 +533,5 @@ EXPORT doca_error_t doca_rdma_connect(struct rdma *r, const void *peer, size_t l
 
 EXPORT doca_error_t doca_rdma_srq_create(void *dev, void **srq) { (void)dev; (void)srq; return E_NOT_SUPPORTED; }
 #endif
+
+#include "rdma_sync_event.c"

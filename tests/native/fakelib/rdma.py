@@ -66,3 +66,4 @@ def attach(rdma: ctypes.CDLL, common: ctypes.CDLL) -> None:
     """Give the fake rdma the fake libdoca_common it creates ctxs and tasks with."""
     attach_common(rdma, "fake_rdma_attach", common, ("fake_ctx_create", "fake_ctx_destroy", "fake_ctx_set_task_cb",
                                                      "fake_task_alloc_init", "doca_task_submit", "doca_task_free"))
+    attach_common(rdma, "fake_rdma_attach_sync_event", common, ("fake_sync_event_remote_value", "fake_task_fail"))
