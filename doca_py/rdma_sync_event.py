@@ -23,7 +23,7 @@ from ._backend import backend
 from ._backend.protocols.rdma_sync_event import RdmaTaskRemoteNetSyncEventHandle
 from .buf import Buf
 from .ctx import TaskCallback
-from .dev import DevInfo
+from .dev import DevInfo, devinfo_handle
 from .rdma_connection import RdmaConnection
 from .rdma_tasks import _ConnTask
 from .sync_event import SyncEventRemoteNet
@@ -185,14 +185,14 @@ class RdmaSyncEventTasks:
     @staticmethod
     def cap_task_remote_net_sync_event_get_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_remote_net_sync_event_get_is_supported``."""
-        return backend.rdma_sync_event.cap_task_is_supported("get", devinfo._h)
+        return backend.rdma_sync_event.cap_task_is_supported("get", devinfo_handle(devinfo))
 
     @staticmethod
     def cap_task_remote_net_sync_event_notify_set_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_remote_net_sync_event_notify_set_is_supported``."""
-        return backend.rdma_sync_event.cap_task_is_supported("notify_set", devinfo._h)
+        return backend.rdma_sync_event.cap_task_is_supported("notify_set", devinfo_handle(devinfo))
 
     @staticmethod
     def cap_task_remote_net_sync_event_notify_add_is_supported(devinfo: DevInfo) -> bool:
         """``doca_rdma_cap_task_remote_net_sync_event_notify_add_is_supported``."""
-        return backend.rdma_sync_event.cap_task_is_supported("notify_add", devinfo._h)
+        return backend.rdma_sync_event.cap_task_is_supported("notify_add", devinfo_handle(devinfo))

@@ -31,7 +31,7 @@ from ._backend.protocols.sync_event import (
 )
 from ._lifetime import DocaObject
 from .ctx import Ctx, Task, TaskCallback
-from .dev import Dev, DevInfo
+from .dev import Dev, DevInfo, devinfo_handle
 from .errors import DocaInvalidValue
 
 __all__ = ["SyncEvent", "SyncEventCtx", "SyncEventRemoteNet", "SyncEventTaskGet", "SyncEventTaskNotifySet",
@@ -353,22 +353,22 @@ class SyncEvent(DocaObject):
     @staticmethod
     def cap_is_create_from_export_supported(devinfo: DevInfo) -> bool:
         """``doca_sync_event_cap_is_create_from_export_supported``."""
-        return backend.sync_event.cap("is_create_from_export_supported", devinfo._h)
+        return backend.sync_event.cap("is_create_from_export_supported", devinfo_handle(devinfo))
 
     @staticmethod
     def cap_remote_net_is_create_from_export_supported(devinfo: DevInfo) -> bool:
         """``doca_sync_event_cap_remote_net_is_create_from_export_supported``."""
-        return backend.sync_event.cap("remote_net_is_create_from_export_supported", devinfo._h)
+        return backend.sync_event.cap("remote_net_is_create_from_export_supported", devinfo_handle(devinfo))
 
     @staticmethod
     def cap_is_export_to_remote_pci_supported(devinfo: DevInfo) -> bool:
         """``doca_sync_event_cap_is_export_to_remote_pci_supported``."""
-        return backend.sync_event.cap("is_export_to_remote_pci_supported", devinfo._h)
+        return backend.sync_event.cap("is_export_to_remote_pci_supported", devinfo_handle(devinfo))
 
     @staticmethod
     def cap_is_export_to_remote_net_supported(devinfo: DevInfo) -> bool:
         """``doca_sync_event_cap_is_export_to_remote_net_supported``."""
-        return backend.sync_event.cap("is_export_to_remote_net_supported", devinfo._h)
+        return backend.sync_event.cap("is_export_to_remote_net_supported", devinfo_handle(devinfo))
 
     @staticmethod
     def cap_task_is_supported(task: str, devinfo: DevInfo) -> bool:
@@ -376,7 +376,7 @@ class SyncEvent(DocaObject):
         ``notify_add``, ``wait_eq``, ``wait_neq``."""
         if task not in ("get", "notify_set", "notify_add", "wait_eq", "wait_neq"):
             raise DocaInvalidValue(f"no sync event task {task!r}")
-        return backend.sync_event.cap(f"task_{task}_is_supported", devinfo._h)
+        return backend.sync_event.cap(f"task_{task}_is_supported", devinfo_handle(devinfo))
 
     def _close(self) -> None:
         self._h.destroy()

@@ -213,7 +213,7 @@ _CAP_ARGS: dict[str, object] = {"task": d.CompressTaskType.COMPRESS_DEFLATE, "tr
 
 def _cap_functions() -> list[tuple[str, Callable[..., object]]]:
     owners: list[Any] = [d.Mmap, d.Dma, d.Ec, d.Compress, d.Rdma, d.ComchServer, d.ComchClient, d.ComchConsumer,
-                         d.ComchProducer, comch]
+                         d.ComchProducer, d.SyncEvent, comch]
     found = []
     for owner in owners:
         for name, fn in inspect.getmembers(owner):
