@@ -29,6 +29,7 @@ import os
 import random
 
 from ..errors import DocaUsageError, ErrorCode
+from . import trace
 
 __all__ = ["STRICT", "SHUFFLE", "SEED", "FAULTS", "KINDS", "violation", "shuffler", "fault_rate", "draw",
            "describe", "parse_faults", "configure"]
@@ -106,6 +107,7 @@ def configure(strict: bool | None = None, shuffle: bool | None = None, faults: s
 
 def violation(obj: object, rule: str) -> DocaUsageError:
     """The error strict mode raises: names the object and the DOCA rule it broke."""
+    trace.finding(f"{obj!r}: {rule}")  # trace hook: strict-mode finding
     return DocaUsageError(f"strict mode: {obj!r}: {rule} (DOCA leaves this undefined; hardware would "
                           f"corrupt data or fail later) [DOCA_PY_STRICT=0 turns the check off]")
 
