@@ -42,9 +42,14 @@ def check_version(text: str) -> str:
 
 def check_faults(spec: str) -> str:
     """*spec* if it is a valid fault spec (see :func:`doca_py.emulated.strict.parse_faults`), else ``ValueError``."""
+    if not spec.strip():
+        return spec
     from ..emulated.strict import parse_faults
 
-    parse_faults(spec)
+    try:
+        parse_faults(spec)
+    except ValueError as exc:
+        raise ValueError(f"fault spec {spec!r}: {exc}") from None
     return spec
 
 
@@ -79,7 +84,9 @@ class Knobs:
         return cls(seed=seed, version=check_version(version) if version else None,
                    strict=_flag(e, ENV_STRICT, True) if strict is None else strict,
                    shuffle=_flag(e, ENV_SHUFFLE, True),
-                   faults=check_faults(e.get(ENV_FAULTS, "") if faults is None else faults))
+                   # The environment's spec is checked by the emulator when it reads it: importing it
+                   # here would read the other knobs before a conftest sets them.
+                   faults=e.get(ENV_FAULTS, "") if faults is None else check_faults(faults))
 
     def replace(self, **changes: object) -> Knobs:
         """A copy with some knobs changed (``version=``, ``faults=`` …)."""

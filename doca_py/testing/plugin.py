@@ -72,6 +72,8 @@ def activate() -> Knobs:
     state = _pending or _State(Knobs.resolve(), explicit=False, trace_dir=None)
     state.everywhere = True
     state.knobs.write_env()
+    if "doca_py.emulated.strict" in sys.modules:  # imported early (--doca-faults checks its spec)
+        state.knobs.apply()
     return state.knobs
 
 
@@ -97,8 +99,7 @@ def _state_from(config: pytest.Config, ns: Any) -> _State:
     strict, faults = getattr(ns, "doca_strict", None), getattr(ns, "doca_faults", None)
     trace_dir = getattr(ns, "doca_trace", None)
     try:
-        knobs = Knobs.resolve(seed=seed, version=version, strict=strict,
-                              faults=check_faults(faults) if faults is not None else None)
+        knobs = Knobs.resolve(seed=seed, version=version, strict=strict, faults=faults)
     except ValueError as exc:
         raise pytest.UsageError(f"doca_py: {exc}") from None
     explicit = any(v is not None for v in (seed, version, strict, faults, trace_dir))
