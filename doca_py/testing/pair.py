@@ -42,6 +42,8 @@ __all__ = ["Side", "DocaPair", "PairError", "PeerGone", "SideReport", "FnRef", "
 ROLES = ("host", "dpu")
 #: Seconds a side gets to report where it is after being asked to end, before SIGKILL.
 GRACE = 5.0
+#: Seconds a side may take to start (interpreter, imports, device) before its function runs.
+STARTUP = 60.0
 _LOG_TAIL = 60
 _TRACE_TAIL = 40
 
@@ -252,6 +254,7 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
     try:
         fn = spec.fn.resolve() if isinstance(spec.fn, FnRef) else spec.fn
         dev, rep = open_side(spec.role)
+        ctl.send(("started", None, {}))  # the run's timeout counts from here: start-up is not the side's code
         result = fn(Side(spec.role, dev, rep, peer, spec.args, spec.token, spec.knobs.seed))
         try:
             pickle.dumps(result)
@@ -362,36 +365,49 @@ class DocaPair:
 
     def _wait(self, procs: dict[str, Any], ctls: dict[str, Connection], timeout: float) -> None:
         self._results: dict[str, Any] = {}
+        self._first = "host"  # the side that failed first (both time out together)
         for role, p in procs.items():
             self._report(role).pid = p.pid
-        deadline = time.monotonic() + timeout
+        started: set[str] = set()
+        deadline = time.monotonic() + STARTUP  # until both sides run their functions
         pending = set(procs)
         while pending:
             left = deadline - time.monotonic()
             waitables: list[Any] = [ctls[r] for r in pending] + [procs[r].sentinel for r in pending]
-            ready = mpc.wait(waitables, timeout=max(left, 0)) if left > 0 else []
+            ready = mpc.wait(waitables, timeout=left) if left > 0 else []
             if not ready:
+                why = (f"timed out after {timeout} s" if len(started) == len(procs) else
+                       f"did not start within {STARTUP} s")
                 for role in pending:
                     self._report(role).status = "timed out"
-                self._stop(procs, ctls, why=f"timed out after {timeout} s")
+                self._stop(procs, ctls, why=why)
                 return
             for role in list(pending):
                 rep = self._report(role)
-                if ctls[role].poll():
+                dead = procs[role].sentinel in ready
+                while ctls[role].poll():
                     try:
-                        self._take(role, ctls[role].recv())
-                    except (EOFError, OSError):
-                        pass
-                    else:
-                        pending.discard(role)
-                        procs[role].join(GRACE)
-                        if rep.status != "ok":
-                            return
+                        msg = ctls[role].recv()
+                    except (EOFError, OSError):  # it died: its end of the pipe closed
+                        dead = True
+                        break
+                    if msg[0] == "started":
+                        started.add(role)
+                        if len(started) == len(procs):
+                            deadline = time.monotonic() + timeout
                         continue
-                if procs[role].sentinel in ready and not ctls[role].poll():
+                    self._take(role, msg)
+                    pending.discard(role)
+                    procs[role].join(GRACE)
+                    if rep.status != "ok":
+                        self._first = role
+                        return
+                    break
+                if role in pending and dead:
                     procs[role].join()
                     rep.status = "crashed"
                     rep.detail = f"the process died: {_exit_text(procs[role].exitcode)}"
+                    self._first = role
                     return
 
     def _stop(self, procs: dict[str, Any], ctls: dict[str, Connection], why: str = "") -> None:
@@ -421,10 +437,10 @@ class DocaPair:
                 self._report(role).status = "ended"
 
     def _message(self, failed: list[SideReport]) -> str:
-        first = failed[0]
+        first = self._report(self._first)
         head = (f"doca_pair: the {first.role} side {first.status} "
                 f"(knobs: {self.knobs.describe()}; replay: {self.knobs.replay()} <test>)")
-        return "\n".join([head] + [r.format() for r in self.reports if r.status != "ok"])
+        return "\n".join([head] + [r.format() for r in sorted(failed, key=lambda r: r is not first)])
 
 
 def _exit_text(code: int | None) -> str:
