@@ -192,8 +192,7 @@ class SideReport:
         parts = [f"=== {self.role} side (pid {self.pid}): {self.status} ==="]
         if self.detail:
             parts.append(self.detail.rstrip())
-        if self.findings:
-            parts.append(f"--- {self.role} side: strict-mode findings ---\n" + "\n".join(self.findings))
+        parts.append(f"--- {self.role} side: strict-mode findings ---\n" + ("\n".join(self.findings) or "none"))
         log = "\n".join(self.log.rstrip().splitlines()[-_LOG_TAIL:])
         parts.append(f"--- {self.role} side: log (last {_LOG_TAIL} lines) ---\n{log or '(empty)'}")
         parts.append(f"--- {self.role} side: last task events ---\n{self.tail or '(none: the process died)'}")
@@ -258,7 +257,7 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
         result = fn(Side(spec.role, dev, rep, peer, spec.args, spec.token, spec.knobs.seed))
         try:
             pickle.dumps(result)
-            msg = ("ok", result, {})
+            msg = ("ok", result, _forensics())
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the user's result's
             msg = ("raised", f"the {spec.role} function returned an object that cannot be sent back: {exc!r}",
                    _forensics())
@@ -440,7 +439,7 @@ class DocaPair:
         first = self._report(self._first)
         head = (f"doca_pair: the {first.role} side {first.status} "
                 f"(knobs: {self.knobs.describe()}; replay: {self.knobs.replay()} <test>)")
-        return "\n".join([head] + [r.format() for r in sorted(failed, key=lambda r: r is not first)])
+        return "\n".join([head] + [r.format() for r in sorted(self.reports, key=lambda r: r is not first)])
 
 
 def _exit_text(code: int | None) -> str:
