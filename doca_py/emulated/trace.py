@@ -21,15 +21,20 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ON", "DEFAULT_SIZE", "Event", "enable", "disable", "clear", "events", "submit", "complete", "state",
+__all__ = ["ON", "DEFAULT_SIZE", "Event", "Record", "KINDS", "enable", "disable", "clear", "events", "submit", "complete", "state",
            "finding", "findings", "format_tail", "chrome", "write_chrome"]
 
 #: Whether events are recorded (the hooks test it before calling).
 ON = False
 #: Events the ring keeps by default.
 DEFAULT_SIZE = 4096
-#: One event: ``(monotonic ns, kind, ctx id, ctx class, task class or state change, status)``.
-Event = tuple[int, str, int, str, str, int]
+#: One event: ``(monotonic ns, kind, ctx id, ctx class, task id, task class, status)`` (kinds:
+#: :data:`KINDS`; for a state change the task fields hold the previous and the new state). Ids and
+#: classes, not the objects: the ring must not keep a closed ctx alive, nor format text per event.
+Event = tuple[int, int, int, type, int, Any, int]
+#: Event kinds, by their index in an :data:`Event`.
+KINDS = ("submit", "complete", "error", "state", "strict")
+_SUBMIT, _COMPLETE, _ERROR, _STATE, _STRICT = range(5)
 _ring: deque[Event] = deque(maxlen=DEFAULT_SIZE)
 _findings: deque[str] = deque(maxlen=64)
 _now = time.monotonic_ns
@@ -59,34 +64,50 @@ def clear() -> None:
     _findings.clear()
 
 
-def events() -> list[Event]:
-    """The events in the ring, oldest first."""
-    return list(_ring)
+#: A readable event: ``(monotonic ns, kind, ctx id, ctx class name, what, status)``; *what* is
+#: ``"<task class>@<task id>"``, ``"<STATE>-><STATE>"`` or the text of a strict-mode finding.
+Record = tuple[int, str, int, str, str, int]
+
+
+def _record(ev: Event) -> Record:
+    ts, kind, cid, ctype, a, b, status = ev
+    if kind == _STATE:
+        what = f"{_STATES[a]}->{_STATES[b]}"
+    elif kind == _STRICT:
+        what = b
+    else:
+        what = f"{b.__name__}@{a:x}"
+    return ts, KINDS[kind], cid, "strict" if kind == _STRICT else ctype.__name__, what, status
+
+
+def events() -> list[Record]:
+    """The events in the ring, oldest first, as :data:`Record` tuples."""
+    return [_record(ev) for ev in list(_ring)]
 
 
 def submit(task: Any) -> None:
     """Hook: *task* was submitted."""
     ctx = task.ctx
-    _ring.append((_now(), "submit", id(ctx), type(ctx).__name__, f"{type(task).__name__}@{id(task):x}", 0))
+    _ring.append((_now(), _SUBMIT, id(ctx), type(ctx), id(task), type(task), 0))
 
 
 def complete(task: Any) -> None:
     """Hook: *task*'s completion is delivered (its status is final)."""
     ctx = task.ctx
-    kind = "complete" if task.status == 0 else "error"
-    _ring.append((_now(), kind, id(ctx), type(ctx).__name__, f"{type(task).__name__}@{id(task):x}", task.status))
+    st = task.status
+    _ring.append((_now(), _ERROR if st else _COMPLETE, id(ctx), type(ctx), id(task), type(task), st))
 
 
 def state(ctx: Any, prev: int, new: int) -> None:
     """Hook: *ctx* moved from state *prev* to *new*."""
-    _ring.append((_now(), "state", id(ctx), type(ctx).__name__, f"{_STATES[prev]}->{_STATES[new]}", 0))
+    _ring.append((_now(), _STATE, id(ctx), type(ctx), prev, new, 0))
 
 
 def finding(text: str) -> None:
     """Hook: strict mode found a misuse (recorded even when the caller catches the error)."""
     _findings.append(text)
     if ON:
-        _ring.append((_now(), "strict", 0, "strict", text, 0))
+        _ring.append((_now(), _STRICT, 0, type(None), 0, text, 0))
 
 
 def findings() -> list[str]:
@@ -103,7 +124,7 @@ def _status_name(status: int) -> str:
         return str(status)
 
 
-def format_tail(n: int = 40, evs: list[Event] | None = None) -> str:
+def format_tail(n: int = 40, evs: list[Record] | None = None) -> str:
     """The last *n* events as text lines (times relative to the first one shown)."""
     tail = (events() if evs is None else evs)[-n:]
     if not tail:
@@ -116,7 +137,7 @@ def format_tail(n: int = 40, evs: list[Event] | None = None) -> str:
     return "\n".join(lines)
 
 
-def chrome(evs: list[Event] | None = None, pid: int | None = None, label: str = "") -> list[dict[str, Any]]:
+def chrome(evs: list[Record] | None = None, pid: int | None = None, label: str = "") -> list[dict[str, Any]]:
     """The events as Chrome trace events: a process track (*pid*), a thread track per ctx.
 
     Submit, completion and state change are instants; each task from submit to completion

@@ -10,7 +10,23 @@ and :class:`Knobs` also work without pytest.
 
 from __future__ import annotations
 
-from .knobs import VERSIONS, Knobs
-from .pair import DocaPair, PairError, PeerGone, Side, SideReport
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .knobs import VERSIONS, Knobs
+    from .pair import DocaPair, PairError, PeerGone, Side, SideReport
 
 __all__ = ["DocaPair", "Side", "SideReport", "PairError", "PeerGone", "Knobs", "VERSIONS"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: the plugin loads with every pytest session, most of which use none of this.
+    if name in ("Knobs", "VERSIONS"):
+        from . import knobs
+
+        return getattr(knobs, name)
+    if name in __all__:
+        from . import pair
+
+        return getattr(pair, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

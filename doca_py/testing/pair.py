@@ -409,21 +409,30 @@ class DocaPair:
                     self._first = role
                     return
 
+    def _drain(self, role: str, ctl: Connection, wait: float = 0.0) -> bool:
+        """Take what a side sent (waiting up to *wait* s for its last word); whether it said it."""
+        end = time.monotonic() + wait
+        try:
+            while ctl.poll(max(end - time.monotonic(), 0)):
+                msg = ctl.recv()
+                if msg[0] != "started":
+                    self._take(role, msg)
+                    return True
+        except (EOFError, OSError):
+            pass
+        return False
+
     def _stop(self, procs: dict[str, Any], ctls: dict[str, Connection], why: str = "") -> None:
         """End the sides that still run, all at once: each reports where it was (SIGTERM), or is
         killed after :data:`GRACE` seconds."""
-        stopping = [r for r, p in procs.items() if p.exitcode is None and self._report(r).status in
-                    ("running", "timed out")]
+        running = [r for r in procs if self._report(r).status in ("running", "timed out")]
+        stopping = [r for r in running if not self._drain(r, ctls[r]) and procs[r].exitcode is None]
         for role in stopping:
             procs[role].terminate()
         deadline = time.monotonic() + GRACE
         for role in stopping:
-            rep, ctl = self._report(role), ctls[role]
-            try:
-                if ctl.poll(max(deadline - time.monotonic(), 0)):
-                    self._take(role, ctl.recv())  # "ended" with where it was, or what it sent meanwhile
-            except (EOFError, OSError):
-                pass
+            rep = self._report(role)
+            self._drain(role, ctls[role], max(deadline - time.monotonic(), 0))  # "ended", or what it sent meanwhile
             if why:
                 rep.status = "timed out"
                 rep.detail = f"{why}; {rep.detail}" if rep.detail else why
