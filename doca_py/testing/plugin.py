@@ -56,9 +56,6 @@ class _State:
         self.active = True
         self.knobs.write_env()
         self.knobs.apply()
-        from ..emulated import trace
-
-        trace.enable(label=f"test process (pid {os.getpid()})")
 
 
 _pending: _State | None = None
@@ -183,12 +180,16 @@ def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
     request.node.stash[_USED] = knobs
     knobs.apply()
     trace.clear()
-    if _backend.impl != "emulated":
-        with _backend.use("emulated"):
+    trace.enable(label=f"test process (pid {os.getpid()})")  # during kit tests only: other tests pay nothing
+    try:
+        if _backend.impl != "emulated":
+            with _backend.use("emulated"):
+                yield knobs
+        else:
             yield knobs
-    else:
-        yield knobs
-    emu_version.VERSION = saved_version
+    finally:
+        trace.disable()  # the ring keeps its events for the report and the trace file
+        emu_version.VERSION = saved_version
     if knobs is not state.knobs:
         state.knobs.apply()
 
