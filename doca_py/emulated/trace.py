@@ -1,10 +1,10 @@
 """A bounded in-memory trace of the emulated task machinery, per process.
 
-The Pe/task code calls :func:`submit`, :func:`complete` and :func:`state` behind one
+The Pe/task code calls ``submit``, ``complete`` and ``state`` behind one
 ``if trace.ON`` branch, so the trace costs one attribute test per event while it is off.
-When on, the last :data:`DEFAULT_SIZE` events stay in a ring (``collections.deque`` with a
-``maxlen``): the failure reports of :mod:`doca_py.testing` show its tail, and
-:func:`write_chrome` renders it as a Chrome / Perfetto trace (one process track, one thread
+When on, the last ``DEFAULT_SIZE`` events stay in a ring (``collections.deque`` with a
+``maxlen``): the failure reports of ``doca_py.testing`` show its tail, and
+``write_chrome`` renders it as a Chrome / Perfetto trace (one process track, one thread
 track per ctx).
 
 Outside pytest, ``DOCA_PY_TRACE=path`` turns the ring on at import and writes the trace file
@@ -24,16 +24,14 @@ from typing import Any
 __all__ = ["ON", "DEFAULT_SIZE", "Event", "Record", "KINDS", "enable", "disable", "clear", "events", "submit", "complete", "state",
            "finding", "findings", "format_tail", "chrome", "write_chrome"]
 
-#: Whether events are recorded (the hooks test it before calling).
 ON = False
-#: Events the ring keeps by default.
+"""Whether events are recorded (the hooks test it before calling)."""
 DEFAULT_SIZE = 4096
-#: One event: ``(monotonic ns, kind, ctx id, ctx class, task id, task class, status)`` (kinds:
-#: :data:`KINDS`; for a state change the task fields hold the previous and the new state). Ids and
-#: classes, not the objects: the ring must not keep a closed ctx alive, nor format text per event.
+"""Events the ring keeps by default."""
 Event = tuple[int, int, int, type, int, Any, int]
-#: Event kinds, by their index in an :data:`Event`.
+"""One event: ``(monotonic ns, kind, ctx id, ctx class, task id, task class, status)`` (kinds: ``KINDS``; for a state change the task fields hold the previous and the new state). Ids and classes, not the objects: the ring must not keep a closed ctx alive, nor format text per event."""
 KINDS = ("submit", "complete", "error", "state", "strict")
+"""Event kinds, by their index in an ``Event``."""
 _SUBMIT, _COMPLETE, _ERROR, _STATE, _STRICT = range(5)
 _ring: deque[Event] = deque(maxlen=DEFAULT_SIZE)
 _findings: deque[str] = deque(maxlen=64)
@@ -64,9 +62,8 @@ def clear() -> None:
     _findings.clear()
 
 
-#: A readable event: ``(monotonic ns, kind, ctx id, ctx class name, what, status)``; *what* is
-#: ``"<task class>@<task id>"``, ``"<STATE>-><STATE>"`` or the text of a strict-mode finding.
 Record = tuple[int, str, int, str, str, int]
+"""A readable event: ``(monotonic ns, kind, ctx id, ctx class name, what, status)``; *what* is ``"<task class>@<task id>"``, ``"<STATE>-><STATE>"`` or the text of a strict-mode finding."""
 
 
 def _record(ev: Event) -> Record:
@@ -81,7 +78,7 @@ def _record(ev: Event) -> Record:
 
 
 def events() -> list[Record]:
-    """The events in the ring, oldest first, as :data:`Record` tuples."""
+    """The events in the ring, oldest first, as ``Record`` tuples."""
     return [_record(ev) for ev in list(_ring)]
 
 

@@ -1,11 +1,11 @@
 """``doca_py.testing``: test your DOCA application against an emulated BlueField and host.
 
 Installing doca_py installs a pytest plugin (entry point ``pytest11: doca_py``, see
-:mod:`doca_py.testing.plugin`) with the fixtures ``doca_dev``, ``doca_pe``, their factories,
+``doca_py.testing.plugin``) with the fixtures ``doca_dev``, ``doca_pe``, their factories,
 ``doca_pair`` (a host function and a DPU function in two processes), the options
 ``--doca-seed``, ``--doca-version``, ``--doca-strict/--doca-no-strict``, ``--doca-faults``,
-``--doca-trace`` and the markers ``doca_versions`` and ``doca_faults``. :class:`DocaPair`
-and :class:`Knobs` also work without pytest.
+``--doca-trace`` and the markers ``doca_versions`` and ``doca_faults``. ``DocaPair``
+and ``Knobs`` also work without pytest.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The emulator's knobs as the test kit sets them: seed, DOCA version, strict mode, shuffling, faults.
 
-The emulator reads them from the environment at import (:mod:`doca_py.emulated.strict`,
-:mod:`doca_py.emulated.version`). :class:`Knobs` holds one setting of all of them, from
+The emulator reads them from the environment at import (``doca_py.emulated.strict``,
+``doca_py.emulated.version``). ``Knobs`` holds one setting of all of them, from
 options and the environment (options win), writes them to an environment (so child
 processes inherit them) and applies them to the running emulator.
 """
@@ -16,13 +16,18 @@ from collections.abc import MutableMapping
 
 __all__ = ["Knobs", "VERSIONS", "ENV_SEED", "ENV_STRICT", "ENV_SHUFFLE", "ENV_FAULTS", "ENV_VERSION"]
 
-#: The DOCA versions the emulator presents (``--doca-version``, ``@pytest.mark.doca_versions``).
 VERSIONS = ("2.6", "3.0", "3.2")
+"""The DOCA versions the emulator presents (``--doca-version``, ``@pytest.mark.doca_versions``)."""
 ENV_SEED = "DOCA_PY_EMU_SEED"
+"""The seed's environment variable."""
 ENV_STRICT = "DOCA_PY_STRICT"
+"""Strict mode's environment variable."""
 ENV_SHUFFLE = "DOCA_PY_EMU_SHUFFLE"
+"""Completion shuffling's environment variable."""
 ENV_FAULTS = "DOCA_PY_EMU_FAULTS"
+"""The fault spec's environment variable."""
 ENV_VERSION = "DOCA_PY_EMU_VERSION"
+"""The DOCA version's environment variable."""
 _TRUE = ("1", "true", "yes", "on")
 
 
@@ -41,7 +46,7 @@ def check_version(text: str) -> str:
 
 
 def check_faults(spec: str) -> str:
-    """*spec* if it is a valid fault spec (see :func:`doca_py.emulated.strict.parse_faults`), else ``ValueError``."""
+    """*spec* if it is a valid fault spec (see ``doca_py.emulated.strict.parse_faults``), else ``ValueError``."""
     if not spec.strip():
         return spec
     from ..emulated.strict import parse_faults
@@ -57,18 +62,18 @@ def check_faults(spec: str) -> str:
 class Knobs:
     """One setting of the emulator's knobs.
 
-    :ivar seed: seed of completion shuffling and fault injection (``DOCA_PY_EMU_SEED``).
-    :ivar version: DOCA version the emulator presents (``DOCA_PY_EMU_VERSION``); ``None``: its default.
-    :ivar strict: strict mode (``DOCA_PY_STRICT``), on by default under the kit.
-    :ivar shuffle: shuffled completion order (``DOCA_PY_EMU_SHUFFLE``), on by default under the kit.
-    :ivar faults: fault-injection spec (``DOCA_PY_EMU_FAULTS``), ``""`` for none.
     """
 
     seed: int
+    """Seed of completion shuffling and fault injection (``DOCA_PY_EMU_SEED``)."""
     version: str | None = None
+    """DOCA version the emulator presents (``DOCA_PY_EMU_VERSION``); ``None``: its default (3.2)."""
     strict: bool = True
+    """Strict mode (``DOCA_PY_STRICT``), on by default under the kit."""
     shuffle: bool = True
+    """Shuffled completion order (``DOCA_PY_EMU_SHUFFLE``), on by default under the kit."""
     faults: str = ""
+    """Fault-injection spec (``DOCA_PY_EMU_FAULTS``), ``""`` for none."""
 
     @classmethod
     def resolve(cls, seed: int | None = None, version: str | None = None, strict: bool | None = None,

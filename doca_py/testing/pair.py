@@ -1,14 +1,14 @@
 """Run a host function and a DPU function in two processes, each with its own emulated side.
 
-:meth:`DocaPair.run` starts both sides with ``multiprocessing`` (``spawn`` by default: a
+``DocaPair.run`` starts both sides with ``multiprocessing`` (``spawn`` by default: a
 fresh interpreter per side, so each side imports its own emulator with the kit's knobs,
 as a host and a BlueField each run their own DOCA; ``fork`` copies a process whose
-emulator may already hold threads and objects). Each function gets one :class:`Side`: its
+emulator may already hold threads and objects). Each function gets one ``Side``: its
 device, the DPU's representor of the host PF, and a pipe to the peer. Both results come
 back; an exception, a crash or a timeout on either side ends the other side and raises
-:class:`PairError` with that side's traceback, log and last task events.
+``PairError`` with that side's traceback, log and last task events.
 
-Functions are sent by module and name (:class:`FnRef`), so a module-level function of a
+Functions are sent by module and name (``FnRef``), so a module-level function of a
 test file works under ``spawn`` even when the file is not importable as a package. A
 closure or a lambda needs ``start_method="fork"`` (it is not pickled then).
 """
@@ -40,18 +40,19 @@ from .knobs import Knobs
 __all__ = ["Side", "DocaPair", "PairError", "PeerGone", "SideReport", "FnRef", "open_side", "ROLES"]
 
 ROLES = ("host", "dpu")
-#: Seconds a side gets to report where it is after being asked to end, before SIGKILL.
+"""The two sides, in the order of results."""
 GRACE = 5.0
-#: Seconds a side may take to start (interpreter, imports, device) before its function runs.
+"""Seconds a side gets to report where it is after being asked to end, before SIGKILL."""
 STARTUP = 60.0
+"""Seconds a side may take to start (interpreter, imports, device) before its function runs."""
 _LOG_TAIL = 60
 _TRACE_TAIL = 40
 
 
 class PairError(AssertionError):
-    """A side of a :class:`DocaPair` run failed: raised, crashed or timed out.
+    """A side of a ``DocaPair`` run failed: raised, crashed or timed out.
 
-    :ivar reports: the :class:`SideReport` of each side, host first.
+    :ivar reports: the ``SideReport`` of each side, host first.
     """
 
     def __init__(self, message: str, reports: list[SideReport]) -> None:
@@ -60,7 +61,7 @@ class PairError(AssertionError):
 
 
 class PeerGone(EOFError):
-    """:meth:`Side.recv` found the peer side ended: it returned, failed or died."""
+    """``Side.recv`` found the peer side ended: it returned, failed or died."""
 
 
 def open_side(role: str) -> tuple[Any, Any]:
@@ -86,12 +87,12 @@ class Side:
     """What a side's function gets: its role, device, representor and a pipe to the peer.
 
     :ivar role: ``"host"`` or ``"dpu"``.
-    :ivar dev: the side's open :class:`~doca_py.Dev` (closed by the kit when the function returns).
-    :ivar rep: on the DPU side, the :class:`~doca_py.DevRep` of the host PF; ``None`` on the host.
-    :ivar args: the ``args`` given to :meth:`DocaPair.run`.
+    :ivar dev: the side's open ``doca_py.Dev`` (closed by the kit when the function returns).
+    :ivar rep: on the DPU side, the ``doca_py.DevRep`` of the host PF; ``None`` on the host.
+    :ivar args: the ``args`` given to ``DocaPair.run``.
     :ivar token: a string unique to this run, the same on both sides (for comch server names …).
     :ivar seed: the emulator seed of this run.
-    :ivar log: a :class:`logging.Logger` whose records end up in the side's log.
+    :ivar log: a ``logging.Logger`` whose records end up in the side's log.
     """
 
     def __init__(self, role: str, dev: Any, rep: Any, peer: Connection, args: Any, token: str, seed: int) -> None:
@@ -117,7 +118,7 @@ class Side:
             raise PeerGone(f"{self.role} side: the {self.peer_role} side has ended; nothing can be sent") from None
 
     def recv(self, timeout: float = 30.0) -> Any:
-        """The next object the peer sent; ``TimeoutError`` after *timeout* seconds, :class:`PeerGone`
+        """The next object the peer sent; ``TimeoutError`` after *timeout* seconds, ``PeerGone``
         if the peer ended first."""
         try:
             if not self._peer.poll(timeout):
@@ -167,25 +168,25 @@ class FnRef:
 
 @dataclasses.dataclass
 class SideReport:
-    """How one side of a run ended, with its forensics.
-
-    :ivar status: ``"ok"``, ``"raised"``, ``"crashed"``, ``"timed out"`` or ``"ended"`` (stopped
-        because the other side failed).
-    :ivar detail: the traceback, the exit status, or where the side was when it was ended.
-    :ivar log: the side's stdout, stderr and log records.
-    :ivar tail: the side's last task events, as text.
-    :ivar findings: strict-mode findings of the side.
-    :ivar trace: the side's events as Chrome trace events (see :mod:`doca_py.emulated.trace`).
-    """
+    """How one side of a run ended, with its forensics."""
 
     role: str
+    """``"host"`` or ``"dpu"``."""
     status: str = "running"
+    """``"ok"``, ``"raised"``, ``"crashed"``, ``"timed out"`` or ``"ended"`` (stopped because the other
+    side failed)."""
     detail: str = ""
+    """The traceback, the exit status, or where the side was when it was ended."""
     log: str = ""
+    """The side's stdout, stderr and log records."""
     tail: str = ""
+    """The side's last task events, as text."""
     findings: list[str] = dataclasses.field(default_factory=list)
+    """Strict-mode findings of the side."""
     trace: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """The side's events as Chrome trace events (see ``doca_py.emulated.trace``)."""
     pid: int = 0
+    """The side's process id."""
 
     def format(self) -> str:
         """The report as text sections."""
@@ -287,18 +288,20 @@ class DocaPair:
     def __init__(self, knobs: Knobs | None = None, start_method: str = "spawn") -> None:
         self.knobs = knobs if knobs is not None else Knobs.resolve()
         self.start_method = start_method
-        #: The :class:`SideReport` of each side of the last :meth:`run`, host first.
+        #: The ``SideReport`` of each side of the last ``run``, host first.
         self.reports: list[SideReport] = []
         #: Every run's reports, in order (the trace file of a test holds them all).
         self.history: list[list[SideReport]] = []
         #: Extra environment variables for both sides.
         self.env: dict[str, str] = {}
+        #: The command that replays the run, for the failure message (the plugin names the test).
+        self.replay = f"{self.knobs.replay()} <test>"
 
     def run(self, host_fn: Callable[[Side], Any], dpu_fn: Callable[[Side], Any], *, timeout: float = 60.0,
             args: Any = None, start_method: str | None = None) -> tuple[Any, Any]:
         """Run ``host_fn(side)`` and ``dpu_fn(side)`` in two processes; return ``(host_result, dpu_result)``.
 
-        Results and *args* must be picklable. Raises :class:`PairError` if a side raises, dies or
+        Results and *args* must be picklable. Raises ``PairError`` if a side raises, dies or
         is still running after *timeout* seconds; the other side is then ended and reports
         where it was.
         """
@@ -424,7 +427,7 @@ class DocaPair:
 
     def _stop(self, procs: dict[str, Any], ctls: dict[str, Connection], why: str = "") -> None:
         """End the sides that still run, all at once: each reports where it was (SIGTERM), or is
-        killed after :data:`GRACE` seconds."""
+        killed after ``GRACE`` seconds."""
         running = [r for r in procs if self._report(r).status in ("running", "timed out")]
         stopping = [r for r in running if not self._drain(r, ctls[r]) and procs[r].exitcode is None]
         for role in stopping:
@@ -447,7 +450,7 @@ class DocaPair:
     def _message(self, failed: list[SideReport]) -> str:
         first = self._report(self._first)
         head = (f"doca_pair: the {first.role} side {first.status} "
-                f"(knobs: {self.knobs.describe()}; replay: {self.knobs.replay()} <test>)")
+                f"(knobs: {self.knobs.describe()}; replay: {self.replay})")
         return "\n".join([head] + [r.format() for r in sorted(self.reports, key=lambda r: r is not first)])
 
 

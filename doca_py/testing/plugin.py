@@ -3,8 +3,40 @@
 A session that uses none of the kit's fixtures, markers or options gets one header line
 and nothing else: no environment change, no emulator import. The first test that uses the
 kit *activates* it: the knobs go into ``os.environ`` (so processes the test starts inherit
-them) and into the emulator, and the task trace is switched on. Each kit test starts with
-the emulator reseeded, so ``pytest --doca-seed N <nodeid>`` replays one test alone.
+them) and into the emulator. Each kit test starts with the emulator reseeded and its task
+trace on, so ``pytest --doca-seed N <nodeid>`` replays one test alone, and a failure report
+shows the test's last task events.
+
+Options (each wins over its environment variable, which wins over the kit's default):
+
+================================  ========================  ==================================================
+option                            environment variable      meaning
+================================  ========================  ==================================================
+``--doca-seed N``                 ``DOCA_PY_EMU_SEED``      seed of completion shuffling and fault injection
+                                                            (random by default; in the header and in every
+                                                            failure report, with the command to replay it)
+``--doca-version {2.6,3.0,3.2}``  ``DOCA_PY_EMU_VERSION``   the DOCA release whose rules the emulator follows
+                                                            (default 3.2)
+``--doca-strict``,                ``DOCA_PY_STRICT``        strict mode (default on under the kit)
+``--doca-no-strict``
+``--doca-faults SPEC``            ``DOCA_PY_EMU_FAULTS``    inject task failures: ``KIND=RATE[:CODE],...``
+                                                            (``doca_py.emulated.strict.parse_faults``)
+``--doca-trace DIR``              (``DOCA_PY_TRACE`` out    write a Chrome / Perfetto trace file per kit test
+                                  of pytest)                into DIR (use ``--doca-trace=DIR``)
+================================  ========================  ==================================================
+
+Completion shuffling (``DOCA_PY_EMU_SHUFFLE``) is on under the kit unless the environment sets it to 0.
+
+Markers:
+
+* ``@pytest.mark.doca_versions("2.6", "3.2")``: run the test once per DOCA version (ids like
+  ``test_x[doca3.2]``); the emulator in the test process and both sides of a ``doca_pair`` present it.
+* ``@pytest.mark.doca_faults("dma_memcpy=1")``: run the test with this fault spec (in the test
+  process and in both sides of a ``doca_pair``); other tests run without it.
+
+Fixtures: ``doca_knobs``, ``doca_version``, ``doca_dev``, ``doca_dev_factory``,
+``doca_pe``, ``doca_pe_factory``, ``doca_pair``. A project whose every test should run
+under the kit's knobs calls ``activate`` from its ``conftest.py``.
 """
 
 from __future__ import annotations
@@ -26,14 +58,14 @@ if TYPE_CHECKING:
 __all__ = ["doca_knobs", "doca_version", "doca_dev", "doca_dev_factory", "doca_pe", "doca_pe_factory", "doca_pair",
            "activate", "DevFactory", "PeFactory", "FIXTURES", "MARKERS"]
 
-#: The kit's fixtures: a test that uses one of them is a kit test.
 FIXTURES = ("doca_knobs", "doca_version", "doca_dev", "doca_dev_factory", "doca_pe", "doca_pe_factory", "doca_pair")
-#: The kit's markers, with their help text.
+"""The kit's fixtures: a test that uses one of them is a kit test."""
 MARKERS = {
     "doca_versions": "doca_versions(*versions): run the test once per DOCA version the emulator presents "
                      f"(ids like [doca3.2]); one of {', '.join(VERSIONS)}",
     "doca_faults": "doca_faults(spec): run the test with this DOCA_PY_EMU_FAULTS fault-injection spec",
 }
+"""The kit's markers, with their help text."""
 _DEFAULT_VERSION = "3.2"
 _STATE = pytest.StashKey["_State"]()
 _USED = pytest.StashKey[Knobs]()
@@ -41,7 +73,7 @@ _PAIR = pytest.StashKey["DocaPair"]()
 
 
 class _State:
-    """The session's knobs; :meth:`activate` applies them once."""
+    """The session's knobs; ``activate`` applies them once."""
 
     def __init__(self, knobs: Knobs, explicit: bool, trace_dir: str | None) -> None:
         self.knobs = knobs
@@ -205,7 +237,7 @@ class DevFactory:
     """``doca_dev_factory(side="dpu")``: open one more emulated device; closed after the test.
 
     ``side="dpu"`` is the DPU's device (its representor list holds the host PF), ``"host"`` the
-    host's view of the BlueField PF. :meth:`rep` opens the DPU's representor of the host PF.
+    host's view of the BlueField PF. ``rep(dev)`` opens the DPU's representor of the host PF.
     """
 
     def __init__(self) -> None:
@@ -232,12 +264,13 @@ class DevFactory:
         return r
 
     def close(self) -> None:
+        """Close every device and representor it opened (after the test)."""
         while self._opened:
             self._opened.pop().close()
 
 
 class PeFactory:
-    """``doca_pe_factory()``: one more :class:`~doca_py.Pe`; closed after the test."""
+    """``doca_pe_factory()``: one more ``doca_py.Pe``; closed after the test."""
 
     def __init__(self) -> None:
         self._made: list[Any] = []
@@ -250,13 +283,14 @@ class PeFactory:
         return pe
 
     def close(self) -> None:
+        """Close every Pe it made (after the test)."""
         while self._made:
             self._made.pop().close()
 
 
 @pytest.fixture
 def doca_dev_factory(doca_knobs: Knobs) -> Iterator[DevFactory]:
-    """A :class:`DevFactory`: ``doca_dev_factory(side="host")`` opens more emulated devices."""
+    """A ``DevFactory``: ``doca_dev_factory(side="host")`` opens more emulated devices."""
     f = DevFactory()
     yield f
     f.close()
@@ -264,7 +298,7 @@ def doca_dev_factory(doca_knobs: Knobs) -> Iterator[DevFactory]:
 
 @pytest.fixture
 def doca_pe_factory(doca_knobs: Knobs) -> Iterator[PeFactory]:
-    """A :class:`PeFactory`: ``doca_pe_factory()`` makes more progress engines."""
+    """A ``PeFactory``: ``doca_pe_factory()`` makes more progress engines."""
     f = PeFactory()
     yield f
     f.close()
@@ -278,23 +312,30 @@ def doca_dev(doca_dev_factory: DevFactory) -> Any:
 
 @pytest.fixture
 def doca_pe(doca_pe_factory: PeFactory) -> Any:
-    """A :class:`~doca_py.Pe` (progress engine), closed after the test."""
+    """A ``doca_py.Pe`` (progress engine), closed after the test."""
     return doca_pe_factory()
 
 
 @pytest.fixture
 def doca_pair(request: pytest.FixtureRequest, doca_knobs: Knobs) -> DocaPair:
-    """A :class:`~doca_py.testing.DocaPair`: ``host_result, dpu_result = doca_pair.run(host_fn, dpu_fn,
+    """A ``doca_py.testing.DocaPair``: ``host_result, dpu_result = doca_pair.run(host_fn, dpu_fn,
     timeout=60, args=...)`` runs each function in its own process with its own emulated side,
     under this test's knobs."""
     from .pair import DocaPair
 
     pair = DocaPair(doca_knobs)
+    pair.replay = _replay(request.node, doca_knobs)
     request.node.stash[_PAIR] = pair
     return pair
 
 
 # -- reports and traces ----------------------------------------------------------------------------
+def _replay(item: pytest.Item, knobs: Knobs) -> str:
+    """The command that replays *item*: the session's options (what its markers set, its node id sets)."""
+    state = item.config.stash.get(_STATE, None)
+    return (state.knobs if state is not None else knobs).replace(seed=knobs.seed).replay(item.nodeid)
+
+
 def _kit_knobs(item: pytest.Item) -> Knobs | None:
     knobs = item.stash.get(_USED, None)
     if knobs is None:
@@ -312,7 +353,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     knobs = _kit_knobs(item)
     if knobs is None:
         return report
-    lines = [f"knobs: {knobs.describe()}", f"replay with: {knobs.replay(item.nodeid)}"]
+    lines = [f"knobs: {knobs.describe()}", f"replay with: {_replay(item, knobs)}"]
     if item.stash.get(_USED, None) is not None:
         from ..emulated import trace
 
