@@ -294,6 +294,8 @@ class DocaPair:
         self.history: list[list[SideReport]] = []
         #: Extra environment variables for both sides.
         self.env: dict[str, str] = {}
+        #: Extra environment variables for one side (``{"dpu": {...}}``), over ``env``.
+        self.side_env: dict[str, dict[str, str]] = {}
         #: The command that replays the run, for the failure message (the plugin names the test).
         self.replay = f"{self.knobs.replay()} <test>"
 
@@ -330,7 +332,8 @@ class DocaPair:
                     log_path = str(Path(tmp) / f"{role}.log")
                     Path(log_path).touch()
                     mine, theirs = ctx.Pipe(duplex=False)
-                    spec = _Spec(role, targets[role], args, self.knobs, env, log_path, token)
+                    spec = _Spec(role, targets[role], args, self.knobs, {**env, **self.side_env.get(role, {})},
+                                 log_path, token)
                     p = ctx.Process(target=_child, args=(spec, theirs, peers[role]), name=f"doca_pair-{role}",
                                     daemon=True)
                     p.start()
