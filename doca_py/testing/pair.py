@@ -447,11 +447,19 @@ class DocaPair:
             if p.exitcode is None:
                 p.kill()
                 p.join()
-            if self._report(role).status == "running":
-                self._report(role).status = "ended"
+            rep = self._report(role)
+            if rep.status == "running":
+                if role in stopping:
+                    rep.status = "ended"
+                else:  # it died by itself, unnoticed while the other side's failure was handled
+                    rep.status = "crashed"
+                    rep.detail = f"the process died: {_exit_text(p.exitcode)}"
 
     def _message(self, failed: list[SideReport]) -> str:
         first = self._report(self._first)
+        crashed = [r for r in self.reports if r.status == "crashed"]
+        if crashed and "PeerGone" in first.detail:  # the peer's death came first; this side only saw it
+            first = crashed[0]
         head = (f"doca_pair: the {first.role} side {first.status} "
                 f"(knobs: {self.knobs.describe()}; replay: {self.replay})")
         return "\n".join([head] + [r.format() for r in sorted(self.reports, key=lambda r: r is not first)])

@@ -48,15 +48,18 @@ def sleep_long(side: Side) -> None:
 
 
 def exit_3(side: Side) -> None:
+    assert side.recv(30) == "asleep"  # die once the peer sleeps: the kit must end it
     print("leaving with os._exit(3)", flush=True)
     os._exit(3)
 
 
 def sigkill_self(side: Side) -> None:
+    assert side.recv(30) == "asleep"  # die once the peer sleeps: the kit must end it
     os.kill(os.getpid(), signal.SIGKILL)
 
 
 def segfault(side: Side) -> None:
+    assert side.recv(30) == "asleep"  # die once the peer sleeps: the kit must end it
     ctypes.string_at(0)  # reads address 0: SIGSEGV
 
 
