@@ -33,7 +33,7 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from .knobs import Knobs
 
@@ -241,7 +241,11 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
 
     trace.enable(label=f"{spec.role} side (pid {os.getpid()})")
 
-    def ended(signum: int, frame: Any) -> NoReturn:
+    finished = [False]
+
+    def ended(signum: int, frame: Any) -> None:
+        if finished[0]:
+            return  # its last word is on the way: let it end by itself
         where = "".join(traceback.format_stack(frame)) if frame is not None else ""
         try:
             ctl.send(("ended", f"it was at:\n{where}", _forensics()))
@@ -264,16 +268,15 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
                    _forensics())
     except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are failures of the side too
         msg = ("raised", traceback.format_exc(), _forensics())
-    finally:
-        peer.close()  # the peer's recv sees the end at once
-        for obj in (rep, dev):
-            try:
-                if obj is not None:
-                    obj.close()
-            except Exception:  # noqa: BLE001 - a side that leaves objects open still reports its result
-                logging.getLogger("doca_pair").exception("closing the %s side's device", spec.role)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    ctl.send(msg)
+    finished[0] = True
+    ctl.send(msg)  # before the peer sees this side end: the parent reads its result first
+    peer.close()
+    for obj in (rep, dev):
+        try:
+            if obj is not None:
+                obj.close()
+        except Exception:  # noqa: BLE001 - a side that leaves objects open has reported its result already
+            logging.getLogger("doca_pair").exception("closing the %s side's device", spec.role)
     ctl.close()
 
 

@@ -64,6 +64,12 @@ def segfault(side: Side) -> None:
 
 
 def unpicklable(side: Side) -> Any:
+    from doca_py.testing import PeerGone
+
+    try:
+        side.recv(30)  # until the peer has returned (and sent its result: it does so before it leaves)
+    except PeerGone:
+        pass
     return lambda: None
 
 
