@@ -2,21 +2,21 @@
 without DOCA), every other test on the backend in use; the header says which ran.
 
 The emulated backend runs the suite in strict mode with shuffled completion order
-(``DOCA_PY_STRICT=1``, ``DOCA_PY_EMU_SHUFFLE=1``) unless the environment says
-otherwise; the seed is in the header and in every failure report, so a failing
-run can be replayed with ``DOCA_PY_EMU_SEED=<seed>``.
+(``DOCA_PY_STRICT=1``, ``DOCA_PY_EMU_SHUFFLE=1``) unless the environment or the test
+kit's options say otherwise: the suite activates the kit (``doca_py.testing``) for the
+whole session, so the seed is in the header and in every failure report, and a failing
+test is replayed with ``pytest --doca-seed <seed> <test>`` (or ``DOCA_PY_EMU_SEED=<seed>``).
 """
 
 from __future__ import annotations
 
-import os
-import random
+# Before the emulator is imported: the knobs are read once, and child processes inherit them
+# (--doca-seed and the other options win over the environment, which wins over the kit's defaults).
+from doca_py.testing.plugin import activate
 
-# Before doca_py is imported: the knobs are read once, and child processes inherit them.
-os.environ.setdefault("DOCA_PY_STRICT", "1")
-os.environ.setdefault("DOCA_PY_EMU_SHUFFLE", "1")
-os.environ.setdefault("DOCA_PY_EMU_SEED", str(random.SystemRandom().randrange(1 << 31)))
+activate()
 
+import os  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
@@ -69,7 +69,8 @@ def replay_command(nodeid: str) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
     report = yield
-    if getattr(report, "failed", False):
+    # The kit's plugin adds the knobs and the replay command; without it (-p no:doca_py), this does.
+    if getattr(report, "failed", False) and not item.config.pluginmanager.has_plugin("doca_py"):
         report.sections.append(("doca_py emulator", f"{_knobs()}\nreplay: {replay_command(item.nodeid)}"))  # type: ignore[attr-defined]
     return report
 

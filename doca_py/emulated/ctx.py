@@ -23,7 +23,7 @@ from .._backend.protocols.core import Completion
 from ..errors import DocaBadState, DocaError, DocaInvalidValue, DocaNoMemory, DocaNotConnected, ErrorCode
 from ..log import logger
 from ..types import CtxState
-from . import strict
+from . import strict, trace
 from .pe import SHUFFLED, EmuPe, Lane
 
 from .buf import EmuBuf
@@ -76,6 +76,7 @@ class EmuCtx:
     # -- state machine -------------------------------------------------------------------------
     def _set_state(self, new: int) -> None:
         prev, self.state = self.state, new
+        if trace.ON: trace.state(self, prev, new)  # trace hook: ctx state change
         if self.state_cb is not None and self.pe is not None:
             self.pe.post(self._deliver_state, (prev, new))
 
@@ -241,6 +242,7 @@ def _release(lane: Lane) -> None:
 
 def deliver_completion(task: EmuTask) -> None:
     """Run a task's completion now, whatever its lane (the lane's order is :func:`complete_task`'s job)."""
+    if trace.ON: trace.complete(task)  # trace hook: completion (success or error)
     ctx = task.ctx
     task.inflight = False
     ctx.inflight -= 1
@@ -331,6 +333,7 @@ def _launch_local(task: EmuTask) -> None:
         complete_task(task)
         return
     # complete_task's success path, inlined: the one completion every engine task takes.
+    if trace.ON: trace.complete(task)  # trace hook: completion (inlined success path)
     task.inflight = False
     ctx.inflight -= 1
     task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
@@ -451,6 +454,7 @@ class EmuTask:
             lane.submitted += 1
         self.inflight = True
         ctx.inflight += 1
+        if trace.ON: trace.submit(self)  # trace hook: task submit
         if self.reason:
             self.reason = ""
         if strict.STRICT:

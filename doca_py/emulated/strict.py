@@ -34,6 +34,7 @@ import os
 import random
 
 from ..errors import DocaUsageError, ErrorCode
+from . import trace
 
 __all__ = ["STRICT", "SHUFFLE", "SEED", "FAULTS", "KINDS", "violation", "generator", "fault_rate", "draw",
            "describe", "parse_faults", "configure", "reseed"]
@@ -113,6 +114,7 @@ def configure(strict: bool | None = None, shuffle: bool | None = None, faults: s
 def violation(obj: object, rule: str) -> DocaUsageError:
     """The error strict mode raises: names the object and the DOCA rule it broke (also kept as the
     error's ``doca_rule`` attribute, so a teardown that breaks it for many objects says so once)."""
+    trace.finding(f"{obj!r}: {rule}")  # trace hook: strict-mode finding
     err = DocaUsageError(f"strict mode: {obj!r}: {rule} (DOCA leaves this undefined; hardware would "
                          f"corrupt data or fail later) [DOCA_PY_STRICT=0 turns the check off]")
     setattr(err, "doca_rule", rule)  # noqa: B010 - an attribute of this instance only

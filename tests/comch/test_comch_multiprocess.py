@@ -1,5 +1,9 @@
 """Two processes: messages, producer/consumer and events across a process boundary, duplicate
-names, and a peer killed in the middle of a transfer (the child is ``python -m tests.comch.peer``)."""
+names, and a peer killed in the middle of a transfer.
+
+Control messages run as a ``doca_pair`` (a server function on the DPU side, a client function on
+the host side); the other tests drive a scripted child (``python -m tests.comch.peer``) step by
+step from this process, to stall or SIGKILL it at chosen points."""
 
 from __future__ import annotations
 
@@ -9,10 +13,11 @@ from typing import Any
 import pytest
 
 import doca_py as d
-from doca_py.comch import ComchClient, ComchConsumer, ComchProducer
+from doca_py.comch import ComchClient, ComchConsumer, ComchProducer, ComchServer
+from doca_py.testing import DocaPair, Side
 from doca_py.types import CtxState
 
-from .helpers import HOST_PCI, Child, Endpoint, child, free_all, local_mmap, pump, server_side, \
+from .helpers import DEADLINE, HOST_PCI, Child, Endpoint, child, free_all, local_mmap, pump, server_side, \
     submit_when_posted, unique_name
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.usefixtures("backend")]
@@ -22,23 +27,64 @@ def _conn(ep: Endpoint) -> Any:
     return [c for k, c in ep.events if k == "connect"][0]
 
 
-def test_control_messages_both_ways_byte_exact() -> None:
-    name = unique_name()
-    with server_side(name) as (srv, _), child("client", name, [srv.pe]) as ch:
-        assert ch.first == "started" and ch.ask("conn") == "conn"
-        pump([srv.pe], lambda: any(k == "connect" for k, _ in srv.events))
+PAYLOADS = [b"\x00", bytes(range(256)), os.urandom(4080), b"tail"]
+
+
+def _server(side: Side) -> tuple[list[bytes], bool, list[d.ErrorCode], list[bytes]]:
+    """DPU side: the messages the client sent, whether all came on one connection, our sends' statuses."""
+    with d.Pe() as pe:
+        srv = Endpoint(ComchServer(side.dev, side.rep, f"ctrl-{side.token}"), pe)
+        pe.connect_ctx(srv.ctx)
+        srv.configure(64)
+        srv.ctx.event_connection_status_changed_register(lambda c, ok: srv.events.append(("connect", c)),
+                                                         lambda c, ok: srv.events.append(("disconnect", c)))
+        srv.ctx.start()
+        side.send("listening")
+        pump([pe], lambda: any(k == "connect" for k, _ in srv.events))
         conn = _conn(srv)
-        payloads = [b"\x00", bytes(range(256)), os.urandom(4080), b"tail"]
-        for m in payloads:
-            assert ch.ask(f"send {m.hex()}") == "sent SUCCESS"
-        pump([srv.pe], lambda: len(srv.msgs) == len(payloads))
-        assert [m for m, _ in srv.msgs] == payloads and all(c is conn for _, c in srv.msgs)
+        pump([pe], lambda: len(srv.msgs) == len(side.args))
+        same_conn = all(c is conn for _, c in srv.msgs)
         back = [os.urandom(n) for n in (1, 63, 64, 1000, 4080)]
         for m in back:
             srv.ctx.task_send_alloc_init(conn, m).submit()
-        pump([srv.pe], lambda: len(srv.sent) == len(back))
-        assert all(st == d.ErrorCode.SUCCESS for _, _, st in srv.sent)
-        assert ch.ask(f"msgs {len(back)}") == "msgs " + ",".join(m.hex() for m in back)
+        pump([pe], lambda: len(srv.sent) == len(back))
+        side.send(back)
+        assert side.recv(DEADLINE) == "got them"  # the client leaves first: the server's stop flushes nothing
+        pump([pe], lambda: any(k == "disconnect" for k, _ in srv.events))
+        for _, t, _ in srv.sent:
+            t.free()
+        srv.ctx.close()
+    return [m for m, _ in srv.msgs], same_conn, [st for _, _, st in srv.sent], back
+
+
+def _client(side: Side) -> tuple[list[d.ErrorCode], list[bytes]]:
+    """Host side: our sends' statuses and the messages the server sent."""
+    assert side.recv(DEADLINE) == "listening"
+    with d.Pe() as pe:
+        cli = Endpoint(ComchClient(side.dev, f"ctrl-{side.token}"), pe)
+        pe.connect_ctx(cli.ctx)
+        cli.configure(64)
+        cli.ctx.start()
+        pump([pe], lambda: cli.ctx.get_state() == CtxState.RUNNING)
+        for m in side.args:
+            cli.ctx.task_send_alloc_init(cli.ctx.get_connection(), m).submit()
+        pump([pe], lambda: len(cli.sent) == len(side.args))
+        back = side.recv(DEADLINE)
+        pump([pe], lambda: len(cli.msgs) == len(back))
+        side.send("got them")
+        for _, t, _ in cli.sent:
+            t.free()
+        cli.ctx.close()
+    return [st for _, _, st in cli.sent], [m for m, _ in cli.msgs]
+
+
+def test_control_messages_both_ways_byte_exact(doca_pair: DocaPair) -> None:
+    (client_sent, client_got), (server_got, same_conn, server_sent, back) = doca_pair.run(
+        _client, _server, args=PAYLOADS)
+    assert client_sent == [d.ErrorCode.SUCCESS] * len(PAYLOADS)
+    assert server_got == PAYLOADS and same_conn
+    assert server_sent == [d.ErrorCode.SUCCESS] * len(back)
+    assert client_got == back
 
 
 def test_producer_consumer_and_consumer_events_across_processes() -> None:

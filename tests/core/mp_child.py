@@ -1,21 +1,29 @@
-"""Child process for the cross-process export tests: ``python -m tests.core.mp_child MODE BLOBHEX``.
+"""The importing side of the cross-process export tests: a ``doca_pair`` DPU function.
 
-Prints one line: ``ok`` or the name of the exception / failed task status.
+:func:`serve` answers requests ``(mode, blob)`` from the host side until ``None``: it imports
+the blob on its device and prepares a DMA for *mode* (``write``: 6 bytes into the host's
+memory at offset 100; ``read``: 6 bytes from its start; ``oob``: a buffer that ends past the
+export). It answers the name of the exception if the import or the buffer is refused; else
+``ready``, then waits for ``go``, runs the DMA and answers ``ok`` (``ok:<hex>`` for a read) or
+the failed task's status name.
 """
 
 from __future__ import annotations
 
-import sys
-
 import doca_py as d
+from doca_py.testing import Side
 
-from .helpers import DPU_PCI
+
+def serve(side: Side) -> None:
+    while (req := side.recv(60)) is not None:
+        side.send(_one(side, *req))
 
 
-def main(mode: str, blob_hex: str) -> str:
-    with d.Dev.open_by_pci_addr(DPU_PCI) as dev, d.Pe() as pe, d.BufInventory(4) as inv:
+def _one(side: Side, mode: str, blob: bytes) -> str:
+    dev = side.dev
+    with d.Pe() as pe, d.BufInventory(4) as inv:
         try:
-            host = d.Mmap.create_from_export(bytes.fromhex(blob_hex), dev)
+            host = d.Mmap.create_from_export(blob, dev)
         except d.DocaError as exc:
             return type(exc).__name__
         hbase, hlen = host.get_memrange()
@@ -42,19 +50,23 @@ def main(mode: str, blob_hex: str) -> str:
                 src = inv.buf_get_by_data(local, lbase, 6)
                 dst = inv.buf_get_by_addr(host, hbase + hlen - 3, 6)
             else:
-                raise SystemExit(f"unknown mode {mode}")
+                raise ValueError(f"unknown mode {mode}")
         except d.DocaError as exc:
             return type(exc).__name__
-        print("ready", flush=True)
-        if sys.stdin.readline().strip() != "go":
+        side.send("ready")
+        if side.recv(60) != "go":
             return "no go"
-        dma.task_memcpy_alloc_init(src, dst).submit()
+        task = dma.task_memcpy_alloc_init(src, dst)
+        task.submit()
         while not statuses:
             pe.wait(5.0)
-        if mode == "read" and statuses[0] == d.ErrorCode.SUCCESS:
-            return "ok:" + bytes(mem[100:106]).hex()
-        return "ok" if statuses[0] == d.ErrorCode.SUCCESS else statuses[0].name
-
-
-if __name__ == "__main__":
-    print(main(sys.argv[1], sys.argv[2]), flush=True)
+        task.free()
+        for b in (src, dst):
+            b.dec_refcount()
+        dma.close()
+        out = "ok:" + bytes(mem[100:106]).hex() if mode == "read" and not statuses[0] else \
+            "ok" if not statuses[0] else statuses[0].name
+        del mem
+        local.close()
+        host.close()
+        return out

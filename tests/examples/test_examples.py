@@ -1,7 +1,7 @@
 """The DOCA sample ports in ``examples/`` run as their users run them: as processes.
 
-Every example runs on the emulated backend in strict mode with shuffled completions
-(``DOCA_PY_EMU_SEED`` is the suite's seed). Two-sided samples start the responder or
+Every example runs on the emulated backend in strict mode with shuffled completions, with
+the test kit's knobs (``doca_knobs``: the suite's seed, ``--doca-version``, ``--doca-faults``). Two-sided samples start the responder or
 server first and wait for its readiness line on stdout before starting the other side;
 every wait is bounded, and every child is killed if the test fails. The assertions check
 what arrived: the text the peer prints, the decompressed bytes, the recovered block.
@@ -24,6 +24,8 @@ from pathlib import Path
 
 import lz4.frame
 import pytest
+
+from doca_py.testing import Knobs
 
 pytestmark = pytest.mark.multiprocess
 
@@ -110,13 +112,14 @@ class Sample:
 
 
 @pytest.fixture
-def env() -> Iterator[dict[str, str]]:
-    # A comch rendezvous directory of our own (short: it holds Unix socket paths), so that the
-    # fixed server names of the samples meet no other test's server.
+def env(doca_knobs: Knobs) -> Iterator[dict[str, str]]:
+    # The test kit's knobs (seed, DOCA version, faults: a failure report says how to replay it), always
+    # strict and shuffled. A comch rendezvous directory of our own (short: it holds Unix socket paths),
+    # so that the fixed server names of the samples meet no other test's server.
     with tempfile.TemporaryDirectory(prefix="doca-ex-") as comch_dir:
         e = dict(os.environ)
-        e.update(DOCA_PY_IMPL="emulated", DOCA_PY_STRICT="1", DOCA_PY_EMU_SHUFFLE="1",
-                 DOCA_PY_EMU_SEED=os.environ.get("DOCA_PY_EMU_SEED", "1"), DOCA_PY_COMCH_DIR=comch_dir,
+        e.update(doca_knobs.env())
+        e.update(DOCA_PY_IMPL="emulated", DOCA_PY_STRICT="1", DOCA_PY_EMU_SHUFFLE="1", DOCA_PY_COMCH_DIR=comch_dir,
                  PYTHONWARNINGS="error::ResourceWarning")
         yield e
 

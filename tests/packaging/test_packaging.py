@@ -94,6 +94,7 @@ def _check_wheel(wheel: Path) -> None:
         eps = configparser.ConfigParser()
         eps.read_string(zf.read(f"{NAME}.dist-info/entry_points.txt").decode())
         assert dict(eps["console_scripts"]) == EXPECTED_SCRIPTS
+        assert dict(eps["pytest11"]) == {"doca_py": "doca_py.testing.plugin"}  # the test kit's plugin
         pages = sorted(n for n in names if n.startswith(f"{NAME}.data/"))
         assert pages == sorted(f"{NAME}.data/data/share/man/man1/{prog}.1" for prog in PROGRAMS)
         for prog in PROGRAMS:
@@ -146,3 +147,56 @@ def test_wheel_and_sdist(dists: tuple[Path, Path], tmp_path: Path) -> None:
     assert doc["backend"] == "emulated" and len(doc["devices"]) >= 1
     usage = _run([str(target / "bin" / "doca_storage_target_rdma"), "--help"], tmp_path, **env).stdout
     assert "--listen-port" in usage
+    _fresh_project_tests_with_the_kit(target, tmp_path / "fresh")
+
+
+FRESH = '''
+import os
+import pytest
+import doca_py
+
+
+def host(side):
+    side.send(doca_py.version_runtime())
+    return doca_py.__file__
+
+
+def dpu(side):
+    version = side.recv(30)
+    if os.environ.get("FRESH_FAIL"):
+        raise RuntimeError(f"the dpu side fails under {version}")
+    return version, side.rep.get_pci_addr_str()
+
+
+@pytest.mark.doca_versions("2.6", "3.2")
+def test_pair(doca_pair, doca_version):
+    where, (version, rep) = doca_pair.run(host, dpu, timeout=60)
+    assert version == doca_version + ".0000"
+    print("KIT FROM", where)
+'''
+
+
+def _fresh_project_tests_with_the_kit(target: Path, project: Path) -> None:
+    """A project holding one test file, with only the wheel installed: the kit comes from its entry point."""
+    project.mkdir()
+    (project / "test_fresh.py").write_text(FRESH)
+    env = {"PYTHONPATH": str(target), "DOCA_PY_IMPL": "emulated", "DOCA_PY_EMU_SEED": "", "DOCA_PY_STRICT": "",
+           "DOCA_PY_EMU_SHUFFLE": ""}
+    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    ok = _run([*pytest_cmd, "-v", "-s", "--doca-seed", "99"], project, **env).stdout
+    assert "doca_py test kit: seed 99, DOCA default, strict on" in ok
+    assert "test_fresh.py::test_pair[doca2.6] " in ok and "test_fresh.py::test_pair[doca3.2] " in ok
+    assert ok.count(f"KIT FROM {target / 'doca_py' / '__init__.py'}") == 2  # the sides ran the wheel's code
+    failing = subprocess.run([*pytest_cmd, "--doca-seed", "99", f"--doca-trace={project / 'traces'}"], cwd=project,
+                             env={**os.environ, **env, "FRESH_FAIL": "1"}, capture_output=True, text=True, timeout=300)
+    assert failing.returncode == 1, failing.stdout[-3000:]
+    for v in ("2.6", "3.2"):
+        assert f"RuntimeError: the dpu side fails under {v}.0000" in failing.stdout
+        assert f"replay with: pytest --doca-seed 99 'test_fresh.py::test_pair[doca{v}]'" in failing.stdout
+    assert "dpu side: last task events" in failing.stdout and "=== host side (pid" in failing.stdout
+    traces = sorted(p.name for p in (project / "traces").iterdir())
+    assert traces == ["test_fresh.py_test_pair_doca2.6.json", "test_fresh.py_test_pair_doca3.2.json"]
+    replay = subprocess.run([*pytest_cmd, "--doca-seed", "99", "test_fresh.py::test_pair[doca3.2]"], cwd=project,
+                            env={**os.environ, **env, "FRESH_FAIL": "1"}, capture_output=True, text=True, timeout=300)
+    assert replay.returncode == 1 and "1 failed" in replay.stdout
+    assert "RuntimeError: the dpu side fails under 3.2.0000" in replay.stdout

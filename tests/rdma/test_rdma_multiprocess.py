@@ -1,9 +1,10 @@
 """Two processes: every rdma task type across a process boundary, a peer killed mid-transfer,
 and two network namespaces joined by a veth pair (when this test may create them).
 
-The child is ``python -m tests.rdma.peer`` (a scripted peer). ``cross`` runs it with a
-different ``DOCA_PY_RDMA_HOST_ID``, so one-sided access goes to the owner over TCP as
-between two hosts.
+Send/receive runs as a ``doca_pair`` (a host function and a DPU function). The other tests drive a
+scripted child (``python -m tests.rdma.peer``) from this process, to hang or SIGKILL it at chosen
+points. ``cross`` gives the child (or the DPU side) a different ``DOCA_PY_RDMA_HOST_ID``, so the
+streams and one-sided access go over TCP as between two hosts.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,9 +26,11 @@ from tests import netns
 import doca_py as d
 from doca_py import errors as e
 from doca_py.rdma import RdmaOpcode
+from doca_py.testing import DocaPair
+from doca_py.testing import Side as PairSide
 from doca_py.types import CtxState
 
-from .helpers import DEADLINE, Side, make_side, rig, run, wait_for
+from .helpers import DEADLINE, Side, close_side, make_side, rig, run, wait_for
 
 pytestmark = pytest.mark.multiprocess
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,35 +123,95 @@ def parent(backend: str, request: pytest.FixtureRequest) -> Iterator[Parent]:
         peer.kill()
 
 
-def test_send_receive_both_directions_with_and_without_imm(parent: Parent) -> None:
-    p, s = parent, parent.side
+def _connected(side: PairSide) -> tuple[d.Pe, d.BufInventory, Side]:
+    """This side's rdma ctx, connected to the other side's through the blobs they exchange."""
+    pe, inv = d.Pe(), d.BufInventory(128)
+    s = make_side(side.dev, pe)
+    s.rdma.start()
+    blob, s.conn = s.rdma.export()
+    side.send(blob)
+    s.rdma.connect(side.recv(DEADLINE), s.conn)
+    wait_for(pe, lambda: s.rdma.get_state() == CtxState.RUNNING, "RUNNING")
+    return pe, inv, s
+
+
+def _host_sends_then_receives(side: PairSide) -> dict[str, Any]:
+    pe, inv, s = _connected(side)
     assert s.conn is not None
-    assert p.peer.ask("recv 3") == "posted"
+    assert side.recv(DEADLINE) == "posted 3"
     s.mem[:5] = b"hello"
     big = os.urandom(40000)
     s.mem[4096:4096 + len(big)] = big
-    tasks = [s.rdma.task_send_allocate_init(s.conn, p.inv.buf_get_by_data(s.mm, s.base, 5)),
-             s.rdma.task_send_imm_allocate_init(s.conn, p.inv.buf_get_by_data(s.mm, s.base + 4096, len(big)), 99),
+    tasks = [s.rdma.task_send_allocate_init(s.conn, inv.buf_get_by_data(s.mm, s.base, 5)),
+             s.rdma.task_send_imm_allocate_init(s.conn, inv.buf_get_by_data(s.mm, s.base + 4096, len(big)), 99),
              s.rdma.task_send_imm_allocate_init(s.conn, None, 0xFFFFFFFF)]
-    assert run(p.pe, s, *tasks) == ["ok"] * 3
-    assert p.peer.line() == f"rcv SUCCESS {int(RdmaOpcode.RECV_SEND)} 5 0 {b'hello'.hex()}"
-    assert p.peer.line() == f"rcv SUCCESS {int(RdmaOpcode.RECV_SEND_WITH_IMM)} {len(big)} 99 {big.hex()}"
-    assert p.peer.line() == f"rcv SUCCESS {int(RdmaOpcode.RECV_SEND_WITH_IMM)} 0 {0xFFFFFFFF} -"
-    # Child → parent, with and without immediate.
-    recvs = [s.rdma.task_receive_allocate_init(p.inv.buf_get_by_addr(s.mm, s.base + (1 << 20) + i * 4096, 4096))
+    outcomes = run(pe, s, *tasks)
+    # The other side -> this one, with and without immediate.
+    recvs = [s.rdma.task_receive_allocate_init(inv.buf_get_by_addr(s.mm, s.base + (1 << 20) + i * 4096, 4096))
              for i in range(2)]
     for r in recvs:
         r.submit()
-    p.pe.progress()  # receives are posted inside progress (we block on the child below)
-    assert p.peer.ask(f"send {b'from child'.hex()} -") == "sent SUCCESS"
-    assert p.peer.ask(f"send {b'imm'.hex()} 12345") == "sent SUCCESS"
-    wait_for(p.pe, lambda: len(s.done) == 5, "receives")
+    pe.progress()  # receives are posted inside progress
+    side.send("posted 2")
+    wait_for(pe, lambda: len(s.done) == 5, "receives")
     r0, r1 = recvs
-    assert (r0.get_result_opcode(), r0.get_result_len(), bytes(r0.get_dst_buf().data_view())) == \
-        (RdmaOpcode.RECV_SEND, 10, b"from child")  # type: ignore[union-attr]
-    assert (r1.get_result_opcode(), r1.get_result_immediate_data(), bytes(r1.get_dst_buf().data_view())) == \
-        (RdmaOpcode.RECV_SEND_WITH_IMM, 12345, b"imm")  # type: ignore[union-attr]
-    assert r0.get_result_rdma_connection() is s.conn
+    out = {"outcomes": outcomes, "big": big, "same_host": s.conn._h.same_host,
+           "r0": (r0.get_result_opcode(), r0.get_result_len(), bytes(r0.get_dst_buf().data_view())),  # type: ignore[union-attr]
+           "r1": (r1.get_result_opcode(), r1.get_result_immediate_data(), bytes(r1.get_dst_buf().data_view())),  # type: ignore[union-attr]
+           "same_conn": r0.get_result_rdma_connection() is s.conn}
+    assert side.recv(DEADLINE) == "done"
+    close_side(s)
+    inv.close()
+    pe.close()
+    return out
+
+
+def _dpu_receives_then_sends(side: PairSide) -> tuple[list[tuple[str, int, int, int, bytes]], list[str]]:
+    pe, inv, s = _connected(side)
+    assert s.conn is not None
+    slot = 1 << 16
+    recvs = [s.rdma.task_receive_allocate_init(inv.buf_get_by_addr(s.mm, s.base + (1 << 20) + i * slot, slot))
+             for i in range(3)]
+    for r in recvs:
+        r.submit()
+    pe.progress()  # posted inside progress, before the other side sends
+    side.send("posted 3")
+    wait_for(pe, lambda: len(s.done) >= 3, "3 receives")
+    # Receives take the messages in the order they were posted (RC).
+    got = [(r.get_status().name, int(r.get_result_opcode()), r.get_result_len(), r.get_result_immediate_data(),
+            bytes(r.get_dst_buf().data_view())) for r in recvs]  # type: ignore[union-attr]
+    assert side.recv(DEADLINE) == "posted 2"
+    sent = []
+    for data, imm in ((b"from child", None), (b"imm", 12345)):
+        s.mem[:len(data)] = data
+        src = inv.buf_get_by_data(s.mm, s.base, len(data))
+        t = s.rdma.task_send_allocate_init(s.conn, src) if imm is None else \
+            s.rdma.task_send_imm_allocate_init(s.conn, src, imm)
+        run(pe, s, t)
+        sent.append(t.get_status().name)
+    side.send("done")
+    wait_for(pe, lambda: ("disconnection", s.conn) in s.events, "the other side to leave")
+    close_side(s)
+    inv.close()
+    pe.close()
+    return got, sent
+
+
+@pytest.mark.parametrize("where", ["same", "cross"])
+def test_send_receive_both_directions_with_and_without_imm(doca_pair: DocaPair, where: str) -> None:
+    if where == "cross":  # the DPU side on another host: the streams go over TCP
+        doca_pair.side_env["dpu"] = {"DOCA_PY_RDMA_HOST_ID": f"child-{uuid.uuid4()}"}
+    host, (got, sent) = doca_pair.run(_host_sends_then_receives, _dpu_receives_then_sends, timeout=120)
+    assert host["same_host"] is (where == "same")
+    assert host["outcomes"] == ["ok"] * 3
+    big = host["big"]
+    assert got == [("SUCCESS", int(RdmaOpcode.RECV_SEND), 5, 0, b"hello"),
+                   ("SUCCESS", int(RdmaOpcode.RECV_SEND_WITH_IMM), len(big), 99, big),
+                   ("SUCCESS", int(RdmaOpcode.RECV_SEND_WITH_IMM), 0, 0xFFFFFFFF, b"")]
+    assert sent == ["SUCCESS", "SUCCESS"]
+    assert host["r0"] == (RdmaOpcode.RECV_SEND, 10, b"from child")
+    assert host["r1"] == (RdmaOpcode.RECV_SEND_WITH_IMM, 12345, b"imm")
+    assert host["same_conn"]
 
 
 def test_one_sided_read_write_write_imm_both_directions(parent: Parent) -> None:

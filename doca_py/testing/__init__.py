@@ -1,0 +1,32 @@
+"""``doca_py.testing``: test your DOCA application against an emulated BlueField and host.
+
+Installing doca_py installs a pytest plugin (entry point ``pytest11: doca_py``, see
+``doca_py.testing.plugin``) with the fixtures ``doca_dev``, ``doca_pe``, their factories,
+``doca_pair`` (a host function and a DPU function in two processes), the options
+``--doca-seed``, ``--doca-version``, ``--doca-strict/--doca-no-strict``, ``--doca-faults``,
+``--doca-trace`` and the markers ``doca_versions`` and ``doca_faults``. ``DocaPair``
+and ``Knobs`` also work without pytest.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .knobs import VERSIONS, Knobs
+    from .pair import DocaPair, PairError, PeerGone, Side, SideReport
+
+__all__ = ["DocaPair", "Side", "SideReport", "PairError", "PeerGone", "Knobs", "VERSIONS"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: the plugin loads with every pytest session, most of which use none of this.
+    if name in ("Knobs", "VERSIONS"):
+        from . import knobs
+
+        return getattr(knobs, name)
+    if name in __all__:
+        from . import pair
+
+        return getattr(pair, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,139 @@
+"""The emulator's knobs as the test kit sets them: seed, DOCA version, strict mode, shuffling, faults.
+
+The emulator reads them from the environment at import (``doca_py.emulated.strict``,
+``doca_py.emulated.version``). ``Knobs`` holds one setting of all of them, from
+options and the environment (options win), writes them to an environment (so child
+processes inherit them) and applies them to the running emulator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import shlex
+from collections.abc import MutableMapping
+
+__all__ = ["Knobs", "VERSIONS", "ENV_SEED", "ENV_STRICT", "ENV_SHUFFLE", "ENV_FAULTS", "ENV_VERSION"]
+
+VERSIONS = ("2.6", "3.0", "3.2")
+"""The DOCA versions the emulator presents (``--doca-version``, ``@pytest.mark.doca_versions``)."""
+ENV_SEED = "DOCA_PY_EMU_SEED"
+"""The seed's environment variable."""
+ENV_STRICT = "DOCA_PY_STRICT"
+"""Strict mode's environment variable."""
+ENV_SHUFFLE = "DOCA_PY_EMU_SHUFFLE"
+"""Completion shuffling's environment variable."""
+ENV_FAULTS = "DOCA_PY_EMU_FAULTS"
+"""The fault spec's environment variable."""
+ENV_VERSION = "DOCA_PY_EMU_VERSION"
+"""The DOCA version's environment variable."""
+_TRUE = ("1", "true", "yes", "on")
+
+
+def _flag(env: MutableMapping[str, str] | os._Environ[str], name: str, default: bool) -> bool:
+    text = env.get(name)
+    return default if text is None or not text.strip() else text.strip().lower() in _TRUE
+
+
+def check_version(text: str) -> str:
+    """``"3.2"`` if *text* names a version the emulator presents, else ``ValueError``."""
+    major, _, minor = text.strip().partition(".")
+    norm = f"{major}.{minor.split('.')[0]}" if minor else text.strip()
+    if norm not in VERSIONS:
+        raise ValueError(f"DOCA version {text!r}: the emulator presents one of {', '.join(VERSIONS)}")
+    return norm
+
+
+def check_faults(spec: str) -> str:
+    """*spec* if it is a valid fault spec (see ``doca_py.emulated.strict.parse_faults``), else ``ValueError``."""
+    if not spec.strip():
+        return spec
+    from ..emulated.strict import parse_faults
+
+    try:
+        parse_faults(spec)
+    except ValueError as exc:
+        raise ValueError(f"fault spec {spec!r}: {exc}") from None
+    return spec
+
+
+@dataclasses.dataclass(frozen=True)
+class Knobs:
+    """One setting of the emulator's knobs.
+
+    """
+
+    seed: int
+    """Seed of completion shuffling and fault injection (``DOCA_PY_EMU_SEED``)."""
+    version: str | None = None
+    """DOCA version the emulator presents (``DOCA_PY_EMU_VERSION``); ``None``: its default (3.2)."""
+    strict: bool = True
+    """Strict mode (``DOCA_PY_STRICT``), on by default under the kit."""
+    shuffle: bool = True
+    """Shuffled completion order (``DOCA_PY_EMU_SHUFFLE``), on by default under the kit."""
+    faults: str = ""
+    """Fault-injection spec (``DOCA_PY_EMU_FAULTS``), ``""`` for none."""
+
+    @classmethod
+    def resolve(cls, seed: int | None = None, version: str | None = None, strict: bool | None = None,
+                faults: str | None = None, env: MutableMapping[str, str] | None = None) -> Knobs:
+        """The knobs from options (the arguments, ``None`` when not given) over the environment
+        over the kit's defaults (strict and shuffling on, a random seed)."""
+        e = os.environ if env is None else env
+        if seed is None:
+            text = e.get(ENV_SEED, "").strip()
+            seed = int(text) if text else random.SystemRandom().randrange(1 << 31)
+        if version is None:
+            version = e.get(ENV_VERSION, "").strip() or None
+        return cls(seed=seed, version=check_version(version) if version else None,
+                   strict=_flag(e, ENV_STRICT, True) if strict is None else strict,
+                   shuffle=_flag(e, ENV_SHUFFLE, True),
+                   # The environment's spec is checked by the emulator when it reads it: importing it
+                   # here would read the other knobs before a conftest sets them.
+                   faults=e.get(ENV_FAULTS, "") if faults is None else check_faults(faults))
+
+    def replace(self, **changes: object) -> Knobs:
+        """A copy with some knobs changed (``version=``, ``faults=`` …)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def env(self) -> dict[str, str]:
+        """The knobs as environment variables."""
+        out = {ENV_SEED: str(self.seed), ENV_STRICT: str(int(self.strict)), ENV_SHUFFLE: str(int(self.shuffle)),
+               ENV_FAULTS: self.faults}
+        if self.version is not None:
+            out[ENV_VERSION] = self.version
+        return out
+
+    def write_env(self, env: MutableMapping[str, str] | None = None) -> None:
+        """Put the knobs into *env* (default ``os.environ``): processes started later inherit them."""
+        (os.environ if env is None else env).update(self.env())
+
+    def apply(self) -> None:
+        """Configure the running emulator with these knobs (imports it); reseeds its generator."""
+        from ..emulated import strict
+        from ..emulated import version as emu_version
+
+        strict.configure(strict=self.strict, shuffle=self.shuffle, faults=self.faults, seed=self.seed)
+        if self.version is not None:
+            emu_version.VERSION = emu_version.parse(self.version)
+
+    def options(self, default_version: str | None = None) -> list[str]:
+        """The pytest options that replay these knobs."""
+        out = ["--doca-seed", str(self.seed)]
+        if self.version is not None and self.version != default_version:
+            out += ["--doca-version", self.version]
+        if not self.strict:
+            out.append("--doca-no-strict")
+        if self.faults:
+            out += ["--doca-faults", self.faults]
+        return out
+
+    def replay(self, nodeid: str = "") -> str:
+        """The command line that replays a test (*nodeid*) with these knobs."""
+        return shlex.join(["pytest", *self.options(), *([nodeid] if nodeid else [])])
+
+    def describe(self) -> str:
+        """One line: every knob."""
+        return (f"seed {self.seed}, DOCA {self.version or 'default'}, strict {'on' if self.strict else 'off'}, "
+                f"shuffle {'on' if self.shuffle else 'off'}, faults {self.faults or 'none'}")

@@ -1,0 +1,387 @@
+"""The pytest plugin of the test kit (entry point ``pytest11: doca_py``; ``-p no:doca_py`` turns it off).
+
+A session that uses none of the kit's fixtures, markers or options gets one header line
+and nothing else: no environment change, no emulator import. The first test that uses the
+kit *activates* it: the knobs go into ``os.environ`` (so processes the test starts inherit
+them) and into the emulator. Each kit test starts with the emulator reseeded and its task
+trace on, so ``pytest --doca-seed N <nodeid>`` replays one test alone, and a failure report
+shows the test's last task events.
+
+Options (each wins over its environment variable, which wins over the kit's default):
+
+================================  ========================  ==================================================
+option                            environment variable      meaning
+================================  ========================  ==================================================
+``--doca-seed N``                 ``DOCA_PY_EMU_SEED``      seed of completion shuffling and fault injection
+                                                            (random by default; in the header and in every
+                                                            failure report, with the command to replay it)
+``--doca-version {2.6,3.0,3.2}``  ``DOCA_PY_EMU_VERSION``   the DOCA release whose rules the emulator follows
+                                                            (default 3.2)
+``--doca-strict``,                ``DOCA_PY_STRICT``        strict mode (default on under the kit)
+``--doca-no-strict``
+``--doca-faults SPEC``            ``DOCA_PY_EMU_FAULTS``    inject task failures: ``KIND=RATE[:CODE],...``
+                                                            (``doca_py.emulated.strict.parse_faults``)
+``--doca-trace DIR``              (``DOCA_PY_TRACE`` out    write a Chrome / Perfetto trace file per kit test
+                                  of pytest)                into DIR (use ``--doca-trace=DIR``)
+================================  ========================  ==================================================
+
+Completion shuffling (``DOCA_PY_EMU_SHUFFLE``) is on under the kit unless the environment sets it to 0.
+
+Markers:
+
+* ``@pytest.mark.doca_versions("2.6", "3.2")``: run the test once per DOCA version (ids like
+  ``test_x[doca3.2]``); the emulator in the test process and both sides of a ``doca_pair`` present it.
+* ``@pytest.mark.doca_faults("dma_memcpy=1")``: run the test with this fault spec (in the test
+  process and in both sides of a ``doca_pair``); other tests run without it.
+
+Fixtures: ``doca_knobs``, ``doca_version``, ``doca_dev``, ``doca_dev_factory``,
+``doca_pe``, ``doca_pe_factory``, ``doca_pair``. A project whose every test should run
+under the kit's knobs calls ``activate`` from its ``conftest.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .knobs import VERSIONS, Knobs, check_faults, check_version
+
+if TYPE_CHECKING:
+    from .pair import DocaPair
+
+__all__ = ["doca_knobs", "doca_version", "doca_dev", "doca_dev_factory", "doca_pe", "doca_pe_factory", "doca_pair",
+           "activate", "DevFactory", "PeFactory", "FIXTURES", "MARKERS"]
+
+FIXTURES = ("doca_knobs", "doca_version", "doca_dev", "doca_dev_factory", "doca_pe", "doca_pe_factory", "doca_pair")
+"""The kit's fixtures: a test that uses one of them is a kit test."""
+MARKERS = {
+    "doca_versions": "doca_versions(*versions): run the test once per DOCA version the emulator presents "
+                     f"(ids like [doca3.2]); one of {', '.join(VERSIONS)}",
+    "doca_faults": "doca_faults(spec): run the test with this DOCA_PY_EMU_FAULTS fault-injection spec",
+}
+"""The kit's markers, with their help text."""
+_DEFAULT_VERSION = "3.2"
+_STATE = pytest.StashKey["_State"]()
+_USED = pytest.StashKey[Knobs]()
+_PAIR = pytest.StashKey["DocaPair"]()
+
+
+class _State:
+    """The session's knobs; ``activate`` applies them once."""
+
+    def __init__(self, knobs: Knobs, explicit: bool, trace_dir: str | None) -> None:
+        self.knobs = knobs
+        self.explicit = explicit
+        self.trace_dir = trace_dir
+        self.active = False
+        self.everywhere = False  # activated for the whole session (every failure report gets the seed)
+
+    def activate(self) -> None:
+        if self.active:
+            return
+        self.active = True
+        self.knobs.write_env()
+        self.knobs.apply()
+
+
+_pending: _State | None = None
+
+
+def activate() -> Knobs:
+    """Activate the kit for the whole session, from a ``conftest.py``, before ``doca_py`` objects
+    exist: the knobs go into the environment now (every test and child process sees them) and
+    every failure report carries the seed. Works without the plugin too (``-p no:doca_py``): then
+    the knobs come from the environment and the kit's defaults."""
+    state = _pending or _State(Knobs.resolve(), explicit=False, trace_dir=None)
+    state.everywhere = True
+    state.knobs.write_env()
+    if "doca_py.emulated.strict" in sys.modules:  # imported early (--doca-faults checks its spec)
+        state.knobs.apply()
+    return state.knobs
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("doca_py", "doca_py test kit (emulated DOCA)")
+    group.addoption("--doca-seed", type=int, default=None, metavar="N",
+                    help="seed of completion shuffling and fault injection (DOCA_PY_EMU_SEED); printed in the "
+                         "header and in failure reports")
+    group.addoption("--doca-version", default=None, choices=VERSIONS,
+                    help="DOCA version the emulator presents (DOCA_PY_EMU_VERSION)")
+    group.addoption("--doca-strict", dest="doca_strict", action="store_true", default=None,
+                    help="strict mode: misuse DOCA leaves undefined raises at once (the default)")
+    group.addoption("--doca-no-strict", dest="doca_strict", action="store_false",
+                    help="turn strict mode off (DOCA_PY_STRICT=0)")
+    group.addoption("--doca-faults", default=None, metavar="SPEC",
+                    help="inject task failures: KIND=RATE[:CODE],... (DOCA_PY_EMU_FAULTS)")
+    group.addoption("--doca-trace", default=None, metavar="DIR",
+                    help="write a Chrome/Perfetto trace of every kit test to DIR")
+
+
+def _state_from(config: pytest.Config, ns: Any) -> _State:
+    seed, version = getattr(ns, "doca_seed", None), getattr(ns, "doca_version", None)
+    strict, faults = getattr(ns, "doca_strict", None), getattr(ns, "doca_faults", None)
+    trace_dir = getattr(ns, "doca_trace", None)
+    try:
+        knobs = Knobs.resolve(seed=seed, version=version, strict=strict, faults=faults)
+    except ValueError as exc:
+        raise pytest.UsageError(f"doca_py: {exc}") from None
+    explicit = any(v is not None for v in (seed, version, strict, faults, trace_dir))
+    return _State(knobs, explicit, trace_dir)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    # Before conftest files import doca_py: explicit options reach the environment first.
+    global _pending
+    state = _pending = _state_from(early_config, early_config.known_args_namespace)
+    early_config.stash[_STATE] = state
+    if state.explicit:
+        state.knobs.write_env()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _pending
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", text)
+    if _STATE not in config.stash:  # registered late (not through the entry point)
+        config.stash[_STATE] = _pending = _state_from(config, config.option)
+    state = config.stash[_STATE]
+    worker_seed = getattr(config, "workerinput", {}).get("doca_seed")
+    if worker_seed is not None and worker_seed != state.knobs.seed:
+        state.knobs = state.knobs.replace(seed=worker_seed)  # xdist: the controller's seed
+        if state.everywhere:  # a conftest activated the worker's own seed: correct it
+            state.knobs.write_env()
+            if "doca_py.emulated.strict" in sys.modules:
+                state.knobs.apply()
+    if state.explicit:
+        state.activate()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: every worker uses the controller's seed."""
+    node.workerinput["doca_seed"] = node.config.stash[_STATE].knobs.seed
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    k = config.stash[_STATE].knobs
+    return f"doca_py test kit: {k.describe()} (replay: pytest {' '.join(k.options())})"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marks = list(metafunc.definition.iter_markers("doca_versions"))
+    if marks:
+        versions = [check_version(v) for m in marks for v in m.args]
+        if not versions:
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: doca_versions needs at least one version")
+        if "doca_version" not in metafunc.fixturenames:
+            metafunc.fixturenames.append("doca_version")
+        metafunc.parametrize("doca_version", versions, indirect=True, ids=[f"doca{v}" for v in versions])
+    if metafunc.definition.get_closest_marker("doca_faults") and "doca_knobs" not in metafunc.fixturenames:
+        metafunc.fixturenames.append("doca_knobs")
+
+
+@pytest.fixture
+def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
+    """The emulator knobs of this test (seed, version, strict, shuffle, faults), applied to the
+    emulator and reseeded at its start; every other kit fixture uses it."""
+    state: _State = request.config.stash[_STATE]
+    state.activate()
+    knobs = state.knobs
+    faults = request.node.get_closest_marker("doca_faults")
+    if faults is not None:
+        try:
+            knobs = knobs.replace(faults=check_faults(",".join(faults.args)))
+        except ValueError as exc:
+            raise pytest.UsageError(f"{request.node.nodeid}: doca_faults: {exc}") from None
+    callspec = getattr(request.node, "callspec", None)  # doca_versions parametrizes doca_version
+    version = callspec.params.get("doca_version") if callspec is not None else None
+    if version is not None:
+        knobs = knobs.replace(version=version)
+    from .. import _backend
+    from ..emulated import trace
+    from ..emulated import version as emu_version
+
+    saved_version = emu_version.VERSION
+    request.node.stash[_USED] = knobs
+    knobs.apply()
+    trace.clear()
+    trace.enable(label=f"test process (pid {os.getpid()})")  # during kit tests only: other tests pay nothing
+    try:
+        if _backend.impl != "emulated":
+            with _backend.use("emulated"):
+                yield knobs
+        else:
+            yield knobs
+    finally:
+        trace.disable()  # the ring keeps its events for the report and the trace file
+        emu_version.VERSION = saved_version
+    if knobs is not state.knobs:
+        state.knobs.apply()
+
+
+@pytest.fixture
+def doca_version(doca_knobs: Knobs) -> str:
+    """The DOCA version this test runs under (``"3.2"`` …): a parameter of tests marked
+    ``doca_versions``, else the session's version."""
+    return doca_knobs.version or _DEFAULT_VERSION
+
+
+class DevFactory:
+    """``doca_dev_factory(side="dpu")``: open one more emulated device; closed after the test.
+
+    ``side="dpu"`` is the DPU's device (its representor list holds the host PF), ``"host"`` the
+    host's view of the BlueField PF. ``rep(dev)`` opens the DPU's representor of the host PF.
+    """
+
+    def __init__(self) -> None:
+        self._opened: list[Any] = []
+
+    def __call__(self, side: str = "dpu") -> Any:
+        if side not in ("dpu", "host"):
+            raise ValueError(f"side must be 'dpu' or 'host', not {side!r}")
+        from .pair import open_side
+
+        dev, rep = open_side(side)
+        self._opened += [o for o in (rep, dev) if o is not None]
+        if rep is not None:
+            rep.close()
+            self._opened.remove(rep)
+        return dev
+
+    def rep(self, dev: Any) -> Any:
+        """The representor of the host PF on DPU device *dev*."""
+        from doca_py import DevinfoRepFilter
+
+        r = dev.open_rep_by_pci_addr(dev.rep_create_list(DevinfoRepFilter.NET)[0].get_pci_addr_str())
+        self._opened.append(r)
+        return r
+
+    def close(self) -> None:
+        """Close every device and representor it opened (after the test)."""
+        while self._opened:
+            self._opened.pop().close()
+
+
+class PeFactory:
+    """``doca_pe_factory()``: one more ``doca_py.Pe``; closed after the test."""
+
+    def __init__(self) -> None:
+        self._made: list[Any] = []
+
+    def __call__(self) -> Any:
+        import doca_py
+
+        pe = doca_py.Pe()
+        self._made.append(pe)
+        return pe
+
+    def close(self) -> None:
+        """Close every Pe it made (after the test)."""
+        while self._made:
+            self._made.pop().close()
+
+
+@pytest.fixture
+def doca_dev_factory(doca_knobs: Knobs) -> Iterator[DevFactory]:
+    """A ``DevFactory``: ``doca_dev_factory(side="host")`` opens more emulated devices."""
+    f = DevFactory()
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def doca_pe_factory(doca_knobs: Knobs) -> Iterator[PeFactory]:
+    """A ``PeFactory``: ``doca_pe_factory()`` makes more progress engines."""
+    f = PeFactory()
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def doca_dev(doca_dev_factory: DevFactory) -> Any:
+    """An open emulated device, the DPU side (``doca_dev_factory(side="host")`` for the host's)."""
+    return doca_dev_factory("dpu")
+
+
+@pytest.fixture
+def doca_pe(doca_pe_factory: PeFactory) -> Any:
+    """A ``doca_py.Pe`` (progress engine), closed after the test."""
+    return doca_pe_factory()
+
+
+@pytest.fixture
+def doca_pair(request: pytest.FixtureRequest, doca_knobs: Knobs) -> DocaPair:
+    """A ``doca_py.testing.DocaPair``: ``host_result, dpu_result = doca_pair.run(host_fn, dpu_fn,
+    timeout=60, args=...)`` runs each function in its own process with its own emulated side,
+    under this test's knobs."""
+    from .pair import DocaPair
+
+    pair = DocaPair(doca_knobs)
+    pair.replay = _replay(request.node, doca_knobs)
+    request.node.stash[_PAIR] = pair
+    return pair
+
+
+# -- reports and traces ----------------------------------------------------------------------------
+def _replay(item: pytest.Item, knobs: Knobs) -> str:
+    """The command that replays *item*: the session's options (what its markers set, its node id sets)."""
+    state = item.config.stash.get(_STATE, None)
+    return (state.knobs if state is not None else knobs).replace(seed=knobs.seed).replay(item.nodeid)
+
+
+def _kit_knobs(item: pytest.Item) -> Knobs | None:
+    knobs = item.stash.get(_USED, None)
+    if knobs is None:
+        state = item.config.stash.get(_STATE, None)
+        if state is not None and state.everywhere:
+            return state.knobs
+    return knobs
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if not report.failed:
+        return report
+    knobs = _kit_knobs(item)
+    if knobs is None:
+        return report
+    lines = [f"knobs: {knobs.describe()}", f"replay with: {_replay(item, knobs)}"]
+    if item.stash.get(_USED, None) is not None:
+        from ..emulated import trace
+
+        found = trace.findings()
+        lines.append("strict-mode findings (test process): " + ("\n  " + "\n  ".join(found) if found else "none"))
+        if trace.events():
+            lines.append("last task events (test process):\n" + trace.format_tail())
+    pair = item.stash.get(_PAIR, None)
+    if pair is not None and any(r.status != "ok" for r in pair.reports):
+        lines.append("the sides' tracebacks, logs and task events: in the doca_pair error above")
+    report.sections.append(("doca_py", "\n".join(lines)))
+    return report
+
+
+def _trace_name(nodeid: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:200] + ".json"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    state = item.config.stash.get(_STATE, None)
+    if state is None or not state.trace_dir or _USED not in item.stash:
+        return
+    from ..emulated import trace
+
+    events = trace.chrome(label=f"test process (pid {os.getpid()})")
+    pair = item.stash.get(_PAIR, None)
+    for run in pair.history if pair is not None else []:
+        for rep in run:
+            events += rep.trace
+    trace.write_chrome(Path(state.trace_dir) / _trace_name(item.nodeid), events)

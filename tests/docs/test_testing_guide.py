@@ -1,0 +1,37 @@
+"""The application and tests of docs/testing.md ("Test your DOCA application in CI") run as a reader runs them.
+
+The guide includes ``docs/testing/offload_app.py`` and ``docs/testing/test_offload_app.py``; here
+they are copied alone into an empty directory and run with ``pytest`` as the guide's CI job runs
+them: the test kit comes from the installed entry point, with a seed and without the project's
+conftest or environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.multiprocess
+
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "docs" / "testing"
+
+
+def test_the_guides_application_tests_pass_under_two_versions_and_a_seed(tmp_path: Path) -> None:
+    for name in ("offload_app.py", "test_offload_app.py"):
+        shutil.copy(GUIDE / name, tmp_path / name)
+        assert f'--8<-- "docs/testing/{name}"' in (ROOT / "docs" / "testing.md").read_text()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCA_PY_")}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--doca-seed", "2024"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "doca_py test kit: seed 2024," in out.stdout
+    for test in ("test_the_dpu_copies_the_hosts_buffer_and_answers_its_crc[doca2.6] PASSED",
+                 "test_the_dpu_copies_the_hosts_buffer_and_answers_its_crc[doca3.2] PASSED",
+                 "test_a_failed_copy_reaches_the_host_as_an_error PASSED"):
+        assert f"test_offload_app.py::{test}" in out.stdout, out.stdout

@@ -1,0 +1,135 @@
+"""Side functions of the test kit's own tests (module level: a spawned side finds them by name)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from typing import Any
+
+import doca_py as d
+from doca_py.testing import Side
+
+N_TASKS = 16
+
+
+def describe(side: Side) -> dict[str, Any]:
+    """What a side sees: its device, representor, knobs and version."""
+    from doca_py.emulated import strict
+
+    return {"role": side.role, "pci": side.dev.as_devinfo().get_pci_addr_str(),
+            "rep": side.rep.get_pci_addr_str() if side.rep is not None else None, "token": side.token,
+            "args": side.args, "seed": (side.seed, strict.SEED, os.environ["DOCA_PY_EMU_SEED"]),
+            "strict": strict.STRICT, "shuffle": strict.SHUFFLE, "faults": dict(strict.FAULTS),
+            "version": d.version_runtime(), "impl": d.impl}
+
+
+def host_ping(side: Side) -> Any:
+    side.send(("ping", describe(side)))
+    return side.recv(30), describe(side)
+
+
+def dpu_pong(side: Side) -> Any:
+    kind, host = side.recv(30)
+    side.send(("pong", host["pci"]))
+    return (kind, host), describe(side)
+
+
+def raise_value_error(side: Side) -> None:
+    assert side.recv(30) == "asleep"  # fail once the peer sleeps: the kit must end it
+    print(f"{side.role} side about to fail")
+    raise ValueError("the dpu side exploded")
+
+
+def sleep_long(side: Side) -> None:
+    side.send("asleep")
+    time.sleep(600)
+
+
+def exit_3(side: Side) -> None:
+    assert side.recv(30) == "asleep"  # die once the peer sleeps: the kit must end it
+    print("leaving with os._exit(3)", flush=True)
+    os._exit(3)
+
+
+def sigkill_self(side: Side) -> None:
+    assert side.recv(30) == "asleep"  # die once the peer sleeps: the kit must end it
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def segfault(side: Side) -> None:
+    assert side.recv(30) == "asleep"  # die once the peer sleeps: the kit must end it
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
+
+
+def unpicklable(side: Side) -> Any:
+    from doca_py.testing import PeerGone
+
+    try:
+        side.recv(30)  # until the peer has returned (and sent its result: it does so before it leaves)
+    except PeerGone:
+        pass
+    return lambda: None
+
+
+def recv_times_out(side: Side) -> str:
+    try:
+        side.recv(0.2)
+    except TimeoutError as exc:
+        side.send("go on")
+        return str(exc)
+    return "no timeout"
+
+
+def wait_then_return(side: Side) -> str:
+    return str(side.recv(30))
+
+
+def returns_early(side: Side) -> str:
+    return "done"
+
+
+def recv_after_peer_left(side: Side) -> str:
+    from doca_py.testing import PeerGone
+
+    try:
+        side.recv(30)
+    except PeerGone as exc:
+        return str(exc)
+    return "got something"
+
+
+def dma_order(side: Side) -> list[int]:
+    """Copy N_TASKS blocks with one DMA ctx and return the order the completions came in
+    (shuffled by the seed); a side with faults on returns each task's status instead, negated."""
+    done: list[int] = []
+    with d.Pe() as pe, d.BufInventory(2 * N_TASKS) as inv:
+        dma = d.Dma(side.dev)
+        pe.connect_ctx(dma)
+        dma.task_memcpy_set_conf(lambda t, u, c: done.append(u), lambda t, u, c: done.append(-1 - u), N_TASKS)
+        dma.start()
+        mm = d.Mmap()
+        mem = mm.allocate(2 * N_TASKS * 64)
+        mm.add_dev(side.dev)
+        mm.start()
+        base = mm.get_memrange()[0]
+        tasks = []
+        for i in range(N_TASKS):
+            mem[i * 64:i * 64 + 8] = i.to_bytes(8, "little")
+            src = inv.buf_get_by_data(mm, base + i * 64, 8)
+            dst = inv.buf_get_by_addr(mm, base + (N_TASKS + i) * 64, 8)
+            t = dma.task_memcpy_alloc_init(src, dst, user_data=i)
+            tasks.append((t, src, dst))
+        for t, _, _ in tasks:
+            t.submit()
+        while len(done) < N_TASKS:
+            pe.progress()
+        for t, src, dst in tasks:
+            t.free()
+            src.dec_refcount()
+            dst.dec_refcount()
+        dma.close()
+        del mem
+        mm.close()
+    return done

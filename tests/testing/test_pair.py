@@ -1,0 +1,130 @@
+"""``doca_pair``: two processes, each with its own emulated side; results, knobs and failures."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+from doca_py.testing import DocaPair, Knobs, PairError
+from doca_py.testing.knobs import ENV_SEED
+
+from . import sides
+
+pytestmark = pytest.mark.multiprocess
+
+
+def test_module_level_functions_exchange_objects_and_get_their_sides(doca_pair: DocaPair) -> None:
+    (host_got, host), (dpu_got, dpu) = doca_pair.run(sides.host_ping, sides.dpu_pong, timeout=60,
+                                                     args={"blob": b"\x00\xff"})
+    assert host_got == ("pong", host["pci"]) and dpu_got == ("ping", host)
+    assert host["role"] == "host" and dpu["role"] == "dpu"
+    # The DPU's representor is the host PF: the device the host side opened.
+    assert host["rep"] is None and dpu["rep"] == host["pci"] != dpu["pci"]
+    assert host["token"] == dpu["token"] and host["args"] == dpu["args"] == {"blob": b"\x00\xff"}
+    assert host["impl"] == dpu["impl"] == "emulated"
+    assert [r.status for r in doca_pair.reports] == ["ok", "ok"]
+    assert doca_pair.reports[0].pid != doca_pair.reports[1].pid
+
+
+def test_both_sides_run_under_the_tests_knobs(doca_pair: DocaPair, doca_knobs: Knobs) -> None:
+    (_, host), (_, dpu) = doca_pair.run(sides.host_ping, sides.dpu_pong)
+    for side in (host, dpu):
+        assert side["seed"] == (doca_knobs.seed, doca_knobs.seed, str(doca_knobs.seed))
+        assert side["strict"] is doca_knobs.strict and side["shuffle"] is doca_knobs.shuffle
+
+
+@pytest.mark.doca_versions("2.6", "3.2")
+def test_sides_present_the_tests_doca_version(doca_pair: DocaPair, doca_version: str) -> None:
+    import doca_py
+
+    (_, host), (_, dpu) = doca_pair.run(sides.host_ping, sides.dpu_pong)
+    assert host["version"] == dpu["version"] == doca_py.version_runtime() == f"{doca_version}.0000"
+
+
+@pytest.mark.doca_faults("dma_memcpy=1")
+def test_injected_faults_reach_the_sides(doca_pair: DocaPair) -> None:
+    host, dpu = doca_pair.run(sides.dma_order, sides.dma_order)
+    for order in (host, dpu):  # every task failed (IO_FAILED, then the stopping ctx flushes the rest)
+        assert sorted(order) == sorted(-1 - i for i in range(sides.N_TASKS))
+
+
+def test_the_seed_replays_each_sides_completion_order(doca_knobs: Knobs) -> None:
+    runs = [DocaPair(doca_knobs.replace(seed=seed)).run(sides.dma_order, sides.dma_order)
+            for seed in (11, 11, 12)]
+    assert runs[0] == runs[1]  # same seed, same shuffled order on each side
+    assert runs[0] != runs[2]  # 16! orders: another seed gives another
+    assert sorted(runs[0][0]) == list(range(sides.N_TASKS)) and runs[0][0] != list(range(sides.N_TASKS))
+
+
+def _fails(pair: DocaPair, host: Any, dpu: Any, timeout: float = 60) -> PairError:
+    with pytest.raises(PairError) as info:
+        pair.run(host, dpu, timeout=timeout)
+    return info.value
+
+
+def test_a_raising_side_fails_the_run_with_its_traceback_and_ends_the_other(doca_pair: DocaPair) -> None:
+    err = _fails(doca_pair, sides.sleep_long, sides.raise_value_error)
+    host, dpu = err.reports
+    assert dpu.status == "raised" and "ValueError: the dpu side exploded" in dpu.detail
+    assert 'sides.py", line' in dpu.detail and "dpu side about to fail" in dpu.log
+    # The host slept on: the kit ended it, and it says where it was.
+    assert host.status == "ended" and "it was at" in host.detail and "time.sleep(600)" in host.detail
+    text = str(err)
+    assert text.startswith("doca_pair: the dpu side raised")
+    assert f"--doca-seed {doca_pair.knobs.seed}" in text and "ValueError: the dpu side exploded" in text
+
+
+@pytest.mark.parametrize("crash, expected", [(sides.exit_3, "exit status 3"), (sides.sigkill_self, "SIGKILL"),
+                                             (sides.segfault, "SIGSEGV")])
+def test_a_crashing_side_fails_the_run_with_its_exit_and_log(doca_pair: DocaPair, crash: Any, expected: str) -> None:
+    err = _fails(doca_pair, crash, sides.sleep_long)
+    host, dpu = err.reports
+    assert host.status == "crashed" and expected in host.detail, host.detail
+    assert dpu.status == "ended"
+    if crash is sides.exit_3:
+        assert "leaving with os._exit(3)" in host.log
+    if crash is sides.segfault:  # faulthandler writes the Python stack into the side's log
+        assert "Segmentation fault" in host.log and "in segfault" in host.log, host.log
+
+
+def test_a_run_past_its_timeout_ends_both_sides_and_says_where_they_were(doca_pair: DocaPair) -> None:
+    err = _fails(doca_pair, sides.sleep_long, sides.sleep_long, timeout=1)
+    for rep in err.reports:
+        assert rep.status == "timed out" and rep.detail.startswith("timed out after 1 s; it was at")
+        assert "time.sleep(600)" in rep.detail
+
+
+def test_a_result_that_cannot_be_pickled_fails_its_side(doca_pair: DocaPair) -> None:
+    err = _fails(doca_pair, sides.unpicklable, sides.returns_early)
+    assert err.reports[0].status == "raised" and "cannot be sent back" in err.reports[0].detail
+    assert err.reports[1].status == "ok"
+
+
+def test_recv_times_out_and_notices_a_peer_that_left(doca_pair: DocaPair) -> None:
+    msg, got = doca_pair.run(sides.recv_times_out, sides.wait_then_return)
+    assert msg == "host side: nothing from the dpu side within 0.2 s" and got == "go on"
+    early, gone = doca_pair.run(sides.returns_early, sides.recv_after_peer_left)
+    assert early == "done" and gone == "dpu side: the host side has ended"
+
+
+def test_closures_need_the_fork_start_method(doca_pair: DocaPair) -> None:
+    secret = "captured"
+
+    def host(side: Any) -> str:
+        return f"{secret} on the {side.role}"
+
+    with pytest.raises(TypeError, match="closure or a lambda.*module level.*fork"):
+        doca_pair.run(host, sides.returns_early)
+    with warnings.catch_warnings():  # Python 3.12+ warns when a threaded process (the emulator's) forks
+        warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
+        assert doca_pair.run(host, lambda side: side.role, start_method="fork") == ("captured on the host", "dpu")
+
+
+def test_the_pair_works_without_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_SEED, "4242")
+    pair = DocaPair()  # knobs from the environment and the kit's defaults
+    assert pair.knobs.seed == 4242 and pair.knobs.strict
+    (_, host), _ = pair.run(sides.host_ping, sides.dpu_pong)
+    assert host["seed"] == (4242, 4242, "4242")

@@ -1,0 +1,237 @@
+"""The pytest plugin, in fresh pytest processes (``pytester``): what an application's test suite sees.
+
+Each session runs in a subprocess with the kit loaded through its entry point, from a directory
+holding only the test files written here, without the project's conftest or environment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from doca_py.testing.knobs import ENV_FAULTS, ENV_SEED, ENV_SHUFFLE, ENV_STRICT, ENV_VERSION
+
+from .test_trace import check_chrome_trace
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.multiprocess
+
+UNTOUCHED = '''
+import os, sys
+
+def test_untouched():
+    assert not [k for k in os.environ if k.startswith("DOCA_PY_") and k != "DOCA_PY_IMPL"]
+    assert not [m for m in sys.modules if m.startswith("doca_py.emulated")]
+'''
+
+KNOBS = '''
+import json, os
+import doca_py
+
+def test_knobs(doca_knobs, doca_dev, doca_pe, doca_dev_factory):
+    from doca_py.emulated import strict
+    host = doca_dev_factory(side="host")
+    assert doca_dev.as_devinfo().get_pci_addr_str() != host.as_devinfo().get_pci_addr_str()
+    assert doca_dev.rep_create_list()[0].get_pci_addr_str() == host.as_devinfo().get_pci_addr_str()
+    print("KNOBS", json.dumps({"seed": strict.SEED, "strict": strict.STRICT, "shuffle": strict.SHUFFLE,
+                               "faults": sorted(strict.FAULTS), "version": doca_py.version_runtime(),
+                               "env": os.environ["DOCA_PY_EMU_SEED"], "knobs_seed": doca_knobs.seed}))
+'''
+
+
+@pytest.fixture
+def clean(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No knob in the environment: a user's shell."""
+    for name in (ENV_SEED, ENV_STRICT, ENV_SHUFFLE, ENV_FAULTS, ENV_VERSION, "DOCA_PY_TRACE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DOCA_PY_IMPL", "emulated")
+    return monkeypatch
+
+
+def _knobs(result: pytest.RunResult) -> dict[str, object]:
+    (line,) = [ln for ln in result.outlines if "KNOBS " in ln]
+    return json.loads(line.split("KNOBS ", 1)[1].rstrip(". "))  # type: ignore[no-any-return]
+
+
+def _plain(result: pytest.RunResult) -> str:
+    """The output without pytest's ``E   `` prefixes and indentation."""
+    return "\n".join(re.sub(r"^(E\s+|\s+)", "", ln) for ln in result.outlines)
+
+
+def _header_seed(result: pytest.RunResult) -> int:
+    (line,) = [ln for ln in result.outlines if ln.startswith("doca_py test kit:")]
+    m = re.search(r"seed (\d+),", line)
+    assert m is not None and f"(replay: pytest --doca-seed {m.group(1)}" in line, line
+    return int(m.group(1))
+
+
+def test_a_session_that_uses_nothing_of_the_kit_is_untouched(pytester: pytest.Pytester,
+                                                              clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_plain=UNTOUCHED)
+    ran = pytester.runpytest_subprocess("-p", "no:xdist")
+    ran.assert_outcomes(passed=1)
+    _header_seed(ran)  # its one header line
+    off = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:doca_py")
+    off.assert_outcomes(passed=1)
+    assert not [ln for ln in off.outlines if "doca_py" in ln]
+    refused = pytester.runpytest_subprocess("-p", "no:doca_py", "--doca-seed", "1")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    assert "unrecognized arguments: --doca-seed" in refused.errlines[-1] or \
+        any("--doca-seed" in ln for ln in refused.errlines)
+
+
+def test_defaults_strict_and_shuffled_with_the_header_seed(pytester: pytest.Pytester, clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_a_plain=UNTOUCHED, test_b_kit=KNOBS)
+    ran = pytester.runpytest_subprocess("-p", "no:xdist", "-s")
+    ran.assert_outcomes(passed=2)  # the plain test ran first, untouched
+    seed = _header_seed(ran)
+    assert _knobs(ran) == {"seed": seed, "strict": True, "shuffle": True, "faults": [], "version": "3.2.0000",
+                           "env": str(seed), "knobs_seed": seed}
+
+
+def test_environment_variables_work_and_options_win(pytester: pytest.Pytester, clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_kit=KNOBS)
+    clean.setenv(ENV_SEED, "5")
+    clean.setenv(ENV_STRICT, "0")
+    clean.setenv(ENV_VERSION, "3.0")
+    from_env = pytester.runpytest_subprocess("-p", "no:xdist", "-s")
+    from_env.assert_outcomes(passed=1)
+    assert _header_seed(from_env) == 5
+    assert _knobs(from_env) == {"seed": 5, "strict": False, "shuffle": True, "faults": [], "version": "3.0.0000",
+                                "env": "5", "knobs_seed": 5}
+    opts = pytester.runpytest_subprocess("-p", "no:xdist", "-s", "--doca-seed", "7", "--doca-version", "2.6",
+                                         "--doca-strict", "--doca-faults", "dma_memcpy=0.5,ec_create=0.1")
+    opts.assert_outcomes(passed=1)
+    assert _header_seed(opts) == 7
+    assert _knobs(opts) == {"seed": 7, "strict": True, "shuffle": True, "faults": ["dma_memcpy", "ec_create"],
+                            "version": "2.6.0000", "env": "7", "knobs_seed": 7}
+    bad = pytester.runpytest_subprocess("--doca-faults", "dma_memcpy=2")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR and any("not in [0, 1]" in ln for ln in bad.errlines)
+    bad = pytester.runpytest_subprocess("--doca-version", "2.7")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+
+
+MARKERS = '''
+import pytest
+import doca_py
+from doca_py.emulated import strict
+
+@pytest.mark.doca_versions("2.6", "3.0", "3.2")
+def test_versions(doca_version):
+    assert doca_py.version_runtime() == doca_version + ".0000"
+
+def test_version_of_the_session(doca_version):
+    assert doca_version == "3.2" and doca_py.version_runtime() == "3.2.0000"
+
+@pytest.mark.doca_faults("dma_memcpy=1:NOT_PERMITTED")
+def test_faults():
+    assert strict.FAULTS == {"dma_memcpy": (1.0, int(doca_py.ErrorCode.NOT_PERMITTED))}
+
+def test_no_faults_after(doca_knobs):
+    assert strict.FAULTS == {} and doca_knobs.faults == ""
+'''
+
+
+def test_markers_run_per_version_and_inject_faults(pytester: pytest.Pytester, clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_marks=MARKERS)
+    ran = pytester.runpytest_subprocess("-p", "no:xdist", "-v", "-p", "no:randomly")
+    ran.assert_outcomes(passed=6)
+    for v in ("2.6", "3.0", "3.2"):
+        ran.stdout.fnmatch_lines([f"*test_marks.py::test_versions?doca{v}? PASSED*"])
+
+
+APP = '''
+import doca_py as d
+from doca_py.emulated import strict
+
+N = 16
+
+def host(side):
+    done = []
+    with d.Pe() as pe, d.BufInventory(2 * N) as inv:
+        dma = d.Dma(side.dev)
+        pe.connect_ctx(dma)
+        dma.task_memcpy_set_conf(lambda t, u, c: done.append(u), lambda t, u, c: done.append(-1), N)
+        dma.start()
+        mm = d.Mmap()
+        mm.allocate(2 * N * 64)
+        mm.add_dev(side.dev)
+        mm.start()
+        base = mm.get_memrange()[0]
+        tasks = [dma.task_memcpy_alloc_init(inv.buf_get_by_data(mm, base + i * 64, 8),
+                                            inv.buf_get_by_addr(mm, base + (N + i) * 64, 8), user_data=i)
+                 for i in range(N)]
+        for t in tasks:
+            t.submit()
+        while len(done) < N:
+            pe.progress()
+        for t in tasks:
+            t.free()
+        dma.close()
+        mm.close()
+    side.send(done)
+    return done
+
+def dpu(side):
+    order = side.recv(30)
+    print("the dpu side checks the order", flush=True)
+    assert order == sorted(order), f"the DPU got the copies out of order: {order}"
+
+def test_app(doca_pair):
+    doca_pair.run(host, dpu, timeout=60)
+'''
+
+
+def test_a_failing_side_reports_traceback_log_events_and_a_replay_that_reproduces_it(
+        pytester: pytest.Pytester, clean: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytester.makepyfile(test_app=APP)
+    first = pytester.runpytest_subprocess("-p", "no:xdist")
+    first.assert_outcomes(failed=1)
+    seed = _header_seed(first)
+    out = _plain(first)
+    order = re.search(r"AssertionError: the DPU got the copies out of order: (\[[-\d, ]+\])", out)
+    assert order is not None, out
+    assert "=== dpu side (pid" in out and "): raised ===" in out and 'test_app.py", line' in out
+    assert "the dpu side checks the order" in out  # the side's log
+    assert "=== host side (pid" in out and "): ok ===" in out
+    assert out.count("submit   EmuDmaTaskMemcpy@") >= 16 and "IDLE->RUNNING" in out  # the host's events
+    assert "strict-mode findings ---\nnone" in out
+    (replay,) = re.findall(r"replay with: (pytest .*)", out)
+    assert shlex.split(replay) == ["pytest", "--doca-seed", str(seed), "test_app.py::test_app"]
+    # The replay: same seed, same shuffled order, same failure; with a trace of all three processes.
+    again = pytester.runpytest_subprocess("-p", "no:xdist", *shlex.split(replay)[1:], f"--doca-trace={tmp_path}")
+    again.assert_outcomes(failed=1)
+    assert f"the DPU got the copies out of order: {order.group(1)}" in _plain(again)
+    (path,) = tmp_path.glob("*.json")
+    assert path.name == "test_app.py_test_app.json"
+    procs = check_chrome_trace(path)
+    names = sorted(p["name"].split(" (")[0] for p in procs.values())
+    assert names == ["dpu side", "host side", "test process"]
+    (host,) = [p for p in procs.values() if p["name"].startswith("host side")]
+    assert list(host["tracks"].values())[0].startswith("EmuDma@")
+    assert sum(e["ph"] == "b" for e in host["events"]) == 16
+
+
+XDIST = '''
+import os
+from doca_py.emulated import strict
+
+def test_one(doca_knobs, tmp_path_factory):
+    (tmp_path_factory.getbasetemp().parent.parent / f"seed-{os.getpid()}").write_text(f"{strict.SEED} {os.environ['DOCA_PY_EMU_SEED']}")
+
+def test_two(doca_knobs, tmp_path_factory):
+    test_one(doca_knobs, tmp_path_factory)
+'''
+
+
+def test_xdist_workers_share_the_controllers_random_seed(pytester: pytest.Pytester, clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_x=XDIST)
+    ran = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly")
+    ran.assert_outcomes(passed=2)
+    seed = _header_seed(ran)
+    seeds = {p.read_text() for p in pytester.path.glob("**/seed-*")}
+    assert seeds == {f"{seed} {seed}"}
