@@ -508,8 +508,14 @@ class EmuRdma(RdmaTaskAlloc):
             _cfg.connect_timeout
         try:
             sock = socket.create_connection((address, port), timeout=timeout)
-            sock.sendall(hello)
         except OSError as exc:
+            logger.debug("rdma connect_to_addr %s:%d failed: %s", address, port, exc)
+            self._break(conn, _ABORTED)
+            return conn
+        try:
+            sock.sendall(hello)
+        except OSError as exc:  # the listener went away meanwhile
+            sock.close()
             logger.debug("rdma connect_to_addr %s:%d failed: %s", address, port, exc)
             self._break(conn, _ABORTED)
             return conn
