@@ -320,3 +320,30 @@ def test_many_messages_in_flight_arrive_in_order(pair: Pair) -> None:
     wait_for(p.pe, lambda: len(b.done) == n, "receives")
     assert [int.from_bytes(b.mem[i * 64:i * 64 + 8], "little") for i in range(n)] == list(range(n))
     assert all(r.get_result_len() == 8 for r in recvs)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("round_", range(8))
+def test_a_send_the_receiver_got_succeeds_though_it_disconnects_in_its_receive_callback(round_: int) -> None:
+    """The receiver's side acknowledges a message before its software sees it: a receive callback that
+    disconnects at once must not turn the sender's delivered send into CONNECTION_RESET."""
+    with rig() as (dev, pe, inv):
+        a, b = make_side(dev, pe), make_side(dev, pe)
+        got: list[bytes] = []
+
+        def received(t: d.Task, u: object, c: object) -> None:
+            got.append(bytes(t.get_dst_buf().data_view()))  # type: ignore[attr-defined]
+            assert b.conn is not None
+            b.conn.disconnect()
+
+        b.rdma.task_receive_set_conf(received, b.err, 16)
+        connect_pair(pe, a, b)
+        assert a.conn is not None
+        b.rdma.task_receive_allocate_init(inv.buf_get_by_addr(b.mm, b.base, 64)).submit()
+        a.mem[:5] = b"bye!\n"
+        assert run(pe, a, a.rdma.task_send_allocate_init(a.conn, inv.buf_get_by_data(a.mm, a.base, 5))) == ["ok"]
+        assert got == [b"bye!\n"]
+        a.rdma.close()
+        b.rdma.close()
+        inv.close()
+        close_side(a)
+        close_side(b)

@@ -3,7 +3,7 @@ serves requests (receives, remote access, atomics, RNR stalls)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 import ctypes
 import functools
 import struct
@@ -204,6 +204,10 @@ def _serve(st: Stream) -> None:
     pos, end = st.rpos, st.rend
     out = st.out
     lock = st.lock
+    # Receive completions become visible only after this batch's acks are on the wire: the receiver's
+    # NIC acknowledges a message before software sees it, so a callback that disconnects at once must
+    # not overtake the ack (the sender would fail a delivered send with CONNECTION_RESET).
+    landed: list[tuple[Callable[[Any], object], Any]] = []
     try:
         while end - pos >= HDR_SIZE:
             typ, flags, aux, length, a, b = HDR.unpack_from(rx, pos)
@@ -263,9 +267,7 @@ def _serve(st: Stream) -> None:
                     # The whole frame is here and the receive is one buffer of a started local map.
                     pos = body + length
                     task.status = _SUCCESS
-                    pe.ready.append(task.done)  # pe.post_item, inlined
-                    if pe.armed:
-                        pe.wake()
+                    landed.append(task.done)
                     srv.acks += 1
                     continue
                 if typ == T_SEND:
@@ -278,7 +280,7 @@ def _serve(st: Stream) -> None:
                     with lock:
                         _respond_acks(st, srv)
                         put_frame(out, R_ERR, 0, 0, 0, post_code, 0)
-                    pe.post_item(task.done)
+                    landed.append(task.done)
                     pos = _skip(st, srv, pos, length)
                     if pos < 0:
                         return
@@ -302,7 +304,7 @@ def _serve(st: Stream) -> None:
                         return
                 pos = body + length
                 task.status = _SUCCESS
-                pe.post_item(task.done)
+                landed.append(task.done)
                 srv.acks += 1
             elif typ == T_WRITE:
                 code, target = _resolve(srv, ctx, aux, a, length, True)
@@ -370,6 +372,9 @@ def _serve(st: Stream) -> None:
                     put_frame(out, R_RNR, 0, 0, 0, 0, 0)
             elif typ == T_DISC:
                 st.rpos = st.rend
+                req = conn.req
+                if req is not None:
+                    req.drain()  # the acks the peer sent before it disconnected complete our sends first
                 ctx._break(conn, _RESET)
                 return
             else:
@@ -381,6 +386,10 @@ def _serve(st: Stream) -> None:
             with lock:
                 _respond_acks(st, srv)
             st.flush()
+        if landed:
+            pe.ready.extend(landed)  # pe.post_item, batched
+            if pe.armed:
+                pe.wake()
 
 
 def _skip(st: Stream, srv: _SrvState, pos: int, length: int) -> int:
@@ -411,10 +420,10 @@ def _finish_recv(st: Stream, srv: _SrvState, task: EmuRdmaTaskReceive, grow: int
     if grow:
         _grow(task.dst, grow)
     task.status = _SUCCESS
+    _finish_ack(st, srv)  # the ack first, as in _serve
     pe = srv.conn.ctx.pe
     if pe is not None:
         pe.post_item(task.done)
-    _finish_ack(st, srv)
 
 
 def _finish_ack(st: Stream, srv: _SrvState) -> None:

@@ -172,6 +172,17 @@ class Stream:
         if mask & _EVR and not self.closed and not self.paused:
             self._read_ready()
 
+    def drain(self) -> None:
+        """Read and handle what the socket holds now, without waiting (I/O thread): input that was sent
+        before a message that arrived on another stream of the same peer."""
+        for _ in range(1024):  # bounded: a peer that keeps sending is read by the reactor as usual
+            heard = self.heard
+            if self.closed or self.paused:
+                return
+            self._read_ready()
+            if self.heard == heard:
+                return
+
     def _read_ready(self) -> None:
         sink = self.sink
         try:
