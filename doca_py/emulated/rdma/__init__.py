@@ -90,15 +90,15 @@ from .config import (  # noqa: F401
     configure,
     host_id,
     rnr_window,
-    _cfg,
+    cfg,
 )
 from .wire import (  # noqa: F401
     BLOB_SIZE,
     ConnBlob,
     decode_blob,
     encode_blob,
-    _used_keys,
-    _used_lock,
+    used_keys as _used_keys,  # the replay check's memory, for tests
+    used_lock as _used_lock,
 )
 from .connection import (  # noqa: F401
     EmuRdmaConnection,

@@ -35,17 +35,17 @@ from ..transport.shmring import (
 )
 from ..transport.stream import Listener, Stream
 from .config import (
-    C_ESTABLISHED, F_IMM, OP_RECV_SEND, OP_RECV_SEND_WITH_IMM, OP_RECV_WRITE_WITH_IMM, _IO_FAILED, _SUCCESS,
-    _TIME_OUT,
+    C_ESTABLISHED, F_IMM, OP_RECV_SEND, OP_RECV_SEND_WITH_IMM, OP_RECV_WRITE_WITH_IMM, IO_FAILED, SUCCESS,
+    TIME_OUT,
 )
-from .segments import _Fail, _grow, _land, _recv_segments, _scatter, _tail
+from .segments import Fail, grow_data, land, recv_segments, scatter, tail
 from .wire import unix_path
 
 if TYPE_CHECKING:
     from ..pe import EmuPe
     from .connection import EmuRdmaConnection
     from .ctx import EmuRdma
-    from .tasks import EmuRdmaTaskReceive, _RdmaTask
+    from .tasks import EmuRdmaTaskReceive, RdmaTask
 
 __all__ = ["ShmTx", "ShmRx", "RdmaPoller", "RING_SIZE"]
 
@@ -64,8 +64,8 @@ K_SEND, K_WIMM = 1, 2
 F_FIRST, F_LAST = 0x10, 0x20
 F_ONE = F_FIRST | F_LAST  # a whole message in one record
 _KINDS = frozenset({K_SEND, K_WIMM})
-_STATUSES = frozenset({_SUCCESS, _TIME_OUT, _IO_FAILED})
-_monotonic = time.monotonic
+_STATUSES = frozenset({SUCCESS, TIME_OUT, IO_FAILED})
+monotonic = time.monotonic
 REC_HDR_SIZE = REC_HDR.size
 _unpack_hdr = REC_HDR.unpack_from
 
@@ -80,7 +80,7 @@ class ShmTx:
         self.bell = bell  # the peer Pe's eventfd
         self.lock = threading.Lock()
         #: Sends not (fully) in the ring yet, in order: (task, segments, bytes left, flags, imm).
-        self.backlog: deque[tuple[_RdmaTask, list[memoryview], int, int, int]] = deque()
+        self.backlog: deque[tuple[RdmaTask, list[memoryview], int, int, int]] = deque()
         self.busy = 0  # tasks written or waiting, not completed
         self.frags = 0  # records written without a task (a message's fragments before its last), not reaped
         self.dirty = 0  # written and not published (one-record sends: records plus KiB)
@@ -89,7 +89,7 @@ class ShmTx:
         self.seen = 0.0  # :attr:`heard` at the retry timer's last look (I/O thread)
         self.nudge = NUDGE  # the timer's next delay while the peer finishes nothing (I/O thread)
 
-    def send(self, conn: EmuRdmaConnection, task: _RdmaTask, segs: Sequence[memoryview], n: int, flags: int,
+    def send(self, conn: EmuRdmaConnection, task: RdmaTask, segs: Sequence[memoryview], n: int, flags: int,
              imm: int) -> None:
         """Queue a send (inside ``progress()``); its completion comes from :meth:`RdmaPoller.poll`."""
         if n <= MAX_RECORD and len(segs) <= 1:
@@ -97,7 +97,7 @@ class ShmTx:
             # before it and it fits (no backlog entry, no parts list).
             with self.lock:
                 if self.dead:
-                    raise _Fail(conn.err, conn.err_reason)
+                    raise Fail(conn.err, conn.err_reason)
                 if not self.backlog and self.prod.put_one(K_SEND, flags | F_ONE, imm, n, segs[0] if segs else b"",
                                                           n, task):
                     self.busy = busy = self.busy + 1
@@ -109,24 +109,24 @@ class ShmTx:
                 else:
                     busy = 0
             if busy:
-                conn._waiting(ring=True)
+                conn.start_waiting(ring=True)
                 return
         self._queue(conn, (task, list(segs), n, flags | F_FIRST, imm))
 
-    def send_wimm(self, conn: EmuRdmaConnection, task: _RdmaTask, n: int, imm: int) -> None:
+    def send_wimm(self, conn: EmuRdmaConnection, task: RdmaTask, n: int, imm: int) -> None:
         """The notice of a write-with-immediate whose bytes are in place: consumes a receive."""
         self._queue(conn, (task, [], -1 - n, F_IMM, imm))
 
-    def _queue(self, conn: EmuRdmaConnection, item: tuple[_RdmaTask, list[memoryview], int, int, int]) -> None:
+    def _queue(self, conn: EmuRdmaConnection, item: tuple[RdmaTask, list[memoryview], int, int, int]) -> None:
         with self.lock:
             if self.dead:
-                raise _Fail(conn.err, conn.err_reason)
+                raise Fail(conn.err, conn.err_reason)
             self.busy += 1
             first = self.busy == 1
             self.backlog.append(item)
             self._write_locked()
         if first:
-            conn._waiting(ring=True)
+            conn.start_waiting(ring=True)
 
     def _write_locked(self) -> None:
         prod = self.prod
@@ -185,7 +185,7 @@ class ShmTx:
         if self.ring.csleep.value:
             ring_doorbell(self.bell)
 
-    def reap(self) -> list[tuple[_RdmaTask, int]]:
+    def reap(self) -> list[tuple[RdmaTask, int]]:
         """Publish what was written, then the sends the peer finished: (task, status), in order (Pe
         thread, one lock round trip). :class:`RingError` if malformed."""
         with self.lock:
@@ -196,12 +196,12 @@ class ShmTx:
             done = self.prod.reap(_STATUSES)
             if not done:
                 return []
-            self.heard = _monotonic()
+            self.heard = monotonic()
             if self.frags:  # the fragments before a message's last record have no task
-                out = [(cast("_RdmaTask", t), st) for t, st in done if t is not None]
+                out = [(cast("RdmaTask", t), st) for t, st in done if t is not None]
                 self.frags -= len(done) - len(out)
             else:
-                out = cast("list[tuple[_RdmaTask, int]]", done)
+                out = cast("list[tuple[RdmaTask, int]]", done)
             self.busy -= len(out)
             if self.backlog:
                 self._write_locked()
@@ -209,7 +209,7 @@ class ShmTx:
                     self._publish_locked()
         return out
 
-    def claim(self) -> tuple[list[tuple[_RdmaTask, int]], list[_RdmaTask]]:
+    def claim(self) -> tuple[list[tuple[RdmaTask, int]], list[RdmaTask]]:
         """The connection broke (any thread): no more sends. Returns the sends the peer finished
         before it went (their statuses are in the ring: a receiver that stops right after its
         receive completed has delivered the send) and the others, to be failed."""
@@ -218,10 +218,10 @@ class ShmTx:
                 return [], []
             self.dead = True
             try:
-                done = [(cast("_RdmaTask", t), st) for t, st in self.prod.reap(_STATUSES) if t is not None]
+                done = [(cast("RdmaTask", t), st) for t, st in self.prod.reap(_STATUSES) if t is not None]
             except RingError:
                 done = []
-            rest = [cast("_RdmaTask", t) for _s, _e, t in self.prod.records if t is not None]
+            rest = [cast("RdmaTask", t) for _s, _e, t in self.prod.records if t is not None]
             rest += [item[0] for item in self.backlog]
             self.prod.records.clear()
             self.backlog.clear()
@@ -314,14 +314,14 @@ class RdmaPoller:
                     for t, st in done:
                         t.status = st
                         if not st:
-                            t._ok()
+                            t.succeed()
                         else:
-                            t.reason = ("the receiver had no receive posted within the RNR window" if st == _TIME_OUT
+                            t.reason = ("the receiver had no receive posted within the RNR window" if st == TIME_OUT
                                         else "the receiver could not take the message")
                         _complete(t)
                     did = did or bool(done)
             except RingError as exc:
-                self.ctx._break(conn, _IO_FAILED, reason=f"the peer's shared-memory ring is malformed: {exc}")
+                self.ctx.break_connection(conn, IO_FAILED, reason=f"the peer's shared-memory ring is malformed: {exc}")
                 did = True
         pe = self.ctx.pe
         if not did and pe is not None and pe.armed and self.arm():
@@ -374,7 +374,7 @@ class RdmaPoller:
                 task: EmuRdmaTaskReceive | None = None
                 if kind == K_SEND and length <= MAX_RECORD and off + rec <= size and pos + rec <= head:
                     # A well-formed send record (Consumer.read's checks). The common case, as the streams'
-                    # _serve: a whole send in one record, into a posted receive of one buffer of a started
+                    # serve_stream: a whole send in one record, into a posted receive of one buffer of a started
                     # local map with room: copied straight from the ring, its status written in place.
                     if plain and flags & F_ONE == F_ONE and b == length:
                         try:
@@ -382,15 +382,15 @@ class RdmaPoller:
                         except IndexError:
                             task = None  # receiver not ready: the general path starts the RNR window
                         else:
-                            if _land(task.dst, data, off + REC_HDR_SIZE, length):
+                            if land(task.dst, data, off + REC_HDR_SIZE, length):
                                 task.result_conn = conn
                                 task.result_len = length
                                 if flags & F_IMM:
                                     task.opcode, task.imm = OP_RECV_SEND_WITH_IMM, a
                                 else:
                                     task.opcode, task.imm = OP_RECV_SEND, 0
-                                task.status = _SUCCESS
-                                st16[(off >> 1) + 3] = _SUCCESS  # Consumer.done
+                                task.status = SUCCESS
+                                st16[(off >> 1) + 3] = SUCCESS  # Consumer.done
                                 pos += rec
                                 landed.append(task)
                                 did = True
@@ -449,13 +449,13 @@ class RdmaPoller:
                 except IndexError:
                     task = None
             if task is None:
-                now = _monotonic()
+                now = monotonic()
                 if not rx.stall_since:
                     rx.stall_since = now
                 if now - rx.stall_since < conn.peer_rnr:
                     self._stall_timer(conn, rx)
                     return False
-                rx.skip = _TIME_OUT  # the sender's RNR window ran out for this message
+                rx.skip = TIME_OUT  # the sender's RNR window ran out for this message
             else:
                 rx.stall_since = 0.0
                 rx.skip = 0
@@ -469,24 +469,24 @@ class RdmaPoller:
                 else:
                     task.opcode = OP_RECV_SEND_WITH_IMM if flags & F_IMM else OP_RECV_SEND
                     task.imm = a if flags & F_IMM else 0
-                    code, segs = _recv_segments(task, total)
+                    code, segs = recv_segments(task, total)
                 if code:
                     task.status = code  # completes after the statuses are published (it stops the ctx)
-                    rx.skip = _IO_FAILED  # the sender learns that the receiver failed
+                    rx.skip = IO_FAILED  # the sender learns that the receiver failed
                     landed.append(task)
                 else:
                     rx.cur, rx.segs = task, segs
         if not rx.skip and length:
-            _scatter(rx.segs, payload)
-            rx.segs = _tail(rx.segs, length)
+            scatter(rx.segs, payload)
+            rx.segs = tail(rx.segs, length)
         if kind == K_WIMM or flags & F_LAST:
             t, rx.cur, rx.segs = rx.cur, None, []
             cons.done(rx.skip)
             rx.skip = 0
             if t is not None:
                 if kind == K_SEND:
-                    _grow(t.dst, t.result_len)
-                t.status = _SUCCESS
+                    grow_data(t.dst, t.result_len)
+                t.status = SUCCESS
                 landed.append(t)
         else:
             cons.done(rx.skip)
@@ -497,7 +497,7 @@ class RdmaPoller:
         if rx.stall_timer:
             return
         rx.stall_timer = True
-        left = max(conn.peer_rnr - (_monotonic() - rx.stall_since), 0.001)
+        left = max(conn.peer_rnr - (monotonic() - rx.stall_since), 0.001)
         r = reactor()
 
         def fire() -> None:
@@ -516,7 +516,7 @@ def io_serve(conn: EmuRdmaConnection) -> None:
             try:
                 conn.ctx.poller._receive(conn, rx, False)
             except RingError as exc:
-                conn.ctx._break(conn, _IO_FAILED, reason=f"the peer's shared-memory ring is malformed: {exc}")
+                conn.ctx.break_connection(conn, IO_FAILED, reason=f"the peer's shared-memory ring is malformed: {exc}")
 
 
 def _noop(_: object) -> None:
@@ -535,7 +535,7 @@ def close_rings(conn: EmuRdmaConnection) -> None:
         for t, st in done:
             t.status = st
             if not st:
-                t._ok()
+                t.succeed()
             _complete(t)
     conn.rx = conn.tx = None
     if rx is not None:
@@ -552,7 +552,7 @@ def close_rings(conn: EmuRdmaConnection) -> None:
 def listen(ctx: EmuRdma) -> Listener | None:
     """The ctx's Unix listener for same-host peers; None (TCP only) if it cannot be made."""
     try:
-        return Listener(unix_path(os.getpid(), ctx.serial), 0, ctx._accept)
+        return Listener(unix_path(os.getpid(), ctx.serial), 0, ctx.accept_socket)
     except (OSError, DocaError) as exc:
         logger.debug("rdma: no Unix listener, same-host peers use TCP: %s", exc)
         return None
