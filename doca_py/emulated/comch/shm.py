@@ -28,13 +28,13 @@ from ...log import logger
 from ..transport.shmring import (
     MAX_RECORD, REC_HDR, Consumer, Producer, Ring, RingError, attach_with_bell, fence, ring_doorbell, send_fds,
 )
-from .common import _post
-from .config import _RESET, _monotonic
+from .common import post
+from .config import RESET, monotonic
 
 if TYPE_CHECKING:
     from ..pe import EmuPe
     from .connection import EmuComchConnection
-    from .endpoints import _Endpoint
+    from .endpoints import Endpoint
 
 __all__ = ["ShmLink", "CommPoller", "RING_SIZE", "NUDGE", "offer", "accept", "adopt", "serve", "RingError"]
 
@@ -151,15 +151,15 @@ def serve(conn: EmuComchConnection, link: ShmLink) -> bool:
                 if ring.psleep.value:  # the writer sleeps waiting for room
                     ring_doorbell(link.bell)
             conn.rend = rend
-            conn.heard = _monotonic()
-            conn._parse()
+            conn.heard = monotonic()
+            conn.parse_input()
     except RingError as exc:
-        conn.die(_RESET, f"the peer's shared-memory ring is malformed: {exc}")
+        conn.die(RESET, f"the peer's shared-memory ring is malformed: {exc}")
         return True
     return did
 
 
-def _noop(_: object) -> None:
+def noop(_: object) -> None:
     """Posted to make a Pe poll its rings (and wake it if it sleeps)."""
 
 
@@ -178,7 +178,7 @@ class CommPoller:
             if self not in pe.pollers:
                 pe.pollers = pe.pollers + [self]  # replaced, not mutated: progress() may be iterating it
         try:
-            pe.post(_noop, None)  # poll once: bytes may have been published before we listened
+            pe.post(noop, None)  # poll once: bytes may have been published before we listened
         except OSError:
             pass
 
@@ -212,7 +212,7 @@ class CommPoller:
                     link.rlock.release()
             if conn.want_write and link.tx.ring.tail.value != link.tx.reaped:
                 link.tx.ring.psleep.value = 0
-                conn._write_ready()
+                conn.write_ready()
                 did = True
         pe = self.pe
         if not did and pe.armed and self.arm():
@@ -241,7 +241,7 @@ class CommPoller:
         return False
 
 
-def poller(ctx: _Endpoint) -> CommPoller:
+def poller(ctx: Endpoint) -> CommPoller:
     p = ctx.poller
     if p is None:
         assert ctx.pe is not None
@@ -285,7 +285,7 @@ def accept(conn: EmuComchConnection, welcome: bytes) -> bool | None:
     try:
         tx, bell = attach_with_bell(fds)
     except RingError as exc:
-        conn._bad(f"ring offer: {exc}")
+        conn.bad_input(f"ring offer: {exc}")
         return False
     sock, pe = conn.sock, conn.ctx.pe
     try:
@@ -305,7 +305,7 @@ def accept(conn: EmuComchConnection, welcome: bytes) -> bool | None:
         rx.close()
         tx.close()
         os.close(bell)
-        conn.die(_RESET, f"send failed: {exc.strerror}")
+        conn.die(RESET, f"send failed: {exc.strerror}")
         return False
     _switch(conn, ShmLink(rx, tx, bell))
     return True
@@ -326,7 +326,7 @@ def adopt(conn: EmuComchConnection) -> bool:
         tx, bell = attach_with_bell(fds)
     except RingError as exc:
         rx.close()
-        conn._bad(f"ring answer: {exc}")
+        conn.bad_input(f"ring answer: {exc}")
         return False
     _switch(conn, ShmLink(rx, tx, bell))
     return True
@@ -341,7 +341,7 @@ def _switch(conn: EmuComchConnection, link: ShmLink) -> None:
     # events must follow the connection's, as over the socket.
     conn.alive = True
     ctx = conn.ctx
-    _post(ctx.pe, ctx._deliver_conn, (conn, True))
+    post(ctx.pe, ctx.deliver_conn, (conn, True))
     poller(ctx).add(conn)
 
 
@@ -369,12 +369,12 @@ def _nudge_check(conn: EmuComchConnection, link: ShmLink) -> None:
             return
         stuck = tail == link.last_tail
         if not stuck:
-            conn.heard = _monotonic()
+            conn.heard = monotonic()
         link.last_tail = tail
         ready = conn.want_write and tail != tx.reaped
         sock = conn.sock
     if ready:
-        conn._write_ready()  # our Pe may not be progressing either
+        conn.write_ready()  # our Pe may not be progressing either
     if stuck and sock is not None:
         try:
             sock.send(_NUDGE_BYTE)
@@ -386,14 +386,14 @@ def _nudge_check(conn: EmuComchConnection, link: ShmLink) -> None:
 def nudged(conn: EmuComchConnection, link: ShmLink, buf: memoryview) -> None:
     """Bytes on a ring connection's socket (I/O thread): only nudges may come; serve the ring."""
     if any(buf):
-        conn.die(_RESET, "malformed frame: stream bytes after the ring set-up")
+        conn.die(RESET, "malformed frame: stream bytes after the ring set-up")
         return
-    conn.heard = _monotonic()
+    conn.heard = monotonic()
     with link.rlock:
         if not link.closed:
             serve(conn, link)
     if conn.want_write:
-        conn._write_ready()
+        conn.write_ready()
 
 
 def drain(conn: EmuComchConnection) -> None:

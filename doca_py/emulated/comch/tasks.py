@@ -18,14 +18,14 @@ from ..mmap import reachable
 from .wire import (
     HDR_SIZE,
 )
-from .config import MAX_BUF_SIZE, MAX_IMM_DATA_LEN, _INVALID, _NOT_CONNECTED, _NOT_PERMITTED, _SUCCESS
-from .common import _complete_soft, _flush_credits, _flush_ctx
+from .config import MAX_BUF_SIZE, MAX_IMM_DATA_LEN, INVALID, NOT_CONNECTED, NOT_PERMITTED, SUCCESS
+from .common import complete_soft, flush_credits, flush_ctx
 
 if TYPE_CHECKING:
-    from .common import _Remote
+    from .common import Remote
     from .connection import EmuComchConnection
     from .datapath import EmuComchConsumer, EmuComchProducer
-    from .endpoints import _Sender
+    from .endpoints import Sender
 
 # -- task base -------------------------------------------------------------------------------------
 class _OrderedTask(EmuTask):
@@ -76,15 +76,15 @@ class EmuComchTaskSend(_OrderedTask):
                 conn.nmsgs += 1
                 conn.nframe_bytes += len(frame)
         if ok:
-            sender: _Sender = self.ctx  # type: ignore[assignment]
+            sender: Sender = self.ctx  # type: ignore[assignment]
             sender.dirty.add(conn)
             if not sender.flush_posted:
                 sender.flush_posted = True
-                sender.pe.post(_flush_ctx, sender)  # type: ignore[union-attr]
+                sender.pe.post(flush_ctx, sender)  # type: ignore[union-attr]
         else:
-            self.status = _NOT_CONNECTED
+            self.status = NOT_CONNECTED
             self.reason = "the connection is closed"
-            _complete_soft(self)
+            complete_soft(self)
 
     def get_connection(self) -> EmuComchConnection | None:
         return self.conn
@@ -124,7 +124,7 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
         buf = self.buf
         assert buf is not None and buf.mmap is not None
         if not reachable(buf.mmap, ctx.dev_key):
-            self.status = _NOT_PERMITTED
+            self.status = NOT_PERMITTED
             self.reason = (f"{buf.mmap!r} has no device {ctx.dev_key} added (Mmap.add_dev): the comch "
                            f"device cannot write into it")
             complete_task(self)
@@ -135,7 +135,7 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
         ctx.unsent += 1
         if not ctx.credit_posted:
             ctx.credit_posted = True
-            ctx.pe.post(_flush_credits, ctx)  # type: ignore[union-attr]
+            ctx.pe.post(flush_credits, ctx)  # type: ignore[union-attr]
 
     def set_buf(self, buf: BufHandle) -> None:
         assert isinstance(buf, EmuBuf)
@@ -161,7 +161,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
         self.buf: EmuBuf | None = None
         self.imm = b""
         self.consumer_id = 0
-        self.credit: _Remote | None = None  # the credit taken at submit, until the task runs
+        self.credit: Remote | None = None  # the credit taken at submit, until the task runs
 
     def _check_submit(self) -> None:
         if strict.FAULTS:
@@ -188,13 +188,13 @@ class EmuComchProducerTaskSend(_OrderedTask):
         conn = ctx.conn
         r, self.credit = self.credit, None
         buf = self.buf
-        st = _SUCCESS
+        st = SUCCESS
         if buf is None or buf.next is not None or buf.mmap is None or not buf.refcount:
-            st, self.reason = _INVALID, "producer send needs one live, unchained source buffer"
+            st, self.reason = INVALID, "producer send needs one live, unchained source buffer"
         elif buf.data_len > MAX_BUF_SIZE:
-            st, self.reason = _INVALID, f"producer buffer of {buf.data_len} bytes exceeds {MAX_BUF_SIZE}"
+            st, self.reason = INVALID, f"producer buffer of {buf.data_len} bytes exceeds {MAX_BUF_SIZE}"
         elif not reachable(buf.mmap, ctx.dev_key):
-            st, self.reason = _NOT_PERMITTED, (f"{buf.mmap!r} has no device {ctx.dev_key} added "
+            st, self.reason = NOT_PERMITTED, (f"{buf.mmap!r} has no device {ctx.dev_key} added "
                                                f"(Mmap.add_dev): the comch device cannot read it")
         if st:
             if r is not None:
@@ -204,19 +204,19 @@ class EmuComchProducerTaskSend(_OrderedTask):
             return
         with conn.lock:
             if conn.closed:
-                st = _NOT_CONNECTED
+                st = NOT_CONNECTED
             else:
-                st = conn._queue_data_locked(self)
+                st = conn.queue_data_locked(self)
                 if st and r is not None:
-                    conn._grant_locked(r, 1)  # the credit was not used
-        if st == _NOT_CONNECTED:
+                    conn.grant_locked(r, 1)  # the credit was not used
+        if st == NOT_CONNECTED:
             self.status, self.reason = st, "the connection is closed"
-            _complete_soft(self)
+            complete_soft(self)
             return
         ctx.dirty.add(conn)
         if not ctx.flush_posted:
             ctx.flush_posted = True
-            ctx.pe.post(_flush_ctx, ctx)  # type: ignore[union-attr]
+            ctx.pe.post(flush_ctx, ctx)  # type: ignore[union-attr]
         if st:
             self.status = st
             complete_task(self)
