@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 import functools
 import os
 import secrets
+import threading
 from collections import deque
 from collections.abc import Callable
 
@@ -25,18 +26,38 @@ from .config import (
     IO_FAILED, RESET, cfg, monotonic, host_id, rnr_window,
 )
 from .segments import Fail
+from .shm import RingOwner, ShmRx, ShmTx
+from .work import Work
 from .wire import REPLY, REPLY_MAGIC, VERSION, put_frame
 from . import shm
 
-if TYPE_CHECKING:
-    from .ctx import EmuRdma
-    from .shm import ShmRx, ShmTx
-    from .tasks import RdmaTask
+
+class ConnectionOwner(RingOwner, Protocol):
+    """The ctx as its connections see it (:class:`.ctx.EmuRdma` is one)."""
+
+    @property
+    def lock(self) -> threading.Lock: ...
+    @property
+    def conns(self) -> list[EmuRdmaConnection]: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def perms(self) -> int: ...
+    @property
+    def retry_window(self) -> float: ...
+    @property
+    def rnr_retry(self) -> int: ...
+    @property
+    def stalled(self) -> deque[Stream]: ...
+    @property
+    def dev(self) -> object: ...
+    def dial(self, conn: Any, addr: tuple[str, int], peer_key: bytes, unix: str = "") -> None: ...
+    def window_expired(self, arg: tuple[Any, int]) -> None: ...
 
 class EmuRdmaConnection:
     """Emulated ``doca_rdma_connection``."""
 
-    def __init__(self, ctx: EmuRdma, conn_id: int) -> None:
+    def __init__(self, ctx: ConnectionOwner, conn_id: int) -> None:
         self.ctx = ctx
         self.id = conn_id
         self.key = secrets.token_bytes(16)
@@ -53,7 +74,7 @@ class EmuRdmaConnection:
         self.srv: Stream | None = None  # they dialed: their requests, our responses
         self.cm_sock: Stream | None = None  # CM request stream (client: to the server; server: from the client)
         self.cm_addr: tuple[int, str, int] | None = None
-        self.pending: deque[RdmaTask] = deque()  # requests awaiting responses, in order (under req.lock)
+        self.pending: deque[Work] = deque()  # requests awaiting responses, in order (under req.lock)
         self.map_ids: dict[ex.Blob, int] = {}
         self.blob = b""
         self.epoch = ctx.epoch
@@ -163,7 +184,7 @@ class EmuRdmaConnection:
             raise Fail(int(ErrorCode.NOT_CONNECTED), "the connection is not established")
         return st
 
-    def push(self, t: RdmaTask) -> None:
+    def push(self, t: Work) -> None:
         """*t* now waits for the peer's response (st.lock held): the retry window runs while any does."""
         p = self.pending
         if not p:
@@ -262,7 +283,7 @@ def _retry_check(conn: EmuRdmaConnection) -> None:
                                         f"retries exhausted, the connection is down")
 
 
-def send_reply_and_close(st: Stream, status: int, ctx: EmuRdma) -> None:
+def send_reply_and_close(st: Stream, status: int, ctx: ConnectionOwner) -> None:
     if st.closed:
         return
     try:
@@ -294,14 +315,14 @@ class Fifo(Lane):
 
     __slots__ = ("ctx", "tasks", "run", "nready")
 
-    def __init__(self, ctx: EmuRdma, run: Callable[[], None]) -> None:
+    def __init__(self, ctx: ConnectionOwner, run: Callable[[], None]) -> None:
         super().__init__()
         self.ctx = ctx
-        self.tasks: deque[RdmaTask] = deque()
+        self.tasks: deque[Work] = deque()
         self.run = run  # start the tasks at the front that may start (Pe thread)
         self.nready = 0  # queued tasks that were launched and wait for their turn
 
-    def head(self) -> RdmaTask | None:
+    def head(self) -> Work | None:
         """The front task if it was launched (it stays queued); ``None`` when the queue is empty or
         the front task's launch has not run yet (that launch runs the queue again)."""
         tasks = self.tasks
@@ -309,14 +330,14 @@ class Fifo(Lane):
             return tasks[0]
         return None
 
-    def pop(self, t: RdmaTask) -> None:
+    def pop(self, t: Work) -> None:
         """Take the ready front task *t* off the queue."""
         self.tasks.popleft()
         t.fifo = None
         t.ready = False
         self.nready -= 1
 
-    def remove(self, t: RdmaTask) -> None:
+    def remove(self, t: Work) -> None:
         """*t* completed without starting: drop its entry."""
         try:
             self.tasks.remove(t)
@@ -324,7 +345,7 @@ class Fifo(Lane):
             pass
         t.fifo = None
 
-    def drop(self) -> list[RdmaTask]:
+    def drop(self) -> list[Work]:
         """Empty the queue (ctx stop); returns the tasks that were waiting to start."""
         waiting = []
         for t in self.tasks:

@@ -38,10 +38,10 @@ from .wire import (
 from .connection import EmuRdmaConnection, Fifo, fifo_retry, ignore_close, send_reply_and_close
 from .tasks import (
     EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskReceive, EmuRdmaTaskSend, EmuRdmaTaskWrite, RdmaTaskAlloc,
-    RdmaTask,
 )
 from .serve import SrvState, answer_and_close, req_closed, serve_stream, srv_closed, conn_responses
 from . import shm
+from .work import Work
 
 # -- the context -------------------------------------------------------------------------------
 class EmuRdma(RdmaTaskAlloc):
@@ -121,7 +121,7 @@ class EmuRdma(RdmaTaskAlloc):
             self._deliver_state((STARTING, RUNNING))
 
     def _on_stop(self) -> None:
-        claimed: list[RdmaTask] = []
+        claimed: list[Work] = []
         posted = self.posted
         with self.lock:
             while posted:  # one popleft at a time: the I/O thread pops receives without the lock
@@ -150,9 +150,9 @@ class EmuRdma(RdmaTaskAlloc):
             lst.close()
         self.cm_listeners.clear()
 
-    def _close_conn(self, c: EmuRdmaConnection) -> list[RdmaTask]:
+    def _close_conn(self, c: EmuRdmaConnection) -> list[Work]:
         """Detach *c* from its streams (any thread); returns the tasks that waited on it."""
-        claimed: list[RdmaTask] = []
+        claimed: list[Work] = []
         c.state = C_CLOSED
         req = c.req
         if req is not None:

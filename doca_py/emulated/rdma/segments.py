@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ...errors import (
     DocaError,
@@ -11,11 +11,15 @@ from ...errors import (
 from ..buf import EmuBuf
 from .config import INVALID, TOO_BIG
 
-if TYPE_CHECKING:
-    from .tasks import EmuRdmaTaskReceive
-
 _small = 1 << 16
 memmove = ctypes.memmove
+
+
+class ReceiveTarget(Protocol):
+    """A posted receive as :func:`recv_segments` sees it (:class:`.tasks.EmuRdmaTaskReceive`)."""
+
+    @property
+    def dst(self) -> EmuBuf | None: ...
 
 
 class Fail(Exception):
@@ -147,7 +151,7 @@ def tail(segs: list[memoryview], skip: int) -> list[memoryview]:
     return out
 
 
-def recv_segments(task: EmuRdmaTaskReceive, n: int) -> tuple[int, list[memoryview]]:
+def recv_segments(task: ReceiveTarget, n: int) -> tuple[int, list[memoryview]]:
     if not n:
         return 0, []
     try:

@@ -3,7 +3,6 @@ serves requests (receives, remote access, atomics, RNR stalls)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 import ctypes
 import functools
 import struct
@@ -21,14 +20,12 @@ from .config import (
     INVALID, IO_FAILED, NOT_PERMITTED, NOT_SUPPORTED, RDMA_ATOMIC, RDMA_READ, RDMA_WRITE, RESET, SUCCESS,
     TIME_OUT, TOO_BIG,
 )
-from .connection import EmuRdmaConnection
-from .tasks import EmuRdmaTaskReceive, Q2, RdmaTask, U64
+from .connection import ConnectionOwner, EmuRdmaConnection
+from .tasks import Q2, U64
+from .work import ReceiveWork, Work
 from .wire import HDR, HDR_SIZE, put_frame
 from . import shm
 from .segments import grow_data, land, recv_segments, scatter, tail, target_view
-
-if TYPE_CHECKING:
-    from .ctx import EmuRdma
 
 # -- the requester's side of a stream: responses ------------------------------------------------
 def conn_responses(conn: EmuRdmaConnection) -> Callable[[Stream], None]:
@@ -74,7 +71,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
             body = pos + HDR_SIZE
             avail = end - body
             with st.lock:
-                t: RdmaTask | None = pending[0] if pending else None
+                t: Work | None = pending[0] if pending else None
             segs: list[memoryview] = getattr(t, "segs", []) if t is not None else []
             if t is None or length != t.nbytes:
                 st.rpos = pos
@@ -130,7 +127,7 @@ class SrvState:
         self.stall_token = 0
         self.rnr_fail = False
         self.scratch: memoryview | None = None
-        self.sink_task: EmuRdmaTaskReceive | None = None  # a receive being filled straight from the socket
+        self.sink_task: ReceiveWork | None = None  # a receive being filled straight from the socket
 
     def discard_segs(self, n: int) -> list[memoryview]:
         if self.scratch is None:
@@ -234,7 +231,7 @@ def serve_stream(st: Stream) -> None:
                     if pos < 0:
                         return
                     continue
-                task: EmuRdmaTaskReceive | None
+                task: ReceiveWork | None
                 try:
                     task = ctx.posted.popleft()  # atomic; only an empty queue needs the lock
                 except IndexError:
@@ -406,7 +403,7 @@ def _resume_after_sink(st: Stream) -> None:
     st.flush()
 
 
-def _finish_recv(st: Stream, srv: SrvState, task: EmuRdmaTaskReceive, grow: int) -> None:
+def _finish_recv(st: Stream, srv: SrvState, task: ReceiveWork, grow: int) -> None:
     srv.sink_task = None
     if grow:
         grow_data(task.dst, grow)
@@ -424,7 +421,7 @@ def _finish_ack(st: Stream, srv: SrvState) -> None:
     st.flush()
 
 
-def _nak_interval(ctx: EmuRdma) -> float:
+def _nak_interval(ctx: ConnectionOwner) -> float:
     return min(ctx.retry_window / 4, 0.25)
 
 
@@ -454,7 +451,7 @@ def _rnr_expired(st: Stream, token: int) -> None:
 
 
 
-def _resolve(srv: SrvState, ctx: EmuRdma, mid: int, addr: int, n: int, write: bool,
+def _resolve(srv: SrvState, ctx: ConnectionOwner, mid: int, addr: int, n: int, write: bool,
              atomic: bool = False) -> tuple[int, int]:
     """Validate one remote access on behalf of the peer: (status, process address)."""
     mm = srv.maps.get(mid)
@@ -482,7 +479,7 @@ def _resolve(srv: SrvState, ctx: EmuRdma, mid: int, addr: int, n: int, write: bo
         return exc.code, 0
 
 
-def _import_map(ctx: EmuRdma, data: bytes) -> EmuMmap | int:
+def _import_map(ctx: ConnectionOwner, data: bytes) -> EmuMmap | int:
     """Resolve a peer's mmap blob here, as its owner would: key, revocation, kind."""
     try:
         b = ex.decode(data)

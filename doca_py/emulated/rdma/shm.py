@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ...errors import DocaConnectionAborted, DocaError
 from ...log import logger
@@ -40,14 +40,56 @@ from .config import (
 )
 from .segments import Fail, grow_data, land, recv_segments, scatter, tail
 from .wire import unix_path
+from .work import ReceiveWork, Work
 
 if TYPE_CHECKING:
     from ..pe import EmuPe
-    from .connection import EmuRdmaConnection
-    from .ctx import EmuRdma
-    from .tasks import EmuRdmaTaskReceive, RdmaTask
 
-__all__ = ["ShmTx", "ShmRx", "RdmaPoller", "RING_SIZE"]
+__all__ = ["ShmTx", "ShmRx", "RdmaPoller", "RING_SIZE", "RingOwner", "RingPeer", "PostedReceives"]
+
+
+class PostedReceives(Protocol):
+    """The ctx's posted receives, oldest first."""
+
+    def __len__(self) -> int: ...
+    def popleft(self) -> ReceiveWork: ...
+
+
+class RingOwner(Protocol):
+    """The ctx as its rings see it (:class:`.ctx.EmuRdma` is one)."""
+
+    @property
+    def pe(self) -> EmuPe | None: ...
+    @property
+    def poller(self) -> RdmaPoller: ...
+    @property
+    def posted(self) -> PostedReceives: ...
+    @property
+    def serial(self) -> int: ...
+    def accept_socket(self, sock: socket.socket) -> None: ...
+    def break_connection(self, conn: Any, code: int, local: bool = False, reason: str = "") -> None: ...
+
+
+class RingPeer(Protocol):
+    """A connection as its rings see it (:class:`.connection.RingPeer` is one)."""
+
+    tx: ShmTx | None
+    rx: ShmRx | None
+    peer_bell: int
+
+    @property
+    def ctx(self) -> RingOwner: ...
+    @property
+    def state(self) -> int: ...
+    @property
+    def err(self) -> int: ...
+    @property
+    def err_reason(self) -> str: ...
+    @property
+    def peer_rnr(self) -> float: ...
+    @property
+    def same_host(self) -> bool: ...
+    def start_waiting(self, ring: bool = False) -> None: ...
 
 #: Data bytes of each direction's ring.
 RING_SIZE = 256 << 10
@@ -80,7 +122,7 @@ class ShmTx:
         self.bell = bell  # the peer Pe's eventfd
         self.lock = threading.Lock()
         #: Sends not (fully) in the ring yet, in order: (task, segments, bytes left, flags, imm).
-        self.backlog: deque[tuple[RdmaTask, list[memoryview], int, int, int]] = deque()
+        self.backlog: deque[tuple[Work, list[memoryview], int, int, int]] = deque()
         self.busy = 0  # tasks written or waiting, not completed
         self.frags = 0  # records written without a task (a message's fragments before its last), not reaped
         self.dirty = 0  # written and not published (one-record sends: records plus KiB)
@@ -89,7 +131,7 @@ class ShmTx:
         self.seen = 0.0  # :attr:`heard` at the retry timer's last look (I/O thread)
         self.nudge = NUDGE  # the timer's next delay while the peer finishes nothing (I/O thread)
 
-    def send(self, conn: EmuRdmaConnection, task: RdmaTask, segs: Sequence[memoryview], n: int, flags: int,
+    def send(self, conn: RingPeer, task: Work, segs: Sequence[memoryview], n: int, flags: int,
              imm: int) -> None:
         """Queue a send (inside ``progress()``); its completion comes from :meth:`RdmaPoller.poll`."""
         if n <= MAX_RECORD and len(segs) <= 1:
@@ -113,11 +155,11 @@ class ShmTx:
                 return
         self._queue(conn, (task, list(segs), n, flags | F_FIRST, imm))
 
-    def send_wimm(self, conn: EmuRdmaConnection, task: RdmaTask, n: int, imm: int) -> None:
+    def send_wimm(self, conn: RingPeer, task: Work, n: int, imm: int) -> None:
         """The notice of a write-with-immediate whose bytes are in place: consumes a receive."""
         self._queue(conn, (task, [], -1 - n, F_IMM, imm))
 
-    def _queue(self, conn: EmuRdmaConnection, item: tuple[RdmaTask, list[memoryview], int, int, int]) -> None:
+    def _queue(self, conn: RingPeer, item: tuple[Work, list[memoryview], int, int, int]) -> None:
         with self.lock:
             if self.dead:
                 raise Fail(conn.err, conn.err_reason)
@@ -185,7 +227,7 @@ class ShmTx:
         if self.ring.csleep.value:
             ring_doorbell(self.bell)
 
-    def reap(self) -> list[tuple[RdmaTask, int]]:
+    def reap(self) -> list[tuple[Work, int]]:
         """Publish what was written, then the sends the peer finished: (task, status), in order (Pe
         thread, one lock round trip). :class:`RingError` if malformed."""
         with self.lock:
@@ -198,10 +240,10 @@ class ShmTx:
                 return []
             self.heard = monotonic()
             if self.frags:  # the fragments before a message's last record have no task
-                out = [(cast("RdmaTask", t), st) for t, st in done if t is not None]
+                out = [(cast("Work", t), st) for t, st in done if t is not None]
                 self.frags -= len(done) - len(out)
             else:
-                out = cast("list[tuple[RdmaTask, int]]", done)
+                out = cast("list[tuple[Work, int]]", done)
             self.busy -= len(out)
             if self.backlog:
                 self._write_locked()
@@ -209,7 +251,7 @@ class ShmTx:
                     self._publish_locked()
         return out
 
-    def claim(self) -> tuple[list[tuple[RdmaTask, int]], list[RdmaTask]]:
+    def claim(self) -> tuple[list[tuple[Work, int]], list[Work]]:
         """The connection broke (any thread): no more sends. Returns the sends the peer finished
         before it went (their statuses are in the ring: a receiver that stops right after its
         receive completed has delivered the send) and the others, to be failed."""
@@ -218,10 +260,10 @@ class ShmTx:
                 return [], []
             self.dead = True
             try:
-                done = [(cast("RdmaTask", t), st) for t, st in self.prod.reap(_STATUSES) if t is not None]
+                done = [(cast("Work", t), st) for t, st in self.prod.reap(_STATUSES) if t is not None]
             except RingError:
                 done = []
-            rest = [cast("RdmaTask", t) for _s, _e, t in self.prod.records if t is not None]
+            rest = [cast("Work", t) for _s, _e, t in self.prod.records if t is not None]
             rest += [item[0] for item in self.backlog]
             self.prod.records.clear()
             self.backlog.clear()
@@ -237,7 +279,7 @@ class ShmRx:
         self.cons = Consumer(ring, _KINDS)
         self.stall_since = 0.0  # when the record at the front first found no receive posted
         self.stall_timer = False
-        self.cur: EmuRdmaTaskReceive | None = None  # the receive a fragmented send is filling
+        self.cur: ReceiveWork | None = None  # the receive a fragmented send is filling
         self.segs: list[memoryview] = []
         self.skip = 0  # status of the message being skipped (its receive failed, or RNR expired)
         #: Held while consuming: by the Pe's poll (which skips a busy ring), or by the I/O thread when the
@@ -248,12 +290,12 @@ class ShmRx:
 class RdmaPoller:
     """A ctx's rings, polled by its Pe (:attr:`EmuPe.pollers`)."""
 
-    def __init__(self, ctx: EmuRdma) -> None:
+    def __init__(self, ctx: RingOwner) -> None:
         self.ctx = ctx
-        self.conns: tuple[EmuRdmaConnection, ...] = ()  # with a ring (replaced, never mutated: any thread)
+        self.conns: tuple[RingPeer, ...] = ()  # with a ring (replaced, never mutated: any thread)
         self.lock = threading.Lock()
 
-    def add(self, conn: EmuRdmaConnection) -> None:
+    def add(self, conn: RingPeer) -> None:
         """Poll *conn*'s rings from now on (any thread); the first one registers the poller with the Pe."""
         pe = self.ctx.pe
         with self.lock:
@@ -264,7 +306,7 @@ class RdmaPoller:
         if pe is not None:
             pe.post(_noop, None)  # poll once: records may have been published before we listened
 
-    def _drop(self, conn: EmuRdmaConnection) -> None:
+    def _drop(self, conn: RingPeer) -> None:
         """*conn* is down (Pe thread, not polling it): unmap its rings; leave the Pe with the last one."""
         with self.lock:
             self.conns = tuple(c for c in self.conns if c is not conn)
@@ -349,7 +391,7 @@ class RdmaPoller:
                 ready = True
         return ready
 
-    def _receive(self, conn: EmuRdmaConnection, rx: ShmRx, inline: bool) -> bool:
+    def _receive(self, conn: RingPeer, rx: ShmRx, inline: bool) -> bool:
         """Match the published records with posted receives, in order (rx.lock held); False if none
         could be. *inline*: inside ``progress()`` (complete at once), else on the I/O thread (post)."""
         ctx = self.ctx
@@ -362,7 +404,7 @@ class RdmaPoller:
         data, st16, mask, size = ring.data, ring.st16, ring.mask, ring.size
         posted = ctx.posted
         did = False
-        landed: list[EmuRdmaTaskReceive] = []
+        landed: list[ReceiveWork] = []
         head = cons.head()  # one index read per batch: later records wait for the next poll
         pos = cons.pos
         plain = rx.cur is None and not rx.skip and not rx.stall_since  # between messages, not stalled
@@ -371,7 +413,7 @@ class RdmaPoller:
                 off = pos & mask
                 length, kind, flags, _st, a, b = _unpack_hdr(data, off)
                 rec = (length + 31) & ~15  # header and payload, 16-aligned
-                task: EmuRdmaTaskReceive | None = None
+                task: ReceiveWork | None = None
                 if kind == K_SEND and length <= MAX_RECORD and off + rec <= size and pos + rec <= head:
                     # A well-formed send record (Consumer.read's checks). The common case, as the streams'
                     # serve_stream: a whole send in one record, into a posted receive of one buffer of a started
@@ -433,8 +475,8 @@ class RdmaPoller:
                 finish(t)
         return did
 
-    def _record(self, conn: EmuRdmaConnection, rx: ShmRx, task: EmuRdmaTaskReceive | None, kind: int, flags: int,
-                length: int, a: int, b: int, payload: memoryview, landed: list[EmuRdmaTaskReceive]) -> bool:
+    def _record(self, conn: RingPeer, rx: ShmRx, task: ReceiveWork | None, kind: int, flags: int,
+                length: int, a: int, b: int, payload: memoryview, landed: list[ReceiveWork]) -> bool:
         """The general path of one record (fragments, write-with-immediate notices, receives that are
         chained or short, RNR); *task*: the receive the fast path already took for it. False if the
         record must wait for a receive (it stays in the ring)."""
@@ -492,7 +534,7 @@ class RdmaPoller:
             cons.done(rx.skip)
         return True
 
-    def _stall_timer(self, conn: EmuRdmaConnection, rx: ShmRx) -> None:
+    def _stall_timer(self, conn: RingPeer, rx: ShmRx) -> None:
         """Wake the Pe when the RNR window of the stalled record ends (it may sleep meanwhile)."""
         if rx.stall_timer:
             return
@@ -506,7 +548,7 @@ class RdmaPoller:
         r.call(lambda: r.call_later(left, fire))
 
 
-def io_serve(conn: EmuRdmaConnection) -> None:
+def io_serve(conn: RingPeer) -> None:
     """Consume *conn*'s ring on the I/O thread (the sender nudged us, or an RNR window ended)."""
     rx = conn.rx
     if rx is None or conn.state != C_ESTABLISHED:
@@ -523,7 +565,7 @@ def _noop(_: object) -> None:
     """Posted to make a Pe poll its rings (and wake it if it sleeps)."""
 
 
-def close_rings(conn: EmuRdmaConnection) -> None:
+def close_rings(conn: RingPeer) -> None:
     """Unmap a dead connection's rings (Pe thread, once nothing polls them); its sends not claimed yet
     complete now (those the peer finished with their status, the others with the connection's error)."""
     rx, tx = conn.rx, conn.tx
@@ -549,7 +591,7 @@ def close_rings(conn: EmuRdmaConnection) -> None:
 
 
 # -- set-up (called by the ctx) ---------------------------------------------------------------------
-def listen(ctx: EmuRdma) -> Listener | None:
+def listen(ctx: RingOwner) -> Listener | None:
     """The ctx's Unix listener for same-host peers; None (TCP only) if it cannot be made."""
     try:
         return Listener(unix_path(os.getpid(), ctx.serial), 0, ctx.accept_socket)
@@ -558,7 +600,7 @@ def listen(ctx: EmuRdma) -> Listener | None:
         return None
 
 
-def offer_rx(conn: EmuRdmaConnection, st: Stream) -> None:
+def offer_rx(conn: RingPeer, st: Stream) -> None:
     """Accepting a same-host peer's stream (ctx.lock held): create the ring its requests will use."""
     if st.sock.family == socket.AF_UNIX and conn.same_host and conn.rx is None:
         try:
@@ -567,7 +609,7 @@ def offer_rx(conn: EmuRdmaConnection, st: Stream) -> None:
             logger.debug("rdma: no shared-memory ring, the peer's requests use the stream: %s", exc)
 
 
-def send_reply(conn: EmuRdmaConnection | None, st: Stream, reply: bytes, ok: bool) -> None:
+def send_reply(conn: RingPeer | None, st: Stream, reply: bytes, ok: bool) -> None:
     """Send the handshake reply, with the ring and this Pe's doorbell if one was made (the key
     check passed: *ok*). ``OSError`` if the stream is gone."""
     rx = conn.rx if conn is not None else None
@@ -581,7 +623,7 @@ def send_reply(conn: EmuRdmaConnection | None, st: Stream, reply: bytes, ok: boo
     st.sock.send(reply)
 
 
-def attach_tx(conn: EmuRdmaConnection, fds: list[int]) -> None:
+def attach_tx(conn: RingPeer, fds: list[int]) -> None:
     """The peer's reply carried its ring and doorbell (ctx.lock held). ``DocaConnectionAborted`` if
     they are not a ring and an eventfd."""
     try:

@@ -24,9 +24,15 @@ from .connection import EmuRdmaConnection, Fifo
 from .segments import Fail, copy_from, copy_to, grow_data, list_len, buf_segments
 from .wire import HDR, ZERO_HDR, put_frame
 from .settings import RdmaSettings
+from .work import ReceiveWork, Work
 
 if TYPE_CHECKING:
-    from .ctx import EmuRdma
+    import socket
+    import threading
+    from collections import deque
+
+    from ..transport.stream import Stream
+    from .shm import RdmaPoller
 
 _pack_hdr = HDR.pack_into
 
@@ -46,7 +52,7 @@ def _reach(task: RdmaTask, buf: EmuBuf) -> None:
     task.reached = buf.mmap if buf.next is None else None
 
 
-class RdmaTask(EmuTask):
+class RdmaTask(Work):
     """Base of the emulated rdma tasks.
 
     The base ``submit`` checks and queues the launch; the last of its checks
@@ -59,7 +65,7 @@ class RdmaTask(EmuTask):
 
     __slots__ = ("conn", "nbytes", "fifo", "ready", "reached")
     if TYPE_CHECKING:
-        ctx: EmuRdma
+        ctx: RdmaTaskAlloc
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -147,7 +153,7 @@ class RdmaTask(EmuTask):
         return self.conn
 
 
-class EmuRdmaTaskReceive(RdmaTask):
+class EmuRdmaTaskReceive(RdmaTask, ReceiveWork):
     """``doca_rdma_task_receive``: posted to the ctx's receive queue in submission order."""
 
     __slots__ = ("dst", "opcode", "result_len", "imm", "result_conn")
@@ -509,6 +515,29 @@ class RdmaTaskAlloc(RdmaSettings):
         write_imm: TaskPool[EmuTask]
         atomic_cmp_swp: TaskPool[EmuTask]
         atomic_fetch_add: TaskPool[EmuTask]
+        # What the tasks and the connections use of the ctx (:class:`.connection.ConnectionOwner`),
+        # set or defined by :class:`.ctx.EmuRdma`.
+        dev: object
+        lock: threading.Lock
+        rq: Fifo
+        posted: deque[EmuRdmaTaskReceive]
+        stalled: deque[Stream]
+        conns: list[EmuRdmaConnection]
+        poller: RdmaPoller
+        serial: int
+        epoch: int
+        perms: int
+        retry_window: float
+        rnr_retry: int
+        send_list_len: int
+        recv_list_len: int
+
+        def dial(self, conn: EmuRdmaConnection, addr: tuple[str, int], peer_key: bytes, unix: str = "") -> None: ...
+        def window_expired(self, arg: tuple[EmuRdmaConnection, int]) -> None: ...
+        def break_connection(self, conn: EmuRdmaConnection, code: int, local: bool = False,
+                             reason: str = "") -> None: ...
+        def accept_socket(self, sock: socket.socket) -> None: ...
+        def resume_stalled(self) -> None: ...
 
     # -- tasks --------------------------------------------------------------------------------------
     def task_receive_allocate_init(self, dst: BufHandle | None) -> EmuRdmaTaskReceive:
@@ -577,6 +606,6 @@ def _u32(v: int) -> int:
     return v
 
 
-def _check_conn(ctx: RdmaTaskAlloc, conn: Any) -> None:
+def _check_conn(ctx: object, conn: Any) -> None:
     if not isinstance(conn, EmuRdmaConnection) or conn.ctx is not ctx:
         raise DocaInvalidValue("the connection does not belong to this rdma ctx")
