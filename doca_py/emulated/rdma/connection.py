@@ -33,7 +33,8 @@ from . import shm
 
 
 class ConnectionOwner(RingOwner, Protocol):
-    """The ctx as its connections see it (:class:`.ctx.EmuRdma` is one)."""
+    """The ctx as its connections, and through them the serving side (:mod:`.serve`), see it
+    (:class:`.ctx.EmuRdma` is one). A connection given as ``Any`` is an :class:`EmuRdmaConnection`."""
 
     @property
     def lock(self) -> threading.Lock: ...
@@ -53,6 +54,7 @@ class ConnectionOwner(RingOwner, Protocol):
     def dev(self) -> object: ...
     def dial(self, conn: Any, addr: tuple[str, int], peer_key: bytes, unix: str = "") -> None: ...
     def window_expired(self, arg: tuple[Any, int]) -> None: ...
+
 
 class EmuRdmaConnection:
     """Emulated ``doca_rdma_connection``."""

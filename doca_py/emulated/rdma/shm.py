@@ -71,7 +71,7 @@ class RingOwner(Protocol):
 
 
 class RingPeer(Protocol):
-    """A connection as its rings see it (:class:`.connection.RingPeer` is one)."""
+    """A connection as its rings see it (:class:`.connection.EmuRdmaConnection` is one)."""
 
     tx: ShmTx | None
     rx: ShmRx | None
@@ -90,6 +90,7 @@ class RingPeer(Protocol):
     @property
     def same_host(self) -> bool: ...
     def start_waiting(self, ring: bool = False) -> None: ...
+
 
 #: Data bytes of each direction's ring.
 RING_SIZE = 256 << 10
