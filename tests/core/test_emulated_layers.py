@@ -1,6 +1,6 @@
 """The emulated ``rdma`` and ``comch`` packages: one direction of dependency, no shared private names.
 
-A layered package lists its files bottom-up in ``LAYERS`` (its ``__init__``). A file may import
+Each package lists its files bottom-up in ``LAYERS`` (its ``__init__``). A file may import
 only files listed before it, type-only (``TYPE_CHECKING``) imports included; a lower file
 reaches a higher one only through an interface handed down to it. No private name (leading
 underscore, not a dunder) defined in one file of a package is used by another file of it:
@@ -17,12 +17,7 @@ import pytest
 import doca_py.emulated
 
 EMULATED = Path(doca_py.emulated.__file__).parent
-#: Packages whose files share no private name.
 PACKAGES = ("rdma", "comch")
-#: Packages ordered in layers (a ``LAYERS`` tuple in their ``__init__``). comch is not yet: its
-#: connection, endpoints, producer/consumer and task modules still refer to each other's classes
-#: in type annotations both ways (issue 19 item 8).
-LAYERED = ("rdma",)
 
 
 def _private(name: str) -> bool:
@@ -113,7 +108,7 @@ def _defined_private(tree: ast.Module) -> set[str]:
     return {n for n in names if _private(n)}
 
 
-@pytest.mark.parametrize("package", LAYERED)
+@pytest.mark.parametrize("package", PACKAGES)
 def test_every_file_has_a_layer(package: str) -> None:
     modules = _modules(package)
     layers = _layers(package, modules)
@@ -150,7 +145,7 @@ def _crossings(modules: dict[str, ast.Module]) -> list[str]:
     return crossings
 
 
-@pytest.mark.parametrize("package", LAYERED)
+@pytest.mark.parametrize("package", PACKAGES)
 def test_no_file_imports_a_higher_layer(package: str) -> None:
     modules = _modules(package)
     upward = _upward(modules, _layers(package, modules))

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...errors import (
     DocaInvalidValue,
@@ -14,17 +13,7 @@ from ...types import AccessFlag
 from ..ctx import EmuTask, complete_in_order, deliver_completion, unpin_bufs
 from ..mmap import EmuMmap
 from ..pe import EmuPe
-from .wire import (
-    HDR,
-    HDR_SIZE,
-    T_CREDIT,
-)
 from .config import MAX_NAME_LEN, PCI_READ, PCI_WRITE, RUNNING, complete
-
-if TYPE_CHECKING:
-    from .datapath import EmuComchConsumer
-    from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend
-    from .endpoints import Sender
 
 def post_complete(t: EmuTask) -> None:
     """Post a task's completion (its prebuilt ``done`` item) from the I/O thread, as :func:`post`."""
@@ -67,29 +56,6 @@ def _deliver_soft(task: EmuTask) -> None:
     deliver_completion(task)
 
 
-def flush_ctx(ctx: Sender) -> None:
-    """Posted once per batch by ``submit``: push every dirty connection's output."""
-    ctx.flush_posted = False
-    dirty, ctx.dirty = ctx.dirty, set()
-    for conn in dirty:
-        conn.flush()
-
-
-def flush_credits(c: EmuComchConsumer) -> None:
-    """Posted once per batch by post-recv tasks: announce the receives just posted."""
-    c.credit_posted = False
-    n, c.unsent = c.unsent, 0
-    if not n or c.state != RUNNING:
-        return  # a stopped consumer's receives were flushed (and its expiry announced)
-    conn = c.conn
-    with conn.lock:
-        if conn.closed:
-            return
-        conn.out += HDR.pack(T_CREDIT, 0, 0, 0, c.id, n)
-        conn.enq += HDR_SIZE
-    conn.flush()
-
-
 def device_view(mm: EmuMmap, addr: int, n: int, write: bool) -> memoryview:
     """``[addr, addr+n)`` of a producer or consumer buffer, as the comch device reaches it: over
     PCIe, so the map needs ``PCI_READ_WRITE`` (a consumer's) or a ``PCI_*`` flag (a producer's),
@@ -113,12 +79,12 @@ def check_name(name: str) -> bytes:
 
 
 
-def post_done(done: list[EmuComchTaskSend]) -> None:
+def post_done(done: Sequence[EmuTask]) -> None:
     """Post the completions of message tasks whose bytes were written (one ctx, one post)."""
     post(done[0].ctx.pe, _complete_batch, done)
 
 
-def _complete_batch(tasks: list[EmuComchTaskSend]) -> None:
+def _complete_batch(tasks: Sequence[EmuTask]) -> None:
     """Deliver many completions in one Pe item; the common success path is inlined."""
     i = 0
     try:
@@ -141,14 +107,3 @@ def _complete_batch(tasks: list[EmuComchTaskSend]) -> None:
     finally:
         if i < len(tasks):  # a callback raised: the others complete on the next progress
             post(tasks[0].ctx.pe, _complete_batch, tasks[i:])
-
-
-class Remote:
-    """A consumer of the peer, as this side's producers see it: receive credits, and the
-    producer tasks (in flight) waiting for one because their data found no receive posted."""
-
-    __slots__ = ("credits", "waiting")
-
-    def __init__(self) -> None:
-        self.credits = 0
-        self.waiting: deque[EmuComchProducerTaskSend] = deque()

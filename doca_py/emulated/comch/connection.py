@@ -21,24 +21,22 @@ from .wire import (
     HDR_SIZE,
     T_DATA,
 )
-from .receive import ConnectionInput
+from .receive import ConnectionInput, ConnectionOwner, LocalConsumer, LocalProducer
 from .config import (
     RX_SIZE, ABORTED, IO_FAILED, NOT_CONNECTED, NOT_FOUND, RESET, SUCCESS, monotonic, retry_window,
 )
-from .common import Remote, complete_soft, device_view, post, post_complete, post_done
+from .common import complete_soft, device_view, post, post_complete, post_done
+from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend, Remote
 from . import shm as _shm
 
 if TYPE_CHECKING:
-    from .datapath import EmuComchConsumer, EmuComchProducer
-    from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend
-    from .endpoints import Endpoint
     from ..transport.shmring import Ring
 
 # -- connections ----------------------------------------------------------------------------------
 class EmuComchConnection(ConnectionInput):
     """Emulated ``doca_comch_connection``: one end of a socket between a client and a server."""
 
-    def __init__(self, ctx: Endpoint, server_side: bool, peer: str) -> None:
+    def __init__(self, ctx: ConnectionOwner, server_side: bool, peer: str) -> None:
         self.ctx = ctx
         self.server_side = server_side
         self.peer = peer
@@ -74,8 +72,8 @@ class EmuComchConnection(ConnectionInput):
         self.delivered = 0  # ... and delivered by it (Pe thread writes)
         self.paused = False
         # Local consumers (looked up by id for incoming data) and producers on this connection.
-        self.consumers: dict[int, EmuComchConsumer] = {}
-        self.producers: set[EmuComchProducer] = set()  # started ones (changed under lock)
+        self.consumers: dict[int, LocalConsumer] = {}
+        self.producers: set[LocalProducer] = set()  # started ones (changed under lock)
         # The peer's consumers, by id: credits and waiting producer tasks (guarded by lock).
         self.remote: dict[int, Remote] = {}
         self.users: set[EmuCtx] = set()  # consumers and producers created and not destroyed

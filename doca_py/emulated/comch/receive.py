@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import array
 import socket as _socket
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 
 from ...errors import (
@@ -26,12 +26,12 @@ from .wire import (
     T_WELCOME,
     VERSION,
 )
-from .common import Remote
 from .config import (
     MAX_BUF_SIZE, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_NAME_LEN, AGAIN, NOT_FOUND, RESET, RUNNING, SUCCESS,
     TOO_BIG, monotonic,
 )
 from .common import device_view, post, post_complete, post_done
+from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend, ProducerSide, Remote
 from . import shm as _shm
 
 _FDS_SPACE = _socket.CMSG_SPACE(3 * array.array("i").itemsize)
@@ -54,16 +54,63 @@ if TYPE_CHECKING:
     import threading
     from collections import deque
 
-    from .endpoints import EmuComchClient, EmuComchServer, Endpoint
-    from .connection import EmuComchConnection
-    from .datapath import EmuComchConsumer
-    from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend
+    from ..dev import EmuDev
+    from ..pe import EmuPe
+    from .tasks import EmuComchConsumerTaskPostRecv
+
+
+class ConnectionOwner(_shm.LinkOwner, Protocol):
+    """The server or client as its connections see it (:class:`.endpoints.Endpoint` is one).
+    A connection given as ``Any`` is an :class:`.connection.EmuComchConnection`."""
+
+    @property
+    def max_msg_size(self) -> int: ...
+    @property
+    def recv_queue_size(self) -> int: ...
+    @property
+    def dev(self) -> EmuDev: ...
+    def deliver_msgs(self, arg: tuple[Any, bytearray, list[int]]) -> None: ...
+    def deliver_consumer(self, arg: tuple[Any, int, bool]) -> None: ...
+    def conn_gone(self, conn: Any) -> None: ...
+
+
+class HelloServer(Protocol):
+    """The server, which answers a client's HELLO (:class:`.endpoints.EmuComchServer`)."""
+
+    def accept_hello(self, conn: Any, name: bytes, peer_max: int, flags: int) -> bool: ...
+
+
+class RefusedClient(Protocol):
+    """The client, which logs the first refusal of a retry series (:class:`.endpoints.EmuComchClient`)."""
+
+    refusal_logged: bool
+
+
+class LocalProducer(ProducerSide, Protocol):
+    """A producer on the connection (:class:`.datapath.EmuComchProducer` is one)."""
+
+    def conn_lost(self, _: object) -> None: ...
+
+
+class LocalConsumer(Protocol):
+    """A consumer on the connection, which its data lands in (:class:`.datapath.EmuComchConsumer` is one)."""
+
+    @property
+    def pe(self) -> EmuPe | None: ...
+    def conn_lost(self, _: object) -> None: ...
+    @property
+    def state(self) -> int: ...
+    @property
+    def imm_data_len(self) -> int: ...
+    @property
+    def posted(self) -> deque[EmuComchConsumerTaskPostRecv]: ...
+
 
 class ConnectionInput:
     """What :class:`EmuComchConnection` does with the bytes it reads (I/O thread only)."""
 
     if TYPE_CHECKING:  # state and output of the connection (:mod:`.connection`), which sets them
-        ctx: Endpoint
+        ctx: ConnectionOwner
         server_side: bool
         peer: str
         sock: socket.socket | None
@@ -84,7 +131,7 @@ class ConnectionInput:
         posted: int
         delivered: int
         paused: bool
-        consumers: dict[int, EmuComchConsumer]
+        consumers: dict[int, LocalConsumer]
         remote: dict[int, Remote]
         live: list[int]
         heard: float
@@ -113,9 +160,9 @@ class ConnectionInput:
                     nmv = self.nudge_mv = memoryview(bytearray(256))
                 n = sock.recv_into(nmv)
                 if n:
-                    _shm.nudged(cast("EmuComchConnection", self), link, nmv[:n])
+                    _shm.nudged(cast("_shm.LinkedConnection", self), link, nmv[:n])
                     return
-                _shm.drain(cast("EmuComchConnection", self))  # what the peer published before it went
+                _shm.drain(cast("_shm.LinkedConnection", self))  # what the peer published before it went
                 if self.torn_down:
                     return
             elif not self.alive:  # the handshake may carry a ring and a doorbell (SCM_RIGHTS)
@@ -309,13 +356,13 @@ class ConnectionInput:
             if a != MAGIC or aux != VERSION:
                 self.bad_input(f"hello with magic {a:#x} version {aux} (expected {MAGIC:#x} version {VERSION})")
                 return False
-            return cast("EmuComchServer", ctx).accept_hello(cast("EmuComchConnection", self), name, b, small)
+            return cast("HelloServer", ctx).accept_hello(self, name, b, small)
         if typ == T_WELCOME:
             if self.alive or self.server_side or a != MAGIC:
                 self.bad_input("unexpected welcome")
                 return False
             if small:
-                client = cast("EmuComchClient", ctx)
+                client = cast("RefusedClient", ctx)
                 if not client.refusal_logged:
                     client.refusal_logged = True
                     logger.warning("comch: server %s refused the connection (%s); retrying",
@@ -323,7 +370,7 @@ class ConnectionInput:
                 self.die(small, None)
                 return False
             self.max_send = min(self.max_send, b) if b else self.max_send
-            if not _shm.adopt(cast("EmuComchConnection", self)):
+            if not _shm.adopt(cast("_shm.LinkedConnection", self)):
                 return False
             if self.shm is not None:
                 return False  # announced by the switch; the rest of the socket is nudges (adopt reset it)

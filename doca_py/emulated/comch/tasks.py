@@ -1,8 +1,11 @@
-"""The emulated comch tasks and the submission-order queue they run through."""
+"""The emulated comch tasks and the submission-order queue they run through; the peer's consumers
+as producers see them (:class:`Remote`: credits); and how the tasks see their connection and ctx."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+from collections import deque
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._backend.protocols.core import BufHandle
 from ...errors import (
@@ -14,18 +17,119 @@ from ...errors import (
 from .. import strict
 from ..buf import EmuBuf
 from ..ctx import EmuTask, TaskPool, complete_task
-from ..mmap import reachable
+from ..mmap import EmuMmap, reachable
+from ..pe import EmuPe, Lane
 from .wire import (
+    HDR,
     HDR_SIZE,
+    T_CREDIT,
 )
-from .config import MAX_BUF_SIZE, MAX_IMM_DATA_LEN, INVALID, NOT_CONNECTED, NOT_PERMITTED, SUCCESS
-from .common import complete_soft, flush_credits, flush_ctx
+from .config import MAX_BUF_SIZE, MAX_IMM_DATA_LEN, INVALID, NOT_CONNECTED, NOT_PERMITTED, RUNNING, SUCCESS
+from .common import complete_soft
 
-if TYPE_CHECKING:
-    from .common import Remote
-    from .connection import EmuComchConnection
-    from .datapath import EmuComchConsumer, EmuComchProducer
-    from .endpoints import Sender
+
+# -- what the tasks see of their connection and ctx ------------------------------------------------
+class SendQueue(Protocol):
+    """A connection as its tasks see it (:class:`.connection.EmuComchConnection` is one)."""
+
+    out: bytearray
+    enq: int
+    nmsgs: int
+    nframe_bytes: int
+
+    @property
+    def lock(self) -> threading.Lock: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def lane(self) -> Lane: ...
+    @property
+    def wq(self) -> deque[EmuComchTaskSend]: ...
+    @property
+    def remote(self) -> dict[int, Remote]: ...
+    def flush(self) -> None: ...
+    def refund(self, r: Remote) -> None: ...
+    def queue_data_locked(self, t: EmuComchProducerTaskSend) -> int: ...
+    def grant_locked(self, r: Remote, n: int) -> bool: ...
+
+
+class Batching(Protocol):
+    """A ctx whose tasks queue frames on connections, flushed once per batch
+    (:class:`.endpoints.Sender` is one)."""
+
+    dirty: set[Any]  # of connections
+    flush_posted: bool
+
+    @property
+    def pe(self) -> EmuPe | None: ...
+
+
+class DataSide(Protocol):
+    """A producer or consumer as its tasks see it: one connection, one queue, one device."""
+
+    @property
+    def pe(self) -> EmuPe | None: ...
+    @property
+    def conn(self) -> SendQueue: ...
+    @property
+    def lane(self) -> Lane: ...
+    @property
+    def dev_key(self) -> str: ...
+    @property
+    def id(self) -> int: ...
+
+
+class ProducerSide(Batching, DataSide, Protocol):
+    """A producer as its send tasks see it (:class:`.datapath.EmuComchProducer` is one)."""
+
+
+class ConsumerSide(DataSide, Protocol):
+    """A consumer as its post-recv tasks see it (:class:`.datapath.EmuComchConsumer` is one)."""
+
+    unsent: int
+    credit_posted: bool
+
+    @property
+    def mmap(self) -> EmuMmap: ...
+    @property
+    def posted(self) -> deque[EmuComchConsumerTaskPostRecv]: ...
+    @property
+    def state(self) -> int: ...
+
+
+def flush_ctx(ctx: Batching) -> None:
+    """Posted once per batch by ``submit``: push every dirty connection's output."""
+    ctx.flush_posted = False
+    dirty, ctx.dirty = ctx.dirty, set()
+    for conn in dirty:
+        conn.flush()
+
+
+def flush_credits(c: ConsumerSide) -> None:
+    """Posted once per batch by post-recv tasks: announce the receives just posted."""
+    c.credit_posted = False
+    n, c.unsent = c.unsent, 0
+    if not n or c.state != RUNNING:
+        return  # a stopped consumer's receives were flushed (and its expiry announced)
+    conn = c.conn
+    with conn.lock:
+        if conn.closed:
+            return
+        conn.out += HDR.pack(T_CREDIT, 0, 0, 0, c.id, n)
+        conn.enq += HDR_SIZE
+    conn.flush()
+
+
+class Remote:
+    """A consumer of the peer, as this side's producers see it: receive credits, and the
+    producer tasks (in flight) waiting for one because their data found no receive posted."""
+
+    __slots__ = ("credits", "waiting")
+
+    def __init__(self) -> None:
+        self.credits = 0
+        self.waiting: deque[EmuComchProducerTaskSend] = deque()
+
 
 # -- task base -------------------------------------------------------------------------------------
 class _OrderedTask(EmuTask):
@@ -54,7 +158,7 @@ class EmuComchTaskSend(_OrderedTask):
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
-        self.conn: EmuComchConnection | None = None
+        self.conn: SendQueue | None = None
         self.frame = b""
         self.end = 0
 
@@ -76,7 +180,7 @@ class EmuComchTaskSend(_OrderedTask):
                 conn.nmsgs += 1
                 conn.nframe_bytes += len(frame)
         if ok:
-            sender: Sender = self.ctx  # type: ignore[assignment]
+            sender: Batching = self.ctx  # type: ignore[assignment]
             sender.dirty.add(conn)
             if not sender.flush_posted:
                 sender.flush_posted = True
@@ -86,7 +190,7 @@ class EmuComchTaskSend(_OrderedTask):
             self.reason = "the connection is closed"
             complete_soft(self)
 
-    def get_connection(self) -> EmuComchConnection | None:
+    def get_connection(self) -> SendQueue | None:
         return self.conn
 
     def get_msg(self) -> bytes:
@@ -101,7 +205,7 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
 
     __slots__ = ("buf", "imm", "producer_id")
     if TYPE_CHECKING:
-        ctx: EmuComchConsumer
+        ctx: ConsumerSide  # type: ignore[assignment]  # an EmuCtx too
     kind = "comch_consumer_post_recv"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
@@ -150,7 +254,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
 
     __slots__ = ("buf", "imm", "consumer_id", "credit")
     if TYPE_CHECKING:
-        ctx: EmuComchProducer
+        ctx: ProducerSide  # type: ignore[assignment]  # an EmuCtx too
     #: Faults of this task are drawn at submit (``AGAIN`` is a submit result in DOCA 3.x), so
     #: the launch-time draw of :class:`EmuTask` (``kind``) stays off.
     kind = ""
