@@ -212,4 +212,4 @@ def test_a_failed_block_reports_tasks_in_flight_in_one_line(knobs: object) -> No
     notes = getattr(info.value, "__notes__", [])
     assert len(notes) == 1, notes
     assert notes[0].startswith("then closing BufInventory failed: DocaUsageError: strict mode:")
-    assert "in flight" in notes[0] and f"{n - 1} more like it" in notes[0]  # one line for n + 1 buffers
+    assert "in flight" in notes[0] and f"{n} more like it" in notes[0]  # one line for the n + 1 buffers

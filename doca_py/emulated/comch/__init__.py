@@ -33,6 +33,18 @@ Silent peers: while producer data waits for the peer's ACK or the socket refuses
 retry-window timer runs on the I/O thread (``DOCA_PY_COMCH_RETRY_WINDOW``, default 4 s); a peer
 that shows no sign of life (no byte read, no room made) for a whole window is dropped as a
 crashed one, its waiting tasks failing with ``DOCA_ERROR_IO_FAILED``. Nothing runs when idle.
+
+Layers (:data:`LAYERS`), bottom-up; a module imports only modules before it, type-only
+imports included, and reaches a later one through an interface handed down to it:
+
+    wire → config → caps → common → tasks → shm → receive → connection → endpoints → datapath
+
+The tasks see their connection and ctx as :class:`.tasks.SendQueue`, :class:`.tasks.Batching`,
+:class:`.tasks.ProducerSide` and :class:`.tasks.ConsumerSide`; the rings see a connection and its
+endpoint as :class:`.shm.LinkedConnection` and :class:`.shm.LinkOwner`; a connection sees its
+endpoint, consumers and producers as :class:`.receive.ConnectionOwner`, :class:`.receive.LocalConsumer`
+and :class:`.receive.LocalProducer` (Protocols the classes of the higher modules satisfy). No name
+with a leading underscore is used outside its module.
 """
 
 from __future__ import annotations
@@ -95,6 +107,10 @@ from .caps import (  # noqa: F401
     producer_cap_get_max_producers,
     producer_cap_is_supported,
 )
+
+#: The package's modules bottom-up: each imports only those before it.
+LAYERS = ("wire", "config", "caps", "common", "tasks", "shm", "receive", "connection", "endpoints", "datapath",
+          "__init__")
 
 __all__ = [
     "EmuComchServer",

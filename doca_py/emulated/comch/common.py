@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...errors import (
     DocaInvalidValue,
@@ -14,20 +13,10 @@ from ...types import AccessFlag
 from ..ctx import EmuTask, complete_in_order, deliver_completion, unpin_bufs
 from ..mmap import EmuMmap
 from ..pe import EmuPe
-from .wire import (
-    HDR,
-    HDR_SIZE,
-    T_CREDIT,
-)
-from .config import MAX_NAME_LEN, _PCI_READ, _PCI_WRITE, _RUNNING, _complete
+from .config import MAX_NAME_LEN, PCI_READ, PCI_WRITE, RUNNING, complete
 
-if TYPE_CHECKING:
-    from .datapath import EmuComchConsumer
-    from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend
-    from .endpoints import _Sender
-
-def _post_complete(t: EmuTask) -> None:
-    """Post a task's completion (its prebuilt ``done`` item) from the I/O thread, as :func:`_post`."""
+def post_complete(t: EmuTask) -> None:
+    """Post a task's completion (its prebuilt ``done`` item) from the I/O thread, as :func:`post`."""
     pe = t.ctx.pe
     if pe is None or pe.efd < 0:
         return
@@ -37,7 +26,7 @@ def _post_complete(t: EmuTask) -> None:
         pass
 
 
-def _post(pe: EmuPe | None, fn: Callable[[Any], object], arg: Any) -> None:
+def post(pe: EmuPe | None, fn: Callable[[Any], object], arg: Any) -> None:
     """``pe.post`` from the I/O thread, tolerating an engine destroyed meanwhile."""
     if pe is None or pe.efd < 0:
         return
@@ -47,7 +36,7 @@ def _post(pe: EmuPe | None, fn: Callable[[Any], object], arg: Any) -> None:
         pass
 
 
-def _complete_soft(task: EmuTask) -> None:
+def complete_soft(task: EmuTask) -> None:
     """Deliver a task error that does not stop its ctx (the lost connection of a
     multi-client server): the error callback runs and the ctx stays RUNNING."""
     complete_in_order(task, _deliver_soft)
@@ -55,7 +44,7 @@ def _complete_soft(task: EmuTask) -> None:
 
 def _deliver_soft(task: EmuTask) -> None:
     ctx = task.ctx
-    if ctx.state == _RUNNING and task.status:
+    if ctx.state == RUNNING and task.status:
         task.inflight = False
         ctx.inflight -= 1
         if task.pinned:
@@ -67,36 +56,13 @@ def _deliver_soft(task: EmuTask) -> None:
     deliver_completion(task)
 
 
-def _flush_ctx(ctx: _Sender) -> None:
-    """Posted once per batch by ``submit``: push every dirty connection's output."""
-    ctx.flush_posted = False
-    dirty, ctx.dirty = ctx.dirty, set()
-    for conn in dirty:
-        conn.flush()
-
-
-def _flush_credits(c: EmuComchConsumer) -> None:
-    """Posted once per batch by post-recv tasks: announce the receives just posted."""
-    c.credit_posted = False
-    n, c.unsent = c.unsent, 0
-    if not n or c.state != _RUNNING:
-        return  # a stopped consumer's receives were flushed (and its expiry announced)
-    conn = c.conn
-    with conn.lock:
-        if conn.closed:
-            return
-        conn.out += HDR.pack(T_CREDIT, 0, 0, 0, c.id, n)
-        conn.enq += HDR_SIZE
-    conn.flush()
-
-
-def _device_view(mm: EmuMmap, addr: int, n: int, write: bool) -> memoryview:
+def device_view(mm: EmuMmap, addr: int, n: int, write: bool) -> memoryview:
     """``[addr, addr+n)`` of a producer or consumer buffer, as the comch device reaches it: over
     PCIe, so the map needs ``PCI_READ_WRITE`` (a consumer's) or a ``PCI_*`` flag (a producer's),
     which is how DOCA's comch samples register these maps; local access rights are irrelevant."""
     mv = mm.mv
     if mm.fast and mv is not None and mm.addr <= addr and addr + n <= mm.hi and n >= 0:
-        if not mm.perms & (_PCI_WRITE if write else _PCI_READ):
+        if not mm.perms & (PCI_WRITE if write else PCI_READ):
             raise DocaNotPermitted(f"mmap permissions {AccessFlag(mm.perms)!r} do not let the comch device "
                                    f"{'write' if write else 'read'} it (it needs "
                                    f"{'PCI_READ_WRITE' if write else 'PCI_READ_ONLY or PCI_READ_WRITE'})")
@@ -105,7 +71,7 @@ def _device_view(mm: EmuMmap, addr: int, n: int, write: bool) -> memoryview:
     return mm.view(addr, n, write)  # not a started local map: the map's own checks
 
 
-def _check_name(name: str) -> bytes:
+def check_name(name: str) -> bytes:
     raw = name.encode()
     if not raw or len(raw) >= MAX_NAME_LEN or b"\0" in raw:
         raise DocaInvalidValue(f"comch server name must be 1..{MAX_NAME_LEN - 1} bytes without NUL, got {name!r}")
@@ -113,12 +79,12 @@ def _check_name(name: str) -> bytes:
 
 
 
-def _post_done(done: list[EmuComchTaskSend]) -> None:
+def post_done(done: Sequence[EmuTask]) -> None:
     """Post the completions of message tasks whose bytes were written (one ctx, one post)."""
-    _post(done[0].ctx.pe, _complete_batch, done)
+    post(done[0].ctx.pe, _complete_batch, done)
 
 
-def _complete_batch(tasks: list[EmuComchTaskSend]) -> None:
+def _complete_batch(tasks: Sequence[EmuTask]) -> None:
     """Deliver many completions in one Pe item; the common success path is inlined."""
     i = 0
     try:
@@ -127,7 +93,7 @@ def _complete_batch(tasks: list[EmuComchTaskSend]) -> None:
             ctx = t.ctx
             lane = t.lane
             # The success path, when the task is next in its connection's order (else complete_task parks it).
-            if ctx.state == _RUNNING and not t.status and (
+            if ctx.state == RUNNING and not t.status and (
                     lane is None or (t.seq == lane.delivered and not lane.parked)):
                 if lane is not None:
                     lane.delivered += 1
@@ -137,18 +103,7 @@ def _complete_batch(tasks: list[EmuComchTaskSend]) -> None:
                     unpin_bufs(t)
                 t.pool.success(t.owner)  # type: ignore[misc]  # configured before start
             else:
-                _complete(t)
+                complete(t)
     finally:
         if i < len(tasks):  # a callback raised: the others complete on the next progress
-            _post(tasks[0].ctx.pe, _complete_batch, tasks[i:])
-
-
-class _Remote:
-    """A consumer of the peer, as this side's producers see it: receive credits, and the
-    producer tasks (in flight) waiting for one because their data found no receive posted."""
-
-    __slots__ = ("credits", "waiting")
-
-    def __init__(self) -> None:
-        self.credits = 0
-        self.waiting: deque[EmuComchProducerTaskSend] = deque()
+            post(tasks[0].ctx.pe, _complete_batch, tasks[i:])

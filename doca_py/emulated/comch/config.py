@@ -16,7 +16,7 @@ from .wire import (
     HDR_SIZE,
 )
 
-_IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
+IDLE, STARTING, RUNNING, STOPPING = 0, 1, 2, 3
 
 #: Capabilities of the emulated devices (``doca_comch_cap_*``).
 MAX_NAME_LEN = 120  # including the terminating NUL, as DOCA counts it
@@ -37,22 +37,22 @@ MAX_PRODUCERS = 512
 MAX_FRAME = HDR_SIZE + MAX_IMM_DATA_LEN + MAX_BUF_SIZE
 RX_SIZE = MAX_FRAME + (64 << 10)
 
-_SUCCESS = 0
-_AGAIN = int(ErrorCode.AGAIN)
-_NOT_FOUND = int(ErrorCode.NOT_FOUND)
-_TOO_BIG = int(ErrorCode.TOO_BIG)
-_RESET = int(ErrorCode.CONNECTION_RESET)
-_ABORTED = int(ErrorCode.CONNECTION_ABORTED)
-_NOT_CONNECTED = int(ErrorCode.NOT_CONNECTED)
-_FULL = int(ErrorCode.FULL)
-_BAD_STATE = int(ErrorCode.BAD_STATE)
-_INVALID = int(ErrorCode.INVALID_VALUE)
-_NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
-_PCI_READ = int(AccessFlag.PCI_READ_ONLY | AccessFlag.PCI_READ_WRITE)
-_PCI_WRITE = int(AccessFlag.PCI_READ_WRITE)
-_complete = complete_task
-_IO_FAILED = int(ErrorCode.IO_FAILED)
-_monotonic = time.monotonic
+SUCCESS = 0
+AGAIN = int(ErrorCode.AGAIN)
+NOT_FOUND = int(ErrorCode.NOT_FOUND)
+TOO_BIG = int(ErrorCode.TOO_BIG)
+RESET = int(ErrorCode.CONNECTION_RESET)
+ABORTED = int(ErrorCode.CONNECTION_ABORTED)
+NOT_CONNECTED = int(ErrorCode.NOT_CONNECTED)
+FULL = int(ErrorCode.FULL)
+BAD_STATE = int(ErrorCode.BAD_STATE)
+INVALID = int(ErrorCode.INVALID_VALUE)
+NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
+PCI_READ = int(AccessFlag.PCI_READ_ONLY | AccessFlag.PCI_READ_WRITE)
+PCI_WRITE = int(AccessFlag.PCI_READ_WRITE)
+complete = complete_task
+IO_FAILED = int(ErrorCode.IO_FAILED)
+monotonic = time.monotonic
 
 #: Seconds output waiting for the peer (producer data not acknowledged, bytes its socket refused)
 #: may see no sign of life from it before the connection is declared dead
@@ -90,6 +90,6 @@ def retry_window() -> float:
     """The retry window of connections made from now on (:func:`configure`)."""
     return _retry_window
 
-_MSG_HDRS: dict[int, bytes] = {}  # message headers by length (at most max_msg_size + 1 entries)
-_ids = itertools.count(1)  # consumer and producer ids: unique in the process, never 0
-_PEERCRED = struct.Struct("3i")
+MSG_HDRS: dict[int, bytes] = {}  # message headers by length (at most max_msg_size + 1 entries)
+ids = itertools.count(1)  # consumer and producer ids: unique in the process, never 0
+PEERCRED = struct.Struct("3i")

@@ -21,24 +21,22 @@ from .wire import (
     HDR_SIZE,
     T_DATA,
 )
-from .receive import ConnectionInput
+from .receive import ConnectionInput, ConnectionOwner, LocalConsumer, LocalProducer
 from .config import (
-    RX_SIZE, _ABORTED, _IO_FAILED, _NOT_CONNECTED, _NOT_FOUND, _RESET, _SUCCESS, _monotonic, retry_window,
+    RX_SIZE, ABORTED, IO_FAILED, NOT_CONNECTED, NOT_FOUND, RESET, SUCCESS, monotonic, retry_window,
 )
-from .common import _Remote, _complete_soft, _device_view, _post, _post_complete, _post_done
+from .common import complete_soft, device_view, post, post_complete, post_done
+from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend, Remote
 from . import shm as _shm
 
 if TYPE_CHECKING:
-    from .datapath import EmuComchConsumer, EmuComchProducer
-    from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend
-    from .endpoints import _Endpoint
     from ..transport.shmring import Ring
 
 # -- connections ----------------------------------------------------------------------------------
 class EmuComchConnection(ConnectionInput):
     """Emulated ``doca_comch_connection``: one end of a socket between a client and a server."""
 
-    def __init__(self, ctx: _Endpoint, server_side: bool, peer: str) -> None:
+    def __init__(self, ctx: ConnectionOwner, server_side: bool, peer: str) -> None:
         self.ctx = ctx
         self.server_side = server_side
         self.peer = peer
@@ -74,10 +72,10 @@ class EmuComchConnection(ConnectionInput):
         self.delivered = 0  # ... and delivered by it (Pe thread writes)
         self.paused = False
         # Local consumers (looked up by id for incoming data) and producers on this connection.
-        self.consumers: dict[int, EmuComchConsumer] = {}
-        self.producers: set[EmuComchProducer] = set()  # started ones (changed under lock)
+        self.consumers: dict[int, LocalConsumer] = {}
+        self.producers: set[LocalProducer] = set()  # started ones (changed under lock)
         # The peer's consumers, by id: credits and waiting producer tasks (guarded by lock).
-        self.remote: dict[int, _Remote] = {}
+        self.remote: dict[int, Remote] = {}
         self.users: set[EmuCtx] = set()  # consumers and producers created and not destroyed
         self.nmsgs = 0  # messages queued (SENT_MESSAGES) ...
         self.nframe_bytes = 0  # ... and their frame bytes
@@ -121,9 +119,9 @@ class EmuComchConnection(ConnectionInput):
         self.sock = sock
         self.rx = bytearray(RX_SIZE)
         self.mv = memoryview(self.rx)
-        self._update_mask()
+        self.update_mask()
 
-    def _update_mask(self) -> None:
+    def update_mask(self) -> None:
         if self.torn_down or self.sock is None or self.shm is not None:
             return  # ring mode: the socket is only read (nudges, EOF), whatever the Pe's backlog
         want = (0 if self.paused else 1) | (2 if self.want_write else 0)
@@ -131,9 +129,9 @@ class EmuComchConnection(ConnectionInput):
 
     def _event(self, mask: int) -> None:
         if mask & 2:
-            self._write_ready()
+            self.write_ready()
         if mask & 1 and not self.torn_down and (not self.paused or self.shm is not None):
-            self._read_ready()
+            self.read_ready()
 
     # -- output --------------------------------------------------------------------------------
     def _send_locked(self) -> None:
@@ -151,7 +149,7 @@ class EmuComchConnection(ConnectionInput):
         except (OSError, _shm.RingError) as exc:
             reason = (f"send failed: {exc.strerror}" if isinstance(exc, OSError)
                       else f"the peer's shared-memory ring is malformed: {exc}")
-            self.r.call_soon(lambda: self.die(_RESET, reason))
+            self.r.call_soon(lambda: self.die(RESET, reason))
             return
         if link is not None and n:
             _shm.arm_nudge(self, link)
@@ -163,13 +161,13 @@ class EmuComchConnection(ConnectionInput):
             if self.want_write:
                 self.want_write = False
                 if link is None:
-                    self.r.call_soon(self._update_mask)
+                    self.r.call_soon(self.update_mask)
         elif not self.want_write:
             if not self.pq:
                 self._waiting_locked()
             self.want_write = True
             if link is None:  # ring mode: room is noticed by the Pe's poll or the nudge timer
-                self.r.call_soon(self._update_mask)
+                self.r.call_soon(self.update_mask)
 
     def _written_locked(self) -> list[EmuComchTaskSend] | None:
         wq = self.wq
@@ -189,7 +187,7 @@ class EmuComchConnection(ConnectionInput):
             self._send_locked()
             done = self._written_locked()
         if done:
-            _post_done(done)
+            post_done(done)
 
     def send_now(self, frame: bytes) -> bool:
         """Queue a control frame and push it at once (any thread). False if closed."""
@@ -202,24 +200,24 @@ class EmuComchConnection(ConnectionInput):
                 self._send_locked()
             done = self._written_locked()
         if done:
-            _post_done(done)
+            post_done(done)
         return True
 
-    def _kick_locked(self) -> list[EmuComchTaskSend] | None:
+    def kick_locked(self) -> list[EmuComchTaskSend] | None:
         """Push queued output now (lock held); the message tasks written, to be posted."""
         if not self.want_write:
             self._send_locked()
         return self._written_locked()
 
     # -- producer data and credits (lock held unless said otherwise) ----------------------------
-    def _queue_data_locked(self, t: EmuComchProducerTaskSend) -> int:
+    def queue_data_locked(self, t: EmuComchProducerTaskSend) -> int:
         """Append *t*'s DATA frame, read from its source buffer now; 0, or the status if the
         buffer cannot be read."""
         buf = t.buf
         assert buf is not None and buf.mmap is not None
         n = buf.data_len
         try:
-            src = _device_view(buf.mmap, buf.data, n, False)
+            src = device_view(buf.mmap, buf.data, n, False)
         except DocaError as exc:
             t.reason = f"the source buffer cannot be read: {exc}"
             return exc.code
@@ -233,12 +231,12 @@ class EmuComchConnection(ConnectionInput):
         if not self.pq and not self.want_write:
             self._waiting_locked()
         self.pq.append(t)
-        return _SUCCESS
+        return SUCCESS
 
     # -- retry window ------------------------------------------------------------------------------
     def _waiting_locked(self) -> None:
         """Output starts waiting for the peer (lock held): run the retry-window timer."""
-        self.since = _monotonic()
+        self.since = monotonic()
         if not self.rt_armed:
             self.rt_armed = True
             r = self.r
@@ -251,7 +249,7 @@ class EmuComchConnection(ConnectionInput):
             if self.torn_down or self.closed or not (self.pq or self.want_write):
                 self.rt_armed = False
                 return
-            now = _monotonic()
+            now = monotonic()
             if self.paused:  # we are not reading (our Pe is behind): the peer's answers wait in our socket
                 self.since = now
             left = max(self.since, self.heard) + self.window - now
@@ -260,60 +258,60 @@ class EmuComchConnection(ConnectionInput):
                 return
             self.rt_armed = False
             what = f"{len(self.pq)} producer send(s) unacknowledged" if self.pq else "its socket full"
-        self.die(_IO_FAILED, f"the peer did not answer within the retry window ({self.window:g} s, "
+        self.die(IO_FAILED, f"the peer did not answer within the retry window ({self.window:g} s, "
                              f"DOCA_PY_COMCH_RETRY_WINDOW), {what}")
 
-    def _grant_locked(self, r: _Remote, n: int) -> bool:
+    def grant_locked(self, r: Remote, n: int) -> bool:
         """Add *n* credits to *r*; waiting tasks take them first. Whether a frame was queued."""
         r.credits += n
         queued = False
         w = r.waiting
         while w and r.credits > 0:
             t = w.popleft()
-            st = self._queue_data_locked(t)
+            st = self.queue_data_locked(t)
             if st:
                 t.status = st
-                _post_complete(t)
+                post_complete(t)
                 continue
             r.credits -= 1
             queued = True
         return queued
 
-    def refund(self, r: _Remote) -> None:
+    def refund(self, r: Remote) -> None:
         """Give back a credit a submitted producer task did not use (Pe thread)."""
         with self.lock:
-            if self.closed or not self._grant_locked(r, 1):
+            if self.closed or not self.grant_locked(r, 1):
                 return
-            done = self._kick_locked()
+            done = self.kick_locked()
         if done:
-            _post_done(done)
+            post_done(done)
 
-    def _requeue(self, t: EmuComchProducerTaskSend) -> None:
+    def requeue(self, t: EmuComchProducerTaskSend) -> None:
         """The peer had no receive posted for *t* (a stale credit): wait for the next credit
         of that consumer, in flight (I/O thread)."""
         done = None
         with self.lock:
             if self.closed:
-                t.status = _NOT_CONNECTED
-                _post(t.ctx.pe, _complete_soft, t)
+                t.status = NOT_CONNECTED
+                post(t.ctx.pe, complete_soft, t)
             elif t.ctx not in self.producers:
                 t.status = FLUSHED  # its producer is stopping
-                _post_complete(t)
+                post_complete(t)
             else:
                 r = self.remote.get(t.consumer_id)
                 if r is None:
-                    t.status = _NOT_FOUND
+                    t.status = NOT_FOUND
                     t.reason = f"remote consumer {t.consumer_id} expired"
-                    _post_complete(t)
+                    post_complete(t)
                 else:
                     r.waiting.append(t)
-                    if r.credits > 0 and self._grant_locked(r, 0):
-                        done = self._kick_locked()
+                    if r.credits > 0 and self.grant_locked(r, 0):
+                        done = self.kick_locked()
         if done:
-            _post_done(done)
+            post_done(done)
 
-    def _write_ready(self) -> None:
-        self.heard = _monotonic()  # the peer made room in its socket
+    def write_ready(self) -> None:
+        self.heard = monotonic()  # the peer made room in its socket
         with self.lock:
             if self.closed:
                 return
@@ -323,7 +321,7 @@ class EmuComchConnection(ConnectionInput):
                 self.opos = 0
             done = self._written_locked()
         if done:
-            _post_done(done)
+            post_done(done)
 
     def close_local(self) -> None:
         """Close from this side (stop, disconnect): push what fits, then tear down (any thread)."""
@@ -340,8 +338,8 @@ class EmuComchConnection(ConnectionInput):
             done = self._written_locked()
             self.closed = True
         if done:
-            _post_done(done)
-        self.r.call_soon(lambda: self.die(_ABORTED, None))
+            post_done(done)
+        self.r.call_soon(lambda: self.die(ABORTED, None))
 
     def die(self, code: int, reason: str | None) -> None:
         """Release the socket, fail what is in flight and post the events, once (I/O thread)."""
@@ -372,7 +370,7 @@ class EmuComchConnection(ConnectionInput):
         if offered is not None:
             offered.close()
         if self.shm is not None:  # unmapped by the Pe's poller, which may be reading it now
-            _post(self.ctx.pe, _shm._noop, None)
+            post(self.ctx.pe, _shm.noop, None)
         if sock is not None:
             if self.mask:
                 try:
@@ -383,23 +381,23 @@ class EmuComchConnection(ConnectionInput):
             sock.close()
         for t in wq:
             t.status = code
-            _post(t.ctx.pe, _complete_soft, t)
+            post(t.ctx.pe, complete_soft, t)
         for p in pq:
             if p is not None:
                 p.status = code
-                _post(p.ctx.pe, _complete_soft, p)
+                post(p.ctx.pe, complete_soft, p)
         for c in list(self.consumers.values()):
-            _post(c.pe, c._conn_lost, None)
+            post(c.pe, c.conn_lost, None)
         for pr in list(self.producers):
-            _post(pr.pe, pr._conn_lost, None)
-        self.ctx._conn_gone(self)
+            post(pr.pe, pr.conn_lost, None)
+        self.ctx.conn_gone(self)
 
 
     def resume(self) -> None:
         """Read again after the Pe drained the backlog (I/O thread)."""
         if self.paused and self.posted - self.delivered <= self.high:
             self.paused = False
-            self._update_mask()
+            self.update_mask()
 
     def delivered_bytes(self, n: int) -> None:
         """The Pe consumed *n* bytes of posted messages (Pe thread)."""

@@ -22,13 +22,13 @@ from .wire import (
 from .connection import EmuComchConnection
 from .tasks import EmuComchConsumerTaskPostRecv, EmuComchProducerTaskSend
 from .config import (
-    MAX_BUF_LIST_LEN, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_PRODUCERS, _IDLE, _RESET, _RUNNING, _STARTING, _STOPPING,
-    _ids,
+    MAX_BUF_LIST_LEN, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_PRODUCERS, IDLE, RESET, RUNNING, STARTING, STOPPING,
+    ids,
 )
-from .endpoints import _OrderedCtx, _Sender
-from .common import _complete_soft, _post_done
+from .endpoints import OrderedCtx, Sender
+from .common import complete_soft, post_done
 
-class EmuComchConsumer(_OrderedCtx):
+class EmuComchConsumer(OrderedCtx):
     """Emulated ``doca_comch_consumer``: receives producer data into its mmap's buffers."""
 
     def __init__(self, conn: Any, mmap: MmapHandle) -> None:
@@ -44,7 +44,7 @@ class EmuComchConsumer(_OrderedCtx):
         self.conn = conn
         conn.users.add(self)
         self.mmap = mmap
-        self.id = next(_ids)
+        self.id = next(ids)
         self.imm_data_len = MAX_IMM_DATA_LEN
         self.post_recv = TaskPool(self, EmuComchConsumerTaskPostRecv)
         self.posted: deque[EmuComchConsumerTaskPostRecv] = deque()
@@ -71,7 +71,7 @@ class EmuComchConsumer(_OrderedCtx):
     def start(self) -> int:
         if self.pe is None:
             raise DocaNotConnected("connect the ctx to a Pe before start")
-        if self.state != _IDLE:
+        if self.state != IDLE:
             raise DocaBadState(f"ctx is in state {self.state}, not IDLE")
         conn = self.conn
         if conn.closed:
@@ -84,13 +84,13 @@ class EmuComchConsumer(_OrderedCtx):
         if not conn.send_now(HDR.pack(T_CONSUMER_NEW, 0, 0, 0, self.id, 0)):
             conn.consumers.pop(self.id, None)
             raise DocaNotConnected("the comch connection is closed")
-        self._set_state(_STARTING)  # DOCA: start returns IN_PROGRESS
+        self._set_state(STARTING)  # DOCA: start returns IN_PROGRESS
         self.pe.post(self._started, None)
         return self.state
 
     def _started(self, _: object) -> None:
-        if self.state == _STARTING:
-            self._set_state(_RUNNING)
+        if self.state == STARTING:
+            self._set_state(RUNNING)
 
     def _on_stop(self) -> None:
         conn = self.conn
@@ -106,8 +106,8 @@ class EmuComchConsumer(_OrderedCtx):
                 break
             pe.post_item(t.done)  # flushed: the ctx is stopping
 
-    def _conn_lost(self, _: object) -> None:
-        if self.state not in (_RUNNING, _STARTING) or self.destroyed:
+    def conn_lost(self, _: object) -> None:
+        if self.state not in (RUNNING, STARTING) or self.destroyed:
             return
         # Posted receives fail with CONNECTION_RESET while the ctx still runs; whatever the
         # callbacks re-post is flushed by the stop that follows.
@@ -115,10 +115,10 @@ class EmuComchConsumer(_OrderedCtx):
         while self.posted:
             drained.append(self.posted.popleft())
         for t in drained:
-            t.status = _RESET
-            _complete_soft(t)
-        if self.state in (_RUNNING, _STARTING):
-            self._set_state(_STOPPING)
+            t.status = RESET
+            complete_soft(t)
+        if self.state in (RUNNING, STARTING):
+            self._set_state(STOPPING)
             self._on_stop()
             self._maybe_idle()
 
@@ -135,7 +135,7 @@ class EmuComchConsumer(_OrderedCtx):
         return t
 
 
-class EmuComchProducer(_Sender):
+class EmuComchProducer(Sender):
     """Emulated ``doca_comch_producer``: sends buffers to the peer's consumers."""
 
     def __init__(self, conn: Any) -> None:
@@ -148,7 +148,7 @@ class EmuComchProducer(_Sender):
             raise DocaInvalidValue(f"a connection has at most {MAX_PRODUCERS} producers")
         self.conn = conn
         conn.users.add(self)
-        self.id = next(_ids)
+        self.id = next(ids)
         self.dev_key = dev_key(conn.ctx.dev)
         self.tasks: list[EmuComchProducerTaskSend] = []  # every descriptor of the pool
         self.send = TaskPool(self, self._new_task)
@@ -197,19 +197,19 @@ class EmuComchProducer(_Sender):
                 if held is not None:
                     t.credit = None
                     if not conn.closed:
-                        queued |= conn._grant_locked(held, 1)
+                        queued |= conn.grant_locked(held, 1)
             if queued:
-                done = conn._kick_locked()
+                done = conn.kick_locked()
         if done:
-            _post_done(done)
+            post_done(done)
         pe = self.pe
         assert pe is not None
         for t in mine:
             pe.post_item(t.done)  # flushed: the ctx is stopping
 
-    def _conn_lost(self, _: object) -> None:
-        if self.state == _RUNNING and not self.destroyed:
-            self._set_state(_STOPPING)
+    def conn_lost(self, _: object) -> None:
+        if self.state == RUNNING and not self.destroyed:
+            self._set_state(STOPPING)
             self._on_stop()
             self._maybe_idle()
 

@@ -34,17 +34,17 @@ from .wire import (
     socket_path,
 )
 from .config import (
-    DEFAULT_RECV_QUEUE_SIZE, MAX_CLIENTS, MAX_MSG_SIZE, MAX_RECV_QUEUE_SIZE, _BAD_STATE, _FULL, _IDLE, _MSG_HDRS,
-    _PEERCRED, _RUNNING, _STARTING, _STOPPING, _SUCCESS, shm_enabled,
+    DEFAULT_RECV_QUEUE_SIZE, MAX_CLIENTS, MAX_MSG_SIZE, MAX_RECV_QUEUE_SIZE, BAD_STATE, FULL, IDLE, MSG_HDRS,
+    PEERCRED, RUNNING, STARTING, STOPPING, SUCCESS, shm_enabled,
 )
 from .connection import EmuComchConnection
 from .tasks import EmuComchTaskSend
-from .common import _check_name, _post
+from .common import check_name, post
 from . import shm as _shm
 from .caps import cap_client_is_supported, cap_server_is_supported
 
 # -- contexts -------------------------------------------------------------------------------------
-class _OrderedCtx(EmuCtx):
+class OrderedCtx(EmuCtx):
     """A comch ctx (its tasks are :class:`_OrderedTask`); a consumer's or producer's tasks form one queue."""
 
     def __init__(self) -> None:
@@ -52,7 +52,7 @@ class _OrderedCtx(EmuCtx):
         self.lane = Lane()
 
 
-class _Sender(_OrderedCtx):
+class Sender(OrderedCtx):
     """A ctx whose tasks queue frames on connections and flush them once per batch."""
 
     def __init__(self) -> None:
@@ -65,7 +65,7 @@ def _no_wrap(conn: EmuComchConnection) -> object:
     return conn
 
 
-class _Endpoint(_Sender):
+class Endpoint(Sender):
     """What the server and the client share: send tasks, messages and consumer events."""
 
     dev: EmuDev
@@ -73,7 +73,7 @@ class _Endpoint(_Sender):
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
-        self.name_raw = _check_name(name)
+        self.name_raw = check_name(name)
         self.send = TaskPool(self, EmuComchTaskSend)
         self.max_msg_size = MAX_MSG_SIZE
         self.recv_queue_size = DEFAULT_RECV_QUEUE_SIZE
@@ -127,9 +127,9 @@ class _Endpoint(_Sender):
             raise DocaNotConnected("the connection is closed")
         t: EmuComchTaskSend = self.send.alloc()  # type: ignore[assignment]
         t.conn = conn
-        hdr = _MSG_HDRS.get(n)
+        hdr = MSG_HDRS.get(n)
         if hdr is None:
-            hdr = _MSG_HDRS[n] = HDR.pack(T_MSG, 0, 0, n, 0, 0)
+            hdr = MSG_HDRS[n] = HDR.pack(T_MSG, 0, 0, n, 0, 0)
         t.frame = hdr + data
         return t
 
@@ -140,12 +140,12 @@ class _Endpoint(_Sender):
             o = conn.owner = self.wrap(conn)
         return o
 
-    def _deliver_msgs(self, arg: tuple[EmuComchConnection, bytearray, list[int]]) -> None:
+    def deliver_msgs(self, arg: tuple[EmuComchConnection, bytearray, list[int]]) -> None:
         conn, data, lens = arg
         done = 0
         cb = self.cbs["msg_recv"]
         try:
-            if cb is None or self.state != _RUNNING or self.destroyed:
+            if cb is None or self.state != RUNNING or self.destroyed:
                 done = len(data)
                 return
             owner = self._owner(conn)
@@ -164,26 +164,26 @@ class _Endpoint(_Sender):
                 finally:
                     done = pos
                     if i < count:  # a callback raised: the rest is delivered on the next progress
-                        self.pe.post(self._deliver_msgs, (conn, data[pos:], lens[i:]))  # type: ignore[union-attr]
+                        self.pe.post(self.deliver_msgs, (conn, data[pos:], lens[i:]))  # type: ignore[union-attr]
         finally:
             conn.delivered_bytes(done)
 
-    def _deliver_consumer(self, arg: tuple[EmuComchConnection, int, bool]) -> None:
+    def deliver_consumer(self, arg: tuple[EmuComchConnection, int, bool]) -> None:
         conn, cid, new = arg
         cb = self.cbs["new_consumer" if new else "expired_consumer"]
-        if cb is not None and not self.destroyed and self.state in (_RUNNING, _STOPPING):
+        if cb is not None and not self.destroyed and self.state in (RUNNING, STOPPING):
             cb(self._owner(conn), cid)
 
-    def _deliver_conn(self, arg: tuple[EmuComchConnection, bool]) -> None:
+    def deliver_conn(self, arg: tuple[EmuComchConnection, bool]) -> None:
         """Connection up or down (the server's status callbacks; the client's state)."""
         raise NotImplementedError
 
-    def _conn_gone(self, conn: EmuComchConnection) -> None:
+    def conn_gone(self, conn: EmuComchConnection) -> None:
         """A connection was torn down (I/O thread)."""
         raise NotImplementedError
 
 
-class EmuComchServer(_Endpoint):
+class EmuComchServer(Endpoint):
     """Emulated ``doca_comch_server``: listens for clients of one host function."""
 
     def __init__(self, dev: Any, rep: Any, name: str) -> None:
@@ -232,24 +232,24 @@ class EmuComchServer(_Endpoint):
                 logger.warning("comch server %r: accept failed: %s", self.name, exc.strerror)
                 return
             try:
-                pid = _PEERCRED.unpack(c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))[0]
+                pid = PEERCRED.unpack(c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, PEERCRED.size))[0]
             except OSError:
                 pid = 0
             conn = EmuComchConnection(self, True, f"{self.name!r}<-pid {pid}")
             self.conns.add(conn)
             conn.attach(c)
 
-    def _hello(self, conn: EmuComchConnection, name: bytes, peer_max: int, flags: int) -> bool:
+    def accept_hello(self, conn: EmuComchConnection, name: bytes, peer_max: int, flags: int) -> bool:
         """A client introduced itself (I/O thread); answer and report the connection. *flags* 1: it
         offered rings (:mod:`.shm`)."""
         if name != self.name_raw:
-            conn._bad(f"hello for server {name!r}, this is {self.name_raw!r}")
+            conn.bad_input(f"hello for server {name!r}, this is {self.name_raw!r}")
             return False
-        status = _SUCCESS
-        if self.state != _RUNNING:
-            status = _BAD_STATE
+        status = SUCCESS
+        if self.state != RUNNING:
+            status = BAD_STATE
         elif sum(1 for c in self.conns if c.alive) >= MAX_CLIENTS:
-            status = _FULL
+            status = FULL
         welcome = HDR.pack(T_WELCOME, status, VERSION, 0, MAGIC, self.max_msg_size)
         if peer_max:
             conn.max_send = min(conn.max_send, peer_max)
@@ -271,19 +271,19 @@ class EmuComchServer(_Endpoint):
         if ringed:
             return False  # up and announced by the switch; the rest of the socket is nudges (accept reset it)
         conn.alive = True
-        _post(self.pe, self._deliver_conn, (conn, True))
+        post(self.pe, self.deliver_conn, (conn, True))
         return True
 
-    def _deliver_conn(self, arg: tuple[EmuComchConnection, bool]) -> None:
+    def deliver_conn(self, arg: tuple[EmuComchConnection, bool]) -> None:
         conn, up = arg
         cb = self.cbs["connect" if up else "disconnect"]
         if cb is not None and not self.destroyed:
             cb(self._owner(conn), True)
 
-    def _conn_gone(self, conn: EmuComchConnection) -> None:
+    def conn_gone(self, conn: EmuComchConnection) -> None:
         self.conns.discard(conn)
         if conn.alive:
-            _post(self.pe, self._deliver_conn, (conn, False))
+            post(self.pe, self.deliver_conn, (conn, False))
 
     def _unlisten(self, s: socket.socket) -> None:
         if self.lmask:
@@ -318,7 +318,7 @@ class EmuComchServer(_Endpoint):
         return [c for c in list(self.conns) if c.alive and not c.closed]
 
 
-class EmuComchClient(_Endpoint):
+class EmuComchClient(Endpoint):
     """Emulated ``doca_comch_client``: connects to the named server of its host function."""
 
     def __init__(self, dev: Any, name: str) -> None:
@@ -337,20 +337,20 @@ class EmuComchClient(_Endpoint):
     def start(self) -> int:
         if self.pe is None:
             raise DocaNotConnected("connect the ctx to a Pe before start")
-        if self.state != _IDLE:
+        if self.state != IDLE:
             raise DocaBadState(f"ctx is in state {self.state}, not IDLE")
         self.path = socket_path(self.key, self.name)
         for pool in self.pools:
             pool.build()
         self.backoff = 0.002
         self.refusal_logged = False
-        self._set_state(_STARTING)
+        self._set_state(STARTING)
         self.r.call_soon(self._dial)
         return self.state
 
     def _dial(self) -> None:
         """Try to reach the server (I/O thread); retried with back-off while STARTING."""
-        if self.state != _STARTING or (self.conn is not None and not self.conn.torn_down):
+        if self.state != STARTING or (self.conn is not None and not self.conn.torn_down):
             return
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC)
         try:
@@ -373,26 +373,26 @@ class EmuComchClient(_Endpoint):
         delay, self.backoff = self.backoff, min(self.backoff * 2, 0.1)
         self.r.call_later(delay, self._dial)
 
-    def _deliver_conn(self, arg: tuple[EmuComchConnection, bool]) -> None:
+    def deliver_conn(self, arg: tuple[EmuComchConnection, bool]) -> None:
         conn, up = arg
-        if up and self.state == _STARTING and self.conn is conn and not conn.closed:
-            self._set_state(_RUNNING)
+        if up and self.state == STARTING and self.conn is conn and not conn.closed:
+            self._set_state(RUNNING)
 
-    def _conn_gone(self, conn: EmuComchConnection) -> None:
+    def conn_gone(self, conn: EmuComchConnection) -> None:
         if self.conn is not conn:
             return
         if not conn.alive:
-            if self.state == _STARTING:
+            if self.state == STARTING:
                 self._retry()
             return
-        _post(self.pe, self._lost, conn)
+        post(self.pe, self._lost, conn)
 
     def _lost(self, conn: EmuComchConnection) -> None:
         """The server went away: STOPPING, then IDLE once every task is freed."""
         # Also while STARTING: the drop may overtake the event that would have made it RUNNING.
-        if self.conn is not conn or self.state not in (_RUNNING, _STARTING):
+        if self.conn is not conn or self.state not in (RUNNING, STARTING):
             return
-        self._set_state(_STOPPING)
+        self._set_state(STOPPING)
         self._maybe_idle()
 
     def _on_stop(self) -> None:
@@ -405,7 +405,7 @@ class EmuComchClient(_Endpoint):
 
     def get_connection(self) -> EmuComchConnection:
         c = self.conn
-        if self.state != _RUNNING or c is None or not c.alive:
+        if self.state != RUNNING or c is None or not c.alive:
             raise DocaBadState("the client has no connection until its ctx is RUNNING")
         return c
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import array
 import socket as _socket
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 
 from ...errors import (
@@ -26,12 +26,12 @@ from .wire import (
     T_WELCOME,
     VERSION,
 )
-from .common import _Remote
 from .config import (
-    MAX_BUF_SIZE, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_NAME_LEN, _AGAIN, _NOT_FOUND, _RESET, _RUNNING, _SUCCESS,
-    _TOO_BIG, _monotonic,
+    MAX_BUF_SIZE, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_NAME_LEN, AGAIN, NOT_FOUND, RESET, RUNNING, SUCCESS,
+    TOO_BIG, monotonic,
 )
-from .common import _device_view, _post, _post_complete, _post_done
+from .common import device_view, post, post_complete, post_done
+from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend, ProducerSide, Remote
 from . import shm as _shm
 
 _FDS_SPACE = _socket.CMSG_SPACE(3 * array.array("i").itemsize)
@@ -54,16 +54,63 @@ if TYPE_CHECKING:
     import threading
     from collections import deque
 
-    from .endpoints import EmuComchClient, EmuComchServer, _Endpoint
-    from .connection import EmuComchConnection
-    from .datapath import EmuComchConsumer
-    from .tasks import EmuComchProducerTaskSend, EmuComchTaskSend
+    from ..dev import EmuDev
+    from ..pe import EmuPe
+    from .tasks import EmuComchConsumerTaskPostRecv
+
+
+class ConnectionOwner(_shm.LinkOwner, Protocol):
+    """The server or client as its connections see it (:class:`.endpoints.Endpoint` is one).
+    A connection given as ``Any`` is an :class:`.connection.EmuComchConnection`."""
+
+    @property
+    def max_msg_size(self) -> int: ...
+    @property
+    def recv_queue_size(self) -> int: ...
+    @property
+    def dev(self) -> EmuDev: ...
+    def deliver_msgs(self, arg: tuple[Any, bytearray, list[int]]) -> None: ...
+    def deliver_consumer(self, arg: tuple[Any, int, bool]) -> None: ...
+    def conn_gone(self, conn: Any) -> None: ...
+
+
+class HelloServer(Protocol):
+    """The server, which answers a client's HELLO (:class:`.endpoints.EmuComchServer`)."""
+
+    def accept_hello(self, conn: Any, name: bytes, peer_max: int, flags: int) -> bool: ...
+
+
+class RefusedClient(Protocol):
+    """The client, which logs the first refusal of a retry series (:class:`.endpoints.EmuComchClient`)."""
+
+    refusal_logged: bool
+
+
+class LocalProducer(ProducerSide, Protocol):
+    """A producer on the connection (:class:`.datapath.EmuComchProducer` is one)."""
+
+    def conn_lost(self, _: object) -> None: ...
+
+
+class LocalConsumer(Protocol):
+    """A consumer on the connection, which its data lands in (:class:`.datapath.EmuComchConsumer` is one)."""
+
+    @property
+    def pe(self) -> EmuPe | None: ...
+    def conn_lost(self, _: object) -> None: ...
+    @property
+    def state(self) -> int: ...
+    @property
+    def imm_data_len(self) -> int: ...
+    @property
+    def posted(self) -> deque[EmuComchConsumerTaskPostRecv]: ...
+
 
 class ConnectionInput:
     """What :class:`EmuComchConnection` does with the bytes it reads (I/O thread only)."""
 
     if TYPE_CHECKING:  # state and output of the connection (:mod:`.connection`), which sets them
-        ctx: _Endpoint
+        ctx: ConnectionOwner
         server_side: bool
         peer: str
         sock: socket.socket | None
@@ -84,8 +131,8 @@ class ConnectionInput:
         posted: int
         delivered: int
         paused: bool
-        consumers: dict[int, EmuComchConsumer]
-        remote: dict[int, _Remote]
+        consumers: dict[int, LocalConsumer]
+        remote: dict[int, Remote]
         live: list[int]
         heard: float
 
@@ -95,13 +142,13 @@ class ConnectionInput:
 
         def die(self, code: int, reason: str | None) -> None: ...
         def send_now(self, frame: bytes) -> bool: ...
-        def _update_mask(self) -> None: ...
-        def _requeue(self, t: EmuComchProducerTaskSend) -> None: ...
-        def _grant_locked(self, r: _Remote, n: int) -> bool: ...
-        def _kick_locked(self) -> list[EmuComchTaskSend] | None: ...
+        def update_mask(self) -> None: ...
+        def requeue(self, t: EmuComchProducerTaskSend) -> None: ...
+        def grant_locked(self, r: Remote, n: int) -> bool: ...
+        def kick_locked(self) -> list[EmuComchTaskSend] | None: ...
 
     # -- input (I/O thread) ------------------------------------------------------------------------
-    def _read_ready(self) -> None:
+    def read_ready(self) -> None:
         sock, mv = self.sock, self.mv
         if sock is None or mv is None:
             return
@@ -113,9 +160,9 @@ class ConnectionInput:
                     nmv = self.nudge_mv = memoryview(bytearray(256))
                 n = sock.recv_into(nmv)
                 if n:
-                    _shm.nudged(cast("EmuComchConnection", self), link, nmv[:n])
+                    _shm.nudged(cast("_shm.LinkedConnection", self), link, nmv[:n])
                     return
-                _shm.drain(cast("EmuComchConnection", self))  # what the peer published before it went
+                _shm.drain(cast("_shm.LinkedConnection", self))  # what the peer published before it went
                 if self.torn_down:
                     return
             elif not self.alive:  # the handshake may carry a ring and a doorbell (SCM_RIGHTS)
@@ -123,7 +170,7 @@ class ConnectionInput:
                 if fds:
                     self.fds_in += fds
                     if len(self.fds_in) > 2:
-                        self._bad("too many descriptors in the handshake")
+                        self.bad_input("too many descriptors in the handshake")
                         return
             else:
                 n = sock.recv_into(mv[self.rend:])
@@ -131,26 +178,26 @@ class ConnectionInput:
             return
         except ConnectionResetError:
             logger.debug("comch: connection %s reset by the peer", self.peer)
-            self.die(_RESET, None)
+            self.die(RESET, None)
             return
         except OSError as exc:
-            self.die(_RESET, f"receive failed: {exc.strerror}")
+            self.die(RESET, f"receive failed: {exc.strerror}")
             return
         if not n:
             if self.rend > self.rpos:
-                self.die(_RESET, f"the peer closed the stream inside a frame ({self.rend - self.rpos} bytes "
+                self.die(RESET, f"the peer closed the stream inside a frame ({self.rend - self.rpos} bytes "
                                  "of a truncated frame)")
             else:
-                self.die(_RESET, None)
+                self.die(RESET, None)
             return
         self.rend += n
-        self.heard = _monotonic()
-        self._parse()
+        self.heard = monotonic()
+        self.parse_input()
 
-    def _bad(self, why: str) -> None:
-        self.die(_RESET, f"malformed frame: {why}")
+    def bad_input(self, why: str) -> None:
+        self.die(RESET, f"malformed frame: {why}")
 
-    def _parse(self) -> None:
+    def parse_input(self) -> None:
         rx = self.rx
         assert rx is not None
         unpack = HDR.unpack_from
@@ -163,9 +210,9 @@ class ConnectionInput:
             typ, small, aux, ln, a, b = unpack(rx, pos)
             if typ == T_MSG:
                 if not alive:
-                    return self._bad("message before the handshake")
+                    return self.bad_input("message before the handshake")
                 if ln > max_recv:
-                    return self._bad(f"message of {ln} bytes exceeds max_msg_size {max_recv}")
+                    return self.bad_input(f"message of {ln} bytes exceeds max_msg_size {max_recv}")
                 if end - pos - HDR_SIZE < ln:
                     break
                 if lens is None:
@@ -177,15 +224,15 @@ class ConnectionInput:
             # Any other frame: check its length before waiting for its body.
             if typ == T_DATA:
                 if ln > MAX_IMM_DATA_LEN + MAX_BUF_SIZE or small > MAX_IMM_DATA_LEN or small > ln:
-                    return self._bad(f"producer data of {ln} bytes (immediate {small})")
+                    return self.bad_input(f"producer data of {ln} bytes (immediate {small})")
             elif typ == T_HELLO:
                 if ln >= MAX_NAME_LEN:
-                    return self._bad(f"hello with a {ln}-byte name")
+                    return self.bad_input(f"hello with a {ln}-byte name")
             elif typ in (T_WELCOME, T_ACK, T_CONSUMER_NEW, T_CONSUMER_GONE, T_CREDIT):
                 if ln:
-                    return self._bad(f"type {typ} frame with a {ln}-byte body")
+                    return self.bad_input(f"type {typ} frame with a {ln}-byte body")
             else:
-                return self._bad(f"unknown frame type {typ}")
+                return self.bad_input(f"unknown frame type {typ}")
             if end - pos - HDR_SIZE < ln:
                 break
             if lens:
@@ -216,7 +263,7 @@ class ConnectionInput:
             self.paused = True
             if self.posted - self.delivered <= self.high:  # the Pe caught up meanwhile
                 self.paused = False
-            self._update_mask()
+            self.update_mask()
 
     def _post_msgs(self, start: int, end: int, lens: list[int]) -> None:
         rx = self.rx
@@ -228,7 +275,7 @@ class ConnectionInput:
         live[3] += len(lens)
         live[4] += n - HDR_SIZE * len(lens)
         ctx = self.ctx
-        _post(ctx.pe, ctx._deliver_msgs, (self, data, lens))
+        post(ctx.pe, ctx.deliver_msgs, (self, data, lens))
 
     def _frame(self, typ: int, small: int, aux: int, ln: int, a: int, b: int, body: int) -> bool:
         """Handle one non-message frame; False if the rest of the buffer must not be parsed: the
@@ -236,7 +283,7 @@ class ConnectionInput:
         ctx = self.ctx
         if typ == T_DATA:
             if not self.alive:
-                self._bad("producer data before the handshake")
+                self.bad_input("producer data before the handshake")
                 return False
             st = self._data(a, b, small, ln, body)
             if self.ack_count and st != self.ack_status:
@@ -250,43 +297,43 @@ class ConnectionInput:
                 ok = self.alive and 0 < a <= len(pq)
                 acked = [pq.popleft() for _ in range(a)] if ok else None
             if acked is None:
-                self._bad(f"acknowledgement of {a} producer sends ({len(pq)} in flight)")
+                self.bad_input(f"acknowledgement of {a} producer sends ({len(pq)} in flight)")
                 return False
-            if small == _AGAIN:  # stale credits: the data waits for the next one, in flight
+            if small == AGAIN:  # stale credits: the data waits for the next one, in flight
                 for t in acked:
                     if t is not None:
-                        self._requeue(t)
+                        self.requeue(t)
                 return True
             for t in acked:
                 if t is not None:  # None: flushed by its producer's stop
                     t.status = small
-                    _post_complete(t)
+                    post_complete(t)
             return True
         if typ == T_CREDIT:
             if not self.alive or not b:
-                self._bad(f"credit of {b} receives" if self.alive else "credit before the handshake")
+                self.bad_input(f"credit of {b} receives" if self.alive else "credit before the handshake")
                 return False
             done = None
             with self.lock:
                 r = self.remote.get(a)
                 # Unknown: the consumer expired after posting (its credits died with it).
-                if r is not None and not self.closed and self._grant_locked(r, b):
-                    done = self._kick_locked()
+                if r is not None and not self.closed and self.grant_locked(r, b):
+                    done = self.kick_locked()
             if done:
-                _post_done(done)
+                post_done(done)
             return True
         if typ in (T_CONSUMER_NEW, T_CONSUMER_GONE):
             if not self.alive:
-                self._bad("consumer event before the handshake")
+                self.bad_input("consumer event before the handshake")
                 return False
             if typ == T_CONSUMER_NEW:
                 with self.lock:
                     known = a in self.remote
                     room = len(self.remote) < MAX_CONSUMERS
                     if not known and room:
-                        self.remote[a] = _Remote()
+                        self.remote[a] = Remote()
                 if not (known or room):
-                    self._bad(f"more than {MAX_CONSUMERS} consumers announced")
+                    self.bad_input(f"more than {MAX_CONSUMERS} consumers announced")
                     return False
             else:
                 with self.lock:
@@ -295,27 +342,27 @@ class ConnectionInput:
                     if gone is not None:
                         gone.waiting.clear()
                 for t in waiting:
-                    t.status = _NOT_FOUND
+                    t.status = NOT_FOUND
                     t.reason = f"remote consumer {a} expired while the data waited for a receive"
-                    _post_complete(t)
-            _post(ctx.pe, ctx._deliver_consumer, (self, a, typ == T_CONSUMER_NEW))
+                    post_complete(t)
+            post(ctx.pe, ctx.deliver_consumer, (self, a, typ == T_CONSUMER_NEW))
             return True
         if typ == T_HELLO:
             if self.alive or not self.server_side:
-                self._bad("unexpected hello")
+                self.bad_input("unexpected hello")
                 return False
             assert self.rx is not None
             name = bytes(self.rx[body:body + ln])
             if a != MAGIC or aux != VERSION:
-                self._bad(f"hello with magic {a:#x} version {aux} (expected {MAGIC:#x} version {VERSION})")
+                self.bad_input(f"hello with magic {a:#x} version {aux} (expected {MAGIC:#x} version {VERSION})")
                 return False
-            return cast("EmuComchServer", ctx)._hello(cast("EmuComchConnection", self), name, b, small)
+            return cast("HelloServer", ctx).accept_hello(self, name, b, small)
         if typ == T_WELCOME:
             if self.alive or self.server_side or a != MAGIC:
-                self._bad("unexpected welcome")
+                self.bad_input("unexpected welcome")
                 return False
             if small:
-                client = cast("EmuComchClient", ctx)
+                client = cast("RefusedClient", ctx)
                 if not client.refusal_logged:
                     client.refusal_logged = True
                     logger.warning("comch: server %s refused the connection (%s); retrying",
@@ -323,50 +370,50 @@ class ConnectionInput:
                 self.die(small, None)
                 return False
             self.max_send = min(self.max_send, b) if b else self.max_send
-            if not _shm.adopt(cast("EmuComchConnection", self)):
+            if not _shm.adopt(cast("_shm.LinkedConnection", self)):
                 return False
             if self.shm is not None:
                 return False  # announced by the switch; the rest of the socket is nudges (adopt reset it)
             self.alive = True
-            _post(ctx.pe, ctx._deliver_conn, (self, True))
+            post(ctx.pe, ctx.deliver_conn, (self, True))
             return True
-        return True  # unreachable: types are checked by _parse
+        return True  # unreachable: types are checked by parse_input
 
     def _data(self, cid: int, pid: int, imm_len: int, ln: int, body: int) -> int:
         """Land producer data in the consumer's next posted buffer; returns the ACK status."""
         c = self.consumers.get(cid)
         if c is None:
-            return _NOT_FOUND
-        if c.state != _RUNNING:
-            return _AGAIN  # starting: no receive posted yet (the producer waits for a credit)
+            return NOT_FOUND
+        if c.state != RUNNING:
+            return AGAIN  # starting: no receive posted yet (the producer waits for a credit)
         if imm_len > c.imm_data_len:
             if c.posted:  # the receive stays posted: give the producer side its credit back
                 self.send_now(HDR.pack(T_CREDIT, 0, 0, 0, cid, 1))
-            return _TOO_BIG
+            return TOO_BIG
         try:
             t = c.posted.popleft()
         except IndexError:
-            return _AGAIN
+            return AGAIN
         n = ln - imm_len
         buf = t.buf
         assert buf is not None and self.mv is not None
-        status = _SUCCESS
+        status = SUCCESS
         if n > buf.head + buf.len - buf.data - buf.data_len:
-            status = _TOO_BIG
+            status = TOO_BIG
         elif n:
             try:
                 mm = buf.mmap
                 assert mm is not None
-                dst = _device_view(mm, buf.data + buf.data_len, n, True)
+                dst = device_view(mm, buf.data + buf.data_len, n, True)
                 dst[:] = self.mv[body + imm_len: body + ln]
             except DocaError as exc:
                 status = exc.code
-        if status == _SUCCESS:
+        if status == SUCCESS:
             buf.data_len += n
             t.imm = bytes(self.mv[body: body + imm_len]) if imm_len else b""
             t.producer_id = pid
         t.status = status
-        _post_complete(t)  # its prebuilt item: no tuple per message
+        post_complete(t)  # its prebuilt item: no tuple per message
         return status
 
     def _send_acks(self) -> None:

@@ -22,21 +22,73 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...log import logger
 from ..transport.shmring import (
     MAX_RECORD, REC_HDR, Consumer, Producer, Ring, RingError, attach_with_bell, fence, ring_doorbell, send_fds,
 )
-from .common import _post
-from .config import _RESET, _monotonic
+from .common import post
+from .config import RESET, monotonic
 
 if TYPE_CHECKING:
-    from ..pe import EmuPe
-    from .connection import EmuComchConnection
-    from .endpoints import _Endpoint
+    import socket
+    import threading
 
-__all__ = ["ShmLink", "CommPoller", "RING_SIZE", "NUDGE", "offer", "accept", "adopt", "serve", "RingError"]
+    from ..pe import EmuPe
+    from ..transport.reactor import Reactor
+
+__all__ = ["ShmLink", "CommPoller", "RING_SIZE", "NUDGE", "offer", "accept", "adopt", "serve", "RingError",
+           "LinkOwner", "LinkedConnection"]
+
+
+class LinkOwner(Protocol):
+    """The server or client as the rings see it (:class:`.endpoints.Endpoint` is one)."""
+
+    poller: CommPoller | None
+
+    @property
+    def pe(self) -> EmuPe | None: ...
+    def deliver_conn(self, arg: tuple[Any, bool]) -> None: ...
+
+
+class LinkedConnection(Protocol):
+    """A connection as its rings see it (:class:`.connection.EmuComchConnection` is one)."""
+
+    alive: bool
+    heard: float
+    rpos: int
+    rend: int
+    fds_in: list[int]
+    ring_offer: Ring | None
+    shm: ShmLink | None
+
+    @property
+    def ctx(self) -> LinkOwner: ...
+    @property
+    def peer(self) -> str: ...
+    @property
+    def lock(self) -> threading.Lock: ...
+    @property
+    def r(self) -> Reactor: ...
+    @property
+    def sock(self) -> socket.socket | None: ...
+    @property
+    def mv(self) -> memoryview | None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def broken(self) -> bool: ...
+    @property
+    def torn_down(self) -> bool: ...
+    @property
+    def paused(self) -> bool: ...
+    @property
+    def want_write(self) -> bool: ...
+    def die(self, code: int, reason: str | None) -> None: ...
+    def bad_input(self, why: str) -> None: ...
+    def parse_input(self) -> None: ...
+    def write_ready(self) -> None: ...
 
 #: Data bytes of each direction's ring.
 RING_SIZE = 512 << 10
@@ -114,7 +166,7 @@ class ShmLink:
 
 
 # -- the reading side ------------------------------------------------------------------------------
-def serve(conn: EmuComchConnection, link: ShmLink) -> bool:
+def serve(conn: LinkedConnection, link: ShmLink) -> bool:
     """Copy the published chunks into the receive buffer and parse them (link.rlock held, Pe or I/O
     thread); whether anything was read. A malformed ring breaks the connection."""
     cons = link.rx
@@ -151,15 +203,15 @@ def serve(conn: EmuComchConnection, link: ShmLink) -> bool:
                 if ring.psleep.value:  # the writer sleeps waiting for room
                     ring_doorbell(link.bell)
             conn.rend = rend
-            conn.heard = _monotonic()
-            conn._parse()
+            conn.heard = monotonic()
+            conn.parse_input()
     except RingError as exc:
-        conn.die(_RESET, f"the peer's shared-memory ring is malformed: {exc}")
+        conn.die(RESET, f"the peer's shared-memory ring is malformed: {exc}")
         return True
     return did
 
 
-def _noop(_: object) -> None:
+def noop(_: object) -> None:
     """Posted to make a Pe poll its rings (and wake it if it sleeps)."""
 
 
@@ -168,21 +220,21 @@ class CommPoller:
 
     def __init__(self, pe: EmuPe) -> None:
         self.pe = pe
-        self.conns: tuple[EmuComchConnection, ...] = ()  # replaced, never mutated (any thread)
+        self.conns: tuple[LinkedConnection, ...] = ()  # replaced, never mutated (any thread)
         self.lock = threading.Lock()
 
-    def add(self, conn: EmuComchConnection) -> None:
+    def add(self, conn: LinkedConnection) -> None:
         pe = self.pe
         with self.lock:
             self.conns = self.conns + (conn,)
             if self not in pe.pollers:
                 pe.pollers = pe.pollers + [self]  # replaced, not mutated: progress() may be iterating it
         try:
-            pe.post(_noop, None)  # poll once: bytes may have been published before we listened
+            pe.post(noop, None)  # poll once: bytes may have been published before we listened
         except OSError:
             pass
 
-    def _drop(self, conn: EmuComchConnection) -> None:
+    def _drop(self, conn: LinkedConnection) -> None:
         """*conn* is torn down (Pe thread): unmap its rings; leave the Pe with the last one."""
         with self.lock:
             self.conns = tuple(c for c in self.conns if c is not conn)
@@ -212,7 +264,7 @@ class CommPoller:
                     link.rlock.release()
             if conn.want_write and link.tx.ring.tail.value != link.tx.reaped:
                 link.tx.ring.psleep.value = 0
-                conn._write_ready()
+                conn.write_ready()
                 did = True
         pe = self.pe
         if not did and pe.armed and self.arm():
@@ -241,7 +293,7 @@ class CommPoller:
         return False
 
 
-def poller(ctx: _Endpoint) -> CommPoller:
+def poller(ctx: LinkOwner) -> CommPoller:
     p = ctx.poller
     if p is None:
         assert ctx.pe is not None
@@ -250,7 +302,7 @@ def poller(ctx: _Endpoint) -> CommPoller:
 
 
 # -- set-up (I/O thread) ---------------------------------------------------------------------------
-def offer(conn: EmuComchConnection, hello: bytes) -> bool:
+def offer(conn: LinkedConnection, hello: bytes) -> bool:
     """Send the client's HELLO with a fresh ring and our Pe's doorbell; False (nothing sent) if
     they cannot be made or sent: the caller sends the HELLO alone."""
     pe = conn.ctx.pe
@@ -272,7 +324,7 @@ def offer(conn: EmuComchConnection, hello: bytes) -> bool:
     return True
 
 
-def accept(conn: EmuComchConnection, welcome: bytes) -> bool | None:
+def accept(conn: LinkedConnection, welcome: bytes) -> bool | None:
     """Server side, on a HELLO that offered rings: send *welcome* with our ring and doorbell and
     switch the connection to the rings. None: the WELCOME was sent without them (rings disabled
     here, or they cannot be made); False: the offer was malformed (the connection must go)."""
@@ -285,7 +337,7 @@ def accept(conn: EmuComchConnection, welcome: bytes) -> bool | None:
     try:
         tx, bell = attach_with_bell(fds)
     except RingError as exc:
-        conn._bad(f"ring offer: {exc}")
+        conn.bad_input(f"ring offer: {exc}")
         return False
     sock, pe = conn.sock, conn.ctx.pe
     try:
@@ -305,13 +357,13 @@ def accept(conn: EmuComchConnection, welcome: bytes) -> bool | None:
         rx.close()
         tx.close()
         os.close(bell)
-        conn.die(_RESET, f"send failed: {exc.strerror}")
+        conn.die(RESET, f"send failed: {exc.strerror}")
         return False
     _switch(conn, ShmLink(rx, tx, bell))
     return True
 
 
-def adopt(conn: EmuComchConnection) -> bool:
+def adopt(conn: LinkedConnection) -> bool:
     """Client side, on the WELCOME: switch to the rings if the server answered with its own. False if
     its descriptors are malformed (the connection must go)."""
     fds, conn.fds_in = conn.fds_in, []
@@ -326,13 +378,13 @@ def adopt(conn: EmuComchConnection) -> bool:
         tx, bell = attach_with_bell(fds)
     except RingError as exc:
         rx.close()
-        conn._bad(f"ring answer: {exc}")
+        conn.bad_input(f"ring answer: {exc}")
         return False
     _switch(conn, ShmLink(rx, tx, bell))
     return True
 
 
-def _switch(conn: EmuComchConnection, link: ShmLink) -> None:
+def _switch(conn: LinkedConnection, link: ShmLink) -> None:
     # Whatever else the socket held after the handshake frame is a nudge: nothing else travels there.
     logger.debug("comch: connection %s uses shared-memory rings", conn.peer)
     conn.rpos = conn.rend = 0
@@ -341,12 +393,12 @@ def _switch(conn: EmuComchConnection, link: ShmLink) -> None:
     # events must follow the connection's, as over the socket.
     conn.alive = True
     ctx = conn.ctx
-    _post(ctx.pe, ctx._deliver_conn, (conn, True))
+    post(ctx.pe, ctx.deliver_conn, (conn, True))
     poller(ctx).add(conn)
 
 
 # -- the fallback doorbell (I/O thread) ------------------------------------------------------------
-def arm_nudge(conn: EmuComchConnection, link: ShmLink) -> None:
+def arm_nudge(conn: LinkedConnection, link: ShmLink) -> None:
     """We published bytes (conn.lock held): check on the peer in :data:`NUDGE` seconds."""
     if link.nudging:
         return
@@ -356,7 +408,7 @@ def arm_nudge(conn: EmuComchConnection, link: ShmLink) -> None:
     r.call_soon(lambda: r.call_later(NUDGE, lambda: _nudge_check(conn, link)))
 
 
-def _nudge_check(conn: EmuComchConnection, link: ShmLink) -> None:
+def _nudge_check(conn: LinkedConnection, link: ShmLink) -> None:
     ready = False
     with conn.lock:
         if conn.closed or link.closed:
@@ -369,12 +421,12 @@ def _nudge_check(conn: EmuComchConnection, link: ShmLink) -> None:
             return
         stuck = tail == link.last_tail
         if not stuck:
-            conn.heard = _monotonic()
+            conn.heard = monotonic()
         link.last_tail = tail
         ready = conn.want_write and tail != tx.reaped
         sock = conn.sock
     if ready:
-        conn._write_ready()  # our Pe may not be progressing either
+        conn.write_ready()  # our Pe may not be progressing either
     if stuck and sock is not None:
         try:
             sock.send(_NUDGE_BYTE)
@@ -383,20 +435,20 @@ def _nudge_check(conn: EmuComchConnection, link: ShmLink) -> None:
     conn.r.call_later(NUDGE, lambda: _nudge_check(conn, link))
 
 
-def nudged(conn: EmuComchConnection, link: ShmLink, buf: memoryview) -> None:
+def nudged(conn: LinkedConnection, link: ShmLink, buf: memoryview) -> None:
     """Bytes on a ring connection's socket (I/O thread): only nudges may come; serve the ring."""
     if any(buf):
-        conn.die(_RESET, "malformed frame: stream bytes after the ring set-up")
+        conn.die(RESET, "malformed frame: stream bytes after the ring set-up")
         return
-    conn.heard = _monotonic()
+    conn.heard = monotonic()
     with link.rlock:
         if not link.closed:
             serve(conn, link)
     if conn.want_write:
-        conn._write_ready()
+        conn.write_ready()
 
 
-def drain(conn: EmuComchConnection) -> None:
+def drain(conn: LinkedConnection) -> None:
     """The peer closed its socket (I/O thread): what it published before is delivered first."""
     link = conn.shm
     if link is not None:

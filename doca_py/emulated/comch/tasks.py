@@ -1,8 +1,11 @@
-"""The emulated comch tasks and the submission-order queue they run through."""
+"""The emulated comch tasks and the submission-order queue they run through; the peer's consumers
+as producers see them (:class:`Remote`: credits); and how the tasks see their connection and ctx."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+from collections import deque
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._backend.protocols.core import BufHandle
 from ...errors import (
@@ -14,18 +17,119 @@ from ...errors import (
 from .. import strict
 from ..buf import EmuBuf
 from ..ctx import EmuTask, TaskPool, complete_task
-from ..mmap import reachable
+from ..mmap import EmuMmap, reachable
+from ..pe import EmuPe, Lane
 from .wire import (
+    HDR,
     HDR_SIZE,
+    T_CREDIT,
 )
-from .config import MAX_BUF_SIZE, MAX_IMM_DATA_LEN, _INVALID, _NOT_CONNECTED, _NOT_PERMITTED, _SUCCESS
-from .common import _complete_soft, _flush_credits, _flush_ctx
+from .config import MAX_BUF_SIZE, MAX_IMM_DATA_LEN, INVALID, NOT_CONNECTED, NOT_PERMITTED, RUNNING, SUCCESS
+from .common import complete_soft
 
-if TYPE_CHECKING:
-    from .common import _Remote
-    from .connection import EmuComchConnection
-    from .datapath import EmuComchConsumer, EmuComchProducer
-    from .endpoints import _Sender
+
+# -- what the tasks see of their connection and ctx ------------------------------------------------
+class SendQueue(Protocol):
+    """A connection as its tasks see it (:class:`.connection.EmuComchConnection` is one)."""
+
+    out: bytearray
+    enq: int
+    nmsgs: int
+    nframe_bytes: int
+
+    @property
+    def lock(self) -> threading.Lock: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def lane(self) -> Lane: ...
+    @property
+    def wq(self) -> deque[EmuComchTaskSend]: ...
+    @property
+    def remote(self) -> dict[int, Remote]: ...
+    def flush(self) -> None: ...
+    def refund(self, r: Remote) -> None: ...
+    def queue_data_locked(self, t: EmuComchProducerTaskSend) -> int: ...
+    def grant_locked(self, r: Remote, n: int) -> bool: ...
+
+
+class Batching(Protocol):
+    """A ctx whose tasks queue frames on connections, flushed once per batch
+    (:class:`.endpoints.Sender` is one)."""
+
+    dirty: set[Any]  # of connections
+    flush_posted: bool
+
+    @property
+    def pe(self) -> EmuPe | None: ...
+
+
+class DataSide(Protocol):
+    """A producer or consumer as its tasks see it: one connection, one queue, one device."""
+
+    @property
+    def pe(self) -> EmuPe | None: ...
+    @property
+    def conn(self) -> SendQueue: ...
+    @property
+    def lane(self) -> Lane: ...
+    @property
+    def dev_key(self) -> str: ...
+    @property
+    def id(self) -> int: ...
+
+
+class ProducerSide(Batching, DataSide, Protocol):
+    """A producer as its send tasks see it (:class:`.datapath.EmuComchProducer` is one)."""
+
+
+class ConsumerSide(DataSide, Protocol):
+    """A consumer as its post-recv tasks see it (:class:`.datapath.EmuComchConsumer` is one)."""
+
+    unsent: int
+    credit_posted: bool
+
+    @property
+    def mmap(self) -> EmuMmap: ...
+    @property
+    def posted(self) -> deque[EmuComchConsumerTaskPostRecv]: ...
+    @property
+    def state(self) -> int: ...
+
+
+def flush_ctx(ctx: Batching) -> None:
+    """Posted once per batch by ``submit``: push every dirty connection's output."""
+    ctx.flush_posted = False
+    dirty, ctx.dirty = ctx.dirty, set()
+    for conn in dirty:
+        conn.flush()
+
+
+def flush_credits(c: ConsumerSide) -> None:
+    """Posted once per batch by post-recv tasks: announce the receives just posted."""
+    c.credit_posted = False
+    n, c.unsent = c.unsent, 0
+    if not n or c.state != RUNNING:
+        return  # a stopped consumer's receives were flushed (and its expiry announced)
+    conn = c.conn
+    with conn.lock:
+        if conn.closed:
+            return
+        conn.out += HDR.pack(T_CREDIT, 0, 0, 0, c.id, n)
+        conn.enq += HDR_SIZE
+    conn.flush()
+
+
+class Remote:
+    """A consumer of the peer, as this side's producers see it: receive credits, and the
+    producer tasks (in flight) waiting for one because their data found no receive posted."""
+
+    __slots__ = ("credits", "waiting")
+
+    def __init__(self) -> None:
+        self.credits = 0
+        self.waiting: deque[EmuComchProducerTaskSend] = deque()
+
 
 # -- task base -------------------------------------------------------------------------------------
 class _OrderedTask(EmuTask):
@@ -54,7 +158,7 @@ class EmuComchTaskSend(_OrderedTask):
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
-        self.conn: EmuComchConnection | None = None
+        self.conn: SendQueue | None = None
         self.frame = b""
         self.end = 0
 
@@ -76,17 +180,17 @@ class EmuComchTaskSend(_OrderedTask):
                 conn.nmsgs += 1
                 conn.nframe_bytes += len(frame)
         if ok:
-            sender: _Sender = self.ctx  # type: ignore[assignment]
+            sender: Batching = self.ctx  # type: ignore[assignment]
             sender.dirty.add(conn)
             if not sender.flush_posted:
                 sender.flush_posted = True
-                sender.pe.post(_flush_ctx, sender)  # type: ignore[union-attr]
+                sender.pe.post(flush_ctx, sender)  # type: ignore[union-attr]
         else:
-            self.status = _NOT_CONNECTED
+            self.status = NOT_CONNECTED
             self.reason = "the connection is closed"
-            _complete_soft(self)
+            complete_soft(self)
 
-    def get_connection(self) -> EmuComchConnection | None:
+    def get_connection(self) -> SendQueue | None:
         return self.conn
 
     def get_msg(self) -> bytes:
@@ -101,7 +205,7 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
 
     __slots__ = ("buf", "imm", "producer_id")
     if TYPE_CHECKING:
-        ctx: EmuComchConsumer
+        ctx: ConsumerSide  # type: ignore[assignment]  # an EmuCtx too
     kind = "comch_consumer_post_recv"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
@@ -124,7 +228,7 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
         buf = self.buf
         assert buf is not None and buf.mmap is not None
         if not reachable(buf.mmap, ctx.dev_key):
-            self.status = _NOT_PERMITTED
+            self.status = NOT_PERMITTED
             self.reason = (f"{buf.mmap!r} has no device {ctx.dev_key} added (Mmap.add_dev): the comch "
                            f"device cannot write into it")
             complete_task(self)
@@ -135,7 +239,7 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
         ctx.unsent += 1
         if not ctx.credit_posted:
             ctx.credit_posted = True
-            ctx.pe.post(_flush_credits, ctx)  # type: ignore[union-attr]
+            ctx.pe.post(flush_credits, ctx)  # type: ignore[union-attr]
 
     def set_buf(self, buf: BufHandle) -> None:
         assert isinstance(buf, EmuBuf)
@@ -150,7 +254,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
 
     __slots__ = ("buf", "imm", "consumer_id", "credit")
     if TYPE_CHECKING:
-        ctx: EmuComchProducer
+        ctx: ProducerSide  # type: ignore[assignment]  # an EmuCtx too
     #: Faults of this task are drawn at submit (``AGAIN`` is a submit result in DOCA 3.x), so
     #: the launch-time draw of :class:`EmuTask` (``kind``) stays off.
     kind = ""
@@ -161,7 +265,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
         self.buf: EmuBuf | None = None
         self.imm = b""
         self.consumer_id = 0
-        self.credit: _Remote | None = None  # the credit taken at submit, until the task runs
+        self.credit: Remote | None = None  # the credit taken at submit, until the task runs
 
     def _check_submit(self) -> None:
         if strict.FAULTS:
@@ -188,13 +292,13 @@ class EmuComchProducerTaskSend(_OrderedTask):
         conn = ctx.conn
         r, self.credit = self.credit, None
         buf = self.buf
-        st = _SUCCESS
+        st = SUCCESS
         if buf is None or buf.next is not None or buf.mmap is None or not buf.refcount:
-            st, self.reason = _INVALID, "producer send needs one live, unchained source buffer"
+            st, self.reason = INVALID, "producer send needs one live, unchained source buffer"
         elif buf.data_len > MAX_BUF_SIZE:
-            st, self.reason = _INVALID, f"producer buffer of {buf.data_len} bytes exceeds {MAX_BUF_SIZE}"
+            st, self.reason = INVALID, f"producer buffer of {buf.data_len} bytes exceeds {MAX_BUF_SIZE}"
         elif not reachable(buf.mmap, ctx.dev_key):
-            st, self.reason = _NOT_PERMITTED, (f"{buf.mmap!r} has no device {ctx.dev_key} added "
+            st, self.reason = NOT_PERMITTED, (f"{buf.mmap!r} has no device {ctx.dev_key} added "
                                                f"(Mmap.add_dev): the comch device cannot read it")
         if st:
             if r is not None:
@@ -204,19 +308,19 @@ class EmuComchProducerTaskSend(_OrderedTask):
             return
         with conn.lock:
             if conn.closed:
-                st = _NOT_CONNECTED
+                st = NOT_CONNECTED
             else:
-                st = conn._queue_data_locked(self)
+                st = conn.queue_data_locked(self)
                 if st and r is not None:
-                    conn._grant_locked(r, 1)  # the credit was not used
-        if st == _NOT_CONNECTED:
+                    conn.grant_locked(r, 1)  # the credit was not used
+        if st == NOT_CONNECTED:
             self.status, self.reason = st, "the connection is closed"
-            _complete_soft(self)
+            complete_soft(self)
             return
         ctx.dirty.add(conn)
         if not ctx.flush_posted:
             ctx.flush_posted = True
-            ctx.pe.post(_flush_ctx, ctx)  # type: ignore[union-attr]
+            ctx.pe.post(flush_ctx, ctx)  # type: ignore[union-attr]
         if st:
             self.status = st
             complete_task(self)

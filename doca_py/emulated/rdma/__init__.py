@@ -47,6 +47,18 @@
   the connection breaks with ``DOCA_ERROR_IO_FAILED``, as an RC queue pair whose transport
   retries ran out. A receiver stalled for want of a receive sends RNR NAKs (``R_RNR``) meanwhile.
   No timer runs while nothing waits.
+
+Layers (:data:`LAYERS`), bottom-up; a module imports only modules before it, type-only
+imports included, and reaches a later one through an interface handed down to it:
+
+    config → caps → wire → segments → work → shm → connection → settings → tasks → serve → ctx → sync_event_tasks
+
+:mod:`.work` holds the task bases the rings and queues complete (:class:`.tasks.RdmaTask`
+extends them); :class:`.shm.RingOwner`/:class:`.shm.RingPeer` and
+:class:`.connection.ConnectionOwner` are the ctx and connection as the lower modules see them
+(:class:`EmuRdma` and :class:`EmuRdmaConnection` satisfy them); :class:`.tasks.RdmaTaskAlloc`
+declares what the tasks use of the ctx. No name with a leading underscore is used outside
+its module.
 """
 
 from __future__ import annotations
@@ -90,15 +102,15 @@ from .config import (  # noqa: F401
     configure,
     host_id,
     rnr_window,
-    _cfg,
+    cfg,
 )
 from .wire import (  # noqa: F401
     BLOB_SIZE,
     ConnBlob,
     decode_blob,
     encode_blob,
-    _used_keys,
-    _used_lock,
+    used_keys as _used_keys,  # the replay check's memory, for tests
+    used_lock as _used_lock,
 )
 from .connection import (  # noqa: F401
     EmuRdmaConnection,
@@ -129,6 +141,10 @@ from .caps import (  # noqa: F401
     cap_task_receive_get_max_dst_buf_list_len,
     cap_transport_type_is_supported,
 )
+
+#: The package's modules bottom-up: each imports only those before it.
+LAYERS = ("config", "caps", "wire", "segments", "work", "shm", "connection", "settings", "tasks", "serve", "ctx",
+          "sync_event_tasks", "__init__")
 
 __all__ = [
     "EmuRdma", "EmuRdmaConnection", "rdma_create", "configure", "host_id", "decode_blob", "MAX_MESSAGE_SIZE",

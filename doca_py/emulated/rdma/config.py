@@ -30,19 +30,19 @@ DEFAULT_CONNECT_WINDOW = 5.0
 #: seconds; 4 s keeps a loaded 2-core machine clear of false alarms.
 DEFAULT_RETRY_WINDOW = 4.0
 
-_SUCCESS = 0
-_IO_FAILED = int(ErrorCode.IO_FAILED)
-_INVALID = int(ErrorCode.INVALID_VALUE)
-_NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
-_RESET = int(ErrorCode.CONNECTION_RESET)
-_ABORTED = int(ErrorCode.CONNECTION_ABORTED)
-_TIME_OUT = int(ErrorCode.TIME_OUT)
-_TOO_BIG = int(ErrorCode.TOO_BIG)
-_NOT_SUPPORTED = int(ErrorCode.NOT_SUPPORTED)
-_IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
-_RDMA_READ, _RDMA_WRITE, _RDMA_ATOMIC = int(A.RDMA_READ), int(A.RDMA_WRITE), int(A.RDMA_ATOMIC)
-_LOCAL_RW = int(A.LOCAL_READ_WRITE)
-_NOT_RDMA = int(A.PCI_READ_ONLY | A.PCI_READ_WRITE | A.PCI_RELAXED_ORDERING)
+SUCCESS = 0
+IO_FAILED = int(ErrorCode.IO_FAILED)
+INVALID = int(ErrorCode.INVALID_VALUE)
+NOT_PERMITTED = int(ErrorCode.NOT_PERMITTED)
+RESET = int(ErrorCode.CONNECTION_RESET)
+ABORTED = int(ErrorCode.CONNECTION_ABORTED)
+TIME_OUT = int(ErrorCode.TIME_OUT)
+TOO_BIG = int(ErrorCode.TOO_BIG)
+NOT_SUPPORTED = int(ErrorCode.NOT_SUPPORTED)
+IDLE, STARTING, RUNNING, STOPPING = 0, 1, 2, 3
+RDMA_READ, RDMA_WRITE, RDMA_ATOMIC = int(A.RDMA_READ), int(A.RDMA_WRITE), int(A.RDMA_ATOMIC)
+LOCAL_RW = int(A.LOCAL_READ_WRITE)
+NOT_RDMA = int(A.PCI_READ_ONLY | A.PCI_READ_WRITE | A.PCI_RELAXED_ORDERING)
 
 # Connection events, as the public layer maps them to the four DOCA callbacks.
 EV_REQUEST, EV_ESTABLISHED, EV_FAILURE, EV_DISCONNECTION = 0, 1, 2, 3
@@ -59,8 +59,8 @@ F_NODATA = 2  # write-with-imm whose bytes were placed already (same host): *a* 
 F_CAS = 4  # atomic: compare-and-swap (else fetch-and-add)
 
 _small = 1 << 16
-_memmove = ctypes.memmove
-_monotonic = time.monotonic
+memmove = ctypes.memmove
+monotonic = time.monotonic
 
 
 # -- configuration ----------------------------------------------------------------------------
@@ -84,7 +84,7 @@ def _hash_id(text: str) -> bytes:
     return hashlib.sha256(text.encode()).digest()[:16]
 
 
-_cfg = _Config()
+cfg = _Config()
 
 
 def configure(*, bind_addr: str | None = None, advertise_addr: str | None = None, host_id: str | None = None,
@@ -102,32 +102,32 @@ def configure(*, bind_addr: str | None = None, advertise_addr: str | None = None
     *shm* (``DOCA_PY_RDMA_SHM``) lets same-host connections carry send/receive over shared-memory rings.
     """
     if bind_addr is not None:
-        _cfg.bind_addr = bind_addr
+        cfg.bind_addr = bind_addr
     if advertise_addr is not None:
-        _cfg.advertise_addr = advertise_addr
+        cfg.advertise_addr = advertise_addr
     if host_id is not None:
-        _cfg.host_id = _hash_id(host_id) if host_id else None
+        cfg.host_id = _hash_id(host_id) if host_id else None
     if rnr_timeout is not None:
-        _cfg.rnr_timeout = rnr_timeout if rnr_timeout > 0 else None
+        cfg.rnr_timeout = rnr_timeout if rnr_timeout > 0 else None
     if connect_timeout is not None:
-        _cfg.connect_timeout = connect_timeout
+        cfg.connect_timeout = connect_timeout
     if connect_window is not None:
-        _cfg.connect_window = connect_window if connect_window > 0 else DEFAULT_CONNECT_WINDOW
+        cfg.connect_window = connect_window if connect_window > 0 else DEFAULT_CONNECT_WINDOW
     if retry_window is not None:
-        _cfg.retry_window = retry_window if retry_window > 0 else DEFAULT_RETRY_WINDOW
+        cfg.retry_window = retry_window if retry_window > 0 else DEFAULT_RETRY_WINDOW
     if shm is not None:
-        _cfg.shm = shm
+        cfg.shm = shm
 
 
 def host_id() -> bytes:
     """16 bytes naming this host for RDMA (the boot id, or ``DOCA_PY_RDMA_HOST_ID``)."""
-    return _cfg.host_id if _cfg.host_id is not None else ex.boot_id()
+    return cfg.host_id if cfg.host_id is not None else ex.boot_id()
 
 
 def rnr_window(retry_count: int) -> float:
     """Seconds a send waits for a posted receive: 50 ms × 2^count (7 → 6.4 s)."""
-    if _cfg.rnr_timeout is not None:
-        return _cfg.rnr_timeout
+    if cfg.rnr_timeout is not None:
+        return cfg.rnr_timeout
     return 0.05 * (1 << min(max(retry_count, 0), 7))
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 import functools
 import os
 import secrets
+import threading
 from collections import deque
 from collections.abc import Callable
 
@@ -21,22 +22,44 @@ from ..pe import Lane
 from ..transport.reactor import reactor
 from ..transport.stream import Stream
 from .config import (
-    C_BROKEN, C_CLOSED, C_CONNECTING, C_ESTABLISHED, C_NEW, C_REQUESTED, T_DISC, T_MAP, T_PING, _ABORTED, _INVALID,
-    _IO_FAILED, _RESET, _cfg, _monotonic, host_id, rnr_window,
+    C_BROKEN, C_CLOSED, C_CONNECTING, C_ESTABLISHED, C_NEW, C_REQUESTED, T_DISC, T_MAP, T_PING, ABORTED, INVALID,
+    IO_FAILED, RESET, cfg, monotonic, host_id, rnr_window,
 )
-from .segments import _Fail
-from .wire import _REPLY, _REPLY_MAGIC, _VERSION, put_frame
+from .segments import Fail
+from .shm import RingOwner, ShmRx, ShmTx
+from .work import Work
+from .wire import REPLY, REPLY_MAGIC, VERSION, put_frame
 from . import shm
 
-if TYPE_CHECKING:
-    from .ctx import EmuRdma
-    from .shm import ShmRx, ShmTx
-    from .tasks import _RdmaTask
+
+class ConnectionOwner(RingOwner, Protocol):
+    """The ctx as its connections, and through them the serving side (:mod:`.serve`), see it
+    (:class:`.ctx.EmuRdma` is one). A connection given as ``Any`` is an :class:`EmuRdmaConnection`."""
+
+    @property
+    def lock(self) -> threading.Lock: ...
+    @property
+    def conns(self) -> list[EmuRdmaConnection]: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def perms(self) -> int: ...
+    @property
+    def retry_window(self) -> float: ...
+    @property
+    def rnr_retry(self) -> int: ...
+    @property
+    def stalled(self) -> deque[Stream]: ...
+    @property
+    def dev(self) -> object: ...
+    def dial(self, conn: Any, addr: tuple[str, int], peer_key: bytes, unix: str = "") -> None: ...
+    def window_expired(self, arg: tuple[Any, int]) -> None: ...
+
 
 class EmuRdmaConnection:
     """Emulated ``doca_rdma_connection``."""
 
-    def __init__(self, ctx: EmuRdma, conn_id: int) -> None:
+    def __init__(self, ctx: ConnectionOwner, conn_id: int) -> None:
         self.ctx = ctx
         self.id = conn_id
         self.key = secrets.token_bytes(16)
@@ -53,12 +76,12 @@ class EmuRdmaConnection:
         self.srv: Stream | None = None  # they dialed: their requests, our responses
         self.cm_sock: Stream | None = None  # CM request stream (client: to the server; server: from the client)
         self.cm_addr: tuple[int, str, int] | None = None
-        self.pending: deque[_RdmaTask] = deque()  # requests awaiting responses, in order (under req.lock)
+        self.pending: deque[Work] = deque()  # requests awaiting responses, in order (under req.lock)
         self.map_ids: dict[ex.Blob, int] = {}
         self.blob = b""
         self.epoch = ctx.epoch
-        self.sq = _Fifo(ctx, self._run_sq)  # submitted tasks, in order, until they start (Pe thread)
-        self.err = _RESET  # status of tasks started after the connection broke
+        self.sq = Fifo(ctx, self.run_sq)  # submitted tasks, in order, until they start (Pe thread)
+        self.err = RESET  # status of tasks started after the connection broke
         self.err_reason = "the connection is down"
         self.window_armed = False  # a connect-window timer runs for tasks waiting on the peer
         self.since = 0.0  # when :attr:`pending` last became non-empty (retry window)
@@ -85,12 +108,12 @@ class EmuRdmaConnection:
             raise DocaInvalidValue("private data is at most 255 bytes")
         cm = self.cm_sock
         try:
-            ctx._dial(self, self.peer_addr, self.peer_key)
+            ctx.dial(self, self.peer_addr, self.peer_key)
         except DocaError:
-            ctx._break(self, _ABORTED)
+            ctx.break_connection(self, ABORTED)
             raise
         if cm is not None:
-            cm.r.call(lambda: _send_reply_and_close(cm, 0, ctx))
+            cm.r.call(lambda: send_reply_and_close(cm, 0, ctx))
 
     def reject(self) -> None:
         """Reject a pending CM request (server side)."""
@@ -100,13 +123,13 @@ class EmuRdmaConnection:
         ctx = self.ctx
         with ctx.lock:
             self.state = C_CLOSED
-            self.err, self.err_reason = _ABORTED, "the connection request was rejected"
+            self.err, self.err_reason = ABORTED, "the connection request was rejected"
             if self in ctx.conns:
                 ctx.conns.remove(self)
         if cm is not None:
-            cm.r.call(lambda: _send_reply_and_close(cm, _ABORTED, ctx))
+            cm.r.call(lambda: send_reply_and_close(cm, ABORTED, ctx))
         if self.sq.tasks and ctx.pe is not None:
-            ctx.pe.post(_fifo_retry, self.sq)  # tasks waiting on the request fail
+            ctx.pe.post(fifo_retry, self.sq)  # tasks waiting on the request fail
 
     def disconnect(self) -> None:
         """Tear the connection down; the peer sees its disconnection callback."""
@@ -118,10 +141,10 @@ class EmuRdmaConnection:
                 if not req.closed:
                     put_frame(req.out, T_DISC, 0, 0, 0, 0, 0)
             req.flush()
-        self.ctx._break(self, _RESET, local=True)
+        self.ctx.break_connection(self, RESET, local=True)
 
     # -- sending requests (Pe thread) -----------------------------------------------------------
-    def _run_sq(self) -> None:
+    def run_sq(self) -> None:
         """Start the queued tasks in order while the connection is up, or fail them once it is down.
 
         While the peer has not connected yet the tasks wait, as work requests on an RC
@@ -138,7 +161,7 @@ class EmuRdmaConnection:
                 self._wait_for_peer()
                 return
             q.pop(t)
-            t._go()
+            t.go()
 
     def _wait_for_peer(self) -> None:
         if self.window_armed:
@@ -152,50 +175,50 @@ class EmuRdmaConnection:
         r = reactor()
 
         def expired() -> None:
-            pe.post(ctx._window_expired, arg)
-        r.call(lambda: r.call_later(_cfg.connect_window, expired))
+            pe.post(ctx.window_expired, arg)
+        r.call(lambda: r.call_later(cfg.connect_window, expired))
 
-    def _stream(self) -> Stream:
+    def request_stream(self) -> Stream:
         st = self.req
         if self.state != C_ESTABLISHED or st is None:
             if self.state in (C_BROKEN, C_CLOSED):
-                raise _Fail(self.err, self.err_reason)
-            raise _Fail(int(ErrorCode.NOT_CONNECTED), "the connection is not established")
+                raise Fail(self.err, self.err_reason)
+            raise Fail(int(ErrorCode.NOT_CONNECTED), "the connection is not established")
         return st
 
-    def _push(self, t: _RdmaTask) -> None:
+    def push(self, t: Work) -> None:
         """*t* now waits for the peer's response (st.lock held): the retry window runs while any does."""
         p = self.pending
         if not p:
-            self._waiting()
+            self.start_waiting()
         p.append(t)
 
-    def _waiting(self, ring: bool = False) -> None:
+    def start_waiting(self, ring: bool = False) -> None:
         """Work starts waiting for the peer: (re)start the retry window, arm its timer (a ring send's
         sooner: the peer may need a nudge, :func:`_retry_check`)."""
-        self.since = _monotonic()
+        self.since = monotonic()
         if not self.rt_armed:
             self.rt_armed = True
             r = reactor()
             delay = shm.NUDGE if ring else self.ctx.retry_window
             r.call(functools.partial(r.call_later, delay, functools.partial(_retry_check, self)))
 
-    def _schedule(self, st: Stream) -> None:
+    def schedule(self, st: Stream) -> None:
         if not st.flush_posted:
             st.flush_posted = True
             pe = self.ctx.pe
             assert pe is not None
             pe.post(_flush, st)
 
-    def _map_id(self, st: Stream, mm: EmuMmap) -> int:
+    def map_id(self, st: Stream, mm: EmuMmap) -> int:
         """The id of *mm* on this connection; registers it with the peer first (st.lock held)."""
         blob = mm.blob
         if blob is None:
-            raise _Fail(_INVALID, "the remote buffer is not in an mmap created from an RDMA export")
+            raise Fail(INVALID, "the remote buffer is not in an mmap created from an RDMA export")
         mid = self.map_ids.get(blob)
         if mid is None:
             if len(self.map_ids) >= 0xFFFF:
-                raise _Fail(int(ErrorCode.FULL), "too many remote mmaps used on one connection")
+                raise Fail(int(ErrorCode.FULL), "too many remote mmaps used on one connection")
             mid = len(self.map_ids) + 1
             self.map_ids[blob] = mid
             data = ex.encode(blob)
@@ -236,7 +259,7 @@ def _retry_check(conn: EmuRdmaConnection) -> None:
             return
         srv = conn.srv
         last = max(conn.since, st.heard, srv.heard if srv is not None else 0.0, tx.heard if tx is not None else 0.0)
-        left = last + window - _monotonic()
+        left = last + window - monotonic()
         if left > 0:
             if tx is not None and ring:
                 # Ring sends are finished by the peer's progress: if it finished none since the last
@@ -257,31 +280,31 @@ def _retry_check(conn: EmuRdmaConnection) -> None:
         st.flush()
     if left > 0:
         return
-    ctx._break(conn, _IO_FAILED, reason=f"the peer did not answer within the retry window ({window:g} s, "
+    ctx.break_connection(conn, IO_FAILED, reason=f"the peer did not answer within the retry window ({window:g} s, "
                                         f"DOCA_PY_RDMA_RETRY_WINDOW) with {n} request(s) in flight: transport "
                                         f"retries exhausted, the connection is down")
 
 
-def _send_reply_and_close(st: Stream, status: int, ctx: EmuRdma) -> None:
+def send_reply_and_close(st: Stream, status: int, ctx: ConnectionOwner) -> None:
     if st.closed:
         return
     try:
         st.sock.setblocking(True)
         st.sock.settimeout(1.0)
-        st.sock.sendall(_REPLY.pack(_REPLY_MAGIC, _VERSION, status, host_id(), os.getpid(), ctx.perms,
+        st.sock.sendall(REPLY.pack(REPLY_MAGIC, VERSION, status, host_id(), os.getpid(), ctx.perms,
                                     int(rnr_window(ctx.rnr_retry) * 1000)))
     except OSError:
         pass
-    st.on_close = _ignore_close
+    st.on_close = ignore_close
     st.close()
 
 
-def _ignore_close(st: Stream, code: int) -> None:
+def ignore_close(st: Stream, code: int) -> None:
     pass
 
 
 
-class _Fifo(Lane):
+class Fifo(Lane):
     """One work queue of a queue pair: a connection's send queue or the ctx's receive queue.
 
     Hardware starts the work requests of one queue in the order they were posted
@@ -294,14 +317,14 @@ class _Fifo(Lane):
 
     __slots__ = ("ctx", "tasks", "run", "nready")
 
-    def __init__(self, ctx: EmuRdma, run: Callable[[], None]) -> None:
+    def __init__(self, ctx: ConnectionOwner, run: Callable[[], None]) -> None:
         super().__init__()
         self.ctx = ctx
-        self.tasks: deque[_RdmaTask] = deque()
+        self.tasks: deque[Work] = deque()
         self.run = run  # start the tasks at the front that may start (Pe thread)
         self.nready = 0  # queued tasks that were launched and wait for their turn
 
-    def head(self) -> _RdmaTask | None:
+    def head(self) -> Work | None:
         """The front task if it was launched (it stays queued); ``None`` when the queue is empty or
         the front task's launch has not run yet (that launch runs the queue again)."""
         tasks = self.tasks
@@ -309,14 +332,14 @@ class _Fifo(Lane):
             return tasks[0]
         return None
 
-    def pop(self, t: _RdmaTask) -> None:
+    def pop(self, t: Work) -> None:
         """Take the ready front task *t* off the queue."""
         self.tasks.popleft()
         t.fifo = None
         t.ready = False
         self.nready -= 1
 
-    def remove(self, t: _RdmaTask) -> None:
+    def remove(self, t: Work) -> None:
         """*t* completed without starting: drop its entry."""
         try:
             self.tasks.remove(t)
@@ -324,7 +347,7 @@ class _Fifo(Lane):
             pass
         t.fifo = None
 
-    def drop(self) -> list[_RdmaTask]:
+    def drop(self) -> list[Work]:
         """Empty the queue (ctx stop); returns the tasks that were waiting to start."""
         waiting = []
         for t in self.tasks:
@@ -337,5 +360,5 @@ class _Fifo(Lane):
         return waiting
 
 
-def _fifo_retry(q: _Fifo) -> None:
+def fifo_retry(q: Fifo) -> None:
     q.run()

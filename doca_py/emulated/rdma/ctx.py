@@ -27,21 +27,21 @@ from ..mmap import dev_key
 from ..transport.stream import Listener, Stream
 from .config import (
     C_BROKEN, C_CLOSED, C_CONNECTING, C_ESTABLISHED, C_NEW, C_REQUESTED, DEFAULT_QUEUE_SIZE, EV_DISCONNECTION,
-    EV_ESTABLISHED, EV_FAILURE, EV_REQUEST, _ABORTED, _IDLE, _LOCAL_RW, _RESET, _RUNNING, _STARTING, _TIME_OUT,
-    _cfg, host_id, rnr_window,
+    EV_ESTABLISHED, EV_FAILURE, EV_REQUEST, ABORTED, IDLE, LOCAL_RW, RESET, RUNNING, STARTING, TIME_OUT,
+    cfg, host_id, rnr_window,
 )
 from .wire import (
-    ConnBlob, Unreachable, _HELLO, _HELLO_MAGIC, _K_CM_REQUEST, _K_CONNECT, _REPLY, _REPLY_MAGIC, _VERSION,
-    _advertised, _close_all, _drop_data, _exchange, _pack_ip, _serials, _unpack_ip, _used_keys, _used_lock,
+    ConnBlob, Unreachable, HELLO, HELLO_MAGIC, K_CM_REQUEST, K_CONNECT, REPLY, REPLY_MAGIC, VERSION,
+    advertised, close_all, drop_data, exchange, pack_ip, serials, unpack_ip, used_keys, used_lock,
     decode_blob, encode_blob, unix_path,
 )
-from .connection import EmuRdmaConnection, _Fifo, _fifo_retry, _ignore_close, _send_reply_and_close
+from .connection import EmuRdmaConnection, Fifo, fifo_retry, ignore_close, send_reply_and_close
 from .tasks import (
     EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskReceive, EmuRdmaTaskSend, EmuRdmaTaskWrite, RdmaTaskAlloc,
-    _RdmaTask,
 )
-from .serve import _SrvState, _close_answering, _req_closed, _serve, _srv_closed, conn_responses
+from .serve import SrvState, answer_and_close, req_closed, serve_stream, srv_closed, conn_responses
 from . import shm
+from .work import Work
 
 # -- the context -------------------------------------------------------------------------------
 class EmuRdma(RdmaTaskAlloc):
@@ -50,7 +50,7 @@ class EmuRdma(RdmaTaskAlloc):
     def __init__(self, dev: object) -> None:
         super().__init__()
         self.dev = dev
-        self.perms = _LOCAL_RW
+        self.perms = LOCAL_RW
         self.transport = 0
         self.gid_index = 0
         self.max_conns = 1
@@ -63,7 +63,7 @@ class EmuRdma(RdmaTaskAlloc):
         self.sl = 0
         self.rnr_retry = 7
         self.cm_timeout_ms = 5000
-        self.retry_window = _cfg.retry_window  # read again at start
+        self.retry_window = cfg.retry_window  # read again at start
         self.receive = TaskPool(self, EmuRdmaTaskReceive)
         self.send = TaskPool(self, EmuRdmaTaskSend)
         self.send_imm = TaskPool(self, EmuRdmaTaskSend)
@@ -73,7 +73,7 @@ class EmuRdma(RdmaTaskAlloc):
         self.atomic_cmp_swp = TaskPool(self, EmuRdmaTaskAtomic)
         self.atomic_fetch_add = TaskPool(self, EmuRdmaTaskAtomic)
         self.lock = threading.Lock()
-        self.rq = _Fifo(self, self._run_rq)  # submitted receives, in order, until posted (Pe thread)
+        self.rq = Fifo(self, self._run_rq)  # submitted receives, in order, until posted (Pe thread)
         self.posted: deque[EmuRdmaTaskReceive] = deque()
         self.stalled: deque[Stream] = deque()
         self.conns: list[EmuRdmaConnection] = []
@@ -85,7 +85,7 @@ class EmuRdma(RdmaTaskAlloc):
         self.conn_cb: Callable[[int, EmuRdmaConnection], None] | None = None
         self.epoch = 0
         self.host = b""
-        self.serial = next(_serials)
+        self.serial = next(serials)
         #: DOCA 3.x rules (RUNNING without a connection) or 2.6 (RUNNING after connect), chosen at start.
         self.v3 = True
 
@@ -93,22 +93,22 @@ class EmuRdma(RdmaTaskAlloc):
     def start(self) -> int:
         if self.pe is None:
             raise DocaNotConnected("connect the ctx to a Pe before start")
-        if self.state != _IDLE:
+        if self.state != IDLE:
             raise DocaBadState("ctx is not IDLE")
         try:
-            listener = Listener(_cfg.bind_addr, 0, self._accept)
+            listener = Listener(cfg.bind_addr, 0, self.accept_socket)
         except (OSError, ValueError) as exc:
-            raise DocaError(f"cannot listen on {_cfg.bind_addr!r}: {exc}", code=int(ErrorCode.OPERATING_SYSTEM)) \
+            raise DocaError(f"cannot listen on {cfg.bind_addr!r}: {exc}", code=int(ErrorCode.OPERATING_SYSTEM)) \
                 from None
         self.listener = listener
-        self.unix = shm.listen(self) if _cfg.shm else None
+        self.unix = shm.listen(self) if cfg.shm else None
         self.epoch += 1
-        self.retry_window = _cfg.retry_window
+        self.retry_window = cfg.retry_window
         self.host = host_id()
         self.v3 = emu_version.VERSION >= (3, 0)
         for pool in self.pools:
             pool.build()
-        self._set_state(_STARTING)
+        self._set_state(STARTING)
         if self.v3:  # 3.x: RUNNING on the next progress, connected or not ("ready to export and connect")
             assert self.pe is not None
             self.pe.post(self._to_running, self.epoch)
@@ -116,12 +116,12 @@ class EmuRdma(RdmaTaskAlloc):
 
     def _to_running(self, epoch: int) -> None:
         """STARTING -> RUNNING, inside ``progress()``."""
-        if epoch == self.epoch and self.state == _STARTING:
-            self.state = _RUNNING
-            self._deliver_state((_STARTING, _RUNNING))
+        if epoch == self.epoch and self.state == STARTING:
+            self.state = RUNNING
+            self._deliver_state((STARTING, RUNNING))
 
     def _on_stop(self) -> None:
-        claimed: list[_RdmaTask] = []
+        claimed: list[Work] = []
         posted = self.posted
         with self.lock:
             while posted:  # one popleft at a time: the I/O thread pops receives without the lock
@@ -150,9 +150,9 @@ class EmuRdma(RdmaTaskAlloc):
             lst.close()
         self.cm_listeners.clear()
 
-    def _close_conn(self, c: EmuRdmaConnection) -> list[_RdmaTask]:
+    def _close_conn(self, c: EmuRdmaConnection) -> list[Work]:
         """Detach *c* from its streams (any thread); returns the tasks that waited on it."""
-        claimed: list[_RdmaTask] = []
+        claimed: list[Work] = []
         c.state = C_CLOSED
         req = c.req
         if req is not None:
@@ -168,7 +168,7 @@ class EmuRdma(RdmaTaskAlloc):
             for t, st in done:
                 t.status = st
                 if not st:
-                    t._ok()
+                    t.succeed()
                 if pe is not None:
                     pe.post_item(t.done)
         srv_st = c.srv
@@ -179,7 +179,7 @@ class EmuRdma(RdmaTaskAlloc):
 
             def close_answering() -> None:
                 try:
-                    _close_answering(srv_st)
+                    answer_and_close(srv_st)
                 finally:
                     answered.set()
 
@@ -202,7 +202,7 @@ class EmuRdma(RdmaTaskAlloc):
 
     # -- export / connect ---------------------------------------------------------------------------
     def _new_conn(self) -> EmuRdmaConnection:
-        if self.state not in (_STARTING, _RUNNING):
+        if self.state not in (STARTING, RUNNING):
             raise DocaBadState("rdma connections are made after start (ctx STARTING or RUNNING)")
         with self.lock:
             live = sum(1 for c in self.conns if c.state not in (C_BROKEN, C_CLOSED))
@@ -217,60 +217,60 @@ class EmuRdma(RdmaTaskAlloc):
         c = self._new_conn()
         assert self.listener is not None
         c.blob = encode_blob(ConnBlob(0, self.host, os.getpid(), self.serial, c.id, c.key, self.perms,
-                                      int(rnr_window(self.rnr_retry) * 1000), _advertised(self.listener),
+                                      int(rnr_window(self.rnr_retry) * 1000), advertised(self.listener),
                                       self.listener.addr[1]))
         return c.blob, c
 
     def connect(self, blob: bytes, conn: Any) -> None:
         if not isinstance(conn, EmuRdmaConnection) or conn.ctx is not self:
             raise DocaInvalidValue("the connection was not exported by this rdma ctx")
-        if self.state not in (_STARTING, _RUNNING):
+        if self.state not in (STARTING, RUNNING):
             raise DocaBadState("connect needs a started rdma ctx")
         if conn.state != C_NEW or conn.req is not None:
             raise DocaBadState("this connection is already connected (a new connection needs a new export)")
         if not blob:
             raise DocaInvalidValue("empty connection blob")
         b = decode_blob(bytes(blob))
-        with _used_lock:
-            if b.key in _used_keys:
+        with used_lock:
+            if b.key in used_keys:
                 raise DocaConnectionAborted("this connection blob was already used for a connection (replayed)")
         if conn.peer_key is not None and conn.peer_key != b.key:
             raise DocaConnectionAborted("another peer already connected to this connection's export")
         # Same host: dial the peer's Unix listener, which can hand over a shared-memory ring.
         unix = unix_path(b.pid, b.serial) if b.host == self.host and self.unix is not None else ""
-        self._dial(conn, (b.ip, b.port), b.key, unix)
-        if not self.v3 and self.state == _STARTING:  # 2.6: the next progress moves the ctx to RUNNING
+        self.dial(conn, (b.ip, b.port), b.key, unix)
+        if not self.v3 and self.state == STARTING:  # 2.6: the next progress moves the ctx to RUNNING
             assert self.pe is not None
             self.pe.post(self._to_running, self.epoch)
 
-    def _dial(self, conn: EmuRdmaConnection, addr: tuple[str, int], peer_key: bytes, unix: str = "") -> None:
+    def dial(self, conn: EmuRdmaConnection, addr: tuple[str, int], peer_key: bytes, unix: str = "") -> None:
         """Open our request stream to the peer's listener and prove we hold its key (Pe thread)."""
         assert self.listener is not None
-        family, ip = _pack_ip(_advertised(self.listener))
-        hello = _HELLO.pack(_HELLO_MAGIC, _VERSION, _K_CONNECT, peer_key, conn.key, self.host, os.getpid(),
+        family, ip = pack_ip(advertised(self.listener))
+        hello = HELLO.pack(HELLO_MAGIC, VERSION, K_CONNECT, peer_key, conn.key, self.host, os.getpid(),
                             self.perms, int(rnr_window(self.rnr_retry) * 1000), conn.id, ip, self.listener.addr[1],
                             family)
         try:
-            reply = _exchange(addr, hello, _cfg.connect_timeout, unix)
+            reply = exchange(addr, hello, cfg.connect_timeout, unix)
         except Unreachable:
-            reply = _exchange(addr, hello, _cfg.connect_timeout)
+            reply = exchange(addr, hello, cfg.connect_timeout)
         sock, (magic, version, status, phost, ppid, pperms, prnr), fds = reply
         if status:
-            _close_all(sock, fds)
+            close_all(sock, fds)
             name = ErrorCode(status).name if status in ErrorCode._value2member_map_ else status
             raise DocaConnectionAborted(f"the peer refused the connection ({name})")
-        with _used_lock:
-            _used_keys.add(peer_key)
-        st = Stream(sock, conn_responses(conn), _req_closed(conn))
+        with used_lock:
+            used_keys.add(peer_key)
+        st = Stream(sock, conn_responses(conn), req_closed(conn))
         with self.lock:
-            if self.state not in (_STARTING, _RUNNING):
-                _close_all(sock, fds)
+            if self.state not in (STARTING, RUNNING):
+                close_all(sock, fds)
                 raise DocaConnectionAborted("the ctx stopped while connecting")
             if conn.state in (C_BROKEN, C_CLOSED):
                 # The peer accepted, then left before we got here. doca_rdma_connect only moves
                 # the local QP, so it succeeds; the loss is reported by the connection's
                 # callbacks and by its tasks, as it already was.
-                _close_all(sock, fds)
+                close_all(sock, fds)
                 return
             if fds:
                 try:
@@ -302,15 +302,15 @@ class EmuRdma(RdmaTaskAlloc):
         conn, epoch = arg
         if epoch != self.epoch or conn.state != C_ESTABLISHED:
             return
-        if self.state == _STARTING:  # a CM connection (2.6 rules; 3.x is RUNNING already)
-            self.state = _RUNNING
-            self._deliver_state((_STARTING, _RUNNING))
+        if self.state == STARTING:  # a CM connection (2.6 rules; 3.x is RUNNING already)
+            self.state = RUNNING
+            self._deliver_state((STARTING, RUNNING))
         if self.conn_cb is not None:
             self.conn_cb(EV_ESTABLISHED, conn)
         if conn.state == C_ESTABLISHED:
-            conn._run_sq()  # tasks that waited for the peer
+            conn.run_sq()  # tasks that waited for the peer
 
-    def _window_expired(self, arg: tuple[EmuRdmaConnection, int]) -> None:
+    def window_expired(self, arg: tuple[EmuRdmaConnection, int]) -> None:
         """The connect window of tasks waiting on *conn* ended (inside ``progress()``)."""
         conn, epoch = arg
         conn.window_armed = False
@@ -318,9 +318,9 @@ class EmuRdma(RdmaTaskAlloc):
             return
         if not conn.sq.nready:
             return  # nothing waits (any more); the connection may still come up
-        self._break(conn, _TIME_OUT, reason=f"the peer did not connect within the connect window "
-                                            f"({_cfg.connect_window:g} s, DOCA_PY_RDMA_CONNECT_WINDOW)")
-        conn._run_sq()
+        self.break_connection(conn, TIME_OUT, reason=f"the peer did not connect within the connect window "
+                                            f"({cfg.connect_window:g} s, DOCA_PY_RDMA_CONNECT_WINDOW)")
+        conn.run_sq()
 
     def _post_event(self, kind: int, conn: EmuRdmaConnection) -> None:
         pe = self.pe
@@ -333,7 +333,7 @@ class EmuRdma(RdmaTaskAlloc):
         if epoch == self.epoch and self.conn_cb is not None and not self.destroyed:
             self.conn_cb(kind, conn)
 
-    def _break(self, conn: EmuRdmaConnection, code: int, local: bool = False, reason: str = "") -> None:
+    def break_connection(self, conn: EmuRdmaConnection, code: int, local: bool = False, reason: str = "") -> None:
         """The connection died (any thread): fail its waiting tasks, report it once."""
         with self.lock:
             if conn.state in (C_BROKEN, C_CLOSED) or conn.epoch != self.epoch:
@@ -357,35 +357,35 @@ class EmuRdma(RdmaTaskAlloc):
                 t.reason = conn.err_reason
                 pe.post_item(t.done)
             if conn.sq.tasks:
-                pe.post(_fifo_retry, conn.sq)  # the tasks not started yet fail too
+                pe.post(fifo_retry, conn.sq)  # the tasks not started yet fail too
 
     # -- accepting streams (I/O thread) -----------------------------------------------------------
-    def _accept(self, sock: socket.socket) -> None:
-        st = Stream(sock, self._handshake, _ignore_close)
+    def accept_socket(self, sock: socket.socket) -> None:
+        st = Stream(sock, self._handshake, ignore_close)
         st.start()
 
     def _handshake(self, st: Stream) -> None:
-        if st.rend - st.rpos < _HELLO.size:
+        if st.rend - st.rpos < HELLO.size:
             return
-        fields = _HELLO.unpack_from(st.rx, st.rpos)
-        st.rpos += _HELLO.size
+        fields = HELLO.unpack_from(st.rx, st.rpos)
+        st.rpos += HELLO.size
         magic, version, kind, target, key, phost, ppid, pperms, prnr, pconn, pip, pport, pfam = fields
         status = 0
         conn: EmuRdmaConnection | None = None
-        if magic != _HELLO_MAGIC or version != _VERSION or kind != _K_CONNECT:
-            status = _ABORTED
+        if magic != HELLO_MAGIC or version != VERSION or kind != K_CONNECT:
+            status = ABORTED
         else:
             with self.lock:
-                if self.state not in (_STARTING, _RUNNING):
+                if self.state not in (STARTING, RUNNING):
                     status = int(ErrorCode.BAD_STATE)
                 else:
                     conn = next((c for c in self.conns if c.key == target), None)
                     if conn is None or conn.state in (C_BROKEN, C_CLOSED):
-                        status = _ABORTED  # unknown, stale or closed key
+                        status = ABORTED  # unknown, stale or closed key
                     elif conn.srv is not None:
-                        status = _ABORTED  # replayed: the connection already has its peer
+                        status = ABORTED  # replayed: the connection already has its peer
                     elif conn.peer_key is not None and conn.peer_key != key:
-                        status = _ABORTED  # not the peer we connected to
+                        status = ABORTED  # not the peer we connected to
                     else:
                         conn.srv = st
                         conn.peer_key = key
@@ -393,12 +393,12 @@ class EmuRdma(RdmaTaskAlloc):
                         conn.peer_rnr = prnr / 1000.0
                         conn.same_host = phost == self.host
                         try:
-                            conn.peer_addr = (_unpack_ip(pfam, pip), pport)
+                            conn.peer_addr = (unpack_ip(pfam, pip), pport)
                         except ValueError:
                             conn.peer_addr = None
-                        st.ctx = _SrvState(conn)
-                        st.on_data = _serve
-                        st.on_close = _srv_closed
+                        st.ctx = SrvState(conn)
+                        st.on_data = serve_stream
+                        st.on_close = srv_closed
                         shm.offer_rx(conn, st)
                         self._maybe_established(conn)
                         # An RDMA-CM connection (cm_addr: set before its request leaves, unlike cm_sock, which
@@ -406,27 +406,27 @@ class EmuRdma(RdmaTaskAlloc):
                         if conn.req is None and conn.cm_addr is not None and self.pe is not None:
                             self.pe.post(self._cm_dial, (conn, self.epoch))
         try:
-            shm.send_reply(conn, st, _REPLY.pack(_REPLY_MAGIC, _VERSION, status, self.host, os.getpid(), self.perms,
+            shm.send_reply(conn, st, REPLY.pack(REPLY_MAGIC, VERSION, status, self.host, os.getpid(), self.perms,
                                                  int(rnr_window(self.rnr_retry) * 1000)), not status)
         except OSError:
-            status = _RESET
+            status = RESET
         if status:
             if conn is not None and conn.srv is st:
                 conn.srv = None
-            st.on_close = _ignore_close
+            st.on_close = ignore_close
             st.close()
             return
         if st.rend > st.rpos:
-            _serve(st)
+            serve_stream(st)
 
     # -- RDMA-CM flow -------------------------------------------------------------------------------
     def start_listen_to_port(self, port: int) -> int:
-        if self.state not in (_STARTING, _RUNNING):
+        if self.state not in (STARTING, RUNNING):
             raise DocaBadState("start_listen_to_port needs a started rdma ctx")
         if port in self.cm_listeners:
             raise DocaBadState(f"already listening on port {port}")
         try:
-            lst = Listener(_cfg.bind_addr, port, self._cm_accept)
+            lst = Listener(cfg.bind_addr, port, self._cm_accept)
         except OSError as exc:
             code = int(ErrorCode.IN_USE) if exc.errno == errno.EADDRINUSE else int(ErrorCode.OPERATING_SYSTEM)
             raise DocaError(f"cannot listen on port {port}: {exc.strerror}", code=code) from None
@@ -441,30 +441,30 @@ class EmuRdma(RdmaTaskAlloc):
         lst.close()
 
     def _cm_accept(self, sock: socket.socket) -> None:
-        st = Stream(sock, self._cm_request, _ignore_close)
+        st = Stream(sock, self._cm_request, ignore_close)
         st.start()
 
     def _cm_request(self, st: Stream) -> None:
-        if st.rend - st.rpos < _HELLO.size:
+        if st.rend - st.rpos < HELLO.size:
             return
-        fields = _HELLO.unpack_from(st.rx, st.rpos)
-        st.rpos += _HELLO.size
+        fields = HELLO.unpack_from(st.rx, st.rpos)
+        st.rpos += HELLO.size
         magic, version, kind, _target, key, phost, ppid, pperms, prnr, _pconn, pip, pport, pfam = fields
-        st.on_data = _drop_data
-        if magic != _HELLO_MAGIC or version != _VERSION or kind != _K_CM_REQUEST:
-            _send_reply_and_close(st, _ABORTED, self)
+        st.on_data = drop_data
+        if magic != HELLO_MAGIC or version != VERSION or kind != K_CM_REQUEST:
+            send_reply_and_close(st, ABORTED, self)
             return
         try:
             conn = self._new_conn()
-            conn.peer_addr = (_unpack_ip(pfam, pip), pport)
+            conn.peer_addr = (unpack_ip(pfam, pip), pport)
         except (DocaError, ValueError):
-            _send_reply_and_close(st, int(ErrorCode.FULL), self)
+            send_reply_and_close(st, int(ErrorCode.FULL), self)
             return
         conn.state = C_REQUESTED
         conn.peer_key = key
         conn.cm_sock = st
         conn.cm_addr = (1 if pfam == 6 else 0, conn.peer_addr[0], pport)
-        st.on_close = lambda s, code: self._break(conn, _ABORTED) if conn.state == C_REQUESTED else None
+        st.on_close = lambda s, code: self.break_connection(conn, ABORTED) if conn.state == C_REQUESTED else None
         pe = self.pe
         assert pe is not None
         if self.conn_cb is None:
@@ -487,37 +487,37 @@ class EmuRdma(RdmaTaskAlloc):
                 or conn.peer_key is None:
             return
         try:
-            self._dial(conn, conn.peer_addr, conn.peer_key)
+            self.dial(conn, conn.peer_addr, conn.peer_key)
         except DocaError as exc:
             logger.debug("rdma: CM dial-back failed: %s", exc)
-            self._break(conn, _ABORTED)
+            self.break_connection(conn, ABORTED)
 
     def connect_to_addr(self, addr_type: int, address: str, port: int) -> EmuRdmaConnection:
         """RDMA-CM client: ask a listening peer for a connection; the result comes by callback."""
-        if self.state not in (_STARTING, _RUNNING):
+        if self.state not in (STARTING, RUNNING):
             raise DocaBadState("connect_to_addr needs a started rdma ctx")
         conn = self._new_conn()
         conn.state = C_CONNECTING
         conn.cm_addr = (addr_type, address, port)
         assert self.listener is not None
-        family, ip = _pack_ip(_advertised(self.listener))
-        hello = _HELLO.pack(_HELLO_MAGIC, _VERSION, _K_CM_REQUEST, bytes(16), conn.key, self.host, os.getpid(),
+        family, ip = pack_ip(advertised(self.listener))
+        hello = HELLO.pack(HELLO_MAGIC, VERSION, K_CM_REQUEST, bytes(16), conn.key, self.host, os.getpid(),
                             self.perms, int(rnr_window(self.rnr_retry) * 1000), conn.id, ip, self.listener.addr[1],
                             family)
-        timeout = min(_cfg.connect_timeout, self.cm_timeout_ms / 1000.0) if self.cm_timeout_ms else \
-            _cfg.connect_timeout
+        timeout = min(cfg.connect_timeout, self.cm_timeout_ms / 1000.0) if self.cm_timeout_ms else \
+            cfg.connect_timeout
         try:
             sock = socket.create_connection((address, port), timeout=timeout)
         except OSError as exc:
             logger.debug("rdma connect_to_addr %s:%d failed: %s", address, port, exc)
-            self._break(conn, _ABORTED)
+            self.break_connection(conn, ABORTED)
             return conn
         try:
             sock.sendall(hello)
         except OSError as exc:  # the listener went away meanwhile
             sock.close()
             logger.debug("rdma connect_to_addr %s:%d failed: %s", address, port, exc)
-            self._break(conn, _ABORTED)
+            self.break_connection(conn, ABORTED)
             return conn
         st = Stream(sock, self._cm_reply, lambda s, code: self._cm_lost(conn))
         st.ctx = conn
@@ -529,23 +529,23 @@ class EmuRdma(RdmaTaskAlloc):
         return conn
 
     def _cm_reply(self, st: Stream) -> None:
-        if st.rend - st.rpos < _REPLY.size:
+        if st.rend - st.rpos < REPLY.size:
             return
-        magic, version, status, *_ = _REPLY.unpack_from(st.rx, st.rpos)
-        st.rpos += _REPLY.size
+        magic, version, status, *_ = REPLY.unpack_from(st.rx, st.rpos)
+        st.rpos += REPLY.size
         conn: EmuRdmaConnection = st.ctx
-        st.on_close = _ignore_close
+        st.on_close = ignore_close
         st.close()
-        if magic != _REPLY_MAGIC or status:
-            self._break(conn, _ABORTED)
+        if magic != REPLY_MAGIC or status:
+            self.break_connection(conn, ABORTED)
 
     def _cm_lost(self, conn: EmuRdmaConnection) -> None:
         if conn.state in (C_CONNECTING, C_NEW) and conn.srv is None:
-            self._break(conn, _ABORTED)
+            self.break_connection(conn, ABORTED)
 
     def _cm_timeout(self, conn: EmuRdmaConnection, epoch: int) -> None:
         if epoch == self.epoch and conn.state == C_CONNECTING:
-            self._break(conn, _TIME_OUT)
+            self.break_connection(conn, TIME_OUT)
 
     # -- receive matching (I/O thread and Pe thread) -------------------------------------------------
     def _run_rq(self) -> None:
@@ -556,15 +556,15 @@ class EmuRdma(RdmaTaskAlloc):
             if t is None:
                 return
             q.pop(t)
-            t._go()
+            t.go()
 
-    def _resume_stalled(self) -> None:
+    def resume_stalled(self) -> None:
         while True:
             with self.lock:
                 if not self.stalled or not self.posted:
                     return
                 st = self.stalled.popleft()
-            srv: _SrvState = st.ctx
+            srv: SrvState = st.ctx
             srv.stall_token += 1
             st.resume()
 

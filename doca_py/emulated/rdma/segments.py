@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ...errors import (
     DocaError,
 )
 from ..buf import EmuBuf
-from .config import _INVALID, _TOO_BIG
-
-if TYPE_CHECKING:
-    from .tasks import EmuRdmaTaskReceive
+from .config import INVALID, TOO_BIG
 
 _small = 1 << 16
-_memmove = ctypes.memmove
+memmove = ctypes.memmove
 
 
-class _Fail(Exception):
+class ReceiveTarget(Protocol):
+    """A posted receive as :func:`recv_segments` sees it (:class:`.tasks.EmuRdmaTaskReceive`)."""
+
+    @property
+    def dst(self) -> EmuBuf | None: ...
+
+
+class Fail(Exception):
     """A task fails with *code* (raised while starting it)."""
 
     def __init__(self, code: int, detail: str = "") -> None:
@@ -27,7 +31,7 @@ class _Fail(Exception):
 
 
 
-def _segments(buf: EmuBuf | None, write: bool) -> tuple[list[memoryview], int]:
+def buf_segments(buf: EmuBuf | None, write: bool) -> tuple[list[memoryview], int]:
     """Views of a local buffer list: data regions (sources) or the room after them (destinations)."""
     segs: list[memoryview] = []
     total = 0
@@ -35,7 +39,7 @@ def _segments(buf: EmuBuf | None, write: bool) -> tuple[list[memoryview], int]:
     while b is not None:
         mm = b.mmap
         if mm is None:
-            raise _Fail(_INVALID, "buffer is not allocated")
+            raise Fail(INVALID, "buffer is not allocated")
         if write:
             start = b.data + b.data_len
             n = b.head + b.len - start
@@ -45,16 +49,16 @@ def _segments(buf: EmuBuf | None, write: bool) -> tuple[list[memoryview], int]:
             try:
                 segs.append(mm.view(start, n, write))
             except DocaError as exc:
-                raise _Fail(exc.code, str(exc)) from None
+                raise Fail(exc.code, str(exc)) from None
             total += n
         b = b.next
     return segs, total
 
 
-def _land(dst: EmuBuf | None, src: memoryview | bytearray, start: int, n: int) -> bool:
+def land(dst: EmuBuf | None, src: memoryview | bytearray, start: int, n: int) -> bool:
     """Receive ``src[start:start+n]`` into *dst* the short way: after the data of a single buffer of a
-    started local map that has the room, through the map's view (what :func:`_recv_segments`,
-    :func:`_scatter` and :func:`_grow` do for any list). False, with nothing done, for anything else
+    started local map that has the room, through the map's view (what :func:`recv_segments`,
+    :func:`scatter` and :func:`grow_data` do for any list). False, with nothing done, for anything else
     (a chained, short or not writable destination, or another kind of map): the general path decides."""
     if not n:
         return True
@@ -73,14 +77,14 @@ def _land(dst: EmuBuf | None, src: memoryview | bytearray, start: int, n: int) -
     return True
 
 
-def _list_len(buf: EmuBuf | None) -> int:
+def list_len(buf: EmuBuf | None) -> int:
     n = 0
     while buf is not None:
         n, buf = n + 1, buf.next
     return n
 
 
-def _scatter(segs: list[memoryview], data: memoryview) -> None:
+def scatter(segs: list[memoryview], data: memoryview) -> None:
     off = 0
     for s in segs:
         k = min(len(s), len(data) - off)
@@ -90,7 +94,7 @@ def _scatter(segs: list[memoryview], data: memoryview) -> None:
         off += k
 
 
-def _grow(buf: EmuBuf | None, n: int) -> None:
+def grow_data(buf: EmuBuf | None, n: int) -> None:
     """Account *n* bytes written after the data of a destination list."""
     b = buf
     while b is not None and n > 0:
@@ -102,7 +106,7 @@ def _grow(buf: EmuBuf | None, n: int) -> None:
 
 
 
-def _copy_from(segs: list[memoryview], p: int, n: int) -> None:
+def copy_from(segs: list[memoryview], p: int, n: int) -> None:
     """Copy *n* bytes at process address *p* into *segs*."""
     off = 0
     for s in segs:
@@ -110,32 +114,32 @@ def _copy_from(segs: list[memoryview], p: int, n: int) -> None:
         if k <= 0:
             break
         if k <= _small:
-            s[:k] = _target_view(p + off, k)
+            s[:k] = target_view(p + off, k)
         else:
-            _memmove((ctypes.c_char * k).from_buffer(s), p + off, k)  # releases the GIL
+            memmove((ctypes.c_char * k).from_buffer(s), p + off, k)  # releases the GIL
         off += k
 
 
-def _copy_to(p: int, segs: list[memoryview]) -> int:
+def copy_to(p: int, segs: list[memoryview]) -> int:
     """Copy *segs* to process address *p*."""
     off = 0
     for s in segs:
         k = len(s)
         if k <= _small:
-            _target_view(p + off, k)[:] = s
+            target_view(p + off, k)[:] = s
         else:
-            _memmove(p + off, (ctypes.c_char * k).from_buffer(s), k)
+            memmove(p + off, (ctypes.c_char * k).from_buffer(s), k)
         off += k
     return off
 
 
 
-def _target_view(p: int, n: int) -> memoryview:
+def target_view(p: int, n: int) -> memoryview:
     return memoryview((ctypes.c_char * n).from_address(p)).cast("B")
 
 
 
-def _tail(segs: list[memoryview], skip: int) -> list[memoryview]:
+def tail(segs: list[memoryview], skip: int) -> list[memoryview]:
     """The parts of *segs* after the first *skip* bytes."""
     out: list[memoryview] = []
     for s in segs:
@@ -147,13 +151,13 @@ def _tail(segs: list[memoryview], skip: int) -> list[memoryview]:
     return out
 
 
-def _recv_segments(task: EmuRdmaTaskReceive, n: int) -> tuple[int, list[memoryview]]:
+def recv_segments(task: ReceiveTarget, n: int) -> tuple[int, list[memoryview]]:
     if not n:
         return 0, []
     try:
-        segs, room = _segments(task.dst, True)
-    except _Fail as f:
+        segs, room = buf_segments(task.dst, True)
+    except Fail as f:
         return f.code, []
     if room < n:
-        return _TOO_BIG, []
+        return TOO_BIG, []
     return 0, segs

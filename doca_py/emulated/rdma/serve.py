@@ -3,11 +3,11 @@ serves requests (receives, remote access, atomics, RNR stalls)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
 import ctypes
 import functools
 import struct
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...errors import (
     DocaError,
@@ -18,17 +18,15 @@ from ..transport.stream import RX_SIZE, Stream
 from .config import (
     C_BROKEN, C_CLOSED, F_CAS, F_IMM, F_NODATA, MAX_MESSAGE_SIZE, OP_RECV_SEND, OP_RECV_SEND_WITH_IMM,
     OP_RECV_WRITE_WITH_IMM, R_ACK, R_DATA, R_ERR, R_RNR, T_ATOMIC, T_DISC, T_MAP, T_PING, T_READ, T_SEND, T_WRITE,
-    _INVALID, _IO_FAILED, _NOT_PERMITTED, _NOT_SUPPORTED, _RDMA_ATOMIC, _RDMA_READ, _RDMA_WRITE, _RESET, _SUCCESS,
-    _TIME_OUT, _TOO_BIG,
+    INVALID, IO_FAILED, NOT_PERMITTED, NOT_SUPPORTED, RDMA_ATOMIC, RDMA_READ, RDMA_WRITE, RESET, SUCCESS,
+    TIME_OUT, TOO_BIG,
 )
-from .connection import EmuRdmaConnection
-from .tasks import EmuRdmaTaskReceive, _Q2, _RdmaTask, _U64
+from .connection import ConnectionOwner, EmuRdmaConnection
+from .tasks import Q2, U64
+from .work import ReceiveWork, Work
 from .wire import HDR, HDR_SIZE, put_frame
 from . import shm
-from .segments import _grow, _land, _recv_segments, _scatter, _tail, _target_view
-
-if TYPE_CHECKING:
-    from .ctx import EmuRdma
+from .segments import grow_data, land, recv_segments, scatter, tail, target_view
 
 # -- the requester's side of a stream: responses ------------------------------------------------
 def conn_responses(conn: EmuRdmaConnection) -> Callable[[Stream], None]:
@@ -37,9 +35,9 @@ def conn_responses(conn: EmuRdmaConnection) -> Callable[[Stream], None]:
     return on_data
 
 
-def _req_closed(conn: EmuRdmaConnection) -> Callable[[Stream, int], None]:
+def req_closed(conn: EmuRdmaConnection) -> Callable[[Stream, int], None]:
     def on_close(st: Stream, code: int) -> None:
-        conn.ctx._break(conn, _RESET)
+        conn.ctx.break_connection(conn, RESET)
     return on_close
 
 
@@ -59,7 +57,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
             with st.lock:
                 acked = [pending.popleft() for _ in range(min(a, len(pending)))]
             for at in acked:
-                at._ok()
+                at.succeed()
                 post_item(at.done)
         elif typ == R_RNR:
             pos += HDR_SIZE  # the peer lives (Stream.heard), its receive queue is empty
@@ -68,34 +66,34 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
             with st.lock:
                 et = pending.popleft() if pending else None
             if et is not None:
-                et.status = int(a) or _IO_FAILED
+                et.status = int(a) or IO_FAILED
                 post_item(et.done)
         elif typ == R_DATA:
             body = pos + HDR_SIZE
             avail = end - body
             with st.lock:
-                t: _RdmaTask | None = pending[0] if pending else None
+                t: Work | None = pending[0] if pending else None
             segs: list[memoryview] = getattr(t, "segs", []) if t is not None else []
             if t is None or length != t.nbytes:
                 st.rpos = pos
-                st.close(_IO_FAILED)  # protocol violation: the peer answered something we did not ask
+                st.close(IO_FAILED)  # protocol violation: the peer answered something we did not ask
                 return
             if avail >= length:
-                _scatter(segs, mv[body:body + length])
+                scatter(segs, mv[body:body + length])
                 pos = body + length
                 with st.lock:
                     mine = bool(pending) and pending[0] is t
                     if mine:
                         pending.popleft()
                 if mine:
-                    t._ok()
+                    t.succeed()
                     post_item(t.done)
                 continue
             if HDR_SIZE + length <= RX_SIZE:
                 break  # wait for the rest of the frame
             # Stream the payload straight into the destination.
-            _scatter(segs, mv[body:end])
-            rest = _tail(segs, avail)
+            scatter(segs, mv[body:end])
+            rest = tail(segs, avail)
             st.rpos = st.rend = 0
             task = t
 
@@ -105,20 +103,20 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
                     if mine:
                         pending.popleft()
                 if mine:
-                    task._ok()
+                    task.succeed()
                     post_item(task.done)
             st.sink.extend(rest)
             st.sink_done = done
             return
         else:
             st.rpos = pos
-            st.close(_IO_FAILED)
+            st.close(IO_FAILED)
             return
     st.rpos = pos
 
 
 # -- the acceptor's side of a stream: requests -----------------------------------------------------
-class _SrvState:
+class SrvState:
     """Per-stream state of a connection's incoming requests (I/O thread only)."""
 
     __slots__ = ("conn", "maps", "acks", "stall_token", "rnr_fail", "scratch", "sink_task")
@@ -130,7 +128,7 @@ class _SrvState:
         self.stall_token = 0
         self.rnr_fail = False
         self.scratch: memoryview | None = None
-        self.sink_task: EmuRdmaTaskReceive | None = None  # a receive being filled straight from the socket
+        self.sink_task: ReceiveWork | None = None  # a receive being filled straight from the socket
 
     def discard_segs(self, n: int) -> list[memoryview]:
         if self.scratch is None:
@@ -152,48 +150,48 @@ class _SrvState:
         self.maps.clear()
 
 
-def _srv_closed(st: Stream, code: int) -> None:
-    srv: _SrvState = st.ctx
+def srv_closed(st: Stream, code: int) -> None:
+    srv: SrvState = st.ctx
     srv.close_maps()
     conn = srv.conn
     t, srv.sink_task = srv.sink_task, None
     pe = conn.ctx.pe
     if t is not None and pe is not None:
-        t.status = _RESET
+        t.status = RESET
         pe.post_item(t.done)
     req = conn.req
     if req is not None and not req.closed and conn.pending:
         # A peer that stops closes both streams; the answers to our sends come on the other one and
         # may be read after this EOF. Its own EOF (which follows them) breaks the connection; the
         # timer bounds a peer that closed only this stream.
-        st.r.call_later(1.0, lambda: conn.ctx._break(conn, _RESET))
+        st.r.call_later(1.0, lambda: conn.ctx.break_connection(conn, RESET))
         return
-    conn.ctx._break(conn, _RESET)
+    conn.ctx.break_connection(conn, RESET)
 
 
-def _close_answering(st: Stream) -> None:
+def answer_and_close(st: Stream) -> None:
     """Close the stream the peer sends on, after answering what was received (I/O thread).
 
     On hardware the acknowledgement leaves when the data lands, before the receiver's
     software even sees its completion: a receiver that stops right after its receive
     completed must not turn the sender's delivered send into CONNECTION_RESET."""
     srv = st.ctx
-    if isinstance(srv, _SrvState):
+    if isinstance(srv, SrvState):
         with st.lock:
             _respond_acks(st, srv)
     st.flush()  # what the socket takes now is delivered before the FIN
     st.close()
 
 
-def _respond_acks(st: Stream, srv: _SrvState) -> None:
+def _respond_acks(st: Stream, srv: SrvState) -> None:
     if srv.acks:
         put_frame(st.out, R_ACK, 0, 0, 0, srv.acks, 0)
         srv.acks = 0
 
 
-def _serve(st: Stream) -> None:
+def serve_stream(st: Stream) -> None:
     """Process the requests buffered in *st* (I/O thread)."""
-    srv: _SrvState = st.ctx
+    srv: SrvState = st.ctx
     conn = srv.conn
     ctx = conn.ctx
     pe = ctx.pe
@@ -233,12 +231,12 @@ def _serve(st: Stream) -> None:
                     srv.rnr_fail = False
                     with lock:
                         _respond_acks(st, srv)
-                        put_frame(out, R_ERR, 0, 0, 0, _TIME_OUT, 0)
+                        put_frame(out, R_ERR, 0, 0, 0, TIME_OUT, 0)
                     pos = _skip(st, srv, pos, length if not flags & F_NODATA else 0)
                     if pos < 0:
                         return
                     continue
-                task: EmuRdmaTaskReceive | None
+                task: ReceiveWork | None
                 try:
                     task = ctx.posted.popleft()  # atomic; only an empty queue needs the lock
                 except IndexError:
@@ -263,20 +261,20 @@ def _serve(st: Stream) -> None:
                     task.imm = b
                 nbytes = length if typ == T_SEND else (a if flags & F_NODATA else length)
                 task.result_len = nbytes
-                if typ == T_SEND and avail >= length and _land(task.dst, mv, body, length):
+                if typ == T_SEND and avail >= length and land(task.dst, mv, body, length):
                     # The whole frame is here and the receive is one buffer of a started local map.
                     pos = body + length
-                    task.status = _SUCCESS
+                    task.status = SUCCESS
                     landed.append(task.done)
                     srv.acks += 1
                     continue
                 if typ == T_SEND:
-                    code, segs = _recv_segments(task, length)
+                    code, segs = recv_segments(task, length)
                 else:
-                    code, segs = 0, ([_target_view(target, length)] if length else [])
+                    code, segs = 0, ([target_view(target, length)] if length else [])
                 if code:
                     task.status = code
-                    post_code = _IO_FAILED
+                    post_code = IO_FAILED
                     with lock:
                         _respond_acks(st, srv)
                         put_frame(out, R_ERR, 0, 0, 0, post_code, 0)
@@ -287,23 +285,23 @@ def _serve(st: Stream) -> None:
                     continue
                 if typ == T_SEND and length:
                     if avail >= length:
-                        _scatter(segs, mv[body:body + length])
-                        _grow(task.dst, length)
+                        scatter(segs, mv[body:body + length])
+                        grow_data(task.dst, length)
                     else:
-                        _scatter(segs, mv[body:end])
+                        scatter(segs, mv[body:end])
                         srv.sink_task = task
-                        _sink(st, _tail(segs, avail), functools.partial(_finish_recv, st, srv, task, length))
+                        _sink(st, tail(segs, avail), functools.partial(_finish_recv, st, srv, task, length))
                         return
                 elif length:
                     if avail >= length:
-                        _scatter(segs, mv[body:body + length])
+                        scatter(segs, mv[body:body + length])
                     else:
-                        _scatter(segs, mv[body:end])
+                        scatter(segs, mv[body:end])
                         srv.sink_task = task
-                        _sink(st, _tail(segs, avail), functools.partial(_finish_recv, st, srv, task, 0))
+                        _sink(st, tail(segs, avail), functools.partial(_finish_recv, st, srv, task, 0))
                         return
                 pos = body + length
-                task.status = _SUCCESS
+                task.status = SUCCESS
                 landed.append(task.done)
                 srv.acks += 1
             elif typ == T_WRITE:
@@ -318,11 +316,11 @@ def _serve(st: Stream) -> None:
                     continue
                 if avail >= length:
                     if length:
-                        _target_view(target, length)[:] = mv[body:body + length]
+                        target_view(target, length)[:] = mv[body:body + length]
                     pos = body + length
                     srv.acks += 1
                 else:
-                    view = _target_view(target, length)
+                    view = target_view(target, length)
                     view[:avail] = mv[body:end]
                     _sink(st, [view[avail:]], lambda: _finish_ack(st, srv))
                     return
@@ -336,18 +334,18 @@ def _serve(st: Stream) -> None:
                     else:
                         put_frame(out, R_DATA, 0, 0, b, 0, 0)
                         if b:
-                            out += _target_view(target, b)
+                            out += target_view(target, b)
             elif typ == T_MAP:
                 if length > 4096:
-                    st.close(_IO_FAILED)
+                    st.close(IO_FAILED)
                     return
                 srv.maps[aux] = _import_map(ctx, bytes(mv[body:body + length]))
                 pos = body + length
             elif typ == T_ATOMIC:
                 if length != 16:
-                    st.close(_IO_FAILED)
+                    st.close(IO_FAILED)
                     return
-                a1, a2 = _Q2.unpack_from(rx, body)
+                a1, a2 = Q2.unpack_from(rx, body)
                 pos = body + length
                 code, target = _resolve(srv, ctx, aux, a, 8, True, atomic=True)
                 with lock:
@@ -361,7 +359,7 @@ def _serve(st: Stream) -> None:
                             if old == a1:
                                 cell.value = a2
                         else:
-                            cell.value = (old + a1) & _U64
+                            cell.value = (old + a1) & U64
                         put_frame(out, R_DATA, 0, 0, 8, 0, 0)
                         out += struct.pack("<Q", old)
             elif typ == T_PING:  # the requester's ring sends wait: this process lives, and serves them
@@ -375,10 +373,10 @@ def _serve(st: Stream) -> None:
                 req = conn.req
                 if req is not None:
                     req.drain()  # the acks the peer sent before it disconnected complete our sends first
-                ctx._break(conn, _RESET)
+                ctx.break_connection(conn, RESET)
                 return
             else:
-                st.close(_IO_FAILED)  # not our protocol
+                st.close(IO_FAILED)  # not our protocol
                 return
         st.rpos = pos
     finally:
@@ -392,7 +390,7 @@ def _serve(st: Stream) -> None:
                 pe.wake()
 
 
-def _skip(st: Stream, srv: _SrvState, pos: int, length: int) -> int:
+def _skip(st: Stream, srv: SrvState, pos: int, length: int) -> int:
     """Consume the frame at *pos* without using its payload; -1 when the rest is streamed away."""
     body = pos + HDR_SIZE
     avail = st.rend - body
@@ -415,31 +413,31 @@ def _resume_after_sink(st: Stream) -> None:
     st.flush()
 
 
-def _finish_recv(st: Stream, srv: _SrvState, task: EmuRdmaTaskReceive, grow: int) -> None:
+def _finish_recv(st: Stream, srv: SrvState, task: ReceiveWork, grow: int) -> None:
     srv.sink_task = None
     if grow:
-        _grow(task.dst, grow)
-    task.status = _SUCCESS
-    _finish_ack(st, srv)  # the ack first, as in _serve
+        grow_data(task.dst, grow)
+    task.status = SUCCESS
+    _finish_ack(st, srv)  # the ack first, as in serve_stream
     pe = srv.conn.ctx.pe
     if pe is not None:
         pe.post_item(task.done)
 
 
-def _finish_ack(st: Stream, srv: _SrvState) -> None:
+def _finish_ack(st: Stream, srv: SrvState) -> None:
     srv.acks += 1
     with st.lock:
         _respond_acks(st, srv)
     st.flush()
 
 
-def _nak_interval(ctx: EmuRdma) -> float:
+def _nak_interval(ctx: ConnectionOwner) -> float:
     return min(ctx.retry_window / 4, 0.25)
 
 
 def _rnr_nak(st: Stream, token: int) -> None:
     """While a request stalls for want of a receive, tell the requester we live (as RNR NAKs do)."""
-    srv: _SrvState = st.ctx
+    srv: SrvState = st.ctx
     if st.closed or srv.stall_token != token or not st.paused:
         return
     with st.lock:
@@ -449,7 +447,7 @@ def _rnr_nak(st: Stream, token: int) -> None:
 
 
 def _rnr_expired(st: Stream, token: int) -> None:
-    srv: _SrvState = st.ctx
+    srv: SrvState = st.ctx
     if st.closed or srv.stall_token != token or not st.paused:
         return
     ctx = srv.conn.ctx
@@ -463,27 +461,27 @@ def _rnr_expired(st: Stream, token: int) -> None:
 
 
 
-def _resolve(srv: _SrvState, ctx: EmuRdma, mid: int, addr: int, n: int, write: bool,
+def _resolve(srv: SrvState, ctx: ConnectionOwner, mid: int, addr: int, n: int, write: bool,
              atomic: bool = False) -> tuple[int, int]:
     """Validate one remote access on behalf of the peer: (status, process address)."""
     mm = srv.maps.get(mid)
     if mm is None:
-        return _INVALID, 0
+        return INVALID, 0
     if isinstance(mm, int):
         return mm, 0
-    need = _RDMA_ATOMIC if atomic else (_RDMA_WRITE if write else _RDMA_READ)
+    need = RDMA_ATOMIC if atomic else (RDMA_WRITE if write else RDMA_READ)
     if not ctx.perms & need:
-        return _NOT_PERMITTED, 0
+        return NOT_PERMITTED, 0
     if n > MAX_MESSAGE_SIZE:
-        return _TOO_BIG, 0
+        return TOO_BIG, 0
     try:
         if atomic:
             if addr % 8:
-                return _INVALID, 0
-            if not mm.perms & _RDMA_ATOMIC:
-                return _NOT_PERMITTED, 0
+                return INVALID, 0
+            if not mm.perms & RDMA_ATOMIC:
+                return NOT_PERMITTED, 0
             if addr < mm.addr or addr + 8 > mm.addr + mm.length:
-                return _INVALID, 0
+                return INVALID, 0
             mm._check_live()
             return 0, addr + mm._delta
         return 0, mm.ptr(addr, n, write)
@@ -491,16 +489,16 @@ def _resolve(srv: _SrvState, ctx: EmuRdma, mid: int, addr: int, n: int, write: b
         return exc.code, 0
 
 
-def _import_map(ctx: EmuRdma, data: bytes) -> EmuMmap | int:
+def _import_map(ctx: ConnectionOwner, data: bytes) -> EmuMmap | int:
     """Resolve a peer's mmap blob here, as its owner would: key, revocation, kind."""
     try:
         b = ex.decode(data)
     except DocaError as exc:
         return exc.code
     if b.kind is not ex.ExportKind.RDMA:
-        return _NOT_PERMITTED
+        return NOT_PERMITTED
     if b.boot_id != ex.boot_id():
-        return _NOT_SUPPORTED  # memory of a third host: not reachable from here
+        return NOT_SUPPORTED  # memory of a third host: not reachable from here
     try:
         mm = mmap_create_from_export(data, ctx.dev)  # type: ignore[arg-type]
     except DocaError as exc:

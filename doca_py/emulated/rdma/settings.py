@@ -12,7 +12,7 @@ from ...errors import (
 from ...types import AccessFlag as A
 from ..ctx import EmuCtx
 from .connection import EmuRdmaConnection
-from .config import GID_TABLE_SIZE, MAX_BUF_LIST_LEN, MAX_NUM_CONNECTIONS, MAX_QUEUE_SIZE, _NOT_RDMA
+from .config import GID_TABLE_SIZE, MAX_BUF_LIST_LEN, MAX_NUM_CONNECTIONS, MAX_QUEUE_SIZE, NOT_RDMA
 
 class RdmaSettings(RdmaSettingMethods, EmuCtx):
     """The settable attributes of :class:`EmuRdma` (setters only while IDLE)."""
@@ -35,9 +35,9 @@ class RdmaSettings(RdmaSettingMethods, EmuCtx):
         if name == "permissions":
             if v & ~int(sum(A)):
                 raise DocaInvalidValue(f"unknown access flag bits in {v:#x}")
-            if v & _NOT_RDMA:
+            if v & NOT_RDMA:
                 raise DocaInvalidValue(f"doca_rdma_set_permissions takes the local and RDMA access flags; "
-                                       f"{A(v & _NOT_RDMA)!r} are not RDMA flags")
+                                       f"{A(v & NOT_RDMA)!r} are not RDMA flags")
         elif name == "transport_type":
             if v not in (0, 1):
                 raise DocaInvalidValue(f"unknown transport type {v}")

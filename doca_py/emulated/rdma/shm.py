@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ...errors import DocaConnectionAborted, DocaError
 from ...log import logger
@@ -35,19 +35,62 @@ from ..transport.shmring import (
 )
 from ..transport.stream import Listener, Stream
 from .config import (
-    C_ESTABLISHED, F_IMM, OP_RECV_SEND, OP_RECV_SEND_WITH_IMM, OP_RECV_WRITE_WITH_IMM, _IO_FAILED, _SUCCESS,
-    _TIME_OUT,
+    C_ESTABLISHED, F_IMM, OP_RECV_SEND, OP_RECV_SEND_WITH_IMM, OP_RECV_WRITE_WITH_IMM, IO_FAILED, SUCCESS,
+    TIME_OUT,
 )
-from .segments import _Fail, _grow, _land, _recv_segments, _scatter, _tail
+from .segments import Fail, grow_data, land, recv_segments, scatter, tail
 from .wire import unix_path
+from .work import ReceiveWork, Work
 
 if TYPE_CHECKING:
     from ..pe import EmuPe
-    from .connection import EmuRdmaConnection
-    from .ctx import EmuRdma
-    from .tasks import EmuRdmaTaskReceive, _RdmaTask
 
-__all__ = ["ShmTx", "ShmRx", "RdmaPoller", "RING_SIZE"]
+__all__ = ["ShmTx", "ShmRx", "RdmaPoller", "RING_SIZE", "RingOwner", "RingPeer", "PostedReceives"]
+
+
+class PostedReceives(Protocol):
+    """The ctx's posted receives, oldest first."""
+
+    def __len__(self) -> int: ...
+    def popleft(self) -> ReceiveWork: ...
+
+
+class RingOwner(Protocol):
+    """The ctx as its rings see it (:class:`.ctx.EmuRdma` is one)."""
+
+    @property
+    def pe(self) -> EmuPe | None: ...
+    @property
+    def poller(self) -> RdmaPoller: ...
+    @property
+    def posted(self) -> PostedReceives: ...
+    @property
+    def serial(self) -> int: ...
+    def accept_socket(self, sock: socket.socket) -> None: ...
+    def break_connection(self, conn: Any, code: int, local: bool = False, reason: str = "") -> None: ...
+
+
+class RingPeer(Protocol):
+    """A connection as its rings see it (:class:`.connection.EmuRdmaConnection` is one)."""
+
+    tx: ShmTx | None
+    rx: ShmRx | None
+    peer_bell: int
+
+    @property
+    def ctx(self) -> RingOwner: ...
+    @property
+    def state(self) -> int: ...
+    @property
+    def err(self) -> int: ...
+    @property
+    def err_reason(self) -> str: ...
+    @property
+    def peer_rnr(self) -> float: ...
+    @property
+    def same_host(self) -> bool: ...
+    def start_waiting(self, ring: bool = False) -> None: ...
+
 
 #: Data bytes of each direction's ring.
 RING_SIZE = 256 << 10
@@ -64,8 +107,8 @@ K_SEND, K_WIMM = 1, 2
 F_FIRST, F_LAST = 0x10, 0x20
 F_ONE = F_FIRST | F_LAST  # a whole message in one record
 _KINDS = frozenset({K_SEND, K_WIMM})
-_STATUSES = frozenset({_SUCCESS, _TIME_OUT, _IO_FAILED})
-_monotonic = time.monotonic
+_STATUSES = frozenset({SUCCESS, TIME_OUT, IO_FAILED})
+monotonic = time.monotonic
 REC_HDR_SIZE = REC_HDR.size
 _unpack_hdr = REC_HDR.unpack_from
 
@@ -80,7 +123,7 @@ class ShmTx:
         self.bell = bell  # the peer Pe's eventfd
         self.lock = threading.Lock()
         #: Sends not (fully) in the ring yet, in order: (task, segments, bytes left, flags, imm).
-        self.backlog: deque[tuple[_RdmaTask, list[memoryview], int, int, int]] = deque()
+        self.backlog: deque[tuple[Work, list[memoryview], int, int, int]] = deque()
         self.busy = 0  # tasks written or waiting, not completed
         self.frags = 0  # records written without a task (a message's fragments before its last), not reaped
         self.dirty = 0  # written and not published (one-record sends: records plus KiB)
@@ -89,7 +132,7 @@ class ShmTx:
         self.seen = 0.0  # :attr:`heard` at the retry timer's last look (I/O thread)
         self.nudge = NUDGE  # the timer's next delay while the peer finishes nothing (I/O thread)
 
-    def send(self, conn: EmuRdmaConnection, task: _RdmaTask, segs: Sequence[memoryview], n: int, flags: int,
+    def send(self, conn: RingPeer, task: Work, segs: Sequence[memoryview], n: int, flags: int,
              imm: int) -> None:
         """Queue a send (inside ``progress()``); its completion comes from :meth:`RdmaPoller.poll`."""
         if n <= MAX_RECORD and len(segs) <= 1:
@@ -97,7 +140,7 @@ class ShmTx:
             # before it and it fits (no backlog entry, no parts list).
             with self.lock:
                 if self.dead:
-                    raise _Fail(conn.err, conn.err_reason)
+                    raise Fail(conn.err, conn.err_reason)
                 if not self.backlog and self.prod.put_one(K_SEND, flags | F_ONE, imm, n, segs[0] if segs else b"",
                                                           n, task):
                     self.busy = busy = self.busy + 1
@@ -109,24 +152,24 @@ class ShmTx:
                 else:
                     busy = 0
             if busy:
-                conn._waiting(ring=True)
+                conn.start_waiting(ring=True)
                 return
         self._queue(conn, (task, list(segs), n, flags | F_FIRST, imm))
 
-    def send_wimm(self, conn: EmuRdmaConnection, task: _RdmaTask, n: int, imm: int) -> None:
+    def send_wimm(self, conn: RingPeer, task: Work, n: int, imm: int) -> None:
         """The notice of a write-with-immediate whose bytes are in place: consumes a receive."""
         self._queue(conn, (task, [], -1 - n, F_IMM, imm))
 
-    def _queue(self, conn: EmuRdmaConnection, item: tuple[_RdmaTask, list[memoryview], int, int, int]) -> None:
+    def _queue(self, conn: RingPeer, item: tuple[Work, list[memoryview], int, int, int]) -> None:
         with self.lock:
             if self.dead:
-                raise _Fail(conn.err, conn.err_reason)
+                raise Fail(conn.err, conn.err_reason)
             self.busy += 1
             first = self.busy == 1
             self.backlog.append(item)
             self._write_locked()
         if first:
-            conn._waiting(ring=True)
+            conn.start_waiting(ring=True)
 
     def _write_locked(self) -> None:
         prod = self.prod
@@ -185,7 +228,7 @@ class ShmTx:
         if self.ring.csleep.value:
             ring_doorbell(self.bell)
 
-    def reap(self) -> list[tuple[_RdmaTask, int]]:
+    def reap(self) -> list[tuple[Work, int]]:
         """Publish what was written, then the sends the peer finished: (task, status), in order (Pe
         thread, one lock round trip). :class:`RingError` if malformed."""
         with self.lock:
@@ -196,12 +239,12 @@ class ShmTx:
             done = self.prod.reap(_STATUSES)
             if not done:
                 return []
-            self.heard = _monotonic()
+            self.heard = monotonic()
             if self.frags:  # the fragments before a message's last record have no task
-                out = [(cast("_RdmaTask", t), st) for t, st in done if t is not None]
+                out = [(cast("Work", t), st) for t, st in done if t is not None]
                 self.frags -= len(done) - len(out)
             else:
-                out = cast("list[tuple[_RdmaTask, int]]", done)
+                out = cast("list[tuple[Work, int]]", done)
             self.busy -= len(out)
             if self.backlog:
                 self._write_locked()
@@ -209,7 +252,7 @@ class ShmTx:
                     self._publish_locked()
         return out
 
-    def claim(self) -> tuple[list[tuple[_RdmaTask, int]], list[_RdmaTask]]:
+    def claim(self) -> tuple[list[tuple[Work, int]], list[Work]]:
         """The connection broke (any thread): no more sends. Returns the sends the peer finished
         before it went (their statuses are in the ring: a receiver that stops right after its
         receive completed has delivered the send) and the others, to be failed."""
@@ -218,10 +261,10 @@ class ShmTx:
                 return [], []
             self.dead = True
             try:
-                done = [(cast("_RdmaTask", t), st) for t, st in self.prod.reap(_STATUSES) if t is not None]
+                done = [(cast("Work", t), st) for t, st in self.prod.reap(_STATUSES) if t is not None]
             except RingError:
                 done = []
-            rest = [cast("_RdmaTask", t) for _s, _e, t in self.prod.records if t is not None]
+            rest = [cast("Work", t) for _s, _e, t in self.prod.records if t is not None]
             rest += [item[0] for item in self.backlog]
             self.prod.records.clear()
             self.backlog.clear()
@@ -237,7 +280,7 @@ class ShmRx:
         self.cons = Consumer(ring, _KINDS)
         self.stall_since = 0.0  # when the record at the front first found no receive posted
         self.stall_timer = False
-        self.cur: EmuRdmaTaskReceive | None = None  # the receive a fragmented send is filling
+        self.cur: ReceiveWork | None = None  # the receive a fragmented send is filling
         self.segs: list[memoryview] = []
         self.skip = 0  # status of the message being skipped (its receive failed, or RNR expired)
         #: Held while consuming: by the Pe's poll (which skips a busy ring), or by the I/O thread when the
@@ -248,12 +291,12 @@ class ShmRx:
 class RdmaPoller:
     """A ctx's rings, polled by its Pe (:attr:`EmuPe.pollers`)."""
 
-    def __init__(self, ctx: EmuRdma) -> None:
+    def __init__(self, ctx: RingOwner) -> None:
         self.ctx = ctx
-        self.conns: tuple[EmuRdmaConnection, ...] = ()  # with a ring (replaced, never mutated: any thread)
+        self.conns: tuple[RingPeer, ...] = ()  # with a ring (replaced, never mutated: any thread)
         self.lock = threading.Lock()
 
-    def add(self, conn: EmuRdmaConnection) -> None:
+    def add(self, conn: RingPeer) -> None:
         """Poll *conn*'s rings from now on (any thread); the first one registers the poller with the Pe."""
         pe = self.ctx.pe
         with self.lock:
@@ -264,7 +307,7 @@ class RdmaPoller:
         if pe is not None:
             pe.post(_noop, None)  # poll once: records may have been published before we listened
 
-    def _drop(self, conn: EmuRdmaConnection) -> None:
+    def _drop(self, conn: RingPeer) -> None:
         """*conn* is down (Pe thread, not polling it): unmap its rings; leave the Pe with the last one."""
         with self.lock:
             self.conns = tuple(c for c in self.conns if c is not conn)
@@ -314,14 +357,14 @@ class RdmaPoller:
                     for t, st in done:
                         t.status = st
                         if not st:
-                            t._ok()
+                            t.succeed()
                         else:
-                            t.reason = ("the receiver had no receive posted within the RNR window" if st == _TIME_OUT
+                            t.reason = ("the receiver had no receive posted within the RNR window" if st == TIME_OUT
                                         else "the receiver could not take the message")
                         _complete(t)
                     did = did or bool(done)
             except RingError as exc:
-                self.ctx._break(conn, _IO_FAILED, reason=f"the peer's shared-memory ring is malformed: {exc}")
+                self.ctx.break_connection(conn, IO_FAILED, reason=f"the peer's shared-memory ring is malformed: {exc}")
                 did = True
         pe = self.ctx.pe
         if not did and pe is not None and pe.armed and self.arm():
@@ -349,7 +392,7 @@ class RdmaPoller:
                 ready = True
         return ready
 
-    def _receive(self, conn: EmuRdmaConnection, rx: ShmRx, inline: bool) -> bool:
+    def _receive(self, conn: RingPeer, rx: ShmRx, inline: bool) -> bool:
         """Match the published records with posted receives, in order (rx.lock held); False if none
         could be. *inline*: inside ``progress()`` (complete at once), else on the I/O thread (post)."""
         ctx = self.ctx
@@ -362,7 +405,7 @@ class RdmaPoller:
         data, st16, mask, size = ring.data, ring.st16, ring.mask, ring.size
         posted = ctx.posted
         did = False
-        landed: list[EmuRdmaTaskReceive] = []
+        landed: list[ReceiveWork] = []
         head = cons.head()  # one index read per batch: later records wait for the next poll
         pos = cons.pos
         plain = rx.cur is None and not rx.skip and not rx.stall_since  # between messages, not stalled
@@ -371,10 +414,10 @@ class RdmaPoller:
                 off = pos & mask
                 length, kind, flags, _st, a, b = _unpack_hdr(data, off)
                 rec = (length + 31) & ~15  # header and payload, 16-aligned
-                task: EmuRdmaTaskReceive | None = None
+                task: ReceiveWork | None = None
                 if kind == K_SEND and length <= MAX_RECORD and off + rec <= size and pos + rec <= head:
                     # A well-formed send record (Consumer.read's checks). The common case, as the streams'
-                    # _serve: a whole send in one record, into a posted receive of one buffer of a started
+                    # serve_stream: a whole send in one record, into a posted receive of one buffer of a started
                     # local map with room: copied straight from the ring, its status written in place.
                     if plain and flags & F_ONE == F_ONE and b == length:
                         try:
@@ -382,15 +425,15 @@ class RdmaPoller:
                         except IndexError:
                             task = None  # receiver not ready: the general path starts the RNR window
                         else:
-                            if _land(task.dst, data, off + REC_HDR_SIZE, length):
+                            if land(task.dst, data, off + REC_HDR_SIZE, length):
                                 task.result_conn = conn
                                 task.result_len = length
                                 if flags & F_IMM:
                                     task.opcode, task.imm = OP_RECV_SEND_WITH_IMM, a
                                 else:
                                     task.opcode, task.imm = OP_RECV_SEND, 0
-                                task.status = _SUCCESS
-                                st16[(off >> 1) + 3] = _SUCCESS  # Consumer.done
+                                task.status = SUCCESS
+                                st16[(off >> 1) + 3] = SUCCESS  # Consumer.done
                                 pos += rec
                                 landed.append(task)
                                 did = True
@@ -433,8 +476,8 @@ class RdmaPoller:
                 finish(t)
         return did
 
-    def _record(self, conn: EmuRdmaConnection, rx: ShmRx, task: EmuRdmaTaskReceive | None, kind: int, flags: int,
-                length: int, a: int, b: int, payload: memoryview, landed: list[EmuRdmaTaskReceive]) -> bool:
+    def _record(self, conn: RingPeer, rx: ShmRx, task: ReceiveWork | None, kind: int, flags: int,
+                length: int, a: int, b: int, payload: memoryview, landed: list[ReceiveWork]) -> bool:
         """The general path of one record (fragments, write-with-immediate notices, receives that are
         chained or short, RNR); *task*: the receive the fast path already took for it. False if the
         record must wait for a receive (it stays in the ring)."""
@@ -449,13 +492,13 @@ class RdmaPoller:
                 except IndexError:
                     task = None
             if task is None:
-                now = _monotonic()
+                now = monotonic()
                 if not rx.stall_since:
                     rx.stall_since = now
                 if now - rx.stall_since < conn.peer_rnr:
                     self._stall_timer(conn, rx)
                     return False
-                rx.skip = _TIME_OUT  # the sender's RNR window ran out for this message
+                rx.skip = TIME_OUT  # the sender's RNR window ran out for this message
             else:
                 rx.stall_since = 0.0
                 rx.skip = 0
@@ -469,35 +512,35 @@ class RdmaPoller:
                 else:
                     task.opcode = OP_RECV_SEND_WITH_IMM if flags & F_IMM else OP_RECV_SEND
                     task.imm = a if flags & F_IMM else 0
-                    code, segs = _recv_segments(task, total)
+                    code, segs = recv_segments(task, total)
                 if code:
                     task.status = code  # completes after the statuses are published (it stops the ctx)
-                    rx.skip = _IO_FAILED  # the sender learns that the receiver failed
+                    rx.skip = IO_FAILED  # the sender learns that the receiver failed
                     landed.append(task)
                 else:
                     rx.cur, rx.segs = task, segs
         if not rx.skip and length:
-            _scatter(rx.segs, payload)
-            rx.segs = _tail(rx.segs, length)
+            scatter(rx.segs, payload)
+            rx.segs = tail(rx.segs, length)
         if kind == K_WIMM or flags & F_LAST:
             t, rx.cur, rx.segs = rx.cur, None, []
             cons.done(rx.skip)
             rx.skip = 0
             if t is not None:
                 if kind == K_SEND:
-                    _grow(t.dst, t.result_len)
-                t.status = _SUCCESS
+                    grow_data(t.dst, t.result_len)
+                t.status = SUCCESS
                 landed.append(t)
         else:
             cons.done(rx.skip)
         return True
 
-    def _stall_timer(self, conn: EmuRdmaConnection, rx: ShmRx) -> None:
+    def _stall_timer(self, conn: RingPeer, rx: ShmRx) -> None:
         """Wake the Pe when the RNR window of the stalled record ends (it may sleep meanwhile)."""
         if rx.stall_timer:
             return
         rx.stall_timer = True
-        left = max(conn.peer_rnr - (_monotonic() - rx.stall_since), 0.001)
+        left = max(conn.peer_rnr - (monotonic() - rx.stall_since), 0.001)
         r = reactor()
 
         def fire() -> None:
@@ -506,7 +549,7 @@ class RdmaPoller:
         r.call(lambda: r.call_later(left, fire))
 
 
-def io_serve(conn: EmuRdmaConnection) -> None:
+def io_serve(conn: RingPeer) -> None:
     """Consume *conn*'s ring on the I/O thread (the sender nudged us, or an RNR window ended)."""
     rx = conn.rx
     if rx is None or conn.state != C_ESTABLISHED:
@@ -516,14 +559,14 @@ def io_serve(conn: EmuRdmaConnection) -> None:
             try:
                 conn.ctx.poller._receive(conn, rx, False)
             except RingError as exc:
-                conn.ctx._break(conn, _IO_FAILED, reason=f"the peer's shared-memory ring is malformed: {exc}")
+                conn.ctx.break_connection(conn, IO_FAILED, reason=f"the peer's shared-memory ring is malformed: {exc}")
 
 
 def _noop(_: object) -> None:
     """Posted to make a Pe poll its rings (and wake it if it sleeps)."""
 
 
-def close_rings(conn: EmuRdmaConnection) -> None:
+def close_rings(conn: RingPeer) -> None:
     """Unmap a dead connection's rings (Pe thread, once nothing polls them); its sends not claimed yet
     complete now (those the peer finished with their status, the others with the connection's error)."""
     rx, tx = conn.rx, conn.tx
@@ -535,7 +578,7 @@ def close_rings(conn: EmuRdmaConnection) -> None:
         for t, st in done:
             t.status = st
             if not st:
-                t._ok()
+                t.succeed()
             _complete(t)
     conn.rx = conn.tx = None
     if rx is not None:
@@ -549,16 +592,16 @@ def close_rings(conn: EmuRdmaConnection) -> None:
 
 
 # -- set-up (called by the ctx) ---------------------------------------------------------------------
-def listen(ctx: EmuRdma) -> Listener | None:
+def listen(ctx: RingOwner) -> Listener | None:
     """The ctx's Unix listener for same-host peers; None (TCP only) if it cannot be made."""
     try:
-        return Listener(unix_path(os.getpid(), ctx.serial), 0, ctx._accept)
+        return Listener(unix_path(os.getpid(), ctx.serial), 0, ctx.accept_socket)
     except (OSError, DocaError) as exc:
         logger.debug("rdma: no Unix listener, same-host peers use TCP: %s", exc)
         return None
 
 
-def offer_rx(conn: EmuRdmaConnection, st: Stream) -> None:
+def offer_rx(conn: RingPeer, st: Stream) -> None:
     """Accepting a same-host peer's stream (ctx.lock held): create the ring its requests will use."""
     if st.sock.family == socket.AF_UNIX and conn.same_host and conn.rx is None:
         try:
@@ -567,7 +610,7 @@ def offer_rx(conn: EmuRdmaConnection, st: Stream) -> None:
             logger.debug("rdma: no shared-memory ring, the peer's requests use the stream: %s", exc)
 
 
-def send_reply(conn: EmuRdmaConnection | None, st: Stream, reply: bytes, ok: bool) -> None:
+def send_reply(conn: RingPeer | None, st: Stream, reply: bytes, ok: bool) -> None:
     """Send the handshake reply, with the ring and this Pe's doorbell if one was made (the key
     check passed: *ok*). ``OSError`` if the stream is gone."""
     rx = conn.rx if conn is not None else None
@@ -581,7 +624,7 @@ def send_reply(conn: EmuRdmaConnection | None, st: Stream, reply: bytes, ok: boo
     st.sock.send(reply)
 
 
-def attach_tx(conn: EmuRdmaConnection, fds: list[int]) -> None:
+def attach_tx(conn: RingPeer, fds: list[int]) -> None:
     """The peer's reply carried its ring and doorbell (ctx.lock held). ``DocaConnectionAborted`` if
     they are not a ring and an eventfd."""
     try:

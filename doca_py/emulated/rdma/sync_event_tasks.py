@@ -20,10 +20,10 @@ from ...errors import DocaInvalidValue
 from ..buf import EmuBuf
 from ..ctx import EmuTask, TaskPool
 from ..sync_event import EmuSyncEventRemoteNet
-from .config import _INVALID
+from .config import INVALID
 from .ctx import EmuRdma
-from .segments import _Fail
-from .tasks import EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskWrite, _check_conn
+from .segments import Fail
+from .tasks import EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskWrite, check_conn
 
 __all__ = ["EmuRdmaTaskRemoteNetSyncEventGet", "EmuRdmaTaskRemoteNetSyncEventNotifySet",
            "EmuRdmaTaskRemoteNetSyncEventNotifyAdd", "task_pool", "task_allocate_init", "cap_task_is_supported"]
@@ -61,7 +61,7 @@ class _SyncEventTask:
         """Point the remote buffer at the peer's value (again: the base task moves its data)."""
         event = self.event
         if event is None or event.destroyed:
-            raise _Fail(_INVALID, "the task has no remote sync event (or it was destroyed)")
+            raise Fail(INVALID, "the task has no remote sync event (or it was destroyed)")
         b: EmuBuf = getattr(self, self.remote)
         b.mmap, b.head, b.len, b.data, b.data_len = event.mmap, event.addr, 8, event.addr, self.remote_data_len
         b.refcount = 1
@@ -112,7 +112,7 @@ class EmuRdmaTaskRemoteNetSyncEventNotifySet(_SyncEventTask, EmuRdmaTaskWrite):
     def _start(self) -> None:
         src = self.src
         if src is None or src.next is not None or src.data_len != 8:
-            raise _Fail(_INVALID, "the notify-set source must be one buffer holding the 8-byte value")
+            raise Fail(INVALID, "the notify-set source must be one buffer holding the 8-byte value")
         self._aim_remote()
         super()._start()
 
@@ -170,7 +170,7 @@ def task_pool(rdma: RdmaHandle, kind: str) -> TaskPool[EmuTask]:
 def task_allocate_init(rdma: RdmaHandle, kind: str, conn: RdmaConnectionHandle, event: SyncEventRemoteNetHandle,
                        buf: BufHandle, add: int) -> Any:
     assert isinstance(rdma, EmuRdma)
-    _check_conn(rdma, conn)
+    check_conn(rdma, conn)
     if not isinstance(event, EmuSyncEventRemoteNet) or event.destroyed:
         raise DocaInvalidValue("the remote sync event was destroyed or is not one")
     t = task_pool(rdma, kind).alloc()

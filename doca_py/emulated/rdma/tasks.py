@@ -17,20 +17,26 @@ from ..ctx import EmuTask, TaskPool, _complete, unreachable_ok
 from ..mmap import Access, EmuMmap
 from ..transport.reactor import reactor
 from .config import (
-    C_ESTABLISHED, C_NEW, F_CAS, F_IMM, F_NODATA, MAX_MESSAGE_SIZE, T_ATOMIC, T_READ, T_SEND, T_WRITE, _INVALID,
-    _NOT_PERMITTED, _RDMA_READ, _RDMA_WRITE, _RESET, _TOO_BIG, _memmove,
+    C_ESTABLISHED, C_NEW, F_CAS, F_IMM, F_NODATA, MAX_MESSAGE_SIZE, T_ATOMIC, T_READ, T_SEND, T_WRITE, INVALID,
+    NOT_PERMITTED, RDMA_READ, RDMA_WRITE, RESET, TOO_BIG, memmove,
 )
-from .connection import EmuRdmaConnection, _Fifo
-from .segments import _Fail, _copy_from, _copy_to, _grow, _list_len, _segments
-from .wire import HDR, _ZERO_HDR, put_frame
+from .connection import EmuRdmaConnection, Fifo
+from .segments import Fail, copy_from, copy_to, grow_data, list_len, buf_segments
+from .wire import HDR, ZERO_HDR, put_frame
 from .settings import RdmaSettings
+from .work import ReceiveWork, Work
 
 if TYPE_CHECKING:
-    from .ctx import EmuRdma
+    import socket
+    import threading
+    from collections import deque
+
+    from ..transport.stream import Stream
+    from .shm import RdmaPoller
 
 _pack_hdr = HDR.pack_into
 
-def _reach(task: _RdmaTask, buf: EmuBuf) -> None:
+def _reach(task: RdmaTask, buf: EmuBuf) -> None:
     """A local buffer list must lie in maps that have the ctx's device added (a single
     buffer's map is remembered on the task: checked once per map, not per submit)."""
     key = task.ctx.dev_key
@@ -41,31 +47,31 @@ def _reach(task: _RdmaTask, buf: EmuBuf) -> None:
         m = b.mmap
         if m is not None and key not in m.reach:
             unreachable_ok(task, b)  # records the reason
-            raise _Fail(_NOT_PERMITTED, task.reason)
+            raise Fail(NOT_PERMITTED, task.reason)
         b = b.next
     task.reached = buf.mmap if buf.next is None else None
 
 
-class _RdmaTask(EmuTask):
+class RdmaTask(Work):
     """Base of the emulated rdma tasks.
 
     The base ``submit`` checks and queues the launch; the last of its checks
-    (:meth:`_check_submit`) also puts the task on its queue (:class:`_Fifo`). In
+    (:meth:`_check_submit`) also puts the task on its queue (:class:`Fifo`). In
     ``progress()`` the launch (:meth:`_begin`) starts the task when it is its turn and
     the connection is up, else marks it ready and leaves it to the queue
-    (:meth:`_go`); its completion comes later from the I/O thread, or at once for
+    (:meth:`go`); its completion comes later from the I/O thread, or at once for
     same-host work and refusals.
     """
 
     __slots__ = ("conn", "nbytes", "fifo", "ready", "reached")
     if TYPE_CHECKING:
-        ctx: EmuRdma
+        ctx: RdmaTaskAlloc
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
         self.conn: EmuRdmaConnection | None = None  # None for receives
         self.nbytes = 0
-        self.fifo: _Fifo | None = None
+        self.fifo: Fifo | None = None
         self.ready = False
         self.reached: EmuMmap | None = None  # the local map last found reachable by the ctx's device
 
@@ -82,7 +88,7 @@ class _RdmaTask(EmuTask):
         else:
             self._enqueue(c.sq)
 
-    def _enqueue(self, q: _Fifo) -> None:
+    def _enqueue(self, q: Fifo) -> None:
         """Take a place in *q*, in submission order (the last submit check: nothing after it refuses)."""
         if self.fifo is not None:
             self.fifo.remove(self)
@@ -96,16 +102,16 @@ class _RdmaTask(EmuTask):
     def _begin(self) -> None:
         q = self.fifo
         if q is None:  # not queued (cannot happen while the ctx runs): start it now
-            self._go()
+            self.go()
             return
         tasks = q.tasks
         c = self.conn  # None for receives: their queue has no gate
         if tasks[0] is self and (c is None or c.state == C_ESTABLISHED):
-            tasks.popleft()  # its turn, and the connection is up: the hot path (_go inlined)
+            tasks.popleft()  # its turn, and the connection is up: the hot path (go inlined)
             self.fifo = None
             try:
                 self._start()
-            except _Fail as f:
+            except Fail as f:
                 self.status = f.code
                 self.reason = str(f)
                 _complete(self)
@@ -120,11 +126,11 @@ class _RdmaTask(EmuTask):
         q.nready += 1
         q.run()
 
-    def _go(self) -> None:
+    def go(self) -> None:
         """Start the work (Pe thread, inside ``progress()``); a refusal completes the task now."""
         try:
             self._start()
-        except _Fail as f:
+        except Fail as f:
             self.status = f.code
             self.reason = str(f)
             _complete(self)
@@ -136,7 +142,7 @@ class _RdmaTask(EmuTask):
     def _start(self) -> None:
         raise NotImplementedError
 
-    def _ok(self) -> None:
+    def succeed(self) -> None:
         """Success response arrived (I/O thread): account the bytes."""
 
     def set_rdma_connection(self, conn: Any) -> None:
@@ -147,7 +153,7 @@ class _RdmaTask(EmuTask):
         return self.conn
 
 
-class EmuRdmaTaskReceive(_RdmaTask):
+class EmuRdmaTaskReceive(RdmaTask, ReceiveWork):
     """``doca_rdma_task_receive``: posted to the ctx's receive queue in submission order."""
 
     __slots__ = ("dst", "opcode", "result_len", "imm", "result_conn")
@@ -178,10 +184,10 @@ class EmuRdmaTaskReceive(_RdmaTask):
             ctx.posted.append(self)
             wake = bool(ctx.stalled)
         if wake:
-            reactor().call(ctx._resume_stalled)
+            reactor().call(ctx.resume_stalled)
 
     def _validate(self) -> None:
-        if _list_len(self.dst) > self.ctx.recv_list_len:
+        if list_len(self.dst) > self.ctx.recv_list_len:
             raise DocaInvalidValue("receive destination list is longer than the configured dst_buf_list_len")
 
     def set_dst_buf(self, buf: BufHandle | None) -> None:
@@ -189,7 +195,7 @@ class EmuRdmaTaskReceive(_RdmaTask):
         self.dst = buf
 
 
-class EmuRdmaTaskSend(_RdmaTask):
+class EmuRdmaTaskSend(RdmaTask):
     """``doca_rdma_task_send`` (and send-with-immediate when *has_imm*)."""
 
     __slots__ = ("src", "imm", "has_imm")
@@ -212,8 +218,8 @@ class EmuRdmaTaskSend(_RdmaTask):
         segs: Sequence[memoryview] = ()
         n = 0
         if src is not None:
-            if src.next is not None and _list_len(src) > self.ctx.send_list_len:
-                raise _Fail(_INVALID, "source list is longer than max_send_buf_list_len")
+            if src.next is not None and list_len(src) > self.ctx.send_list_len:
+                raise Fail(INVALID, "source list is longer than max_send_buf_list_len")
             sm = src.mmap
             if sm is not self.reached or src.next is not None:
                 _reach(self, src)
@@ -222,23 +228,23 @@ class EmuRdmaTaskSend(_RdmaTask):
                 n = src.data_len  # a started local map: its view, no lookups
                 seg = smv[src.data - sm.addr:src.data - sm.addr + n]
             else:
-                segs, n = _segments(src, False)
+                segs, n = buf_segments(src, False)
         if n > MAX_MESSAGE_SIZE:
-            raise _Fail(_TOO_BIG, f"message of {n} bytes exceeds the maximum {MAX_MESSAGE_SIZE}")
+            raise Fail(TOO_BIG, f"message of {n} bytes exceeds the maximum {MAX_MESSAGE_SIZE}")
         st = conn.req
         if conn.state != C_ESTABLISHED or st is None:
-            st = conn._stream()  # raises the connection's failure
+            st = conn.request_stream()  # raises the connection's failure
         tx = conn.tx
         if tx is not None:  # same host: the shared-memory ring (:mod:`.shm`)
             tx.send(conn, self, segs if seg is None else (seg,), n, F_IMM if self.has_imm else 0, self.imm)
             return
-        # The hot path of every message: put_frame, _push and _schedule inlined.
+        # The hot path of every message: put_frame, push and schedule inlined.
         with st.lock:
             if st.closed:
-                raise _Fail(_RESET, "the connection is down")
+                raise Fail(RESET, "the connection is down")
             out = st.out
             pos = len(out)
-            out += _ZERO_HDR
+            out += ZERO_HDR
             _pack_hdr(out, pos, T_SEND, F_IMM if self.has_imm else 0, 0, n, self.imm, 0)
             if seg is not None:
                 out += seg
@@ -247,17 +253,17 @@ class EmuRdmaTaskSend(_RdmaTask):
                     out += s
             p = conn.pending
             if not p:
-                conn._waiting()
+                conn.start_waiting()
             p.append(self)
         if not st.flush_posted:
-            conn._schedule(st)
+            conn.schedule(st)
 
     def set_src_buf(self, buf: BufHandle | None) -> None:
         assert buf is None or isinstance(buf, EmuBuf)
         self.src = buf
 
 
-class EmuRdmaTaskRead(_RdmaTask):
+class EmuRdmaTaskRead(RdmaTask):
     """``doca_rdma_task_read``: remote *src* (its head: the remote side is one buffer) into local *dst*."""
 
     __slots__ = ("src", "dst", "segs")
@@ -277,57 +283,57 @@ class EmuRdmaTaskRead(_RdmaTask):
         assert conn is not None
         src, dst = self.src, self.dst
         if src is None or dst is None:
-            raise _Fail(_INVALID, "read needs a remote source and a local destination")
+            raise Fail(INVALID, "read needs a remote source and a local destination")
         rm = src.mmap  # a chained remote buffer: DOCA uses the head only
         if rm is None or not rm.from_export or rm.kind != Access.RDMA:
-            raise _Fail(_INVALID, "the read source must be a buffer of an mmap created from an RDMA export")
+            raise Fail(INVALID, "the read source must be a buffer of an mmap created from an RDMA export")
         if dst.mmap is not self.reached or dst.next is not None:
             _reach(self, dst)
         n = src.data_len
         if n > MAX_MESSAGE_SIZE:
-            raise _Fail(_TOO_BIG, f"read of {n} bytes exceeds the maximum {MAX_MESSAGE_SIZE}")
+            raise Fail(TOO_BIG, f"read of {n} bytes exceeds the maximum {MAX_MESSAGE_SIZE}")
         dm = dst.mmap
         at = dst.data + dst.data_len
         fast = dst.next is None and dm is not None and dm.fast and dm.writable and dm.addr <= at and \
             at + n <= dm.hi and at + n <= dst.head + dst.len
-        st = conn._stream()
+        st = conn.request_stream()
         self.nbytes = n
         if fast and conn.same_host:
-            if not conn.peer_perms & _RDMA_READ:
-                raise _Fail(_NOT_PERMITTED, "the peer rdma ctx does not grant RDMA_READ")
+            if not conn.peer_perms & RDMA_READ:
+                raise Fail(NOT_PERMITTED, "the peer rdma ctx does not grant RDMA_READ")
             try:
                 p = rm.ptr(src.data, n, False)
             except DocaError as exc:
-                raise _Fail(exc.code, str(exc)) from None
-            _memmove(at, p, n)
+                raise Fail(exc.code, str(exc)) from None
+            memmove(at, p, n)
             dst.data_len += n
             _complete(self)
             return
-        segs, room = _segments(dst, True)
+        segs, room = buf_segments(dst, True)
         if room < n:
-            raise _Fail(_INVALID, f"read destination has {room} bytes free, the source holds {n}")
+            raise Fail(INVALID, f"read destination has {room} bytes free, the source holds {n}")
         if conn.same_host:
-            if not conn.peer_perms & _RDMA_READ:
-                raise _Fail(_NOT_PERMITTED, "the peer rdma ctx does not grant RDMA_READ")
+            if not conn.peer_perms & RDMA_READ:
+                raise Fail(NOT_PERMITTED, "the peer rdma ctx does not grant RDMA_READ")
             try:
                 p = rm.ptr(src.data, n, False)
             except DocaError as exc:
-                raise _Fail(exc.code, str(exc)) from None
-            _copy_from(segs, p, n)
-            _grow(dst, n)
+                raise Fail(exc.code, str(exc)) from None
+            copy_from(segs, p, n)
+            grow_data(dst, n)
             _complete(self)
             return
         self.segs = segs
         with st.lock:
             if st.closed:
-                raise _Fail(_RESET, "the connection is down")
-            mid = conn._map_id(st, rm)
+                raise Fail(RESET, "the connection is down")
+            mid = conn.map_id(st, rm)
             put_frame(st.out, T_READ, 0, mid, 0, src.data, n)
-            conn._push(self)
-        conn._schedule(st)
+            conn.push(self)
+        conn.schedule(st)
 
-    def _ok(self) -> None:
-        _grow(self.dst, self.nbytes)
+    def succeed(self) -> None:
+        grow_data(self.dst, self.nbytes)
         self.segs = []
 
     def set_src_buf(self, buf: BufHandle) -> None:
@@ -341,7 +347,7 @@ class EmuRdmaTaskRead(_RdmaTask):
 
 
 
-class EmuRdmaTaskWrite(_RdmaTask):
+class EmuRdmaTaskWrite(RdmaTask):
     """``doca_rdma_task_write`` (and write-with-immediate when *has_imm*): local *src* to remote *dst*
     (its head: the remote side is one buffer)."""
 
@@ -363,12 +369,12 @@ class EmuRdmaTaskWrite(_RdmaTask):
         assert conn is not None
         src, dst = self.src, self.dst
         if src is None or dst is None:
-            raise _Fail(_INVALID, "write needs a local source and a remote destination")
-        if src.next is not None and _list_len(src) > self.ctx.send_list_len:
-            raise _Fail(_INVALID, "source list is longer than max_send_buf_list_len")
+            raise Fail(INVALID, "write needs a local source and a remote destination")
+        if src.next is not None and list_len(src) > self.ctx.send_list_len:
+            raise Fail(INVALID, "source list is longer than max_send_buf_list_len")
         rm = dst.mmap  # a chained remote buffer: DOCA uses the head only
         if rm is None or not rm.from_export or rm.kind != Access.RDMA:
-            raise _Fail(_INVALID, "the write destination must be a buffer of an mmap created from an RDMA export")
+            raise Fail(INVALID, "the write destination must be a buffer of an mmap created from an RDMA export")
         sm = src.mmap
         if sm is not self.reached or src.next is not None:
             _reach(self, src)
@@ -377,25 +383,25 @@ class EmuRdmaTaskWrite(_RdmaTask):
             segs, n = list[memoryview](), src.data_len  # a started local map: its addresses are this process's
         else:
             sm = None
-            segs, n = _segments(src, False)
+            segs, n = buf_segments(src, False)
         if n > MAX_MESSAGE_SIZE:
-            raise _Fail(_TOO_BIG, f"write of {n} bytes exceeds the maximum {MAX_MESSAGE_SIZE}")
+            raise Fail(TOO_BIG, f"write of {n} bytes exceeds the maximum {MAX_MESSAGE_SIZE}")
         d = dst.data + dst.data_len
         if d + n > dst.head + dst.len:
-            raise _Fail(_INVALID, f"write destination has {dst.head + dst.len - d} bytes free, the source holds {n}")
-        st = conn._stream()
+            raise Fail(INVALID, f"write destination has {dst.head + dst.len - d} bytes free, the source holds {n}")
+        st = conn.request_stream()
         self.nbytes = n
         if conn.same_host:
-            if not conn.peer_perms & _RDMA_WRITE:
-                raise _Fail(_NOT_PERMITTED, "the peer rdma ctx does not grant RDMA_WRITE")
+            if not conn.peer_perms & RDMA_WRITE:
+                raise Fail(NOT_PERMITTED, "the peer rdma ctx does not grant RDMA_WRITE")
             try:
                 p = rm.ptr(d, n, True)
             except DocaError as exc:
-                raise _Fail(exc.code, str(exc)) from None
+                raise Fail(exc.code, str(exc)) from None
             if sm is not None:
-                _memmove(p, src.data, n)
+                memmove(p, src.data, n)
             else:
-                _copy_to(p, segs)
+                copy_to(p, segs)
             if not self.has_imm:
                 dst.data_len += n
                 _complete(self)
@@ -405,25 +411,25 @@ class EmuRdmaTaskWrite(_RdmaTask):
                 return
             with st.lock:  # the bytes are in place: tell the peer, which consumes a receive
                 if st.closed:
-                    raise _Fail(_RESET, "the connection is down")
+                    raise Fail(RESET, "the connection is down")
                 put_frame(st.out, T_WRITE, F_IMM | F_NODATA, 0, 0, n, self.imm)
-                conn._push(self)
-            conn._schedule(st)
+                conn.push(self)
+            conn.schedule(st)
             return
         with st.lock:
             if st.closed:
-                raise _Fail(_RESET, "the connection is down")
-            mid = conn._map_id(st, rm)
+                raise Fail(RESET, "the connection is down")
+            mid = conn.map_id(st, rm)
             out = st.out
             put_frame(out, T_WRITE, F_IMM if self.has_imm else 0, mid, n, d, self.imm)
             if sm is not None and sm.mv is not None:
                 out += sm.mv[src.data - sm.addr:src.data - sm.addr + n]
             for s in segs:
                 out += s
-            conn._push(self)
-        conn._schedule(st)
+            conn.push(self)
+        conn.schedule(st)
 
-    def _ok(self) -> None:
+    def succeed(self) -> None:
         dst = self.dst
         if dst is not None:
             dst.data_len += self.nbytes
@@ -437,7 +443,7 @@ class EmuRdmaTaskWrite(_RdmaTask):
         self.dst = buf
 
 
-class EmuRdmaTaskAtomic(_RdmaTask):
+class EmuRdmaTaskAtomic(RdmaTask):
     """``doca_rdma_task_atomic_cmp_swp`` / ``_fetch_add``: 64-bit, at the peer."""
 
     __slots__ = ("dst", "result", "cmp", "swap", "add", "is_cas", "segs")
@@ -459,29 +465,29 @@ class EmuRdmaTaskAtomic(_RdmaTask):
         assert conn is not None
         dst, res = self.dst, self.result
         if dst is None or res is None:
-            raise _Fail(_INVALID, "an atomic task needs a remote destination and a local result buffer")
+            raise Fail(INVALID, "an atomic task needs a remote destination and a local result buffer")
         rm = dst.mmap  # a chained remote buffer: the head only
         if rm is None or not rm.from_export or rm.kind != Access.RDMA:
-            raise _Fail(_INVALID, "the atomic destination must be a buffer of an RDMA-imported mmap")
+            raise Fail(INVALID, "the atomic destination must be a buffer of an RDMA-imported mmap")
         if res.mmap is not self.reached or res.next is not None:
             _reach(self, res)
-        segs, room = _segments(res, True)
+        segs, room = buf_segments(res, True)
         if room < 8:
-            raise _Fail(_INVALID, "the atomic result buffer needs 8 bytes free")
-        st = conn._stream()
+            raise Fail(INVALID, "the atomic result buffer needs 8 bytes free")
+        st = conn.request_stream()
         self.segs, self.nbytes = segs, 8
         a1, a2 = (self.cmp, self.swap) if self.is_cas else (self.add, 0)
         with st.lock:
             if st.closed:
-                raise _Fail(_RESET, "the connection is down")
-            mid = conn._map_id(st, rm)
+                raise Fail(RESET, "the connection is down")
+            mid = conn.map_id(st, rm)
             put_frame(st.out, T_ATOMIC, F_CAS if self.is_cas else 0, mid, 16, dst.data, 0)
-            st.out += _Q2.pack(a1 & _U64, a2 & _U64)
-            conn._push(self)
-        conn._schedule(st)
+            st.out += Q2.pack(a1 & U64, a2 & U64)
+            conn.push(self)
+        conn.schedule(st)
 
-    def _ok(self) -> None:
-        _grow(self.result, 8)
+    def succeed(self) -> None:
+        grow_data(self.result, 8)
         self.segs = []
 
     def set_dst_buf(self, buf: BufHandle) -> None:
@@ -493,8 +499,8 @@ class EmuRdmaTaskAtomic(_RdmaTask):
         self.result = buf
 
 
-_Q2 = struct.Struct("<QQ")
-_U64 = (1 << 64) - 1
+Q2 = struct.Struct("<QQ")
+U64 = (1 << 64) - 1
 
 
 class RdmaTaskAlloc(RdmaSettings):
@@ -509,6 +515,29 @@ class RdmaTaskAlloc(RdmaSettings):
         write_imm: TaskPool[EmuTask]
         atomic_cmp_swp: TaskPool[EmuTask]
         atomic_fetch_add: TaskPool[EmuTask]
+        # What the tasks and the connections use of the ctx (:class:`.connection.ConnectionOwner`),
+        # set or defined by :class:`.ctx.EmuRdma`.
+        dev: object
+        lock: threading.Lock
+        rq: Fifo
+        posted: deque[EmuRdmaTaskReceive]
+        stalled: deque[Stream]
+        conns: list[EmuRdmaConnection]
+        poller: RdmaPoller
+        serial: int
+        epoch: int
+        perms: int
+        retry_window: float
+        rnr_retry: int
+        send_list_len: int
+        recv_list_len: int
+
+        def dial(self, conn: EmuRdmaConnection, addr: tuple[str, int], peer_key: bytes, unix: str = "") -> None: ...
+        def window_expired(self, arg: tuple[EmuRdmaConnection, int]) -> None: ...
+        def break_connection(self, conn: EmuRdmaConnection, code: int, local: bool = False,
+                             reason: str = "") -> None: ...
+        def accept_socket(self, sock: socket.socket) -> None: ...
+        def resume_stalled(self) -> None: ...
 
     # -- tasks --------------------------------------------------------------------------------------
     def task_receive_allocate_init(self, dst: BufHandle | None) -> EmuRdmaTaskReceive:
@@ -519,7 +548,7 @@ class RdmaTaskAlloc(RdmaSettings):
 
     def _send_alloc(self, pool: TaskPool[EmuTask], conn: Any, src: BufHandle | None, imm: int | None) \
             -> EmuRdmaTaskSend:
-        _check_conn(self, conn)
+        check_conn(self, conn)
         t = pool.alloc()
         assert isinstance(t, EmuRdmaTaskSend) and (src is None or isinstance(src, EmuBuf))
         t.conn, t.src = conn, src
@@ -533,7 +562,7 @@ class RdmaTaskAlloc(RdmaSettings):
         return self._send_alloc(self.send_imm, conn, src, imm)
 
     def task_read_allocate_init(self, conn: Any, src: BufHandle, dst: BufHandle) -> EmuRdmaTaskRead:
-        _check_conn(self, conn)
+        check_conn(self, conn)
         t = self.read.alloc()
         assert isinstance(t, EmuRdmaTaskRead) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
         t.conn, t.src, t.dst = conn, src, dst
@@ -541,7 +570,7 @@ class RdmaTaskAlloc(RdmaSettings):
 
     def _write_alloc(self, pool: TaskPool[EmuTask], conn: Any, src: BufHandle, dst: BufHandle, imm: int | None) \
             -> EmuRdmaTaskWrite:
-        _check_conn(self, conn)
+        check_conn(self, conn)
         t = pool.alloc()
         assert isinstance(t, EmuRdmaTaskWrite) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
         t.conn, t.src, t.dst = conn, src, dst
@@ -556,18 +585,18 @@ class RdmaTaskAlloc(RdmaSettings):
 
     def task_atomic_cmp_swp_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle, cmp: int,
                                           swap: int) -> EmuRdmaTaskAtomic:
-        _check_conn(self, conn)
+        check_conn(self, conn)
         t = self.atomic_cmp_swp.alloc()
         assert isinstance(t, EmuRdmaTaskAtomic) and isinstance(dst, EmuBuf) and isinstance(result, EmuBuf)
-        t.conn, t.dst, t.result, t.cmp, t.swap, t.is_cas = conn, dst, result, cmp & _U64, swap & _U64, True
+        t.conn, t.dst, t.result, t.cmp, t.swap, t.is_cas = conn, dst, result, cmp & U64, swap & U64, True
         return t
 
     def task_atomic_fetch_add_allocate_init(self, conn: Any, dst: BufHandle, result: BufHandle,
                                             add: int) -> EmuRdmaTaskAtomic:
-        _check_conn(self, conn)
+        check_conn(self, conn)
         t = self.atomic_fetch_add.alloc()
         assert isinstance(t, EmuRdmaTaskAtomic) and isinstance(dst, EmuBuf) and isinstance(result, EmuBuf)
-        t.conn, t.dst, t.result, t.add, t.is_cas = conn, dst, result, add & _U64, False
+        t.conn, t.dst, t.result, t.add, t.is_cas = conn, dst, result, add & U64, False
         return t
 
 
@@ -577,6 +606,6 @@ def _u32(v: int) -> int:
     return v
 
 
-def _check_conn(ctx: RdmaTaskAlloc, conn: Any) -> None:
+def check_conn(ctx: object, conn: Any) -> None:
     if not isinstance(conn, EmuRdmaConnection) or conn.ctx is not ctx:
         raise DocaInvalidValue("the connection does not belong to this rdma ctx")

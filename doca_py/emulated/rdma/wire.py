@@ -19,19 +19,19 @@ from ...errors import (
 from ..rundir import private_dir
 from ..transport.shmring import recv_fds
 from ..transport.stream import Listener, Stream
-from .config import _cfg
+from .config import cfg
 
 #: ``type u8 | flags u8 | aux u16 | length u32 | a u64 | b u64`` (little endian); *length*
 #: bytes of payload follow.
 HDR = struct.Struct("<BBHIQQ")
 HDR_SIZE = HDR.size
-_ZERO_HDR = bytes(HDR_SIZE)
+ZERO_HDR = bytes(HDR_SIZE)
 
 
 def put_frame(out: bytearray, typ: int, flags: int, aux: int, length: int, a: int, b: int) -> None:
     """Append one header to *out* without allocating."""
     pos = len(out)
-    out += _ZERO_HDR
+    out += ZERO_HDR
     HDR.pack_into(out, pos, typ, flags, aux, length, a, b)
 
 
@@ -39,7 +39,7 @@ def put_frame(out: bytearray, typ: int, flags: int, aux: int, length: int, a: in
 # magic | version u16 | transport u8 | family u8 | host 16B | pid u32 | ctx serial u32 | conn id u32
 # | key 16B | perms u32 | rnr window ms u32 | ip 16B | port u16 | crc32 u32
 _MAGIC = b"DOCAPYRC"
-_VERSION = 1
+VERSION = 1
 _CONN = struct.Struct("<8sHBB16sIII16sII16sH")
 _CRC = struct.Struct("<I")
 BLOB_SIZE = _CONN.size + _CRC.size
@@ -56,12 +56,12 @@ class ConnBlob:
         self.conn_id, self.key, self.perms, self.rnr_ms, self.ip, self.port = conn_id, key, perms, rnr_ms, ip, port
 
 
-def _pack_ip(ip: str) -> tuple[int, bytes]:
+def pack_ip(ip: str) -> tuple[int, bytes]:
     addr = ipaddress.ip_address(ip)
     return (6 if addr.version == 6 else 4), addr.packed.ljust(16, b"\0")
 
 
-def _unpack_ip(family: int, raw: bytes) -> str:
+def unpack_ip(family: int, raw: bytes) -> str:
     if family == 4:
         return str(ipaddress.IPv4Address(raw[:4]))
     if family == 6:
@@ -70,8 +70,8 @@ def _unpack_ip(family: int, raw: bytes) -> str:
 
 
 def encode_blob(b: ConnBlob) -> bytes:
-    family, ip = _pack_ip(b.ip)
-    body = _CONN.pack(_MAGIC, _VERSION, b.transport, family, b.host, b.pid, b.serial, b.conn_id, b.key,
+    family, ip = pack_ip(b.ip)
+    body = _CONN.pack(_MAGIC, VERSION, b.transport, family, b.host, b.pid, b.serial, b.conn_id, b.key,
                       b.perms, b.rnr_ms, ip, b.port)
     return body + _CRC.pack(zlib.crc32(body))
 
@@ -81,8 +81,8 @@ def decode_blob(data: bytes) -> ConnBlob:
     if len(data) < 10 or data[:8] != _MAGIC:
         raise DocaConnectionAborted("not a doca_py rdma connection blob (bad magic or truncated)")
     (version,) = struct.unpack_from("<H", data, 8)
-    if version != _VERSION:
-        raise DocaConnectionAborted(f"connection blob version {version}, this build reads version {_VERSION}")
+    if version != VERSION:
+        raise DocaConnectionAborted(f"connection blob version {version}, this build reads version {VERSION}")
     if len(data) != BLOB_SIZE:
         raise DocaConnectionAborted(f"connection blob is {len(data)} bytes, expected {BLOB_SIZE}")
     body = data[:_CONN.size]
@@ -90,7 +90,7 @@ def decode_blob(data: bytes) -> ConnBlob:
         raise DocaConnectionAborted("connection blob is corrupt (checksum mismatch)")
     _, _, transport, family, host, pid, serial, conn_id, key, perms, rnr_ms, ip, port = _CONN.unpack(body)
     try:
-        ip_s = _unpack_ip(family, ip)
+        ip_s = unpack_ip(family, ip)
     except ValueError:
         raise DocaConnectionAborted("connection blob names no valid address") from None
     if port == 0 or transport != 0:
@@ -101,27 +101,27 @@ def decode_blob(data: bytes) -> ConnBlob:
 # -- handshake on a fresh stream ---------------------------------------------------------------
 # magic | version u16 | kind u8 | 0 | target key | sender key | sender host | pid | perms | rnr ms | conn id
 # | ip 16B | port u16 | family u8 | 0
-_HELLO_MAGIC = b"DOCAPYRH"
-_HELLO = struct.Struct("<8sHBx16s16s16sIIII16sHBx")
-_REPLY_MAGIC = b"DOCAPYRR"
-_REPLY = struct.Struct("<8sHxxI16sIII")  # magic | version | status | host | pid | perms | rnr ms
-_K_CONNECT, _K_CM_REQUEST = 0, 1
+HELLO_MAGIC = b"DOCAPYRH"
+HELLO = struct.Struct("<8sHBx16s16s16sIIII16sHBx")
+REPLY_MAGIC = b"DOCAPYRR"
+REPLY = struct.Struct("<8sHxxI16sIII")  # magic | version | status | host | pid | perms | rnr ms
+K_CONNECT, K_CM_REQUEST = 0, 1
 
 
-_serials = itertools.count(1)
+serials = itertools.count(1)
 #: Peer keys this process has already connected to: a replayed blob is refused.
-_used_keys: set[bytes] = set()
-_used_lock = threading.Lock()
+used_keys: set[bytes] = set()
+used_lock = threading.Lock()
 
 
-def _advertised(listener: Listener) -> str:
+def advertised(listener: Listener) -> str:
     ip = listener.addr[0]
     if ip in ("0.0.0.0", "::"):
-        return _cfg.advertise_addr or ("127.0.0.1" if ip == "0.0.0.0" else "::1")
+        return cfg.advertise_addr or ("127.0.0.1" if ip == "0.0.0.0" else "::1")
     return ip
 
 
-def _drop_data(st: Stream) -> None:
+def drop_data(st: Stream) -> None:
     st.rpos = st.rend
 
 
@@ -129,7 +129,7 @@ class Unreachable(Exception):
     """The peer's Unix listener cannot be reached (another user, gone): use TCP."""
 
 
-def _exchange(addr: tuple[str, int], hello: bytes, timeout: float,
+def exchange(addr: tuple[str, int], hello: bytes, timeout: float,
               unix: str = "") -> tuple[socket.socket, tuple[Any, ...], list[int]]:
     """Dial *addr* (or the Unix socket *unix*: :class:`Unreachable` if it cannot be), send the
     handshake, read the reply (bounded by *timeout*) and the descriptors it carries."""
@@ -151,30 +151,30 @@ def _exchange(addr: tuple[str, int], hello: bytes, timeout: float,
     try:
         sock.sendall(hello)
         buf = bytearray()
-        while len(buf) < _REPLY.size:
+        while len(buf) < REPLY.size:
             sock.settimeout(max(0.001, deadline - time.monotonic()))
             if unix:
-                chunk, got = recv_fds(sock, _REPLY.size - len(buf), 2)
+                chunk, got = recv_fds(sock, REPLY.size - len(buf), 2)
                 fds += got
             else:
-                chunk = sock.recv(_REPLY.size - len(buf))
+                chunk = sock.recv(REPLY.size - len(buf))
             if not chunk:
                 raise DocaConnectionAborted("the peer closed the connection during the handshake")
             buf += chunk
     except OSError as exc:
-        _close_all(sock, fds)
+        close_all(sock, fds)
         raise DocaConnectionAborted(f"handshake with {unix or addr[0]}:{addr[1]} failed: {exc}") from None
     except DocaError:
-        _close_all(sock, fds)
+        close_all(sock, fds)
         raise
-    fields = _REPLY.unpack(bytes(buf))
-    if fields[0] != _REPLY_MAGIC or fields[1] != _VERSION:
-        _close_all(sock, fds)
+    fields = REPLY.unpack(bytes(buf))
+    if fields[0] != REPLY_MAGIC or fields[1] != VERSION:
+        close_all(sock, fds)
         raise DocaConnectionAborted("the peer is not a compatible doca_py rdma endpoint")
     return sock, fields, fds
 
 
-def _close_all(sock: socket.socket, fds: list[int]) -> None:
+def close_all(sock: socket.socket, fds: list[int]) -> None:
     sock.close()
     for fd in fds:
         os.close(fd)
