@@ -26,7 +26,7 @@ import doca_py as d
 from doca_py import comch
 from doca_py.comch import ComchClient, ComchConnection, ComchServer, ComchTaskSend
 from doca_py.errors import (DocaAgain, DocaBadState, DocaConnectionReset, DocaError, DocaInvalidValue, DocaNoMemory,
-                            DocaNotConnected, DocaNotSupported, DocaTimeout)
+                            DocaNotConnected, DocaNotSupported, DocaTimeout, ErrorCode)
 from doca_py.types import CtxState, DevinfoRepFilter
 
 from apps.storage.errors import PeerClosedError
@@ -138,7 +138,12 @@ class ComchChannel:
 
     def _send_failed(self, task: ComchTaskSend, user_data: object, ctx_user_data: object) -> None:
         if self.send_error is None:
-            self.send_error = f"a comch send task failed: {task.get_status().name}"
+            status = task.get_status()
+            # The peer's death reaches us as a failed send or as the connection's status change, in
+            # whichever order the two arrive: report it the same way.
+            gone = status in (ErrorCode.CONNECTION_RESET, ErrorCode.NOT_CONNECTED, ErrorCode.CONNECTION_ABORTED)
+            self.send_error = (f"{self.peer_closed()} (a send failed: {status.name})" if gone
+                               else f"a comch send task failed: {status.name}")
         task.free()
 
     def _ours(self, conn: ComchConnection) -> bool:
