@@ -17,6 +17,7 @@ callers can sleep in ``select``/``epoll``/asyncio.
 from __future__ import annotations
 
 import os
+import random
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -49,7 +50,10 @@ class Lane:
         self.submitted = 0
         self.delivered = 0
         self.parked: dict[int, Any] = {}
+
+
 _get_ident = threading.get_ident
+_Item = tuple[Callable[[Any], object], Any]
 
 
 class EmuPe:
@@ -178,7 +182,7 @@ class EmuPe:
         self.efd = -1
 
 
-def _interleave(batch: list[tuple[Callable[[Any], object], Any]], rng: Any) -> list[tuple[Callable[[Any], object], Any]]:
+def _interleave(batch: list[_Item], rng: random.Random) -> list[_Item]:
     """A seeded random order of *batch*: shuffled items change places, a lane's items keep their order."""
     slots: list[int] = []
     keys: list[object] = []
