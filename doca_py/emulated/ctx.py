@@ -217,9 +217,17 @@ def _in_order(task: EmuTask, lane: Lane, deliver: Callable[[EmuTask], None]) -> 
     lane.delivered += 1
     try:
         deliver(task)
-    finally:
-        if lane.parked:
-            _release(lane)
+    except BaseException:
+        _release_later(task, lane)
+        raise
+    if lane.parked:
+        _release(lane)
+
+
+def _release_later(task: EmuTask, lane: Lane) -> None:
+    """A callback raised: the parked completions after it are delivered by a later ``progress()``."""
+    if lane.parked and task.ctx.pe is not None:
+        task.ctx.pe.post(_release, lane)
 
 
 def _release(lane: Lane) -> None:
@@ -235,8 +243,7 @@ def _release(lane: Lane) -> None:
         try:
             deliver(task)
         except BaseException:
-            if parked and task.ctx.pe is not None:
-                task.ctx.pe.post(_release, lane)
+            _release_later(task, lane)
             raise
 
 
