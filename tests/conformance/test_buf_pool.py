@@ -44,9 +44,10 @@ def test_empty_pool_is_doca_error_empty(mm: d.Mmap) -> None:
         a, b = pool.buf_alloc(), pool.buf_alloc()
         with pytest.raises(e.DocaEmpty):
             pool.buf_alloc()
+        freed = b.get_head()
         b.close()
         c = pool.buf_alloc()
-        assert c.get_head() == b.get_head()  # the one element free again
+        assert c.get_head() == freed  # the one element free again
         a.close()
         c.close()
 
