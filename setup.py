@@ -1,7 +1,7 @@
 """Build steps that pyproject.toml cannot declare; the metadata is all in pyproject.toml.
 
 * ``build_manpages``, a ``build`` sub-command: renders the man page of every console
-  script from its ``build_parser()`` (:mod:`apps.storage.cli.manpages`) into
+  script from its ``build_parser()`` (:mod:`apps.common.cli.manpages`) into
   ``<build>/man/`` and installs them as data files under ``share/man/man1``, so a
   wheel carries ``doca_py-<v>.data/data/share/man/man1/*.1``. It imports the apps,
   so it needs the runtime dependencies and argparse-manpage: they are build
@@ -46,7 +46,7 @@ class build_manpages(Command):  # noqa: N801 - setuptools command names are lowe
         os.environ.setdefault("DOCA_PY_IMPL", "emulated")  # the pages do not depend on the backend
         sys.path.insert(0, str(ROOT))
         try:
-            from apps.storage.cli.manpages import write_manpages
+            from apps.common.cli.manpages import write_manpages
         finally:
             sys.path.remove(str(ROOT))
         assert self.build_base is not None

@@ -9,8 +9,8 @@ are listed in ``docs/file-compression.md``.
 
 Modules: `cli` (parser, ``main``), `config` (the flags), `control` (client and server flows, the
 server's `FileReceiver`), `worker` (DOCA compress or zlib), `wire` (the messages); shared with
-`apps.secure_channel`: `application` (the device flags, the main skeleton) and `comch_utils` (the
-comch connection).
+`apps.secure_channel` through `apps.common`: `comch_app` (the device flags, the main skeleton) and
+`comch_channel` (the comch connection).
 """
 
 from __future__ import annotations

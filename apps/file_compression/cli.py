@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from apps.file_compression.application import run_application
-from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config
+from apps.common.comch_app import run_application
+from apps.common.cli.argp import DocaArgumentParser, build_parser_for, parse_config
 
 from .config import FileCompressionConfig
 from .control import SERVER_NAME, run

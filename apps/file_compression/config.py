@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pydantic import field_validator
 
-from apps.storage.cli.config import flag
+from apps.common.cli.config import flag
 
-from .application import ComchAppConfig
+from apps.common.comch_app import ComchAppConfig
 
 __all__ = ["FileCompressionConfig", "DEFAULT_TIMEOUT", "MAX_FILE_NAME"]
 

@@ -28,9 +28,9 @@ from doca_py.compress import CompressTaskType
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.log import TRACE
 
-from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.common.errors import PeerClosedError, ProtocolError, StorageAppError
 
-from .comch_utils import POLL_INTERVAL, Aborted, ComchChannel
+from apps.common.comch_channel import POLL_INTERVAL, Aborted, ComchChannel
 from .config import FileCompressionConfig
 from .wire import (FINISH_MSG, pack_file_info, parse_file_info, parse_finish, segment_count, segments,
                    failure_message)

@@ -23,7 +23,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 
-from apps.storage.errors import ProtocolError
+from apps.common.errors import ProtocolError
 
 __all__ = ["FILE_INFO_SIZE", "FINISH_MSG", "FAILURE_PREFIX", "FileInfo", "pack_file_info", "parse_file_info",
            "file_checksum", "split_checksum", "segment_count", "segments", "failure_message", "parse_finish"]

@@ -22,7 +22,7 @@ LZ4 decompress, DMA), ``planning`` (request checks, recovery schedule), ``health
 
 from __future__ import annotations
 
-from apps.storage.runtime.signals import abort_on_signals
+from apps.common.runtime.signals import abort_on_signals
 
 from .cli import APP_NAME, WRITE_FLOW_SUPPORTED, build_parser, main, parse_args
 from .config import GgaOffloadConfig

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config
+from apps.common.cli.argp import DocaArgumentParser, build_parser_for, parse_config
 from apps.storage.runtime.app_main import print_config, run_app
 
 from .config import GgaOffloadConfig

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from apps.storage.cli.config import Endpoint, MatrixType, ServiceConfig, flag
+from apps.common.cli.config import Endpoint, MatrixType, ServiceConfig, flag
 
 __all__ = ["GgaOffloadConfig"]
 

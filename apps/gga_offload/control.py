@@ -42,19 +42,19 @@ from doca_py.types import AccessFlag
 from apps.storage.wire.addressing import ChunkLayout, TargetRole, doubled_storage_details, merge_target_details
 from apps.storage.channels.control_channel import ControlChannel, TcpTransport, connect_tcp
 from apps.storage.channels.comch_transport import ComchTransport, listen_comch_server
-from apps.storage.cli.config import Ipv4Endpoint
+from apps.common.cli.config import Ipv4Endpoint
 from apps.storage.wire.control import (
     ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, PhaseChecker, RdmaConnection,
     RdmaConnectionRole, StorageDetails, make_response, unexpected_message_text,
 )
-from apps.storage.runtime.device import open_device
-from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.common.runtime.device import open_device
+from apps.common.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.storage.runtime.service_control import (
     ABORT_DRAIN_TIMEOUT, ABORTED_TEXT, DRAIN_TIMEOUT, TICK, BridgeControl, Printer, TargetFailure,
     open_host_representor, serve_session,
 )
-from apps.storage.runtime.retry_log import RetryLog
-from apps.storage.runtime.stats import WorkerStats
+from apps.common.runtime.retry_log import RetryLog
+from apps.common.runtime.stats import WorkerStats
 
 from .config import GgaOffloadConfig
 from .health import TargetHealth

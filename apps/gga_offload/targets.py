@@ -24,7 +24,7 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskReceive, RdmaTaskSend
 from doca_py.types import AccessFlag
 
-from apps.storage.errors import StorageAppError
+from apps.common.errors import StorageAppError
 from apps.storage.wire.addressing import ChunkLayout, TargetRole
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_head_from

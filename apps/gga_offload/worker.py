@@ -44,11 +44,11 @@ from doca_py.comch import ComchConnection, ComchConsumerTaskPostRecv, ComchProdu
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import CtxState
 
-from apps.storage.runtime.live_stats import LiveCounters
-from apps.storage.errors import StorageAppError
+from apps.common.runtime.live_stats import LiveCounters
+from apps.common.errors import StorageAppError
 from apps.storage.runtime.bridge_worker import ABORT_DRAIN, BridgeWorkerThread
-from apps.storage.runtime.stats import WorkerStats
-from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT
+from apps.common.runtime.stats import WorkerStats
+from apps.common.runtime.worker_thread import COMMAND_TIMEOUT
 from apps.storage.wire.addressing import MAX_BLOCKS_PER_IO, ChunkLayout, TargetRole
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, make_response_in_place, \

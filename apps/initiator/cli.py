@@ -7,8 +7,8 @@ import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
-from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging
-from apps.storage.runtime.signals import abort_on_signals
+from apps.common.cli.argp import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging
+from apps.common.runtime.signals import abort_on_signals
 
 from .config import InitiatorAppConfig
 from .control import Initiator

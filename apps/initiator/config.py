@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import field_validator, model_validator
 
-from apps.storage.cli.config import CommonConfig, ControlTimeout, Cpus, ExecutionStrategy, StatsFormat, StatsInterval, \
+from apps.common.cli.config import CommonConfig, ControlTimeout, Cpus, ExecutionStrategy, StatsFormat, StatsInterval, \
     existing_file, flag, stats_format_flag, stats_interval_flag
 
 from .metrics import parse_percentile_list

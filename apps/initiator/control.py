@@ -33,14 +33,14 @@ import doca_py as d
 from doca_py.errors import DocaError, ErrorCode
 
 from apps.storage.channels.control_channel import ControlChannel
-from apps.storage.cli.argp import version_text
+from apps.common.cli.argp import version_text
 from apps.storage.channels.comch_transport import ComchTransport, connect_comch_client
 from apps.storage.wire.control import ControlMessage, IdAllocator, InitStorage, MessageType, Payload, StorageDetails, \
     check_response
-from apps.storage.runtime.device import open_device
-from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
-from apps.storage.runtime.live_stats import live_stats
-from apps.storage.runtime.stats import FAILED_BANNER
+from apps.common.runtime.device import open_device
+from apps.common.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.common.runtime.live_stats import live_stats
+from apps.common.runtime.stats import FAILED_BANNER
 
 from .config import IO_TIMEOUT_DEFAULT, InitiatorAppConfig
 from .metrics import IntervalLatency, ProgressLine

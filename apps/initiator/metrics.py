@@ -7,7 +7,7 @@ recorded; percentiles are within 0.4 % of the exact nearest-rank value (half a s
 and count, min, max and mean are exact. :class:`IoRecord` keeps one histogram each for
 ``slat``, ``clat`` and ``lat`` per direction, fed in batches of 1024 IOs.
 
-The §7.3 statistics block itself is :func:`apps.storage.runtime.stats.format_run_stats`. The JSON
+The §7.3 statistics block itself is :func:`apps.common.runtime.stats.format_run_stats`. The JSON
 report uses fio's key names (``jobs[].read.iops``, ``bw`` in KiB/s, ``bw_bytes``,
 ``runtime`` in ms, ``clat_ns.percentile["99.000000"]`` …) so that fio tooling can read it;
 the initiator's own numbers go under the namespaced key :data:`JSON_NAMESPACE`.

@@ -20,8 +20,8 @@ from pathlib import Path
 from doca_py.errors import ErrorCode
 
 from apps.storage.wire.addressing import WorkerSegment, segment_workers
-from apps.storage.cli.config import ExecutionStrategy
-from apps.storage.errors import StorageAppError
+from apps.common.cli.config import ExecutionStrategy
+from apps.common.errors import StorageAppError
 
 __all__ = ["Action", "STRATEGIES", "strategy_steps", "strategy_io_kinds", "is_validity_test", "AddressPool",
            "PoolExhaustedError", "WorkerPlan", "plan_workers", "synthesize_expected", "load_expected",

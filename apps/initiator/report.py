@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.storage.runtime.stats import FAILED_BANNER, RunStats, format_pe_hit_rate, format_run_stats
+from apps.common.runtime.stats import FAILED_BANNER, RunStats, format_pe_hit_rate, format_run_stats
 
 from .metrics import DIRECTIONS, JSON_NAMESPACE, IoRecord, direction_json, empty_direction_json, format_percentiles, \
     percentiles

@@ -3,7 +3,7 @@ client's connection, and the transaction engine of storage-apps-spec §7.2 / §8
 
 Every DOCA object of a worker is created, progressed and destroyed on the worker's
 thread (a ``Pe`` is single-threaded). The thread is a
-:class:`~apps.storage.runtime.worker_thread.WorkerThread`, as the target's and the bridges'
+:class:`~apps.common.runtime.worker_thread.WorkerThread`, as the target's and the bridges'
 workers are (pinning, the wake-up and the sleep on the ``Pe``, the teardown in the thread);
 each of its steps runs the current phase. The control thread drives it through events:
 
@@ -43,9 +43,9 @@ from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostR
 from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import CtxState
 
-from apps.storage.runtime.live_stats import LiveCounters
-from apps.storage.errors import StorageAppError
-from apps.storage.runtime.worker_thread import WorkerThread
+from apps.common.runtime.live_stats import LiveCounters
+from apps.common.errors import StorageAppError
+from apps.common.runtime.worker_thread import WorkerThread
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_message_from
 
 from .metrics import IoRecord

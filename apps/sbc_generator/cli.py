@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
+from apps.common.cli.argp import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
     version_text
-from apps.storage.errors import StorageAppError
+from apps.common.errors import StorageAppError
 
 from .config import SbcGeneratorConfig
 from .generator import MAX_REPORTED_PROBLEMS, Printer, generate, verify

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import field_validator, model_validator
 
-from apps.storage.cli.config import CommonConfig, MatrixType, existing_file, flag
+from apps.common.cli.config import CommonConfig, MatrixType, existing_file, flag
 
 __all__ = ["SbcGeneratorConfig"]
 

@@ -12,8 +12,8 @@ import doca_py as d
 from doca_py.errors import ErrorCode
 
 from apps.storage.wire import compressed_block as cb
-from apps.storage.runtime.device import open_device
-from apps.storage.errors import ProtocolError, StorageAppError
+from apps.common.runtime.device import open_device
+from apps.common.errors import ProtocolError, StorageAppError
 from apps.storage.runtime.offload import DecompressJob, EcJob, OffloadSession, matrix_type_from_name
 from apps.storage.wire.sbc import MAX_CONTENT_SIZE, read_sbc, write_sbc
 

@@ -10,7 +10,7 @@ listed in ``docs/secure-channel.md``.
 
 Modules: `cli` (parser, ``main``), `config` (the flags), `control` (the flow, `PeerMessages`),
 `worker` (the producer and consumer threads), `wire` (the metadata message). The comch connection
-is `apps.file_compression.comch_utils`.
+is `apps.common.comch_channel`.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from apps.file_compression.application import ComchAppConfig
-from apps.storage.cli.config import flag
+from apps.common.comch_app import ComchAppConfig
+from apps.common.cli.config import flag
 
 from .wire import MAX_MSG_SIZE
 

@@ -19,8 +19,8 @@ import logging
 import threading
 import time
 
-from apps.file_compression.comch_utils import POLL_INTERVAL, Aborted, ComchChannel
-from apps.storage.errors import ProtocolError, StorageAppError
+from apps.common.comch_channel import POLL_INTERVAL, Aborted, ComchChannel
+from apps.common.errors import ProtocolError, StorageAppError
 from doca_py.errors import ErrorCode
 
 from .config import SecureChannelConfig

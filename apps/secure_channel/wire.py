@@ -15,7 +15,7 @@ import enum
 import struct
 from dataclasses import dataclass
 
-from apps.storage.errors import ProtocolError
+from apps.common.errors import ProtocolError
 
 __all__ = ["MsgType", "Metadata", "METADATA_SIZE", "MAX_MSG_SIZE", "pack_metadata", "parse_metadata"]
 

@@ -23,7 +23,7 @@ the control port), `worker` (the per-core data path).
 
 from __future__ import annotations
 
-from apps.storage.runtime.signals import abort_on_signals
+from apps.common.runtime.signals import abort_on_signals
 
 from .cli import APP_NAME, build_parser, main, parse_args
 from .config import TargetConfig

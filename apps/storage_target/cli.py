@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from apps.storage.cli.argp import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
+from apps.common.cli.argp import DocaArgumentParser, build_parser_for, parse_config, run_main, setup_logging, \
     version_text
-from apps.storage.runtime.signals import abort_on_signals
+from apps.common.runtime.signals import abort_on_signals
 
 from .config import TargetConfig
 from .control import LISTENING_PREFIX, run_target

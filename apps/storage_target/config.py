@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import field_validator
 
-from apps.storage.cli.config import CommonConfig, Cpus, StatsFormat, StatsInterval, existing_file, flag, \
+from apps.common.cli.config import CommonConfig, Cpus, StatsFormat, StatsInterval, existing_file, flag, \
     stats_format_flag, stats_interval_flag
 
 __all__ = ["TargetConfig"]

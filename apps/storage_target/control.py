@@ -48,11 +48,11 @@ from apps.storage.wire.control import (
     RdmaConnectionRole, StorageDetails, decode_body, encode_frame, error_response_for_exception,
     make_error_response, make_response, unexpected_message_text,
 )
-from apps.storage.runtime.device import open_device
-from apps.storage.runtime.live_stats import live_stats
-from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.common.runtime.device import open_device
+from apps.common.runtime.live_stats import live_stats
+from apps.common.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.storage.wire.sbc import SbcFile, load_storage_content
-from apps.storage.runtime.stats import WorkerStats, format_worker_stats
+from apps.common.runtime.stats import WorkerStats, format_worker_stats
 
 from .config import TargetConfig
 from .worker import MAX_TRANSACTIONS, StorageRegion, Worker
@@ -134,7 +134,7 @@ class TargetSession:
         already read from *channel* (the one :func:`accept_requester` checked).
 
         Raise :class:`PeerClosedError` when the client goes away first, ``CONNECTION_ABORTED``
-        on Ctrl-C, :class:`~apps.storage.errors.ProtocolError` for a malformed frame.
+        on Ctrl-C, :class:`~apps.common.errors.ProtocolError` for a malformed frame.
         """
         while not self.phases.done:
             expected = self.phases.expected

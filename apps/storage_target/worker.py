@@ -43,14 +43,14 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskRead, RdmaTaskReceive, RdmaTaskSend, RdmaTaskWrite
 from doca_py.types import AccessFlag, CtxState
 
-from apps.storage.runtime.live_stats import LiveCounters
+from apps.common.runtime.live_stats import LiveCounters
 from apps.storage.wire.addressing import target_transfer_error
 from apps.storage.wire.control import RdmaConnectionRole
-from apps.storage.errors import StorageAppError
-from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT, WorkerThread
+from apps.common.errors import StorageAppError
+from apps.common.runtime.worker_thread import COMMAND_TIMEOUT, WorkerThread
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place, \
     unpack_io_message_from
-from apps.storage.runtime.stats import WorkerStats
+from apps.common.runtime.stats import WorkerStats
 
 __all__ = ["StorageRegion", "Worker", "COMMAND_TIMEOUT", "MAX_TRANSACTIONS", "RDMA_PERMISSIONS"]
 

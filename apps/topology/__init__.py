@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from apps.storage.cli.usage import UsageParser, command_name
+from apps.common.cli.usage import UsageParser, command_name
 
 __all__ = ["build_parser", "main", "Test", "DEFAULT_TESTS", "STRATEGIES", "BRIDGES", "make_sample", "environment",
            "prepare", "start", "Topology", "TwoHosts", "Proc", "topology"]

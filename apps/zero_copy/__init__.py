@@ -22,7 +22,7 @@ phase), `worker` (the per-core data path), `forwarding` (the checks of forwarded
 
 from __future__ import annotations
 
-from apps.storage.runtime.signals import abort_on_signals
+from apps.common.runtime.signals import abort_on_signals
 
 from .cli import APP_NAME, build_parser, main, parse_args
 from .config import ZeroCopyConfig

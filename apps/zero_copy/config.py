@@ -3,7 +3,7 @@ the bridges' shared ones plus the storage target's address."""
 
 from __future__ import annotations
 
-from apps.storage.cli.config import Endpoint, ServiceConfig, flag
+from apps.common.cli.config import Endpoint, ServiceConfig, flag
 
 __all__ = ["ZeroCopyConfig"]
 

@@ -48,20 +48,20 @@ from doca_py.errors import DocaAlreadyExist, DocaError, ErrorCode
 
 from apps.storage.channels.control_channel import ControlChannel, TcpTransport
 from apps.storage.channels.comch_transport import CONNECT_POLL_INTERVAL, ComchTransport
-from apps.storage.cli.config import Ipv4Endpoint
+from apps.common.cli.config import Ipv4Endpoint
 from apps.storage.wire.control import (
     HEADER_SIZE, ControlMessage, ErrorPayload, IdAllocator, InitStorage, MessageType, Payload, PhaseChecker,
     RdmaConnection, RdmaConnectionRole, StorageDetails, make_response,
     unexpected_message_text,
 )
-from apps.storage.runtime.device import open_device
-from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.common.runtime.device import open_device
+from apps.common.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.storage.runtime.service_control import (
     ABORT_DRAIN_TIMEOUT, ABORTED_TEXT, DRAIN_TIMEOUT, TICK, BridgeControl, Printer, TargetFailure, aborted,
     open_host_representor, serve_session,
 )
-from apps.storage.runtime.retry_log import RetryLog, errno_reason
-from apps.storage.runtime.stats import WorkerStats
+from apps.common.runtime.retry_log import RetryLog, errno_reason
+from apps.common.runtime.stats import WorkerStats
 
 from .config import ZeroCopyConfig
 from .worker import SharedResources, Worker

@@ -33,7 +33,7 @@ is the same):
 
 Threading: every DOCA object of a worker is created, progressed and destroyed in its
 thread; the control thread drives it through the one-command mailbox of
-:class:`~apps.storage.runtime.worker_thread.WorkerThread`, every call bounded.
+:class:`~apps.common.runtime.worker_thread.WorkerThread`, every call bounded.
 """
 
 from __future__ import annotations
@@ -52,13 +52,13 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskReceive, RdmaTaskSend
 from doca_py.types import AccessFlag, CtxState
 
-from apps.storage.runtime.live_stats import LiveCounters
+from apps.common.runtime.live_stats import LiveCounters
 from apps.storage.runtime.bridge_worker import ABORT_DRAIN, IO_MESSAGE_PERMISSIONS, BridgeWorkerThread
 from apps.storage.wire.control import RdmaConnectionRole
-from apps.storage.errors import StorageAppError
+from apps.common.errors import StorageAppError
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, make_response_in_place, io_size_at, result_at, user_data_at
-from apps.storage.runtime.stats import WorkerStats
-from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT
+from apps.common.runtime.stats import WorkerStats
+from apps.common.runtime.worker_thread import COMMAND_TIMEOUT
 
 from .forwarding import check_request, finish_response_in_place, user_data_of
 

@@ -1,7 +1,7 @@
 """mkdocs hook: the CLI reference and the man pages, generated from each program's build_parser().
 
 ``cli.md`` holds a ``<!-- cli-reference -->`` marker that becomes one section per
-installed program of :data:`apps.storage.cli.manpages.PROGRAMS` (its ``--help``); the man
+installed program of :data:`apps.common.cli.manpages.PROGRAMS` (its ``--help``); the man
 pages (argparse-manpage, as the wheel installs them) go to ``<site>/man/<program>.1``.
 """
 
@@ -16,7 +16,7 @@ MARKER = "<!-- cli-reference -->"
 
 
 def _programs() -> list[tuple[str, str, Any]]:
-    from apps.storage.cli.manpages import PROGRAMS
+    from apps.common.cli.manpages import PROGRAMS
 
     return [(prog, module, importlib.import_module(module).build_parser()) for prog, module in PROGRAMS.items()]
 
@@ -35,6 +35,6 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
 
 
 def on_post_build(config: Any, **_: Any) -> None:
-    from apps.storage.cli.manpages import write_manpages
+    from apps.common.cli.manpages import write_manpages
 
     write_manpages(Path(config["site_dir"]) / "man")

@@ -36,7 +36,7 @@ PUBLIC_MODULES = [
     "doca_py.native.capi",
     "doca_py.testing.plugin", "doca_py.testing.pair", "doca_py.testing.knobs", "doca_py.emulated.trace",
     "apps.storage.wire.control", "apps.storage.channels.control_channel", "apps.storage.wire.io_message", "apps.storage.wire.addressing",
-    "apps.storage.wire.sbc", "apps.storage.wire.compressed_block", "apps.storage.errors",
+    "apps.storage.wire.sbc", "apps.storage.wire.compressed_block", "apps.common.errors",
 ]
 
 ROLE_RE = re.compile(r":(?:py:)?(?:meth|class|func|attr|data|mod|exc|obj|const):`")

@@ -12,8 +12,8 @@ import pytest
 
 from doca_py.errors import DocaInvalidValue
 
-from apps.file_compression.comch_utils import ComchChannel
-from apps.storage.errors import PeerClosedError
+from apps.common.comch_channel import ComchChannel
+from apps.common.errors import PeerClosedError
 
 from .procs import DPU_PCI, HOST_PCI
 

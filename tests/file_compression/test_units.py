@@ -14,15 +14,15 @@ import pytest
 from doca_py.compress import CompressTaskType
 from doca_py.errors import DocaError, DocaNotFound
 
-from apps.storage.cli.usage import EXIT_USAGE
+from apps.common.cli.usage import EXIT_USAGE
 from apps.file_compression import FileReceiver, TransferState, build_parser, parse_args, worker
 from apps.file_compression.control import write_atomically
 from apps.file_compression.wire import (FILE_INFO_SIZE, FINISH_MSG, failure_message, file_checksum,
                                         pack_file_info, parse_file_info, parse_finish, segment_count, segments,
                                         split_checksum)
 from apps.file_compression.worker import DeflateWorker, Method, compress_sw, dst_size
-from apps.storage.cli.manpages import PROGRAMS, build_manpage
-from apps.storage.errors import ProtocolError
+from apps.common.cli.manpages import PROGRAMS, build_manpage
+from apps.common.errors import ProtocolError
 
 pytestmark = pytest.mark.usefixtures("backend")
 

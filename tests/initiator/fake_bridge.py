@@ -35,7 +35,7 @@ from apps.storage.channels.comch_transport import ComchTransport, listen_comch_s
 from apps.storage.wire.control import (
     ControlMessage, InitStorage, MessageType, PhaseChecker, StorageDetails, make_response,
 )
-from apps.storage.errors import PeerClosedError
+from apps.common.errors import PeerClosedError
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
 
 HOST_PCI = "3b:00.0"

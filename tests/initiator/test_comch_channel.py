@@ -21,7 +21,7 @@ from apps.storage.channels.control_channel import ControlChannel
 from apps.storage.channels.comch_transport import ComchTransport, connect_comch_client, listen_comch_server
 from apps.storage.wire.control import ControlMessage, MessageType, StorageDetails, encode_frame, make_error_response, \
     make_response
-from apps.storage.errors import ControlRequestError, PeerClosedError, ProtocolError, StorageAppError
+from apps.common.errors import ControlRequestError, PeerClosedError, ProtocolError, StorageAppError
 
 pytestmark = pytest.mark.usefixtures("backend")
 

@@ -21,9 +21,9 @@ from apps.initiator.plan import (
     strategy_io_kinds, strategy_steps, synthesize_expected,
 )
 from apps.initiator.report import JobResult, RunReport, build_json_report, format_normal_report
-from apps.storage.errors import StorageAppError
-from apps.storage.cli.manpages import APPS, build_manpage
-from apps.storage.runtime.stats import RunStats, format_run_stats
+from apps.common.errors import StorageAppError
+from apps.common.cli.manpages import APPS, build_manpage
+from apps.common.runtime.stats import RunStats, format_run_stats
 
 A = Action
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import doca_py
-from apps.storage.cli.manpages import PROGRAMS, man_title
+from apps.common.cli.manpages import PROGRAMS, man_title
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -115,7 +115,7 @@ def _check_sdist(sdist: Path, into: Path) -> Path:
     for wanted in ("tests/conftest.py", "tests/tool/test_tool.py", "tests/packaging/test_packaging.py",
                    "docs/index.md", "docs/device-tool.md", "docs/hooks/cli_reference.py", "mkdocs.yml",
                    "CHANGELOG.md", "LICENSE", "README.md", "stubs/lz4/__init__.pyi", "tasks.py", "setup.py",
-                   "MANIFEST.in", "pyproject.toml", ".ci/run", "doca_py/py.typed", "apps/storage/cli/manpages.py",
+                   "MANIFEST.in", "pyproject.toml", ".ci/run", "doca_py/py.typed", "apps/common/cli/manpages.py",
                    "tests/native/fakelib/common.c", "tests/native/fakelib/fake.h"):
         assert wanted in names, wanted
     assert any(n.startswith("benchmarks/") and n.endswith(".py") for n in names)

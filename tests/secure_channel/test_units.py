@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from apps.storage.cli.usage import EXIT_USAGE
+from apps.common.cli.usage import EXIT_USAGE
 from apps.secure_channel import PeerMessages, build_parser, parse_args, statistics_lines
 from apps.secure_channel.wire import METADATA_SIZE, Metadata, MsgType, pack_metadata, parse_metadata
 from apps.secure_channel.worker import ThreadResult, message_pattern
-from apps.storage.cli.manpages import PROGRAMS, build_manpage
-from apps.storage.errors import ProtocolError
+from apps.common.cli.manpages import PROGRAMS, build_manpage
+from apps.common.errors import ProtocolError
 
 pytestmark = pytest.mark.usefixtures("backend")
 

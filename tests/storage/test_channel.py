@@ -11,7 +11,7 @@ from apps.storage.channels.control_channel import ControlChannel, FrameDecoder, 
 from apps.storage.wire.control import (
     ControlMessage, InitStorage, MessageType, StorageDetails, encode_frame, make_error_response, make_response,
 )
-from apps.storage.errors import ControlRequestError, PeerClosedError, ProtocolError, StorageAppError
+from apps.common.errors import ControlRequestError, PeerClosedError, ProtocolError, StorageAppError
 from doca_py.errors import ErrorCode
 
 M = MessageType

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from apps.sbc_generator import build_parser, parse_args
-from apps.storage.cli.argp import build_parser_for, parse_config
+from apps.common.cli.argp import build_parser_for, parse_config
 from apps.initiator.config import InitiatorConfig
 from apps.gga_offload.config import GgaOffloadConfig
-from apps.storage.cli.config import Ipv4Endpoint, parse_ipv4_endpoint
+from apps.common.cli.config import Ipv4Endpoint, parse_ipv4_endpoint
 from apps.storage_target.config import TargetConfig
 from apps.zero_copy.config import ZeroCopyConfig
-from apps.storage.cli.manpages import build_manpage
+from apps.common.cli.manpages import build_manpage
 from doca_py.log import LogLevel
 
 

@@ -11,7 +11,7 @@ from apps.storage.wire.control import (
     RdmaConnectionRole, StorageDetails, check_response, decode_body, encode_body, encode_frame,
     error_response_for_exception, make_error_response, make_response,
 )
-from apps.storage.errors import ControlRequestError, ProtocolError, StorageAppError
+from apps.common.errors import ControlRequestError, ProtocolError, StorageAppError
 from doca_py.errors import DocaInvalidValue, ErrorCode
 
 M = MessageType

@@ -9,7 +9,7 @@ import pytest
 
 
 @pytest.mark.parametrize("name", ["apps.storage.wire.control", "apps.storage.channels.control_channel", "apps.storage.wire.addressing",
-                                  "apps.storage.cli.manpages", "apps.storage.wire.io_message",
+                                  "apps.common.cli.manpages", "apps.storage.wire.io_message",
                                   "apps.zero_copy.forwarding"])
 def test_module_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))

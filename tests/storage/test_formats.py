@@ -15,13 +15,13 @@ from apps.storage.wire.addressing import (
     half_block_size, segment_workers, split_evenly, target_storage_offset, target_transfer_error,
 )
 from apps.storage.wire.control import StorageDetails
-from apps.storage.errors import ProtocolError
+from apps.common.errors import ProtocolError
 from apps.storage.wire.io_message import (
     IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place, pack_io_message_into, result_at,
     set_type_in_place, unpack_io_head_from, unpack_io_message_from, user_data_at,
 )
 from apps.storage.wire.sbc import SbcFormatError, encode_sbc, is_sbc_file, read_sbc, read_sbc_header, write_sbc
-from apps.storage.runtime.stats import RunStats, WorkerStats, format_pe_hit_rate, format_run_stats, format_worker_stats
+from apps.common.runtime.stats import RunStats, WorkerStats, format_pe_hit_rate, format_run_stats, format_worker_stats
 from doca_py.errors import ErrorCode
 
 PATTERN = bytes(i % 256 for i in range(4096))
@@ -294,7 +294,7 @@ def test_run_stats_block() -> None:
 
 def test_target_content_loading(tmp_path: Path) -> None:
     from apps.storage.wire.addressing import merge_target_details
-    from apps.storage.errors import StorageAppError
+    from apps.common.errors import StorageAppError
     from apps.storage.wire.sbc import load_storage_content
 
     sbc = tmp_path / "c.sbc"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.storage.runtime.live_stats import JSON_KEYS, LiveCounters, LiveStats, live_stats
+from apps.common.runtime.live_stats import JSON_KEYS, LiveCounters, LiveStats, live_stats
 
 
 class _Source:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.storage.cli.manpages import MANUAL, PROGRAMS, TITLE_WIDTH, build_manpage, man_title
+from apps.common.cli.manpages import MANUAL, PROGRAMS, TITLE_WIDTH, build_manpage, man_title
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -54,7 +54,7 @@ def _run(cmd: list[str], *args: str, **env: str) -> subprocess.CompletedProcess[
 
 
 def test_every_program_is_covered() -> None:
-    from apps.storage.cli.usage import EXIT_USAGE
+    from apps.common.cli.usage import EXIT_USAGE
     from doca_py._program import EXIT_USAGE as LIBRARY_EXIT_USAGE
 
     assert set(BAD_VALUE) == set(PROGRAMS)

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from apps.storage.channels.control_channel import connect_tcp
-from apps.storage.errors import StorageAppError
-from apps.storage.runtime.retry_log import RETRY_LOG_INTERVAL, RetryLog, errno_reason
+from apps.common.errors import StorageAppError
+from apps.common.runtime.retry_log import RETRY_LOG_INTERVAL, RetryLog, errno_reason
 from tests.gga_offload.harness import DPU, HOST, Proc
 
 log = logging.getLogger("apps.test_retry_log")

@@ -7,7 +7,7 @@ import time
 
 import doca_py as d
 
-from apps.storage.runtime.wakeup import Wakeup
+from apps.common.runtime.wakeup import Wakeup
 
 
 def test_sleep_ends_on_set_from_another_thread_and_consumes_it() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.storage.cli.manpages import APPS, build_manpage
+from apps.common.cli.manpages import APPS, build_manpage
 from apps.storage_target import abort_on_signals, build_parser, main, parse_args
 
 

@@ -23,8 +23,8 @@ from doca_py.types import CtxState
 from apps.initiator.config import InitiatorConfig
 from apps.storage_target.config import TargetConfig
 from apps.storage.wire.control import ControlMessage, ErrorPayload, InitStorage, MessageType, RdmaConnectionRole
-from apps.storage.errors import StorageAppError
-from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT, WORK_UNIT_BUDGET, WorkerThread, work_budget
+from apps.common.errors import StorageAppError
+from apps.common.runtime.worker_thread import COMMAND_TIMEOUT, WORK_UNIT_BUDGET, WorkerThread, work_budget
 from apps.storage_target.control import TargetSession, allocate_storage, load_content
 from apps.storage_target.worker import MAX_TRANSACTIONS, StorageRegion, Worker
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.storage.runtime.live_stats import JSON_KEYS, TEXT_PREFIX
+from apps.common.runtime.live_stats import JSON_KEYS, TEXT_PREFIX
 from apps.topology import Test as TopologyTest, build_parser, environment, prepare, start, topology
 
 pytestmark = pytest.mark.multiprocess

@@ -13,7 +13,7 @@ from doca_py.errors import ErrorCode
 from doca_py.types import AccessFlag as A
 
 from apps.storage.wire.control import StorageDetails
-from apps.storage.errors import ControlRequestError
+from apps.common.errors import ControlRequestError
 from apps.storage.wire.io_message import IoMessage, IoMessageType
 
 from tests.gga_offload.harness import end_after_a_failed_init, end_session, write_four_blocks

@@ -10,9 +10,9 @@ import pytest
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.cli.config import Ipv4Endpoint
+from apps.common.cli.config import Ipv4Endpoint
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
-from apps.storage.cli.manpages import APPS, PROGRAMS, build_manpage
+from apps.common.cli.manpages import APPS, PROGRAMS, build_manpage
 from apps.zero_copy import APP_NAME, build_parser, check_request, finish_response_in_place, parse_args
 from apps.zero_copy.forwarding import user_data_of
 from apps.zero_copy.control import connect_target
@@ -151,7 +151,7 @@ def test_connecting_to_a_silent_port_is_abortable() -> None:
         if len(ticks) >= 3:
             abort.set()
 
-    from apps.storage.errors import StorageAppError
+    from apps.common.errors import StorageAppError
 
     with pytest.raises(StorageAppError) as info:
         connect_target(Ipv4Endpoint("127.0.0.1", port), abort.is_set, idle, retry_interval=0.01)

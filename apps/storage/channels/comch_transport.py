@@ -58,7 +58,7 @@ from doca_py.types import CtxState
 
 from apps.storage.channels.control_channel import ControlChannel, TransportSink
 from apps.storage.wire.control import HEADER_SIZE, PREFIX_SIZE, MessageType
-from apps.storage.errors import PeerClosedError, StorageAppError
+from apps.common.errors import PeerClosedError, StorageAppError
 
 __all__ = ["ComchTransport", "connect_comch_client", "listen_comch_server", "MAX_CONCURRENT_CONTROL_MESSAGES",
            "CONNECT_POLL_INTERVAL", "SEND_POOL_TIMEOUT", "MAX_PENDING_CLIENTS"]

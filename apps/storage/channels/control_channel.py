@@ -14,7 +14,7 @@ Layers:
   [`poll`][apps.storage.channels.control_channel.ControlChannel.poll], [`receive`][apps.storage.channels.control_channel.ControlChannel.receive] (with a deadline).
 
 Unlike the reference, a peer closing the connection is detected
-([`PeerClosedError`][apps.storage.errors.PeerClosedError]), and a half-received frame at close is a [`ProtocolError`][apps.storage.errors.ProtocolError].
+([`PeerClosedError`][apps.common.errors.PeerClosedError]), and a half-received frame at close is a [`ProtocolError`][apps.common.errors.ProtocolError].
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import Protocol
 from doca_py.errors import ErrorCode
 
 from apps.storage.wire.control import HEADER_SIZE, PREFIX_SIZE, ControlMessage, check_response, decode_body, encode_frame
-from apps.storage.errors import PeerClosedError, ProtocolError, StorageAppError
-from apps.storage.runtime.retry_log import RetryLog, errno_reason
+from apps.common.errors import PeerClosedError, ProtocolError, StorageAppError
+from apps.common.runtime.retry_log import RetryLog, errno_reason
 
 __all__ = [
     "DEFAULT_MAX_BODY", "FrameDecoder", "TransportSink", "Transport", "TcpTransport", "ControlChannel",
@@ -54,7 +54,7 @@ class FrameDecoder:
 
     ```
 
-    A malformed frame raises [`ProtocolError`][apps.storage.errors.ProtocolError]; the decoder is then unusable
+    A malformed frame raises [`ProtocolError`][apps.common.errors.ProtocolError]; the decoder is then unusable
     (the stream position is lost), so the connection must be dropped.
     """
 
@@ -127,7 +127,7 @@ class Transport(Protocol):
         """Where [`pump`][apps.storage.channels.control_channel.Transport.pump] delivers received data and closure."""
 
     def send(self, frame: bytes) -> None:
-        """Send one whole frame; raise [`StorageAppError`][apps.storage.errors.StorageAppError] if it cannot be sent."""
+        """Send one whole frame; raise [`StorageAppError`][apps.common.errors.StorageAppError] if it cannot be sent."""
 
     def pump(self, timeout: float | None) -> None:
         """Deliver what arrived, waiting up to *timeout* seconds (``None``: forever) if nothing has."""
@@ -244,8 +244,8 @@ class ControlChannel:
     def poll(self, timeout: float | None = 0.0) -> ControlMessage | None:
         """One received message, or ``None`` if none arrived within *timeout* seconds.
 
-        Raise [`PeerClosedError`][apps.storage.errors.PeerClosedError] once the peer has closed and every whole message
-        has been taken, [`ProtocolError`][apps.storage.errors.ProtocolError] for a malformed frame or a frame cut short
+        Raise [`PeerClosedError`][apps.common.errors.PeerClosedError] once the peer has closed and every whole message
+        has been taken, [`ProtocolError`][apps.common.errors.ProtocolError] for a malformed frame or a frame cut short
         by the closure.
         """
         msg = self._decoder.next_message()

@@ -1,2 +1,2 @@
-"""What the storage apps' processes share at run time: worker threads, the bridges' control phase and
-data-path skeleton, signal handling, device opening, offload batches and statistics."""
+"""What the storage apps' processes share at run time beyond `apps.common.runtime`: the bridges' control
+phase, data-path skeleton and ``main``, and offload batches."""

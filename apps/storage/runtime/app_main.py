@@ -2,8 +2,8 @@
 
 :func:`run_app` sets logging up, prints the version line, the app's extra banner lines and
 its configuration block (:func:`print_config`), then runs the app's service with an abort
-flag that SIGINT/SIGTERM set (:func:`~apps.storage.runtime.signals.abort_on_signals`); failures end
-as ``EXCEPTION: ...`` and status 1 (:func:`~apps.storage.cli.argp.run_main`).
+flag that SIGINT/SIGTERM set (:func:`~apps.common.runtime.signals.abort_on_signals`); failures end
+as ``EXCEPTION: ...`` and status 1 (:func:`~apps.common.cli.argp.run_main`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from apps.storage.cli.argp import run_main, setup_logging, version_text
-from apps.storage.cli.config import ServiceConfig
-from apps.storage.runtime.live_stats import live_stats
-from apps.storage.runtime.signals import abort_on_signals
+from apps.common.cli.argp import run_main, setup_logging, version_text
+from apps.common.cli.config import ServiceConfig
+from apps.common.runtime.live_stats import live_stats
+from apps.common.runtime.signals import abort_on_signals
 
 __all__ = ["emit", "print_config", "run_app"]
 

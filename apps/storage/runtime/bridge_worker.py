@@ -38,7 +38,7 @@ from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostR
 from doca_py.ctx import TaskCallback
 from doca_py.types import AccessFlag, CtxState
 
-from apps.storage.runtime.worker_thread import COMMAND_TIMEOUT, WorkerThread
+from apps.common.runtime.worker_thread import COMMAND_TIMEOUT, WorkerThread
 
 __all__ = ["BridgeShared", "BridgeWorkerThread", "IO_MESSAGE_PERMISSIONS", "SPIN", "DATA_SLEEP", "IDLE_SLEEP",
            "RETRY_SLEEP", "ABORT_DRAIN"]

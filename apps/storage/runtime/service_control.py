@@ -40,8 +40,8 @@ from apps.storage.wire.control import (
     ControlMessage, InitStorage, MessageType, PhaseChecker, RdmaConnectionRole, error_response_for_exception,
     make_response,
 )
-from apps.storage.errors import PeerClosedError, StorageAppError
-from apps.storage.runtime.stats import WorkerStats, format_worker_stats
+from apps.common.errors import PeerClosedError, StorageAppError
+from apps.common.runtime.stats import WorkerStats, format_worker_stats
 
 __all__ = ["ABORTED_TEXT", "DRAIN_TIMEOUT", "STOP_DRAIN_MIN", "ABORT_DRAIN_TIMEOUT", "TICK", "Printer", "TargetFailure",
            "InitiatorGone", "INITIATOR_GONE_TEXT", "aborted",

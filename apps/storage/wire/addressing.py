@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from doca_py.errors import ErrorCode
 
 from apps.storage.wire.control import StorageDetails
-from apps.storage.errors import StorageAppError
+from apps.common.errors import StorageAppError
 from apps.storage.wire.io_message import IoMessage, IoMessageType
 
 __all__ = [

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from doca_py.errors import ErrorCode
 
 from . import lz4_blocks
-from apps.storage.errors import ProtocolError, StorageAppError
+from apps.common.errors import ProtocolError, StorageAppError
 
 __all__ = ["HEADER_SIZE", "TRAILER_SIZE", "OVERHEAD", "NotCompressibleError", "CompressedBlock",
            "pack_compressed_block", "compress_block", "parse_compressed_block", "decompress_block",
@@ -67,7 +67,7 @@ def compress_block(plain: bytes | bytearray | memoryview) -> bytes:
 
 
 def parse_compressed_block(block: bytes | bytearray | memoryview) -> CompressedBlock:
-    """Parse and check a compressed block; [`ProtocolError`][apps.storage.errors.ProtocolError] if its sizes are impossible."""
+    """Parse and check a compressed block; [`ProtocolError`][apps.common.errors.ProtocolError] if its sizes are impossible."""
     view = memoryview(block).cast("B")
     b = view.nbytes
     if b < OVERHEAD:

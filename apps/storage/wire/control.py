@@ -12,7 +12,7 @@ body is preceded by its length as a u32 BE (see [`encode_frame`][apps.storage.wi
 ```
 
 Decoding never trusts the peer: a truncated or over-long body, an unknown type, a
-length field pointing past the end, all raise [`ProtocolError`][apps.storage.errors.ProtocolError].
+length field pointing past the end, all raise [`ProtocolError`][apps.common.errors.ProtocolError].
 Responders answer a request with [`make_response`][apps.storage.wire.control.make_response] / [`make_error_response`][apps.storage.wire.control.make_error_response],
 which echo the request's ``message_id`` and ``correlation_id``; [`PhaseChecker`][apps.storage.wire.control.PhaseChecker]
 enforces the positional phase order of §3.5.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from doca_py.errors import DocaError, ErrorCode
 
-from apps.storage.errors import ControlRequestError, ProtocolError, StorageAppError
+from apps.common.errors import ControlRequestError, ProtocolError, StorageAppError
 
 __all__ = [
     "MessageType", "RdmaConnectionRole", "ErrorPayload", "StorageDetails", "InitStorage", "RdmaConnection",
@@ -283,7 +283,7 @@ class _Reader:
 
 
 def decode_body(body: bytes | bytearray | memoryview) -> ControlMessage:
-    """Decode one message body (no length header). Raise [`ProtocolError`][apps.storage.errors.ProtocolError] if malformed.
+    """Decode one message body (no length header). Raise [`ProtocolError`][apps.common.errors.ProtocolError] if malformed.
 
     Error texts are decoded as UTF-8 with invalid bytes shown as ``\\xNN`` escapes (the
     C++ apps send ASCII; the text is informational, so a bad byte must not lose the code).
@@ -333,7 +333,7 @@ def make_error_response(request: ControlMessage, code: ErrorCode | int, message:
 
 def error_response_for_exception(request: ControlMessage, exc: BaseException) -> ControlMessage:
     """An ``error_response`` for a processing failure: the code of a [`DocaError`][doca_py.errors.DocaError] or
-    [`StorageAppError`][apps.storage.errors.StorageAppError] (else ``UNKNOWN``) and the exception text."""
+    [`StorageAppError`][apps.common.errors.StorageAppError] (else ``UNKNOWN``) and the exception text."""
     if isinstance(exc, StorageAppError):
         code: int = int(exc.code)
         text = exc.message
@@ -356,7 +356,7 @@ def unexpected_message_text(got: MessageType, expected: MessageType | Iterable[M
 def check_response(request: ControlMessage, response: ControlMessage) -> ControlMessage:
     """Validate *response* to *request* as a requester does (§3.5); return it.
 
-    Raise [`ControlRequestError`][apps.storage.errors.ControlRequestError] carrying the peer's code and text for an
+    Raise [`ControlRequestError`][apps.common.errors.ControlRequestError] carrying the peer's code and text for an
     ``error_response`` (``"<expected_type> id: <mid> failed!: <message>"``), and
     ``UNEXPECTED`` for a mismatched message id or a response of another type.
     """

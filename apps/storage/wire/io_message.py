@@ -49,7 +49,7 @@ from typing import Any
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.errors import ProtocolError
+from apps.common.errors import ProtocolError
 
 __all__ = [
     "IO_MESSAGE_SIZE", "IoMessageType", "IoMessage", "TYPE_OFFSET", "USER_DATA_OFFSET", "RESULT_OFFSET",
@@ -171,7 +171,7 @@ class IoMessage:
 
     @classmethod
     def unpack(cls, buffer: bytes | bytearray | memoryview, offset: int = 0) -> IoMessage:
-        """Decode the 64 bytes at *offset*; [`ProtocolError`][apps.storage.errors.ProtocolError] if fewer are available."""
+        """Decode the 64 bytes at *offset*; [`ProtocolError`][apps.common.errors.ProtocolError] if fewer are available."""
         n = memoryview(buffer).nbytes - offset
         if offset < 0 or n < IO_MESSAGE_SIZE:
             raise ProtocolError(f"io message needs {IO_MESSAGE_SIZE} bytes, {max(n, 0)} available")

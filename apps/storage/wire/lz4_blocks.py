@@ -13,7 +13,7 @@ from __future__ import annotations
 from doca_py.engines import lz4_stream
 from doca_py.errors import DocaError
 
-from apps.storage.errors import ProtocolError
+from apps.common.errors import ProtocolError
 
 __all__ = ["STORED_FLAG", "compress", "decompress"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.errors import StorageAppError
+from apps.common.errors import StorageAppError
 
 __all__ = ["SBC_MAGIC", "SBC_HEADER_SIZE", "MAX_CONTENT_SIZE", "SbcFormatError", "SbcFile", "is_sbc_file",
            "read_sbc", "read_sbc_header", "write_sbc", "encode_sbc", "load_storage_content"]

@@ -29,8 +29,8 @@ from doca_py.errors import (DocaAgain, DocaBadState, DocaConnectionReset, DocaEr
                             DocaNotConnected, DocaNotSupported, DocaTimeout, ErrorCode)
 from doca_py.types import CtxState, DevinfoRepFilter
 
-from apps.storage.errors import PeerClosedError
-from apps.storage.runtime.device import open_device
+from apps.common.errors import PeerClosedError
+from apps.common.runtime.device import open_device
 
 __all__ = ["ComchChannel", "COMCH_NUM_TASKS", "POLL_INTERVAL", "MessageCallback", "ConsumerCallback",
            "Aborted"]

@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 import doca_py as d
 from doca_py.errors import ErrorCode
 
-from apps.storage.errors import StorageAppError
-from apps.storage.runtime.live_stats import LiveCounters, register
-from apps.storage.runtime.wakeup import Wakeup
+from apps.common.errors import StorageAppError
+from apps.common.runtime.live_stats import LiveCounters, register
+from apps.common.runtime.wakeup import Wakeup
 
 __all__ = ["WorkerThread", "COMMAND_TIMEOUT", "WORK_UNIT_BUDGET", "work_budget"]
 
@@ -80,7 +80,7 @@ class WorkerThread:
         self._running = False  # the data path accepts work
         self._pe: d.Pe | None = None
         self.error: str | None = None
-        register(self)  # sampled by live statistics (apps.storage.runtime.live_stats) while it lives
+        register(self)  # sampled by live statistics (apps.common.runtime.live_stats) while it lives
 
     @property
     def name(self) -> str:

@@ -32,8 +32,8 @@ from pydantic import BaseModel, ValidationError
 import doca_py
 from doca_py.log import parse_level, to_python_level
 
-from apps.storage.cli.config import GENERAL_FIELDS, CommonConfig, flag_info, flag_name, validation_messages
-from apps.storage.cli.usage import EXIT_USAGE, UsageParser, command_name
+from apps.common.cli.config import GENERAL_FIELDS, CommonConfig, flag_info, flag_name, validation_messages
+from apps.common.cli.usage import EXIT_USAGE, UsageParser, command_name
 
 __all__ = ["DocaArgumentParser", "build_parser_for", "parse_config", "json_to_argv", "setup_logging", "run_main",
            "version_text", "EXIT_FAILURE", "EXIT_USAGE"]

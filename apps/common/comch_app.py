@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 from pydantic import field_validator
 
-from apps.storage.cli.argp import run_main, setup_logging
-from apps.storage.cli.config import CommonConfig, flag
-from apps.storage.runtime.signals import abort_on_signals
+from apps.common.cli.argp import run_main, setup_logging
+from apps.common.cli.config import CommonConfig, flag
+from apps.common.runtime.signals import abort_on_signals
 
 __all__ = ["ComchAppConfig", "run_application"]
 

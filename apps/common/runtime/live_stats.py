@@ -1,7 +1,7 @@
 """Live statistics: one line per ``--stats-interval`` seconds while an app runs (not in the reference,
 whose apps print statistics only at the end).
 
-Every per-core worker (:class:`~apps.storage.runtime.worker_thread.WorkerThread`) registers itself
+Every per-core worker (:class:`~apps.common.runtime.worker_thread.WorkerThread`) registers itself
 when created; :class:`LiveStats` is a thread that wakes once per interval, reads the counters the
 workers keep anyway (:meth:`WorkerThread.live_counters`: plain integers, read without locking) and
 prints the interval's rates. Nothing runs per IO for it, so it costs nothing on the data path when
