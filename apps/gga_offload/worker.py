@@ -48,7 +48,6 @@ from apps.common.runtime.live_stats import LiveCounters
 from apps.common.errors import StorageAppError
 from apps.storage.runtime.bridge_worker import ABORT_DRAIN, BridgeWorkerThread
 from apps.common.runtime.stats import WorkerStats
-from apps.common.runtime.worker_thread import COMMAND_TIMEOUT
 from apps.storage.wire.addressing import MAX_BLOCKS_PER_IO, ChunkLayout, TargetRole
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, make_response_in_place, \
@@ -61,7 +60,7 @@ from .targets import MAX_WARNINGS, RDMA_PERMISSIONS, Targets
 from .transaction import COMMIT, DECOMPRESS, FETCH_FROM_INITIATOR, FETCH_FROM_STORAGE, PRODUCE_EC, READ_ACTIONS, \
     RECOVER, REPLY, WRITE_ACTIONS, Transaction
 
-__all__ = ["SharedResources", "Worker", "COMMAND_TIMEOUT", "RDMA_PERMISSIONS", "Transaction"]
+__all__ = ["SharedResources", "Worker", "RDMA_PERMISSIONS", "Transaction"]
 
 log = logging.getLogger("apps.gga_offload")
 
@@ -146,12 +145,12 @@ class Worker(BridgeWorkerThread[SharedResources]):
 
     def export(self, role: RdmaConnectionRole) -> list[bytes]:
         """Export the *role* context towards each target (data_1, data_2, data_p)."""
-        return self._call(lambda: self._created_targets().export(role), COMMAND_TIMEOUT,
+        return self._call(lambda: self._created_targets().export(role), None,
                           f"export its {role.name} contexts")
 
     def connect(self, role: RdmaConnectionRole, blobs: list[bytes]) -> None:
         """Connect the *role* contexts with the targets' blobs."""
-        self._call(lambda: self._created_targets().connect(role, blobs), COMMAND_TIMEOUT,
+        self._call(lambda: self._created_targets().connect(role, blobs), None,
                    f"connect its {role.name} contexts")
 
     def _created_targets(self) -> Targets:

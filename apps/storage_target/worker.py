@@ -47,12 +47,12 @@ from apps.common.runtime.live_stats import LiveCounters
 from apps.storage.wire.addressing import target_transfer_error
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.common.errors import StorageAppError
-from apps.common.runtime.worker_thread import COMMAND_TIMEOUT, WorkerThread
+from apps.common.runtime.worker_thread import WorkerThread
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place, \
     unpack_io_message_from
 from apps.common.runtime.stats import WorkerStats
 
-__all__ = ["StorageRegion", "Worker", "COMMAND_TIMEOUT", "MAX_TRANSACTIONS", "RDMA_PERMISSIONS"]
+__all__ = ["StorageRegion", "Worker", "MAX_TRANSACTIONS", "RDMA_PERMISSIONS"]
 
 log = logging.getLogger("apps.storage_target")
 
@@ -157,23 +157,23 @@ class Worker(WorkerThread):
     def start(self) -> None:
         """Start the thread and create the worker's objects (raises what creation raised)."""
         self._thread.start()
-        self._call(self._create, COMMAND_TIMEOUT, "create its RDMA contexts")
+        self._call(self._create, None, "create its RDMA contexts")
 
     def connect(self, role: RdmaConnectionRole, peer_blob: bytes) -> bytes:
         """Export this worker's context of *role*, connect it to *peer_blob*; our blob."""
-        blob = self._call(lambda: self._connect(role, peer_blob), COMMAND_TIMEOUT, f"connect its {role.name} "
+        blob = self._call(lambda: self._connect(role, peer_blob), None, f"connect its {role.name} "
                           "context")
         self.connected.add(role)
         return blob
 
     def start_data_path(self) -> None:
         """Allocate the tasks and post every receive (both contexts must be RUNNING)."""
-        self._call(self._start_data_path, COMMAND_TIMEOUT, "start its data path")
+        self._call(self._start_data_path, None, "start its data path")
 
     def stop_data_path(self, drain_timeout: float) -> None:
         """Stop accepting io messages and wait (≤ *drain_timeout* s) for in-flight ones."""
-        self._call(lambda: self._stop_data_path(drain_timeout), drain_timeout + COMMAND_TIMEOUT,
-                   "stop its data path", abortable=False)
+        self._call(lambda: self._stop_data_path(drain_timeout), None, "stop its data path",
+                   abortable=False)  # the worker bounds the drain by drain_timeout itself
 
     # ------------------------------------------------------------------ worker thread
     def _step(self) -> None:

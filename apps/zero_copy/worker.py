@@ -58,7 +58,6 @@ from apps.storage.wire.control import RdmaConnectionRole
 from apps.common.errors import StorageAppError
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, make_response_in_place, io_size_at, result_at, user_data_at
 from apps.common.runtime.stats import WorkerStats
-from apps.common.runtime.worker_thread import COMMAND_TIMEOUT
 
 from .forwarding import check_request, finish_response_in_place, user_data_of
 
@@ -159,11 +158,11 @@ class Worker(BridgeWorkerThread[SharedResources]):
 
     def export(self, role: RdmaConnectionRole) -> bytes:
         """Export the *role* context (one connection towards the target); its blob."""
-        return self._call(lambda: self._export(role), COMMAND_TIMEOUT, f"export its {role.name.lower()} context")
+        return self._call(lambda: self._export(role), None, f"export its {role.name.lower()} context")
 
     def connect(self, role: RdmaConnectionRole, blob: bytes) -> None:
         """Connect the *role* context with the target's blob."""
-        self._call(lambda: self._connect(role, blob), COMMAND_TIMEOUT, f"connect its {role.name.lower()} context")
+        self._call(lambda: self._connect(role, blob), None, f"connect its {role.name.lower()} context")
 
     # ------------------------------------------------------------------ thread main loop
     def _housekeeping(self) -> None:

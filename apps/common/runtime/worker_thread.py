@@ -2,15 +2,19 @@
 
 DOCA objects of a worker (its ``Pe`` and everything connected to it) are created,
 progressed and destroyed in the worker's own thread; the control thread asks for
-work with `WorkerThread._call`, which is bounded by a timeout and by the
-abort flag (Ctrl-C). Subclasses implement `_step` (one round of the data
-path) and `_teardown` (destroy everything, in the worker thread).
+work with `WorkerThread._call`, which ends with the work, with the worker thread, or
+with the abort flag (Ctrl-C, SIGTERM, a failed control phase). Subclasses implement
+`_step` (one round of the data path) and `_teardown` (destroy everything, in the
+worker thread).
 
-Budgets scale with the work: a worker built with ``work_units=N`` (its transaction
-count) gets `WORK_UNIT_BUDGET` seconds per unit on top of every call's timeout
-(`WorkerThread.budget`), so preparing 65,535 transactions is not cut off by the
-reference's fixed 3 s while a stuck worker with few transactions is still reported
-within seconds.
+Local work has no time budget. The reference gives every control-thread → worker
+command a fixed 3 s; on a loaded machine creating a target's contexts takes longer,
+and a constant would fail every process at once although nothing is wrong. What
+waits for a peer is bounded by the configured time-outs where it waits (the control
+channel, the RDMA connection); a worker that really hangs is reported every
+`STILL_WAITING_EVERY` seconds and ended with Ctrl-C. A caller that wants a bound
+passes a timeout, to which ``work_units=N`` (the transaction count) adds
+`WORK_UNIT_BUDGET` per unit (`WorkerThread.budget`): the teardown's join uses it.
 """
 
 from __future__ import annotations
@@ -31,13 +35,16 @@ from apps.common.errors import StorageAppError
 from apps.common.runtime.live_stats import LiveCounters, register
 from apps.common.runtime.wakeup import Wakeup
 
-__all__ = ["WorkerThread", "COMMAND_TIMEOUT", "WORK_UNIT_BUDGET", "work_budget"]
+__all__ = ["WorkerThread", "COMMAND_TIMEOUT", "STILL_WAITING_EVERY", "WORK_UNIT_BUDGET", "work_budget"]
 
 T = TypeVar("T")
 log = logging.getLogger("apps.storage")
 
-#: How long a control-thread request to a worker may take by default (plus the work budget).
+#: The base of the teardown's bound (`WorkerThread.destroy`), plus the work budget: at exit a stuck
+#: worker is abandoned (a daemon thread) rather than keeping the process alive.
 COMMAND_TIMEOUT = 3.0
+#: How often an unbounded call logs that it is still waiting for the worker.
+STILL_WAITING_EVERY = 30.0
 #: Seconds added to every call's budget per unit of work (transaction) the worker holds.
 #: Measured on the emulated backend: preparing a target transaction (4 buffers, 4 tasks, one
 #: posted receive) takes 0.12 ms, 0.3 ms in strict mode; 2 ms leaves room for slower cores
@@ -125,28 +132,38 @@ class WorkerThread:
         self._wakeup.set()
         return fut
 
-    def _call(self, fn: Callable[[], T], timeout: float, what: str, *, abortable: bool = True) -> T:
-        """Run *fn* in the worker thread; its result or exception, bounded by
-        `budget` of *timeout* (``TIME_OUT`` after that)."""
-        timeout = self.budget(timeout)
+    def _call(self, fn: Callable[[], T], timeout: float | None, what: str, *, abortable: bool = True) -> T:
+        """Run *fn* in the worker thread; its result or exception.
+
+        *timeout* ``None`` (local work) sets no deadline: the call ends with *fn*, with the worker
+        thread, or with the abort flag if *abortable*, and logs every `STILL_WAITING_EVERY` seconds
+        while it waits. A number bounds it by `budget` of *timeout* (``TIME_OUT`` after that)."""
+        budget = None if timeout is None else self.budget(timeout)
         if not self._thread.is_alive():
             raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} is not running"
                                   + (f" ({self.error})" if self.error else ""))
         fut = self._post(fn)
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        report = start + STILL_WAITING_EVERY
         while True:
+            now = time.monotonic()
+            wait = _TICK if budget is None else max(0.0, min(_TICK, start + budget - now))
             try:
-                return fut.result(timeout=max(0.0, min(_TICK, deadline - time.monotonic())))
+                return fut.result(timeout=wait)
             except TimeoutError:
                 pass
             if abortable and self._abort.is_set():
                 raise StorageAppError(ErrorCode.CONNECTION_ABORTED, "Aborted: User requested abort")
             if not self._thread.is_alive() and not fut.done():
                 raise StorageAppError(ErrorCode.BAD_STATE, f"{self.name} ended while asked to {what}")
-            if time.monotonic() >= deadline and not fut.done():
-                raise StorageAppError(ErrorCode.TIME_OUT, f"{self.name} did not {what} within {timeout:g} s"
+            now = time.monotonic()
+            if budget is not None and now >= start + budget and not fut.done():
+                raise StorageAppError(ErrorCode.TIME_OUT, f"{self.name} did not {what} within {budget:g} s"
                                       + (f" (budget for {self.work_units} transactions)" if self.work_units
                                          else ""))
+            if budget is None and now >= report:
+                log.warning("still waiting for %s to %s (%.0f s so far)", self.name, what, now - start)
+                report = now + STILL_WAITING_EVERY
 
     # -- worker thread ------------------------------------------------------------------------
     def _pin(self) -> None:

@@ -38,7 +38,7 @@ from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostR
 from doca_py.ctx import TaskCallback
 from doca_py.types import AccessFlag, CtxState
 
-from apps.common.runtime.worker_thread import COMMAND_TIMEOUT, WorkerThread
+from apps.common.runtime.worker_thread import WorkerThread
 
 __all__ = ["BridgeShared", "BridgeWorkerThread", "IO_MESSAGE_PERMISSIONS", "SPIN", "DATA_SLEEP", "IDLE_SLEEP",
            "RETRY_SLEEP", "ABORT_DRAIN"]
@@ -107,17 +107,17 @@ class BridgeWorkerThread(WorkerThread, Generic[S]):
     def start(self) -> None:
         """Start the thread and create the worker's objects (raises what creation raised)."""
         self._thread.start()
-        self._call(self._create, COMMAND_TIMEOUT, "create its contexts")
+        self._call(self._create, None, "create its contexts")
 
     def start_data_path(self, remote_consumer_id: int) -> None:
         """Allocate the tasks (answers go to *remote_consumer_id*) and post every receive."""
-        self._call(lambda: self._start_data_path(remote_consumer_id), COMMAND_TIMEOUT, "start its data path")
+        self._call(lambda: self._start_data_path(remote_consumer_id), None, "start its data path")
 
     def stop_data_path(self, drain_timeout: float) -> None:
         """Stop taking requests, let those in flight be answered (≤ *drain_timeout*), destroy
         the comch consumer and producer (the initiator waits for them to expire)."""
-        self._call(lambda: self._stop_data_path(drain_timeout), drain_timeout + COMMAND_TIMEOUT,
-                   "stop its data path", abortable=False)
+        self._call(lambda: self._stop_data_path(drain_timeout), None, "stop its data path",
+                   abortable=False)  # the worker bounds the drain by drain_timeout itself
 
     # ------------------------------------------------------------------ thread main loop
     def _step(self) -> None:
