@@ -40,7 +40,7 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.types import AccessFlag
 
 from apps.storage.wire.addressing import ChunkLayout, TargetRole, doubled_storage_details, merge_target_details
-from apps.storage.channels.control_channel import ControlChannel, TcpTransport, connect_tcp
+from apps.storage.channels.control_channel import ControlChannel, TcpTransport, close_target_channel, connect_tcp
 from apps.storage.channels.comch_transport import ComchTransport, listen_comch_server
 from apps.common.cli.config import Ipv4Endpoint
 from apps.storage.wire.control import (
@@ -386,5 +386,5 @@ def run_service(config: GgaOffloadConfig, abort: threading.Event, out: Printer =
                         log.warning("closing the comch server: %s", exc)
             finally:
                 for link in targets:
-                    link.channel.close()
+                    close_target_channel(link.channel)  # a target with no session yet ends too
     return 0

@@ -46,7 +46,7 @@ import doca_py as d
 from doca_py.comch import ComchConnection, ComchServer
 from doca_py.errors import DocaAlreadyExist, DocaError, ErrorCode
 
-from apps.storage.channels.control_channel import ControlChannel, TcpTransport
+from apps.storage.channels.control_channel import ControlChannel, TcpTransport, close_target_channel
 from apps.storage.channels.comch_transport import CONNECT_POLL_INTERVAL, ComchTransport
 from apps.common.cli.config import Ipv4Endpoint
 from apps.storage.wire.control import (
@@ -173,8 +173,9 @@ class TargetLink:
         self.used = False
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
-        self.channel.close()
+        """Close the connection (idempotent); a target with no session yet ends too
+        (`close_target_channel`)."""
+        close_target_channel(self.channel)
 
 
 def open_comch_server(dev: d.Dev, rep: d.DevRep, name: str, pe: d.Pe) -> tuple[ComchServer, ComchTransport]:

@@ -28,13 +28,14 @@ from typing import Protocol
 
 from doca_py.errors import ErrorCode
 
-from apps.storage.wire.control import HEADER_SIZE, PREFIX_SIZE, ControlMessage, check_response, decode_body, encode_frame
+from apps.storage.wire.control import (HEADER_SIZE, PREFIX_SIZE, ControlMessage, MessageType, check_response, decode_body,
+                                       encode_frame)
 from apps.common.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.common.runtime.retry_log import RetryLog, errno_reason
 
 __all__ = [
     "DEFAULT_MAX_BODY", "FrameDecoder", "TransportSink", "Transport", "TcpTransport", "ControlChannel",
-    "TcpListener", "connect_tcp",
+    "TcpListener", "connect_tcp", "close_target_channel",
 ]
 
 DEFAULT_MAX_BODY = 1 << 20
@@ -219,6 +220,8 @@ class ControlChannel:
         self._decoder = FrameDecoder(max_body)
         self._closed = False
         self._lost: BaseException | None = None
+        self.sent = 0
+        """How many messages went out (a target connection with none has no session yet)."""
         transport.set_sink(self)
 
     # -- TransportSink -------------------------------------------------------------------------
@@ -240,6 +243,7 @@ class ControlChannel:
     def send(self, msg: ControlMessage) -> None:
         """Send one message."""
         self.transport.send(encode_frame(msg))
+        self.sent += 1
 
     def poll(self, timeout: float | None = 0.0) -> ControlMessage | None:
         """One received message, or ``None`` if none arrived within *timeout* seconds.
@@ -307,6 +311,24 @@ class ControlChannel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def close_target_channel(channel: ControlChannel) -> None:
+    """Close a bridge's connection to a storage target so that the target ends too.
+
+    A target ends when its session's requester goes away; a client that connects and closes
+    without a request is, to it, a port scanner, and it keeps listening. So a bridge that ends
+    before it sent anything (Ctrl-C or a failure while it waits for its initiator) first starts
+    the session with a ``query_storage_request``, then closes: the target answers and ends with
+    the closed connection, as it would mid-session — as NVIDIA's target does when its one client
+    leaves. Best effort: a target already gone is fine.
+    """
+    if channel.sent == 0 and not channel.is_closed:
+        try:
+            channel.send(ControlMessage(MessageType.QUERY_STORAGE_REQUEST, 0, 0))
+        except (StorageAppError, OSError):
+            pass
+    channel.close()
 
 
 class TcpListener:
