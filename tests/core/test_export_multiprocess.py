@@ -146,16 +146,17 @@ def test_non_shareable_memory_cannot_cross_processes(doca_pair: DocaPair) -> Non
     assert _pair(doca_pair, _not_shareable) == "DocaNotSupported"
 
 
-def _neighbour_opens(dumpable: bool) -> str:
-    """An exporter and a neighbour of the same (unprivileged) user; what the neighbour gets."""
+def _neighbour_opens(dumpable: bool, mode: str = "export") -> str:
+    """A holder of shared memory (*mode*: an exporter, a ring's creator or attacher) and a neighbour of
+    the same (unprivileged) user; what the neighbour gets."""
     env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
     if dumpable:
         env["DOCA_PY_EMU_DUMPABLE"] = "1"
-    exporter = subprocess.Popen([sys.executable, "-m", "tests.core.mp_isolation", "export"], cwd=ROOT, env=env,
+    exporter = subprocess.Popen([sys.executable, "-m", "tests.core.mp_isolation", mode], cwd=ROOT, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert exporter.stdout is not None
-        pid, fd, _blob = exporter.stdout.readline().split()
+        pid, fd = exporter.stdout.readline().split()[:2]
         out = subprocess.run([sys.executable, "-m", "tests.core.mp_isolation", "neighbour", pid, fd], cwd=ROOT,
                              env=env, capture_output=True, text=True, timeout=60)
         return out.stdout.strip() or out.stderr
@@ -168,6 +169,14 @@ def test_a_same_user_neighbour_cannot_open_exported_memory_without_the_blob(back
         pytest.skip("isolation of the emulated memory hand-over")
     assert _neighbour_opens(dumpable=False) == "refused"  # /proc/<pid>/fd is closed to the neighbour
     assert _neighbour_opens(dumpable=True) == "opened"  # the control: what the isolation prevents
+
+
+@pytest.mark.parametrize("mode", ["ring-create", "ring-attach"])
+def test_a_same_user_neighbour_cannot_open_a_same_host_ring(mode: str) -> None:
+    """The comch and RDMA same-host rings carry the messages in flight: a process that creates or
+    attaches one closes its /proc/PID/fd to the neighbours of its user, as an exporter does."""
+    assert _neighbour_opens(dumpable=False, mode=mode) == "refused"
+    assert _neighbour_opens(dumpable=True, mode=mode) == "opened"  # the control
 
 
 @pytest.fixture

@@ -41,6 +41,8 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 
+from ...memory import keep_memory_private
+
 __all__ = ["RingError", "Ring", "Producer", "Consumer", "fence", "ring_doorbell", "send_fds", "recv_fds",
            "K_PAD", "REC_HDR", "DEFAULT_SIZE", "MAX_RECORD"]
 
@@ -112,6 +114,7 @@ class Ring:
         ring :meth:`attach` refuses (tests of that refusal)."""
         if size < 4096 or size & (size - 1) or size > 1 << 30:
             raise ValueError(f"ring size {size} is not a power of two in 4 KiB..1 GiB")
+        keep_memory_private()  # the messages in flight must not be readable through our /proc/PID/fd
         fd = os.memfd_create("doca_py-ring", os.MFD_CLOEXEC | (os.MFD_ALLOW_SEALING if sealed else 0))
         try:
             os.ftruncate(fd, DATA + size)
@@ -128,6 +131,7 @@ class Ring:
     def attach(cls, fd: int) -> Ring:
         """Map a ring the peer created (takes ownership of *fd*); :class:`RingError` if it is not one,
         or if its size is not sealed (a peer could shrink it under our mapping, see :meth:`create`)."""
+        keep_memory_private()  # as in create: the peer's ring is now reachable through our /proc too
         try:
             if fcntl.fcntl(fd, fcntl.F_GET_SEALS) & _SEALS != _SEALS:
                 raise RingError("the peer's ring is not sealed against resizing")
