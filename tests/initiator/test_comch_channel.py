@@ -358,3 +358,67 @@ def test_silent_clients_do_not_keep_the_initiator_out(monkeypatch: pytest.Monkey
         for qpe, qchannel, qclient in quiet:
             _refused(qchannel, qclient)
             qpe.close()
+
+
+@pytest.mark.parametrize("rings", [False, True], ids=["socket", "rings"])
+def test_a_refused_client_costs_the_server_nothing(monkeypatch: pytest.MonkeyPatch, rings: bool) -> None:
+    """Silent clients pushed out of the waiting room, or refused once the session started, stay
+    connected on their side; the server has closed their connections and released their receive
+    buffers (over a MiB each) at once — with the cyclic garbage collector off, so nothing waits for a
+    collection that an idle bridge would not make."""
+    import gc
+    import time
+
+    from apps.storage.channels import comch_transport
+    from doca_py.emulated.comch.connection import EmuComchConnection
+
+    from doca_py.emulated.comch import config as comch_config
+
+    monkeypatch.setattr(comch_transport, "MAX_PENDING_CLIENTS", 2)
+    monkeypatch.setattr(comch_config, "_shm", rings)  # for the connections this test makes
+    silent = 6
+
+    def refused_here() -> list[EmuComchConnection]:
+        return [o for o in gc.get_objects()
+                if isinstance(o, EmuComchConnection) and o.is_server_side() and o.torn_down]
+
+    def script(channel: ControlChannel, server: ComchServer, conn: ComchConnection) -> tuple[ControlMessage, int, int]:
+        transport = channel.transport
+        assert isinstance(transport, ComchTransport)
+        msg = channel.receive(DEADLINE)
+        end = time.monotonic() + DEADLINE
+        # The refusals are torn down on the I/O thread, the rings let go at the Pe's next poll: progress
+        # until every refused connection is torn down and holds nothing (bounded: the old code never did).
+        while True:
+            gone = refused_here()
+            holding = [o for o in gone if o.rx is not None or o.mv is not None]
+            if (transport.refused_clients >= silent and len(gone) >= silent and not holding) \
+                    or time.monotonic() >= end:
+                return msg, transport.refused_clients, len(holding)
+            channel.poll(0.05)
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        srv = ServerThread(unique_name(), script)
+        srv.thread.start()
+        assert srv.listening.wait(DEADLINE)
+        with d.Dev.open_by_pci_addr(HOST_PCI) as dev:
+            quiet = []
+            for _ in range(silent):
+                qpe = d.Pe()
+                quiet.append((qpe, *connect_comch_client(dev, srv.name, qpe, timeout=DEADLINE)))
+            with d.Pe() as pe:
+                channel, client = connect_comch_client(dev, srv.name, pe, timeout=DEADLINE)
+                channel.send(QUERY)
+                assert isinstance(channel.transport, ComchTransport)
+                assert channel.transport.flush(DEADLINE)
+                assert srv.join() == (QUERY, silent, 0)
+                channel.close()
+                client.close()
+            for qpe, qchannel, qclient in quiet:
+                _refused(qchannel, qclient)
+                qpe.close()
+    finally:
+        if enabled:
+            gc.enable()

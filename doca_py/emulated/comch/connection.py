@@ -121,6 +121,11 @@ class EmuComchConnection(ConnectionInput):
         self.mv = memoryview(self.rx)
         self.update_mask()
 
+    def release_receive_buffer(self) -> None:
+        """Free the receive buffer (over a MiB) of a torn-down connection at once rather than at the next
+        cyclic collection: a refused or departed client must cost nothing."""
+        self.rx = self.mv = None
+
     def update_mask(self) -> None:
         if self.torn_down or self.sock is None or self.shm is not None:
             return  # ring mode: the socket is only read (nudges, EOF), whatever the Pe's backlog
@@ -363,6 +368,10 @@ class EmuComchConnection(ConnectionInput):
             del self.out[:]
             self.opos = 0
         sock, self.sock = self.sock, None
+        if self.shm is None:
+            # Only this thread read the receive buffer: free it now (with rings, the Pe's poller may still
+            # be reading it, and lets go when it drops the link).
+            self.release_receive_buffer()
         fds, self.fds_in = self.fds_in, []
         for fd in fds:
             os.close(fd)

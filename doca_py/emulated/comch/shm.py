@@ -89,6 +89,7 @@ class LinkedConnection(Protocol):
     def bad_input(self, why: str) -> None: ...
     def parse_input(self) -> None: ...
     def write_ready(self) -> None: ...
+    def release_receive_buffer(self) -> None: ...
 
 #: Data bytes of each direction's ring.
 RING_SIZE = 512 << 10
@@ -244,6 +245,7 @@ class CommPoller:
         if link is not None:
             with link.rlock, conn.lock:
                 link.close()
+                conn.release_receive_buffer()  # torn down: no reader is left
 
     def poll(self) -> bool:
         did = False
