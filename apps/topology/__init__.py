@@ -51,7 +51,6 @@ __all__ = ["build_parser", "main", "Test", "DEFAULT_TESTS", "STRATEGIES", "BRIDG
 HOST_DEV = "0000:3b:00.0"  # the host's view of the BlueField (emulated registry)
 DPU_DEV = "0000:03:00.0"  # the BlueField's own device
 HOST_PF_REP = "0000:3b:00.0"  # the host PF's representor on the DPU
-STARTUP_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -284,7 +283,7 @@ def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str,
                        ["-d", DPU_DEV, *cpu_args, "--listen-address", target_host, "--listen-port", "0", *content,
                         *test.target_args.get(role, ())],
                        marker="Listening on port", prefix=prefix, env=target_env)
-        ports[role] = int(t.wait_marker("Listening on port", STARTUP_TIMEOUT).split()[-1])
+        ports[role] = int(t.wait_marker("Listening on port", args.timeout).split()[-1])  # --timeout
         targets.append(t)
     if zero_copy:
         bridge = topo.spawn("zero_copy", "apps.zero_copy",

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import deadlines
+
 from apps.common.runtime.live_stats import JSON_KEYS, TEXT_PREFIX
 from apps.topology import Test as TopologyTest, build_parser, environment, prepare, start, topology
 
@@ -54,13 +56,14 @@ def test_live_statistics_lines_at_the_interval_in_both_forms(tmp_path: Path) -> 
                         target_args={"data_1": every_second})
     with topology(tmp_path, env) as topo:
         targets, bridge, initiator = start(topo, test, args, files, plain)
-        assert initiator.popen.wait(120) == 0, initiator.tail(40)
-        assert bridge.popen.wait(30) == 0, bridge.tail(40)
+        # hang bounds (tests/deadlines.py): the topology's own per-test time-out, then each teardown
+        assert initiator.popen.wait(args.timeout) == 0, initiator.tail(40)
+        assert bridge.popen.wait(deadlines.bound(10.0, starts=2)) == 0, bridge.tail(40)  # its --control-timeout
         for t in targets:
-            assert t.popen.wait(30) == 0, t.tail(40)
+            assert t.popen.wait(deadlines.bound(starts=2)) == 0, t.tail(40)
         for p in (initiator, bridge, *targets):
             assert p._pump is not None
-            p._pump.join(10)
+            p._pump.join(deadlines.bound(starts=1))
     _check_json(_json_lines(initiator.lines), "doca_storage_initiator_comch", latency=True)
     _check_json(_json_lines(bridge.lines), "doca_storage_comch_to_rdma_gga_offload", latency=False)
     assert not any(line.startswith(TEXT_PREFIX) for line in initiator.lines + bridge.lines)

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import netns
+from apps.gga_offload.config import GgaOffloadConfig
+from doca_py.emulated.comch.config import DEFAULT_RETRY_WINDOW
+from tests import deadlines, netns
 from apps.topology import (
     STRATEGIES,
     Proc,
@@ -27,6 +29,12 @@ from apps.topology import (
 
 pytestmark = pytest.mark.multiprocess
 ROOT = Path(__file__).resolve().parents[2]
+#: The time-outs the topology gives its processes (`apps.topology.start`), which the waits below add up
+#: with the work left (tests/deadlines.py): never a wall-clock guess.
+CONTROL_TIMEOUT = 10.0
+TARGET_IO_TIMEOUT = float(GgaOffloadConfig.model_fields["target_io_timeout"].default)
+PROGRESS_INTERVAL = 1.0  # the initiator's first progress line
+FIVE = 5  # processes
 
 
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -92,14 +100,14 @@ def running(tmp_path: Path) -> Iterator[tuple[list[Proc], Proc, Proc]]:
     test = TopologyTest("long read", "read_throughput_test", 10_000_000)
     with topology(tmp_path, env) as topo:
         targets, bridge, initiator = start(topo, test, args, files, plain, initiator_marker=READY)
-        initiator.wait_marker(READY, 60)
+        initiator.wait_marker(READY, deadlines.bound(CONTROL_TIMEOUT, starts=FIVE))
         yield targets, bridge, initiator
 
 
 def _exits(proc: Proc, within: float) -> int:
-    rc = proc.popen.wait(within)
+    rc = proc.popen.wait(within)  # a hang bound (tests/deadlines.py), not a timing check
     if proc._pump is not None:
-        proc._pump.join(5)
+        proc._pump.join(deadlines.bound(starts=1))
     assert not any("Traceback" in line for line in proc.lines), proc.tail(40)
     return rc
 
@@ -114,7 +122,7 @@ def _validity_run(tmp_path: Path, strategy: str, operations: int,
     test = TopologyTest("degraded", strategy, operations, bridge_args=bridge_args)
     with topology(tmp_path, env) as topo:
         targets, bridge, initiator = start(topo, test, args, files, plain, initiator_marker=PROGRESS)
-        initiator.wait_marker(PROGRESS, 60)
+        initiator.wait_marker(PROGRESS, deadlines.bound(CONTROL_TIMEOUT, PROGRESS_INTERVAL, starts=FIVE))
         yield targets, bridge, initiator
 
 
@@ -139,17 +147,29 @@ def test_a_dying_target_degrades_reads_and_the_validity_test_passes(tmp_path: Pa
     normally. (Before degraded mode, this ended the bridge and the initiator with status 1.)"""
     with _validity_run(tmp_path, "read_only_data_validity_test", VALIDITY_OPS) as (targets, bridge, initiator):
         targets[ROLES.index(role)].popen.kill()
-        assert _exits(initiator, 30) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
-        assert _exits(bridge, 15) == 0, bridge.tail(40)
+        assert _exits(initiator, _run_left(initiator)) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
+        assert _exits(bridge, _after_the_initiator()) == 0, bridge.tail(40)
         _degraded(bridge, role)
 
 
-def _stall_until_the_run_ends(victim: Proc, bridge: Proc, initiator: Proc) -> None:
+def _run_left(initiator: Proc, target_io_timeout: float = TARGET_IO_TIMEOUT) -> float:
+    """The rest of a run after a target failed: the bridge's deadline for the target's requests (and
+    for the stop it relays), then the transactions left at the run's own rate, then the ending."""
+    return deadlines.bound(target_io_timeout, target_io_timeout, starts=2, work=deadlines.work_left(initiator.lines))
+
+
+def _after_the_initiator() -> float:
+    """The bridge's ending once its initiator has ended: the shutdown it answered, its teardown."""
+    return deadlines.bound(CONTROL_TIMEOUT, starts=2)
+
+
+def _stall_until_the_run_ends(victim: Proc, bridge: Proc, initiator: Proc, target_io_timeout: float) -> None:
     """SIGSTOP *victim*; the initiator and the bridge must both end with status 0; SIGCONT."""
     victim.popen.send_signal(signal.SIGSTOP)
     try:
-        assert _exits(initiator, 30) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
-        assert _exits(bridge, 15) == 0, bridge.tail(40)
+        assert _exits(initiator, _run_left(initiator, target_io_timeout)) == 0, \
+            initiator.tail(40) + "\n" + bridge.tail(40)
+        assert _exits(bridge, _after_the_initiator()) == 0, bridge.tail(40)
     finally:
         victim.popen.send_signal(signal.SIGCONT)
 
@@ -160,7 +180,7 @@ def test_a_stalled_target_degrades_reads_after_the_io_deadline(tmp_path: Path, r
     reads are served from the two others; the validity test passes."""
     with _validity_run(tmp_path, "read_only_data_validity_test", VALIDITY_OPS,
                        ("--target-io-timeout", "1")) as (targets, bridge, initiator):
-        _stall_until_the_run_ends(targets[ROLES.index(role)], bridge, initiator)
+        _stall_until_the_run_ends(targets[ROLES.index(role)], bridge, initiator, 1.0)
         if role == "data_p":
             # Plain reads never wait for data_p: it is found stalled when the stop is relayed, within
             # --target-io-timeout, before the initiator's own wait for the answer runs out.
@@ -178,7 +198,7 @@ def test_a_stalled_parity_target_under_default_flags_ends_a_read_run_normally(tm
     at its --target-io-timeout and answers within the initiator's wait for stop_storage_response
     (which used to run out first: "no stop_storage_response from the service within 5 s", status 1)."""
     with _validity_run(tmp_path, "read_throughput_test", VALIDITY_OPS) as (targets, bridge, initiator):
-        _stall_until_the_run_ends(targets[ROLES.index("data_p")], bridge, initiator)
+        _stall_until_the_run_ends(targets[ROLES.index("data_p")], bridge, initiator, TARGET_IO_TIMEOUT)
         _degraded(bridge, "data_p", reads=False)
         assert any("did not answer a stop_storage_request within 5 s" in line for line in bridge.lines), \
             bridge.tail(40)
@@ -189,21 +209,22 @@ def test_writes_after_a_target_died_are_refused(tmp_path: Path) -> None:
     an error, which the initiator reports (status 1); no hang, no wrong byte, no crash."""
     with _validity_run(tmp_path, "read_write_data_validity_test", 100_000) as (targets, bridge, initiator):
         targets[2].popen.kill()
-        assert _exits(initiator, 30) == 1, initiator.tail(40)
+        assert _exits(initiator, _run_left(initiator)) == 1, initiator.tail(40)
         text = "\n".join(initiator.lines)
         assert "data validation failed" not in text, initiator.tail(40)
         assert "failed: DOCA_ERROR_NOT_PERMITTED" in text or "failed: DOCA_ERROR_CONNECTION_RESET" in text, \
             initiator.tail(40)
-        assert _exits(bridge, 15) == 0, bridge.tail(40)
+        assert _exits(bridge, _after_the_initiator()) == 0, bridge.tail(40)
         assert any("storage target data_p " in line and "entering degraded mode" in line for line in bridge.lines)
 
 
 def test_a_dying_bridge_is_reported_and_nobody_hangs(running: tuple[list[Proc], Proc, Proc]) -> None:
     targets, bridge, initiator = running
     bridge.popen.kill()
-    assert _exits(initiator, 15) != 0
+    # the initiator notices a dead peer within the comch retry window; the targets at once (TCP)
+    assert _exits(initiator, deadlines.bound(DEFAULT_RETRY_WINDOW, starts=2)) != 0
     for t in targets:
-        _exits(t, 15)
+        _exits(t, deadlines.bound(starts=2))
 
 
 def test_ctrl_c_in_the_data_path_stops_every_process_promptly(running: tuple[list[Proc], Proc, Proc]) -> None:
@@ -212,7 +233,7 @@ def test_ctrl_c_in_the_data_path_stops_every_process_promptly(running: tuple[lis
     for p in everyone:
         p.popen.send_signal(signal.SIGINT)
     for p in everyone:
-        _exits(p, 10)  # a hang bound, not a timing check: each takes well under 2 s here
+        _exits(p, deadlines.bound(starts=2))  # each takes well under 2 s on a quiet machine
 
 
 def test_targets_on_another_host_in_a_network_namespace(tmp_path: Path) -> None:
@@ -227,7 +248,8 @@ def test_targets_on_another_host_in_a_network_namespace(tmp_path: Path) -> None:
         with topology(tmp_path, env) as topo:
             test = TopologyTest("rw", "read_write_data_validity_test", 0, recovery_every_n=2)
             targets, bridge, initiator = start(topo, test, args, files, plain, hosts=hosts)
-            assert _exits(initiator, 120) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
+            # the topology's own per-test bound (--timeout), as `python -m apps.topology` gives it
+            assert _exits(initiator, args.timeout) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
 
 
 # -- the emulator's CI knobs: strict mode (default), shuffled completions, injected faults -------

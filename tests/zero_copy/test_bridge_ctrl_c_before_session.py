@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.topology import DPU_DEV, HOST_PF_REP, STARTUP_TIMEOUT, Proc, environment, topology
+from apps.topology import DPU_DEV, HOST_PF_REP, Proc, environment, topology
+from tests import deadlines
 
 pytestmark = pytest.mark.multiprocess
 WAITING = "waiting for an initiator"
@@ -18,10 +19,10 @@ BLOCK = 4096
 
 
 def _ends(proc: Proc) -> int:
-    # A hang bound, not a timing check: the process ends on its own once its peer has gone.
-    rc = proc.popen.wait(STARTUP_TIMEOUT)
+    # A hang bound (tests/deadlines.py): the process ends on its own once its peer has gone.
+    rc = proc.popen.wait(deadlines.bound(starts=2))
     if proc._pump is not None:
-        proc._pump.join(STARTUP_TIMEOUT)
+        proc._pump.join(deadlines.bound(starts=1))
     assert not any("Traceback" in line for line in proc.lines), proc.tail(40)
     return rc
 
@@ -38,7 +39,7 @@ def test_targets_end_when_the_bridge_is_stopped_waiting_for_its_initiator(tmp_pa
                            ["-d", DPU_DEV, "--cpu", "0", "--listen-address", "127.0.0.1", "--listen-port", "0",
                             "--binary-content", str(content), "--block-size", str(BLOCK), "--block-count", "4"],
                            marker="Listening on port")
-            ports.append(int(t.wait_marker("Listening on port", STARTUP_TIMEOUT).split()[-1]))
+            ports.append(int(t.wait_marker("Listening on port", deadlines.bound(starts=1)).split()[-1]))
             targets.append(t)
         if bridge == "zero_copy":
             where = ["--storage-server", f"127.0.0.1:{ports[0]}"]
@@ -48,7 +49,7 @@ def test_targets_end_when_the_bridge_is_stopped_waiting_for_its_initiator(tmp_pa
         b = topo.spawn(bridge, f"apps.{bridge}", ["-d", DPU_DEV, "-r", HOST_PF_REP, "--cpu", "0",
                                                   "--command-channel-name", f"ctrl-c-{bridge}", *where],
                        marker=WAITING)
-        b.wait_marker(WAITING, STARTUP_TIMEOUT)
+        b.wait_marker(WAITING, deadlines.bound(starts=1))
         b.popen.send_signal(signal.SIGINT)
         assert _ends(b) == 1
         assert any(line.startswith("EXCEPTION: Aborted: User requested abort") for line in b.lines), b.tail()

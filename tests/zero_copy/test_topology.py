@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests import netns
+from doca_py.emulated.comch.config import DEFAULT_RETRY_WINDOW
+from tests import deadlines, netns
 from apps.topology import Proc, Test as TopologyTest, TwoHosts, build_parser, environment, prepare, start, topology
 
 pytestmark = pytest.mark.multiprocess
 ROOT = Path(__file__).resolve().parents[2]
 READY = "data path ready"
+CONTROL_TIMEOUT = 10.0  # what apps.topology.start gives every process; the waits add it up (tests/deadlines.py)
 
 
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -56,8 +58,8 @@ def running(tmp_path: Path) -> Iterator[tuple[list[Proc], Proc, Proc]]:
     with topology(tmp_path, env) as topo:  # stops (SIGINT, then SIGKILL) every process on the way out
         targets, bridge, initiator = start(topo, test, args, files, plain, initiator_marker=READY)
         assert len(targets) == 1
-        initiator.wait_marker(READY, 60)  # the initiator's consumers are up; it sends start next
-        _wait_line(bridge, "data path started", 30)
+        initiator.wait_marker(READY, deadlines.bound(CONTROL_TIMEOUT, starts=3))  # it sends start next
+        _wait_line(bridge, "data path started", deadlines.bound(CONTROL_TIMEOUT, starts=1))
         yield targets, bridge, initiator
 
 
@@ -77,7 +79,7 @@ def _wait_line(proc: Proc, text: str, within: float) -> None:
 def _exits(proc: Proc, within: float) -> int:
     rc = proc.popen.wait(within)  # a hang bound, not a timing check
     if proc._pump is not None:
-        proc._pump.join(5)
+        proc._pump.join(deadlines.bound(starts=1))
     assert not any("Traceback" in line for line in proc.lines), proc.tail(40)
     return rc
 
@@ -85,8 +87,8 @@ def _exits(proc: Proc, within: float) -> int:
 def test_a_killed_target_is_reported_and_nobody_hangs(running: tuple[list[Proc], Proc, Proc]) -> None:
     (target,), bridge, initiator = running
     target.popen.kill()
-    assert _exits(bridge, 15) == 1
-    assert _exits(initiator, 15) != 0
+    assert _exits(bridge, deadlines.bound(starts=2)) == 1  # the target's TCP connection closes at once
+    assert _exits(initiator, deadlines.bound(DEFAULT_RETRY_WINDOW, starts=2)) != 0
     assert any("EXCEPTION: storage target 127.0.0.1:" in line and "closed its control connection" in line
                for line in bridge.lines), bridge.tail()
     assert any(line.startswith("| Core: ") for line in bridge.lines), bridge.tail()
@@ -96,14 +98,14 @@ def test_ctrl_c_in_the_data_path_stops_every_process(running: tuple[list[Proc], 
     (target,), bridge, initiator = running
     t0 = time.monotonic()
     bridge.popen.send_signal(signal.SIGINT)     # the bridge first: its own Ctrl-C path, mid data path
-    assert _exits(bridge, 10) == 1
+    assert _exits(bridge, deadlines.bound(starts=2)) == 1
     print(f"bridge: SIGINT to exit {time.monotonic() - t0:.2f} s")
     assert any("Aborted: User requested abort" in line for line in bridge.lines), bridge.tail()
     assert any(line.startswith("| Core: ") for line in bridge.lines), bridge.tail()  # statistics still printed
     for p in (initiator, target):
         p.popen.send_signal(signal.SIGINT)
     for p in (initiator, target):
-        _exits(p, 10)
+        _exits(p, deadlines.bound(starts=2))
 
 
 def test_target_on_another_host_in_a_network_namespace(tmp_path: Path) -> None:
@@ -121,4 +123,4 @@ def test_target_on_another_host_in_a_network_namespace(tmp_path: Path) -> None:
         with topology(tmp_path, env) as topo:
             test = TopologyTest("rw", "read_write_data_validity_test", 0)
             _targets, bridge, initiator = start(topo, test, args, files, plain, hosts=hosts)
-            assert _exits(initiator, 120) == 0, initiator.tail(40) + "\n" + bridge.tail(40)
+            assert _exits(initiator, args.timeout) == 0, initiator.tail(40) + "\n" + bridge.tail(40)

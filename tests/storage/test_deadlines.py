@@ -1,0 +1,32 @@
+"""The rule behind every wait in the multi-process tests (tests/deadlines.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import deadlines
+
+
+def test_work_left_follows_the_runs_own_rate() -> None:
+    lines = ["$ python -m apps.initiator", "progress: 10.0% (1000/10000 transactions), 1.0k IOPS, 4.0MiB/s, elapsed 2.0s",
+             "progress: 25.0% (2500/10000 transactions), 1.5k IOPS, 6.0MiB/s, elapsed 4.0s"]
+    # the last line: 2,500 in 4 s, 7,500 left -> 12 s at that rate, times the slack
+    assert deadlines.work_left(lines) == pytest.approx(deadlines.SLACK * 12.0)
+    assert deadlines.work_left(["no progress yet"]) == 0.0
+
+
+def test_a_bound_adds_the_products_time_outs_and_the_measured_process_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(deadlines, "process_cost", lambda: 0.5)
+    assert deadlines.bound(5.0, 1.0) == 6.0
+    assert deadlines.bound(5.0, starts=2, work=3.0) == pytest.approx(5.0 + deadlines.SLACK * 2 * 0.5 + 3.0)
+
+
+def test_the_process_cost_is_measured_and_never_goes_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    costs = iter([2.0, 1.0])
+    monkeypatch.setattr(deadlines, "_measure", lambda: next(costs))
+    monkeypatch.setattr(deadlines, "_cost", 0.0)
+    monkeypatch.setattr(deadlines, "_measured_at", float("-inf"))
+    assert deadlines.process_cost() == 2.0
+    assert deadlines.process_cost() == 2.0  # within a minute: not measured again
+    monkeypatch.setattr(deadlines, "_measured_at", float("-inf"))
+    assert deadlines.process_cost() == 2.0  # measured again (1.0): the larger one is kept
