@@ -52,4 +52,9 @@ def expect(where: str, expected: type | tuple[type, ...], **params: object) -> N
 def caller(depth: int = 2) -> str:
     """The qualified name of the function *depth* frames up (1: the one calling `caller`), to name the
     public method in an error raised by a helper it shares with others (on the error path only)."""
-    return sys._getframe(depth).f_code.co_qualname
+    frame = sys._getframe(depth)
+    code = frame.f_code
+    owner = frame.f_locals.get("self")
+    if owner is not None:  # a method: name it by the public class, not by the mixin that defines it
+        return f"{type(owner).__name__}.{code.co_name}"
+    return getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+

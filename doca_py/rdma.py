@@ -32,11 +32,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ._args import caller, expect, wrong_type
+from ._args import expect, wrong_type
 from ._backend import backend
 from ._backend.protocols.rdma import RdmaConnectionHandle, RdmaHandle
-from .buf import Buf
-from .ctx import Ctx, TaskCallback
+from .ctx import Ctx
 from .dev import Dev, DevInfo, devinfo_handle
 from .errors import DocaInvalidValue
 from .rdma_connection import (
@@ -63,6 +62,7 @@ from .rdma_tasks import (
     RdmaTaskSendImm,
     RdmaTaskWrite,
     RdmaTaskWriteImm,
+    RdmaTransferTasks,
 )
 from .types import AccessFlag, MtuSize
 
@@ -82,7 +82,7 @@ _EV_REQUEST, _EV_ESTABLISHED, _EV_FAILURE, _EV_DISCONNECTION = 0, 1, 2, 3
 # -- the context ------------------------------------------------------------------------------------
 
 
-class Rdma(Ctx, RdmaSyncEventTasks):
+class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
     """``doca_rdma`` context on *dev*, configured with *options* if given (see
     [`configure`][doca_py.rdma.Rdma.configure]).
 
@@ -341,187 +341,6 @@ class Rdma(Ctx, RdmaSyncEventTasks):
         c = self._conn(h, user_data)
         c.set_user_data(user_data)
         return c
-
-    # -- task configuration -----------------------------------------------------------------
-    def task_receive_set_conf(self, success: TaskCallback[RdmaTaskReceive], error: TaskCallback[RdmaTaskReceive],
-                              num_tasks: int) -> None:
-        """``doca_rdma_task_receive_set_conf``: configure the receive tasks (before start): the completion and
-        error callbacks and the pool size.
-
-        :raises DocaBadState: when the ctx is not idle.
-        """
-        self._set_conf(self._h.receive, success, error, num_tasks)
-
-    def task_send_set_conf(self, success: TaskCallback[RdmaTaskSend], error: TaskCallback[RdmaTaskSend],
-                           num_tasks: int) -> None:
-        """``doca_rdma_task_send_set_conf``: configure the send tasks (before start): the completion and error
-        callbacks and the pool size.
-
-        :raises DocaBadState: when the ctx is not idle.
-        """
-        self._set_conf(self._h.send, success, error, num_tasks)
-
-    def task_send_imm_set_conf(self, success: TaskCallback[RdmaTaskSendImm], error: TaskCallback[RdmaTaskSendImm],
-                               num_tasks: int) -> None:
-        """``doca_rdma_task_send_imm_set_conf``: configure the send imm tasks (before start): the completion and
-        error callbacks and the pool size.
-
-        :raises DocaBadState: when the ctx is not idle.
-        """
-        self._set_conf(self._h.send_imm, success, error, num_tasks)
-
-    def task_read_set_conf(self, success: TaskCallback[RdmaTaskRead], error: TaskCallback[RdmaTaskRead],
-                           num_tasks: int) -> None:
-        """``doca_rdma_task_read_set_conf``: configure the read tasks (before start): the completion and error
-        callbacks and the pool size.
-
-        :raises DocaBadState: when the ctx is not idle.
-        """
-        self._set_conf(self._h.read, success, error, num_tasks)
-
-    def task_write_set_conf(self, success: TaskCallback[RdmaTaskWrite], error: TaskCallback[RdmaTaskWrite],
-                            num_tasks: int) -> None:
-        """``doca_rdma_task_write_set_conf``: configure the write tasks (before start): the completion and error
-        callbacks and the pool size.
-
-        :raises DocaBadState: when the ctx is not idle.
-        """
-        self._set_conf(self._h.write, success, error, num_tasks)
-
-    def task_write_imm_set_conf(self, success: TaskCallback[RdmaTaskWriteImm],
-                                error: TaskCallback[RdmaTaskWriteImm], num_tasks: int) -> None:
-        """``doca_rdma_task_write_imm_set_conf``: configure the write imm tasks (before start): the completion and
-        error callbacks and the pool size.
-
-        :raises DocaBadState: when the ctx is not idle.
-        """
-        self._set_conf(self._h.write_imm, success, error, num_tasks)
-
-    def task_atomic_cmp_swp_set_conf(self, success: TaskCallback[RdmaTaskAtomicCmpSwp],
-                                     error: TaskCallback[RdmaTaskAtomicCmpSwp], num_tasks: int) -> None:
-        """``doca_rdma_task_atomic_cmp_swp_set_conf``: configure the atomic cmp swp tasks (before start): the
-        completion and error callbacks and the pool size.
-
-        :raises DocaBadState: when the ctx is not idle.
-        """
-        self._set_conf(self._h.atomic_cmp_swp, success, error, num_tasks)
-
-    def task_atomic_fetch_add_set_conf(self, success: TaskCallback[RdmaTaskAtomicFetchAdd],
-                                       error: TaskCallback[RdmaTaskAtomicFetchAdd], num_tasks: int) -> None:
-        """``doca_rdma_task_atomic_fetch_add_set_conf``: configure the atomic fetch add tasks (before start): the
-        completion and error callbacks and the pool size.
-
-        :raises DocaBadState: when the ctx is not idle.
-        """
-        self._set_conf(self._h.atomic_fetch_add, success, error, num_tasks)
-
-    # -- task allocation --------------------------------------------------------------------
-    @staticmethod
-    def _check_conn(conn: RdmaConnection) -> RdmaConnectionHandle:
-        if not isinstance(conn, RdmaConnection):
-            raise wrong_type(caller(), RdmaConnection, connection=conn)
-        return conn._h
-
-    def task_receive_allocate_init(self, dst: Buf | None, user_data: Any = None) -> RdmaTaskReceive:
-        """A receive task posting *dst* (``None``: immediate-only messages)."""
-        if not isinstance(dst, (Buf, type(None))):
-            raise wrong_type("Rdma.task_receive_allocate_init", (Buf, type(None)), dst=dst)
-        t = self._wrap_task(self._h.task_receive_allocate_init(None if dst is None else dst._h), RdmaTaskReceive,
-                            user_data)
-        t._dst = dst
-        return t
-
-    def task_send_allocate_init(self, connection: RdmaConnection, src: Buf | None,
-                                user_data: Any = None) -> RdmaTaskSend:
-        """A send of *src*'s data (``None``: an empty message) on *connection*."""
-        if not isinstance(src, (Buf, type(None))):
-            raise wrong_type("Rdma.task_send_allocate_init", (Buf, type(None)), src=src)
-        h = self._h.task_send_allocate_init(self._check_conn(connection), None if src is None else src._h)
-        t = self._wrap_task(h, RdmaTaskSend, user_data)
-        t._conn, t._src = connection, src
-        return t
-
-    def task_send_imm_allocate_init(self, connection: RdmaConnection, src: Buf | None, immediate_data: int,
-                                    user_data: Any = None) -> RdmaTaskSendImm:
-        """``doca_rdma_task_send_imm_allocate_init``: take a send imm task from the pool, initialised with the
-        arguments.
-
-        :raises DocaNoMemory: when every task of the pool is in flight.
-        :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
-        """
-        if not isinstance(src, (Buf, type(None))):
-            raise wrong_type("Rdma.task_send_imm_allocate_init", (Buf, type(None)), src=src)
-        h = self._h.task_send_imm_allocate_init(self._check_conn(connection), None if src is None else src._h,
-                                                immediate_data)
-        t = self._wrap_task(h, RdmaTaskSendImm, user_data)
-        t._conn, t._src = connection, src
-        return t
-
-    def task_read_allocate_init(self, connection: RdmaConnection, src: Buf, dst: Buf,
-                                user_data: Any = None) -> RdmaTaskRead:
-        """Read the remote *src* (a buffer of an RDMA-imported mmap) into local *dst*."""
-        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
-            raise wrong_type("Rdma.task_read_allocate_init", Buf, src=src, dst=dst)
-        h = self._h.task_read_allocate_init(self._check_conn(connection), src._h, dst._h)
-        t = self._wrap_task(h, RdmaTaskRead, user_data)
-        t._conn, t._src, t._dst = connection, src, dst
-        return t
-
-    def task_write_allocate_init(self, connection: RdmaConnection, src: Buf, dst: Buf,
-                                 user_data: Any = None) -> RdmaTaskWrite:
-        """Write local *src* into the remote *dst* (a buffer of an RDMA-imported mmap)."""
-        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
-            raise wrong_type("Rdma.task_write_allocate_init", Buf, src=src, dst=dst)
-        h = self._h.task_write_allocate_init(self._check_conn(connection), src._h, dst._h)
-        t = self._wrap_task(h, RdmaTaskWrite, user_data)
-        t._conn, t._src, t._dst = connection, src, dst
-        return t
-
-    def task_write_imm_allocate_init(self, connection: RdmaConnection, src: Buf, dst: Buf, immediate_data: int,
-                                     user_data: Any = None) -> RdmaTaskWriteImm:
-        """``doca_rdma_task_write_imm_allocate_init``: take a write imm task from the pool, initialised with the
-        arguments.
-
-        :raises DocaNoMemory: when every task of the pool is in flight.
-        :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
-        """
-        if not (isinstance(src, Buf) and isinstance(dst, Buf)):
-            raise wrong_type("Rdma.task_write_imm_allocate_init", Buf, src=src, dst=dst)
-        h = self._h.task_write_imm_allocate_init(self._check_conn(connection), src._h, dst._h, immediate_data)
-        t = self._wrap_task(h, RdmaTaskWriteImm, user_data)
-        t._conn, t._src, t._dst = connection, src, dst
-        return t
-
-    def task_atomic_cmp_swp_allocate_init(self, connection: RdmaConnection, dst: Buf, result: Buf, cmp_data: int,
-                                          swap_data: int, user_data: Any = None) -> RdmaTaskAtomicCmpSwp:
-        """``doca_rdma_task_atomic_cmp_swp_allocate_init``: take a atomic cmp swp task from the pool, initialised
-        with the arguments.
-
-        :raises DocaNoMemory: when every task of the pool is in flight.
-        :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
-        """
-        if not (isinstance(dst, Buf) and isinstance(result, Buf)):
-            raise wrong_type("Rdma.task_atomic_cmp_swp_allocate_init", Buf, dst=dst, result=result)
-        h = self._h.task_atomic_cmp_swp_allocate_init(self._check_conn(connection), dst._h, result._h, cmp_data,
-                                                      swap_data)
-        t = self._wrap_task(h, RdmaTaskAtomicCmpSwp, user_data)
-        t._conn, t._dst, t._result = connection, dst, result
-        return t
-
-    def task_atomic_fetch_add_allocate_init(self, connection: RdmaConnection, dst: Buf, result: Buf, add_data: int,
-                                            user_data: Any = None) -> RdmaTaskAtomicFetchAdd:
-        """``doca_rdma_task_atomic_fetch_add_allocate_init``: take a atomic fetch add task from the pool,
-        initialised with the arguments.
-
-        :raises DocaNoMemory: when every task of the pool is in flight.
-        :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
-        """
-        if not (isinstance(dst, Buf) and isinstance(result, Buf)):
-            raise wrong_type("Rdma.task_atomic_fetch_add_allocate_init", Buf, dst=dst, result=result)
-        h = self._h.task_atomic_fetch_add_allocate_init(self._check_conn(connection), dst._h, result._h, add_data)
-        t = self._wrap_task(h, RdmaTaskAtomicFetchAdd, user_data)
-        t._conn, t._dst, t._result = connection, dst, result
-        return t
 
     # -- capabilities -----------------------------------------------------------------------
     @staticmethod
