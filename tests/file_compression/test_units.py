@@ -157,7 +157,10 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path, monkeypatch: pyt
     assert target.read_bytes() == b"new content" and sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
 
 
-def test_flags_are_dogas(tmp_path: Path) -> None:
+def test_flags_are_dogas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("y", "z"):
+        (tmp_path / name).write_bytes(b"data")
     c = parse_args(["-p", "03:00.0", "-r", "3b:00.0", "-f", "x.bin", "-t", "3"])
     assert (c.pci_addr, c.rep_pci, str(c.file), c.timeout) == ("03:00.0", "3b:00.0", "x.bin", 3)
     assert parse_args(["--pci-addr", "3b:00.0", "--file", "y"]).timeout == 10  # DEFAULT_TIMEOUT
@@ -173,11 +176,35 @@ def test_flags_are_dogas(tmp_path: Path) -> None:
     (["-p", "3b:00.0"], "--file: is required"),
     (["-p", "3b:00.0", "-f", "x", "-t", "0"], "positive value"),
     (["-p", "3b:00.0", "-f", "x" * 256], "too long"),
+    # -f '' was Path('.'): the client failed on "." and the server logged SUCCESS, then failed to write
+    (["-p", "3b:00.0", "-f", ""], "--file: the file name must not be empty"),
+    (["-p", "03:00.0", "-r", "3b:00.0", "-f", ""], "--file: the file name must not be empty"),
+    (["-p", "03:00.0", "-r", "3b:00.0", "-f", "."], "--file: '.' is a directory, not a file"),
+    (["-p", "03:00.0", "-r", "3b:00.0", "-f", "out/"], "--file: 'out/' names a directory, not a file"),
+    (["-p", "03:00.0", "-r", "3b:00.0", "-f", "no/such/dir/x"], "the directory of 'no/such/dir/x' does not exist"),
+    (["-p", "3b:00.0", "-f", "."], "--file: '.' is a directory, not a file"),
+    (["-p", "3b:00.0", "-f", "absent.bin"], "--file: 'absent.bin' does not exist (the client sends it)"),
+    (["-p", "3b:00.0", "-f", "fifo"], "--file: 'fifo' is not a regular file (the client sends it)"),
 ])
-def test_bad_flags_exit_2(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_flags_exit_2(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "fifo")
     with pytest.raises(SystemExit) as exc:
         parse_args(argv)
-    assert exc.value.code == EXIT_USAGE and problem in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert exc.value.code == EXIT_USAGE and problem in err, err
+    assert len([line for line in err.splitlines() if ": error: " in line]) == 1, err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_an_unreadable_input_is_refused_at_parse_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "secret.bin"
+    src.write_bytes(b"data")
+    src.chmod(0)
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["-p", "3b:00.0", "-f", str(src)])
+    assert exc.value.code == EXIT_USAGE and "is not readable (the client sends it)" in capsys.readouterr().err
 
 
 def test_man_page_is_named_like_the_doca_binary() -> None:
