@@ -289,13 +289,31 @@ class ComchChannel:
                 raise Aborted("stopped while sending")
             self.progress(POLL_INTERVAL)
 
-    def close(self, linger: float = 0.0) -> None:
-        """``comch_utils_destroy``: a server first waits up to *linger* seconds for its client to
-        disconnect (the C helper waits for ever); then stop the ctx and close everything."""
-        deadline = time.monotonic() + linger
+    def flush(self, timeout: float, abort: threading.Event | None = None) -> bool:
+        """Progress until every submitted send completed (the messages are with the transport), at most
+        *timeout* seconds or until *abort*; whether they all did."""
+        deadline = time.monotonic() + timeout
+        while self.ctx.get_num_inflight_tasks() > 0:
+            left = deadline - time.monotonic()
+            if left <= 0 or (abort is not None and abort.is_set()) or self.lost:
+                return False
+            self.pe.wait(min(POLL_INTERVAL, left))
+        return True
+
+    def wait_disconnected(self, timeout: float, abort: threading.Event | None = None) -> bool:
+        """Server: progress until the client disconnected, at most *timeout* seconds or until *abort*;
+        whether it did."""
+        deadline = time.monotonic() + timeout
         if self.is_server and self.connection is not None:
-            while not self._disconnected and time.monotonic() < deadline:
+            while not self._disconnected and time.monotonic() < deadline and not (abort and abort.is_set()):
                 self.pe.wait(min(POLL_INTERVAL, max(deadline - time.monotonic(), 0.0)))
+        return self._disconnected
+
+    def close(self, linger: float = 0.0, abort: threading.Event | None = None) -> None:
+        """``comch_utils_destroy``: a server first waits up to *linger* seconds for its client to
+        disconnect (the C helper waits for ever), less once *abort* is set; then stop the ctx and
+        close everything."""
+        self.wait_disconnected(linger, abort)
         try:
             if self.ctx.get_state() != CtxState.IDLE:
                 self.ctx.stop(wait=5.0)

@@ -36,11 +36,16 @@ from .wire import (FINISH_MSG, pack_file_info, parse_file_info, parse_finish, se
                    failure_message)
 from .worker import DeflateWorker
 
-__all__ = ["SERVER_NAME", "TransferState", "FileReceiver", "run", "run_client", "run_server", "write_atomically",
+__all__ = ["SERVER_NAME", "ANSWER_WAIT", "STOPPED", "TransferState", "FileReceiver", "run", "run_client", "run_server", "write_atomically",
            "OUTPUT_MODE"]
 
 SERVER_NAME = "file_compression_server"
 """The comch server name (``SERVER_NAME`` of the C app)."""
+ANSWER_WAIT = 0.5
+"""Longest wait for a failure answer to leave: a stopped (Ctrl-C) or failed server ends within it,
+whatever the client does."""
+STOPPED = "the server was stopped (Ctrl-C or SIGTERM)"
+"""The failure answer of a server stopped mid-transfer."""
 OUTPUT_MODE = 0o440
 """Permissions of the written file before the umask (``S_IRUSR | S_IRGRP``, as the C server)."""
 
@@ -213,6 +218,16 @@ def _deliver(config: FileCompressionConfig, worker: DeflateWorker, receiver: Fil
         raise StorageAppError(ErrorCode.IO_FAILED, f"failed to write {config.file}: {exc.strerror or exc}") from None
 
 
+def _answer(channel: ComchChannel, answer: bytes, abort: threading.Event | None, wait: float) -> None:
+    """Send the server's *answer* and progress until it left (at most *wait* seconds)."""
+    try:
+        channel.send(answer, abort)
+        if not channel.flush(wait, abort):
+            log.error("The client did not take the server's answer within %g s", wait)
+    except (PeerClosedError, DocaError, Aborted) as exc:
+        log.error("Failed to send finish message: %s", exc)
+
+
 def run_server(config: FileCompressionConfig, channel: ComchChannel, receiver: FileReceiver,
                abort: threading.Event) -> int:
     """``file_compression_server``: receive, decompress, verify, write, answer."""
@@ -227,15 +242,20 @@ def run_server(config: FileCompressionConfig, channel: ComchChannel, receiver: F
             raise
         except StorageAppError as exc:
             failure = exc
-        answer = FINISH_MSG if failure is None else failure_message(str(failure), channel.max_msg_size)
-        try:
-            channel.send(answer, abort)
-            channel.progress()
-        except (PeerClosedError, DocaError) as exc:
-            log.error("Failed to send finish message: %s", exc)
-        if failure is not None:
-            raise failure
-    return 0
+        except Aborted:
+            # Ctrl-C / SIGTERM mid-transfer: tell the client, then go without waiting for it (it may be
+            # stalled, and a second Ctrl-C would only set the same flag)
+            _answer(channel, failure_message(STOPPED, channel.max_msg_size), None, ANSWER_WAIT)
+            raise
+        if failure is None:
+            _answer(channel, FINISH_MSG, abort, float(config.timeout))
+            # the client disconnects once it has the answer: wait for it (within --timeout), as the C helper does
+            channel.wait_disconnected(float(config.timeout), abort)
+            return 0
+        # a failure: the client may be the one not answering (a --timeout), so do not wait a second
+        # --timeout for it to disconnect; the answer only has to leave
+        _answer(channel, failure_message(str(failure), channel.max_msg_size), abort, ANSWER_WAIT)
+        raise failure
 
 
 def run(config: FileCompressionConfig, abort: threading.Event) -> int:
@@ -255,4 +275,4 @@ def run(config: FileCompressionConfig, abort: threading.Event) -> int:
             return run_server(config, channel, receiver, abort)
         return run_client(config, channel, answers, abort)
     finally:
-        channel.close(linger=float(config.timeout) if channel.is_server else 0.0)
+        channel.close()

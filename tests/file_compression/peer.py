@@ -14,7 +14,8 @@ SIGKILLs itself after K segments, mid-file.
 ``answer <text>`` (the server's answer) or ``lost`` (the server went away). Scenarios:
 ``good``, ``short-info`` (12-byte file info), ``long-info`` (20 bytes), ``bad-checksum``,
 ``truncated-stream`` (half the DEFLATE stream, announced as the whole), ``die-after`` (K of the
-segments, then SIGKILL itself), ``stall-after`` (K segments, then nothing: the parent kills it).
+segments, then SIGKILL itself), ``stall-after`` (K segments, then nothing: the parent kills it),
+``pause-after`` (K segments, then only wait for the answer).
 """
 
 from __future__ import annotations
@@ -135,6 +136,10 @@ def client(scenario: str, path: Path, k: int) -> None:
     else:
         p.send(info)
         for i, seg in enumerate(segs):
+            if scenario == "pause-after" and i == k:
+                p.until(lambda: p.pe.get_num_inflight_tasks() == 0)
+                out("stalled")
+                break
             if scenario in ("die-after", "stall-after") and i == k:
                 p.until(lambda: p.pe.get_num_inflight_tasks() == 0)  # the K segments are on the wire
                 out("stalled")

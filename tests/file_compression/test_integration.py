@@ -203,3 +203,20 @@ def test_ctrl_c_while_waiting_for_a_client(spawn: Spawn, tmp_path: Path) -> None
     assert rc == 1 and "EXCEPTION: stopped while waiting for the comch connection" in serr, (sout, serr)
     assert serr.strip().splitlines() == ["EXCEPTION: stopped while waiting for the comch connection"]
     _no_partial_file(out)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_transfer_stops_the_server_at_once_and_tells_the_client(spawn: Spawn, tmp_path: Path,
+                                                                            sig: int) -> None:
+    """The server used to wait --timeout seconds for the client to disconnect (here an hour: past the
+    children's deadline), and a second Ctrl-C did not help; now it answers and ends."""
+    src, out = tmp_path / "in.bin", tmp_path / "out.bin"
+    src.write_bytes(random.Random(9).randbytes(100_000))
+    server = _server(spawn, out, "-t", "3600")
+    peer = spawn(PEER, "client", "pause-after", str(src), "3")
+    peer.wait_for("stalled")
+    server.kill(sig)
+    rc, sout, serr = server.finish()
+    assert rc == 1 and serr.strip().splitlines() == ["EXCEPTION: stopped while receiving the file"], (sout, serr)
+    assert peer.wait_for("answer") == "answer Server failed: the server was stopped (Ctrl-C or SIGTERM)"
+    _no_partial_file(out)

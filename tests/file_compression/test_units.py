@@ -7,6 +7,7 @@ import json
 import os
 import random
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,74 @@ def test_man_page_is_named_like_the_doca_binary() -> None:
     assert PROGRAMS["doca_file_compression"] == "apps.file_compression"
     page = build_manpage(build_parser())
     assert page.startswith(".TH DOCA_FILE_COMPRESSION") and "\\-\\-rep\\-pci" in page
+
+
+class _Clock:
+    """A fake ``time`` for the server's waits: time passes only when the server waits."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class _StalledClient:
+    """The server's channel to a client that sent the file info and then nothing (never disconnects)."""
+
+    is_server = True
+    max_msg_size = 4080
+    lost = False
+
+    def __init__(self, clock: _Clock, on_message: Callable[[memoryview], None]) -> None:
+        self.clock, self.on_message = clock, on_message
+        self.sent: list[bytes] = []
+
+    def start(self, abort: object) -> None:
+        self.on_message(memoryview(pack_file_info(1, 5)))
+
+    def progress(self, timeout: float = 0.0) -> bool:
+        self.clock.now += max(timeout, 0.001)
+        return False
+
+    def send(self, data: bytes, abort: object = None) -> None:
+        self.sent.append(bytes(data))
+
+    def flush(self, timeout: float, abort: object = None) -> bool:
+        return True
+
+    def wait_disconnected(self, timeout: float, abort: object = None) -> bool:
+        self.clock.now += timeout
+        return False
+
+    def close(self, linger: float = 0.0, abort: object = None) -> None:
+        self.clock.now += linger
+
+
+def test_a_stalled_client_ends_the_server_after_one_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server failed after --timeout, then waited a second --timeout for the silent client to
+    disconnect, while its message named one: one bound, stated truly (on a fake clock)."""
+    import contextlib
+    import threading
+    import types
+
+    from apps.file_compression import control
+    from apps.common.errors import StorageAppError
+
+    clock = _Clock()
+    monkeypatch.setattr(control, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    channels: list[_StalledClient] = []
+
+    def open_channel(name: str, pci: str, rep: str | None, on_message: Callable[[memoryview], None]) \
+            -> _StalledClient:
+        channels.append(_StalledClient(clock, on_message))
+        return channels[-1]
+
+    monkeypatch.setattr(control.ComchChannel, "open", staticmethod(open_channel))
+    monkeypatch.setattr(control.DeflateWorker, "open",
+                        classmethod(lambda cls, task: contextlib.nullcontext(types.SimpleNamespace(max_buf_size=1 << 20))))
+    config = parse_args(["-p", "03:00.0", "-r", "3b:00.0", "-f", "out.bin", "-t", "5"])
+    with pytest.raises(StorageAppError, match=r"message was not received at the given timeout \(5 s; 0 of 5"):
+        control.run(config, threading.Event())
+    assert channels[0].sent and channels[0].sent[0].startswith(b"Server failed: ")
+    assert clock.now <= 5 + control.ANSWER_WAIT + 0.2, clock.now
