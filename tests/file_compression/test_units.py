@@ -283,3 +283,50 @@ def test_a_stalled_client_ends_the_server_after_one_timeout(monkeypatch: pytest.
         control.run(config, threading.Event())
     assert channels[0].sent and channels[0].sent[0].startswith(b"Server failed: ")
     assert clock.now <= 5 + control.ANSWER_WAIT + 0.2, clock.now
+
+
+_KILLED_WHILE_WRITING = """
+import os, signal, sys
+from pathlib import Path
+from apps.file_compression import control
+if sys.argv[2] == "named":
+    control._open_unnamed = lambda directory: None
+os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # killed between the write and the rename
+control.write_atomically(Path(sys.argv[1]), b"x" * 100_000)
+"""
+
+
+def _killed_while_writing(target: Path, how: str) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _KILLED_WHILE_WRITING, str(target), how],
+                         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
+    assert out.returncode == -signal.SIGKILL, out.stderr
+
+
+def test_a_server_killed_while_writing_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """Written through an unnamed file (O_TMPFILE), linked only once complete: nothing to clean up."""
+    target = tmp_path / "received.bin"
+    _killed_while_writing(target, "unnamed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stale_temporary_files_are_removed_at_the_next_start(tmp_path: Path) -> None:
+    """Where O_TMPFILE is not available the temporary file has a name; the next server removes it, and
+    only it: not a live writer's, not another file's."""
+    from apps.file_compression.control import remove_stale_parts
+
+    target = tmp_path / "received.bin"
+    _killed_while_writing(target, "named")
+    stale = [p for p in tmp_path.iterdir()]
+    assert len(stale) == 1 and stale[0].name.startswith(".received.bin.") and stale[0].name.endswith(".part")
+    live = tmp_path / f".received.bin.{os.getpid()}.abcd1234.part"  # this process is alive
+    other = tmp_path / ".other.bin.1.abcd1234.part"
+    for keep in (live, other):
+        keep.write_bytes(b"keep")
+    assert remove_stale_parts(target) == stale
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
+    write_atomically(target, b"complete")
+    assert target.read_bytes() == b"complete"
