@@ -220,3 +220,21 @@ def test_a_signal_mid_transfer_stops_the_server_at_once_and_tells_the_client(spa
     assert rc == 1 and serr.strip().splitlines() == ["EXCEPTION: stopped while receiving the file"], (sout, serr)
     assert peer.wait_for("answer") == "answer Server failed: the server was stopped (Ctrl-C or SIGTERM)"
     _no_partial_file(out)
+
+
+def test_client_says_a_stopped_server_did_not_answer(spawn: Spawn, tmp_path: Path,
+                                                     comch_env: dict[str, str]) -> None:
+    """A server that stops (SIGSTOP) mid-file is not one that closed the connection: once the client's
+    sends wait a whole retry window, it says that the server did not answer."""
+    comch_env.update(PEER_STOP="1", DOCA_PY_COMCH_RETRY_WINDOW="1")
+    src = tmp_path / "in.bin"
+    src.write_bytes(random.Random(3).randbytes(4_000_000))  # incompressible: more than the transport buffers
+    peer = spawn(PEER, "server", str(tmp_path), "finish", "3")
+    peer.wait_for("ready")
+    try:
+        rc, out, err = spawn(APP, "-p", HOST_PCI, "-f", str(src)).finish()
+    finally:
+        peer.kill(signal.SIGKILL)
+    assert rc == 1, (out, err)
+    assert "EXCEPTION: the comch server did not answer within the retry window" in err, (out, err)
+    assert "closed the connection" not in err, err
