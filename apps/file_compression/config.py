@@ -26,7 +26,8 @@ class FileCompressionConfig(ComchAppConfig):
     file: Path = flag(short="-f", metavar="FILE", help="File to send by the client / File to write by the server")
     timeout: int = flag(DEFAULT_TIMEOUT, short="-t", kind="int",
                         help="Application timeout for receiving file content messages, in seconds (the server "
-                             "fails when no message arrives for that long during a transfer)")
+                             "fails when no message arrives for that long during a transfer; nothing else: not "
+                             "the wait for a client to connect, nor the client's waits)")
 
     @field_validator("timeout")
     @classmethod

@@ -238,3 +238,15 @@ def test_client_says_a_stopped_server_did_not_answer(spawn: Spawn, tmp_path: Pat
     assert rc == 1, (out, err)
     assert "EXCEPTION: the comch server did not answer within the retry window" in err, (out, err)
     assert "closed the connection" not in err, err
+
+
+def test_a_client_started_before_its_server_waits_for_it(spawn: Spawn, tmp_path: Path) -> None:
+    """As NVIDIA's client does: no error, no time limit; the transfer happens once the server is up."""
+    src, out = tmp_path / "in.bin", tmp_path / "out.bin"
+    data = _payload(20_000)
+    src.write_bytes(data)
+    client = spawn(APP, "-p", HOST_PCI, "-f", str(src))
+    server = _server(spawn, out)
+    crc, cout, cerr = client.finish()
+    assert (crc, server.finish()[0]) == (0, 0), (cout, cerr)
+    assert out.read_bytes() == data and cerr == ""

@@ -330,3 +330,14 @@ def test_stale_temporary_files_are_removed_at_the_next_start(tmp_path: Path) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
     write_atomically(target, b"complete")
     assert target.read_bytes() == b"complete"
+
+
+def test_help_and_man_page_say_what_a_user_meets() -> None:
+    """Start order, exit statuses and what -t bounds (issue 26 item 16)."""
+    help_text = " ".join(build_parser().format_help().split())
+    assert "A client started before its server waits for it silently, as NVIDIA's does, until Ctrl-C" in help_text
+    assert "2 on a usage error" in help_text
+    assert "-t bounds only the server's wait for the next message of a transfer" in help_text
+    assert "nothing else: not the wait for a client to connect, nor the client's waits" in help_text
+    page = build_manpage(build_parser())
+    assert "waits for it silently" in page and "2 on a usage error" in page

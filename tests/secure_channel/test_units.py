@@ -137,3 +137,10 @@ def test_a_stopped_peer_is_not_one_that_closed_the_connection(unanswered: bool) 
         assert str(failure).startswith("the comch client did not answer within the retry window: it stopped or hangs")
     else:
         assert str(failure) == "the comch client closed the connection"
+
+
+def test_help_says_what_a_user_meets() -> None:
+    """Start order and exit statuses (issue 26 item 16)."""
+    help_text = " ".join(build_parser().format_help().split())
+    assert "A client started before its server waits for it silently, as NVIDIA's does, until Ctrl-C" in help_text
+    assert "2 on a usage error" in help_text
