@@ -5,8 +5,9 @@
   ``<build>/man/`` and installs them as data files under ``share/man/man1``, so a
   wheel carries ``doca_py-<v>.data/data/share/man/man1/*.1``. It imports the apps,
   so it needs the runtime dependencies and argparse-manpage: they are build
-  requirements. Editable installs skip it (the documentation build renders the
-  same pages).
+  requirements. Editable installs run it too, so ``pip install -e .`` (and
+  ``tasks.py``'s ``.venv``) puts the pages in ``<venv>/share/man/man1``, where ``man``
+  finds them when ``<venv>/bin`` is on ``PATH``.
 * Editable installs default to ``editable_mode=compat``: a plain ``.pth`` with the
   checkout's path, which type checkers follow, instead of setuptools' import hook,
   which mypy cannot see through (``mypy --strict`` on a program using doca_py then
@@ -18,6 +19,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -41,8 +43,6 @@ class build_manpages(Command):  # noqa: N801 - setuptools command names are lowe
         self.set_undefined_options("build", ("build_base", "build_base"))
 
     def run(self) -> None:
-        if self.editable_mode:
-            return
         os.environ.setdefault("DOCA_PY_IMPL", "emulated")  # the pages do not depend on the backend
         sys.path.insert(0, str(ROOT))
         try:
@@ -55,6 +55,13 @@ class build_manpages(Command):  # noqa: N801 - setuptools command names are lowe
         for page in pages:
             print(f"man page: {page}")
         self.distribution.data_files = [("share/man/man1", [str(p) for p in pages])]
+        if self.editable_mode:
+            # setuptools' editable wheel does not run install_data (its has_data_files hook is gone): put
+            # the pages straight into the wheel's data directory, which it packs as they are
+            data = Path(self.get_finalized_command("install").install_data) / "share" / "man" / "man1"
+            data.mkdir(parents=True, exist_ok=True)
+            for page in pages:
+                shutil.copyfile(page, data / page.name)
 
 
 class build_with_manpages(build):  # noqa: N801

@@ -77,6 +77,9 @@ class ComchChannel:
         """The one active connection, once `wait_connected` returned."""
         self.send_error: str | None = None
         """Why a send task failed, if one did."""
+        self.unanswered = False
+        """Whether a send failed with ``IO_FAILED``: the peer did not answer within the transport's retry
+        window (stopped, hung or unreachable) and the connection was dropped."""
         self.refused_clients = 0
         """Clients disconnected because one was already connected (server)."""
         self._on_message = on_message
@@ -137,12 +140,15 @@ class ComchChannel:
         task.free()
 
     def _send_failed(self, task: ComchTaskSend, user_data: object, ctx_user_data: object) -> None:
+        status = task.get_status()
+        if status is ErrorCode.IO_FAILED:
+            self.unanswered = True
         if self.send_error is None:
-            status = task.get_status()
             # The peer's death reaches us as a failed send or as the connection's status change, in
             # whichever order the two arrive: report it the same way.
             gone = status in (ErrorCode.CONNECTION_RESET, ErrorCode.NOT_CONNECTED, ErrorCode.CONNECTION_ABORTED)
-            self.send_error = (f"{self.peer_closed()} (a send failed: {status.name})" if gone
+            self.send_error = (str(self._gone_error()) if status is ErrorCode.IO_FAILED
+                               else f"{self._gone_error()} (a send failed: {status.name})" if gone
                                else f"a comch send task failed: {status.name}")
         task.free()
 
@@ -237,9 +243,21 @@ class ComchChannel:
         """Progress the channel's Pe, sleeping up to *timeout* seconds when idle; whether anything ran."""
         return self.pe.wait(timeout) if timeout > 0 else self.pe.progress()
 
+    def _gone_error(self) -> PeerClosedError:
+        peer = "client" if self.is_server else "server"
+        if self.unanswered:
+            return PeerClosedError(f"the comch {peer} did not answer within the retry window: it stopped or hangs "
+                                   "(a send failed with IO_FAILED and the connection was dropped)")
+        return PeerClosedError(f"the comch {peer} closed the connection")
+
     def peer_closed(self) -> PeerClosedError:
-        """The error that says the peer went away."""
-        return PeerClosedError(f"the comch {'client' if self.is_server else 'server'} closed the connection")
+        """The error that says the peer went away: it closed the connection, or it stopped answering (a
+        send failed with ``IO_FAILED``: the transport's retry window ran out, the connection dropped)."""
+        # The failed sends that tell the two apart may still wait in the Pe: deliver them first
+        for _ in range(64):
+            if not self.pe.progress():
+                break
+        return self._gone_error()
 
     @property
     def connected(self) -> bool:
@@ -289,13 +307,31 @@ class ComchChannel:
                 raise Aborted("stopped while sending")
             self.progress(POLL_INTERVAL)
 
-    def close(self, linger: float = 0.0) -> None:
-        """``comch_utils_destroy``: a server first waits up to *linger* seconds for its client to
-        disconnect (the C helper waits for ever); then stop the ctx and close everything."""
-        deadline = time.monotonic() + linger
+    def flush(self, timeout: float, abort: threading.Event | None = None) -> bool:
+        """Progress until every submitted send completed (the messages are with the transport), at most
+        *timeout* seconds or until *abort*; whether they all did."""
+        deadline = time.monotonic() + timeout
+        while self.ctx.get_num_inflight_tasks() > 0:
+            left = deadline - time.monotonic()
+            if left <= 0 or (abort is not None and abort.is_set()) or self.lost:
+                return False
+            self.pe.wait(min(POLL_INTERVAL, left))
+        return True
+
+    def wait_disconnected(self, timeout: float, abort: threading.Event | None = None) -> bool:
+        """Server: progress until the client disconnected, at most *timeout* seconds or until *abort*;
+        whether it did."""
+        deadline = time.monotonic() + timeout
         if self.is_server and self.connection is not None:
-            while not self._disconnected and time.monotonic() < deadline:
+            while not self._disconnected and time.monotonic() < deadline and not (abort and abort.is_set()):
                 self.pe.wait(min(POLL_INTERVAL, max(deadline - time.monotonic(), 0.0)))
+        return self._disconnected
+
+    def close(self, linger: float = 0.0, abort: threading.Event | None = None) -> None:
+        """``comch_utils_destroy``: a server first waits up to *linger* seconds for its client to
+        disconnect (the C helper waits for ever), less once *abort* is set; then stop the ctx and
+        close everything."""
+        self.wait_disconnected(linger, abort)
         try:
             if self.ctx.get_state() != CtxState.IDLE:
                 self.ctx.stop(wait=5.0)

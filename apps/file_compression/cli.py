@@ -25,8 +25,11 @@ def build_parser() -> DocaArgumentParser:
         epilog=f"The side follows the -p device: a DPU device runs the server '{SERVER_NAME}' (and needs -r, "
                "the host's representor), a host device the client. The server writes --file only once the "
                "whole file was received, decompressed and checked (a temporary file renamed into place). "
-               "Exit status 0 on success, 1 on any failure (a vanished peer, a malformed or oversized "
-               "transfer, a checksum mismatch, the timeout) or Ctrl-C.")
+               "A client started before its server waits for it silently, as NVIDIA's does, until Ctrl-C; "
+               "so does a server for its client. -t bounds only the server's wait for the next message of a "
+               "transfer. Exit status 0 on success, 1 on any failure (a vanished peer, a malformed or "
+               "oversized transfer, a checksum mismatch, the timeout) or Ctrl-C/SIGTERM, 2 on a usage error "
+               "(a bad flag, -f or -j file).")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> FileCompressionConfig:

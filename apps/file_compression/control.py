@@ -17,9 +17,12 @@ or oversized transfer, a checksum mismatch or the ``--timeout`` without a messag
 from __future__ import annotations
 
 import enum
+import errno
+import fcntl
 import logging
 import os
-import tempfile
+import secrets
+import stat
 import threading
 import time
 from pathlib import Path
@@ -36,11 +39,18 @@ from .wire import (FINISH_MSG, pack_file_info, parse_file_info, parse_finish, se
                    failure_message)
 from .worker import DeflateWorker
 
-__all__ = ["SERVER_NAME", "TransferState", "FileReceiver", "run", "run_client", "run_server", "write_atomically",
-           "OUTPUT_MODE"]
+__all__ = ["SERVER_NAME", "ANSWER_WAIT", "STOPPED", "TransferState", "FileReceiver", "run", "run_client",
+           "run_server", "write_atomically", "OUTPUT_MODE", "PART_SUFFIX", "remove_stale_parts"]
 
 SERVER_NAME = "file_compression_server"
 """The comch server name (``SERVER_NAME`` of the C app)."""
+ANSWER_WAIT = 0.5
+"""Longest wait for a failure answer to leave: a stopped (Ctrl-C) or failed server ends within it,
+whatever the client does."""
+STOPPED = "the server was stopped (Ctrl-C or SIGTERM)"
+"""The failure answer of a server stopped mid-transfer."""
+PART_SUFFIX = ".part"
+"""Suffix of the temporary name a received file has between its write and its rename."""
 OUTPUT_MODE = 0o440
 """Permissions of the written file before the umask (``S_IRUSR | S_IRGRP``, as the C server)."""
 
@@ -110,26 +120,132 @@ class FileReceiver:
         log.error("%s", reason[:1].upper() + reason[1:])
 
 
-def write_atomically(path: Path, data: bytes, mode: int = OUTPUT_MODE) -> None:
-    """Write *data* to a temporary file beside *path*, flush it to disk, then rename it to *path*:
-    readers never see a partial file under that name."""
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=directory)
+def _part_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def _part_name(path: Path) -> str:
+    """A temporary name beside *path* that says which process wrote it: ``.<name>.<pid>.<random>.part``."""
+    return f"{_part_prefix(path)}{os.getpid()}.{secrets.token_hex(4)}{PART_SUFFIX}"
+
+
+def _open_unnamed(directory: Path) -> int | None:
+    """An unnamed file in *directory* (``O_TMPFILE``: the kernel frees it if this process dies before
+    it is linked), or ``None`` where the kernel or the file system cannot make one."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not os.path.isdir("/proc/self/fd"):
+        return None
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, mode & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        return os.open(directory, flag | os.O_WRONLY, 0o600)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            return None
         raise
+
+
+def _write_fd(fd: int, data: bytes, mode: int) -> None:
+    with os.fdopen(fd, "wb", closefd=False) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.fchmod(fd, mode)
+
+
+def _link_unnamed(fd: int, tmp: Path) -> bool:
+    """Give the unnamed file *fd* the name *tmp*; ``False`` where the kernel will not link it through
+    ``/proc`` (some sandboxes answer ``EXDEV``)."""
+    try:
+        os.link(f"/proc/self/fd/{fd}", tmp, follow_symlinks=True)
+    except OSError as exc:
+        if exc.errno in (errno.EXDEV, errno.ENOENT, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP):
+            return False
+        raise
+    return True
+
+
+def write_atomically(path: Path, data: bytes, mode: int = OUTPUT_MODE) -> None:
+    """Write *data* to an unnamed file in *path*'s directory (``O_TMPFILE``), flush it to disk, name it
+    and rename it to *path*: readers never see a partial file under that name, and a process killed
+    while writing leaves nothing. Where the kernel or the file system cannot (no ``O_TMPFILE``, or no
+    linking it), the file is written under a temporary name (`_part_name`), which
+    `remove_stale_parts` deletes at the next start should this process be killed meanwhile."""
+    directory = path.parent if str(path.parent) else Path(".")
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp = directory / _part_name(path)
+    named = False
+    fd = _open_unnamed(directory)
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held while it has a name: `remove_stale_parts` leaves it alone
+            _write_fd(fd, data, mode & ~umask)
+            named = _link_unnamed(fd, tmp)
+            if not named:
+                os.close(fd)
+                fd = None
+        if fd is None:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            named = True
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            _write_fd(fd, data, mode & ~umask)
+        os.replace(tmp, path)
+        named = False
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if named:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_parts(path: Path) -> list[Path]:
+    """Delete the temporary files of `write_atomically` beside *path* that a killed server left: named
+    ``.<name>.<pid>.<random>.part``, owned by this user, their writer's process gone and their lock free.
+    Returns the files removed (the server logs them)."""
+    directory = path.parent if str(path.parent) else Path(".")
+    prefix = _part_prefix(path)
+    removed: list[Path] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(PART_SUFFIX)):
+            continue
+        pid_text, _, tag = name[len(prefix):-len(PART_SUFFIX)].partition(".")
+        if not (pid_text.isdigit() and tag) or _alive(int(pid_text)):
+            continue
+        candidate = directory / name
+        try:
+            fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            if os.fstat(fd).st_uid != os.getuid() or not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # its writer is alive (in another PID namespace)
+            os.unlink(candidate)
+            removed.append(candidate)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return removed
 
 
 # -- client ------------------------------------------------------------------------------------------
@@ -213,9 +329,21 @@ def _deliver(config: FileCompressionConfig, worker: DeflateWorker, receiver: Fil
         raise StorageAppError(ErrorCode.IO_FAILED, f"failed to write {config.file}: {exc.strerror or exc}") from None
 
 
+def _answer(channel: ComchChannel, answer: bytes, abort: threading.Event | None, wait: float) -> None:
+    """Send the server's *answer* and progress until it left (at most *wait* seconds)."""
+    try:
+        channel.send(answer, abort)
+        if not channel.flush(wait, abort):
+            log.error("The client did not take the server's answer within %g s", wait)
+    except (PeerClosedError, DocaError, Aborted) as exc:
+        log.error("Failed to send finish message: %s", exc)
+
+
 def run_server(config: FileCompressionConfig, channel: ComchChannel, receiver: FileReceiver,
                abort: threading.Event) -> int:
     """``file_compression_server``: receive, decompress, verify, write, answer."""
+    for stale in remove_stale_parts(config.file):
+        log.info("Removed %s, left by a server that was killed while writing", stale)
     with DeflateWorker.open(CompressTaskType.DECOMPRESS_DEFLATE) as worker:
         receiver.max_len = worker.max_buf_size
         channel.start(abort)
@@ -227,15 +355,20 @@ def run_server(config: FileCompressionConfig, channel: ComchChannel, receiver: F
             raise
         except StorageAppError as exc:
             failure = exc
-        answer = FINISH_MSG if failure is None else failure_message(str(failure), channel.max_msg_size)
-        try:
-            channel.send(answer, abort)
-            channel.progress()
-        except (PeerClosedError, DocaError) as exc:
-            log.error("Failed to send finish message: %s", exc)
-        if failure is not None:
-            raise failure
-    return 0
+        except Aborted:
+            # Ctrl-C / SIGTERM mid-transfer: tell the client, then go without waiting for it (it may be
+            # stalled, and a second Ctrl-C would only set the same flag)
+            _answer(channel, failure_message(STOPPED, channel.max_msg_size), None, ANSWER_WAIT)
+            raise
+        if failure is None:
+            _answer(channel, FINISH_MSG, abort, float(config.timeout))
+            # the client disconnects once it has the answer: wait for it (within --timeout), as the C helper does
+            channel.wait_disconnected(float(config.timeout), abort)
+            return 0
+        # a failure: the client may be the one not answering (a --timeout), so do not wait a second
+        # --timeout for it to disconnect; the answer only has to leave
+        _answer(channel, failure_message(str(failure), channel.max_msg_size), abort, ANSWER_WAIT)
+        raise failure
 
 
 def run(config: FileCompressionConfig, abort: threading.Event) -> int:
@@ -255,4 +388,4 @@ def run(config: FileCompressionConfig, abort: threading.Event) -> int:
             return run_server(config, channel, receiver, abort)
         return run_client(config, channel, answers, abort)
     finally:
-        channel.close(linger=float(config.timeout) if channel.is_server else 0.0)
+        channel.close()

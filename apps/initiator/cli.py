@@ -24,8 +24,10 @@ def build_parser() -> DocaArgumentParser:
                     "messages on per-worker producer/consumer pairs) and report throughput, latency and data "
                     "validity.",
         epilog="Execution strategies: read_throughput_test, write_throughput_test, read_only_data_validity_test "
-               "(needs --storage-plain-content), read_write_data_validity_test. Ctrl-C stops the run in any "
-               "phase (exit status 1).")
+               "(needs --storage-plain-content), read_write_data_validity_test. Unlike File Compression's and "
+               "Secure Channel's clients, the initiator does not wait for ever for its service: with none, it "
+               "fails after --control-timeout seconds. Ctrl-C stops the run in any phase. Exit status 0 when "
+               "the run passed, 1 when it failed or was stopped, 2 on a usage error (a bad flag or -j file).")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> InitiatorAppConfig:

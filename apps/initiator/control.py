@@ -245,13 +245,15 @@ class Initiator:
                 report.errors.append(f"stop_storage_request failed: {exc}")
                 if timed_out and exc.code == ErrorCode.TIME_OUT:
                     self._unresponsive = True
-        if timed_out:
+        if timed_out and self._unanswered():
+            report.errors.append(f"{timed_out} IO(s) timed out: no answer within the comch retry window")
+        elif timed_out:
             report.errors.append(f"{timed_out} IO(s) timed out after {cfg.io_timeout} s (--io-timeout)"
                                  + ("; the service does not answer" if self._unresponsive else ""))
         self._print_report(report)
         self._teardown_workers()
         if self._peer_lost:
-            self._error("The service closed the control connection; shutdown skipped")
+            self._error(self._lost_text()[:1].upper() + self._lost_text()[1:] + "; shutdown skipped")
             return 1
         if self._unresponsive:
             self._error("The service does not answer; shutdown skipped")
@@ -373,6 +375,9 @@ class Initiator:
         if show:
             self.err.write(progress.clear())
             self.err.flush()
+        if any(w.unanswered for w in workers):  # the whole connection went unanswered, not one worker's
+            for w in workers:
+                w.name_unanswered()
         ends = [w.result.end_time for w in workers if w.result.end_time is not None]
         duration = (max(ends) if ends else time.monotonic()) - start
         jobs = [JobResult(index=w.index, cpu=w.plan.cpu, transaction_count=w.plan.transaction_count,
@@ -387,8 +392,18 @@ class Initiator:
                            jobs=jobs, percentiles=cfg.percentiles, aborted=aborted,
                            options={"group_reporting": cfg.group_reporting})
         if self._peer_lost:
-            report.errors.append("the service closed the control connection during the run")
+            report.errors.append(self._lost_text() + " during the run")
         return report
+
+    def _unanswered(self) -> bool:
+        return any(w.unanswered for w in self._workers)
+
+    def _lost_text(self) -> str:
+        """How the service went away: it closed the connection, or it stopped answering (a stopped or hung
+        service: the transport dropped the connection after its retry window)."""
+        if self._unanswered():
+            return "the service did not answer within the comch retry window: the connection was dropped"
+        return "the service closed the control connection"
 
     def _print_report(self, report: RunReport) -> None:
         if self.json:

@@ -68,6 +68,9 @@ _READ = int(IoMessageType.READ)
 _WRITE = int(IoMessageType.WRITE)
 _RESULT = int(IoMessageType.RESULT)
 _AGAIN = ErrorCode.AGAIN
+_IO_FAILED = ErrorCode.IO_FAILED
+_CONNECTION_GONE = (ErrorCode.CONNECTION_RESET, ErrorCode.CONNECTION_ABORTED, ErrorCode.NOT_CONNECTED,
+                    ErrorCode.IO_FAILED)
 _now_ns = time.perf_counter_ns  # several times per IO: bound once
 
 
@@ -128,6 +131,10 @@ class Worker(WorkerThread):
         self.io_timeout = io_timeout
         self.timed_out: list[str] = []
         """The IOs that timed out (``read of storage offset 12288 (transaction 3)``), if any."""
+        self._connection_failed = False  # a receive failed because the connection went away
+        self.unanswered = False
+        """Whether they timed out because the service did not answer within the comch retry window (a
+        send failed with ``IO_FAILED``; the connection was dropped), rather than `io_timeout`."""
         self.result = WorkerResult()
         self.aborted = False
         self.ready = threading.Event()
@@ -395,15 +402,30 @@ class Worker(WorkerThread):
         late = [t for t in self._txns if t.refs > 0 and now - t.io_start_ns >= timeout_ns]
         if not late:
             return False
+        self._timed_out(late, f"no response from the service within {self.io_timeout:g} s (--io-timeout)")
+        return True
+
+    def name_unanswered(self) -> None:
+        """Once finished, when another worker learnt that the service stopped answering (`unanswered`): if
+        this one only saw the connection drop (a failed receive), name its IOs in flight as timed out too."""
+        assert self.finished.is_set()
+        late = [t for t in self._txns if t.refs > 0]
+        if self.unanswered or not self._connection_failed or not late:
+            return
+        self.unanswered = True
+        self.error = None
+        self._timed_out(late, "the service did not answer within the comch retry window (the connection was "
+                              "dropped)")
+
+    def _timed_out(self, late: list[_Txn], why: str) -> None:
+        """Fail the worker naming the IOs *late* (in flight without a response) and *why*."""
         late.sort(key=lambda t: t.io_start_ns)
         self.timed_out = [f"{'read' if t.kind == _READ else 'write'} of storage offset {t.storage} "
                           f"(transaction {t.index})" for t in late]
         self.result.failed_ios += len(late)
         shown = "; ".join(self.timed_out[:TIMED_OUT_SHOWN])
         more = len(late) - TIMED_OUT_SHOWN
-        self._fail(f"{len(late)} IO(s) timed out: no response from the service within {self.io_timeout:g} s "
-                   f"(--io-timeout): {shown}" + (f"; and {more} more" if more > 0 else ""))
-        return True
+        self._fail(f"{len(late)} IO(s) timed out: {why}: {shown}" + (f"; and {more} more" if more > 0 else ""))
 
     def _resubmit(self) -> None:
         """Submit again the sends refused with AGAIN (each at most once per call)."""
@@ -531,9 +553,18 @@ class Worker(WorkerThread):
     def _on_send_error(self, task: ComchProducerTaskSend, txn: _Txn, ctx_user_data: Any) -> None:
         # Fatal, as in the reference: AGAIN is returned by submit itself, never reported here.
         status = task.get_status()
+        late = [t for t in self._txns if t.refs > 0]  # before this one stops counting
         self._inflight_ios -= 1
         txn.awaiting = False
-        if self._running:
+        if status == _IO_FAILED and not self.unanswered and (self._running or self._connection_failed):
+            # The transport's retry window ran out: the service did not answer (stopped, hung), and the
+            # connection is dropped. The IOs in flight will never have their response: name them (in
+            # place of the failed receive that may have come first from the same drop).
+            self.unanswered = True
+            self.error = None
+            self._timed_out(late or [txn], "the service did not answer within the comch retry window (the "
+                                           "connection was dropped)")
+        elif self._running:
             self._fail(f"producer send of transaction {txn.index} failed: {status.name}")
 
     def _on_recv(self, task: ComchConsumerTaskPostRecv, slot: int, ctx_user_data: Any) -> None:
@@ -571,4 +602,6 @@ class Worker(WorkerThread):
 
     def _on_recv_error(self, task: ComchConsumerTaskPostRecv, slot: int, ctx_user_data: Any) -> None:
         if self._running:
-            self._fail(f"consumer receive failed: {task.get_status().name}")
+            status = task.get_status()
+            self._connection_failed = status in _CONNECTION_GONE
+            self._fail(f"consumer receive failed: {status.name}")

@@ -24,8 +24,10 @@ def build_parser() -> DocaArgumentParser:
                     "sending and receiving took.",
         epilog=f"The side follows the -p device: a DPU device runs the server '{SERVER_NAME}' (and needs -r, "
                "the host's representor), a host device the client. Each side may send a different number and "
-               "size of messages. Exit status 0 when every message was sent and received, 1 on any failure (a "
-               "vanished peer, a malformed metadata message, a fast-path error) or Ctrl-C.")
+               "size of messages. A client started before its server waits for it silently, as NVIDIA's "
+               "does, until Ctrl-C; so does a server for its client. Exit status 0 when every message was "
+               "sent and received, 1 on any failure (a vanished peer, a malformed metadata message, a "
+               "fast-path error) or Ctrl-C/SIGTERM, 2 on a usage error (a bad flag or -j file).")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> SecureChannelConfig:

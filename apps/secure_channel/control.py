@@ -101,6 +101,8 @@ def _thread_failure(channel: ComchChannel, producer: ProducerThread,
     for result, what in ((producer.result, "Send"), (consumer.result, "Receive")):
         if result.error is not None:
             if not channel.connected:
+                # a fast-path task that failed with IO_FAILED tells a stopped peer from one that left
+                channel.unanswered = channel.unanswered or producer.result.unanswered or consumer.result.unanswered
                 return channel.peer_closed()
             return StorageAppError(ErrorCode.BAD_STATE, f"{what} thread finished unsuccessfully: {result.error}")
     return None

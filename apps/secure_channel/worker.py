@@ -26,7 +26,7 @@ from typing import Any
 import doca_py as d
 from doca_py.comch import (ComchConnection, ComchConsumer, ComchConsumerTaskPostRecv, ComchProducer,
                            ComchProducerTaskSend)
-from doca_py.errors import DocaAgain, DocaError, DocaInvalidValue
+from doca_py.errors import DocaAgain, DocaError, DocaInvalidValue, ErrorCode
 
 __all__ = ["MAX_FASTPATH_TASKS", "FastPathState", "ThreadResult", "ProducerThread", "ConsumerThread",
            "message_pattern", "STOP_TIMEOUT"]
@@ -61,6 +61,9 @@ class ThreadResult:
     """``time.perf_counter()`` when the thread was done."""
     processed: int = 0
     """Messages sent (acknowledged) or received."""
+    unanswered: bool = False
+    """Whether a task failed with ``IO_FAILED``: the peer did not answer within the transport's retry
+    window (it stopped or hangs) and the connection was dropped."""
 
     @property
     def elapsed_ms(self) -> float:
@@ -188,6 +191,8 @@ class ProducerThread(_FastPath):
     def _failed(self, task: ComchProducerTaskSend, user_data: Any, ctx_user_data: Any) -> None:
         status = task.get_status()
         task.free()
+        if status is ErrorCode.IO_FAILED:
+            self.result.unanswered = True
         if self.state is FastPathState.IN_PROGRESS:  # flushed tasks after the end are expected
             self._fail(f"received a producer send task completion error: {status.name}")
 
@@ -281,6 +286,8 @@ class ConsumerThread(_FastPath):
         buf = task.get_buf()
         task.free()
         buf.dec_refcount()
+        if status is ErrorCode.IO_FAILED:
+            self.result.unanswered = True
         if self.state is FastPathState.IN_PROGRESS:  # flushed receives after the end are expected
             self._fail(f"received a consumer post recv completion error: {status.name}")
 

@@ -8,13 +8,14 @@ its comch ctx is started, then the outcome lines named below, and exits 0.
 ``info.json`` (checksum, num_segs, segment lengths) and ``data.bin`` (the segments joined) to
 OUTDIR once every announced segment arrived, answer ANSWER (``finish`` = the C app's finish
 message, else that text), print ``answered``, wait for the client to go. With DIE_AFTER=K it
-SIGKILLs itself after K segments, mid-file.
+SIGKILLs itself after K segments, mid-file (SIGSTOPs itself when ``$PEER_STOP`` is set).
 
 ``client SCENARIO FILE [K]``: connect, send one crafted transfer of FILE, print
 ``answer <text>`` (the server's answer) or ``lost`` (the server went away). Scenarios:
 ``good``, ``short-info`` (12-byte file info), ``long-info`` (20 bytes), ``bad-checksum``,
 ``truncated-stream`` (half the DEFLATE stream, announced as the whole), ``die-after`` (K of the
-segments, then SIGKILL itself), ``stall-after`` (K segments, then nothing: the parent kills it).
+segments, then SIGKILL itself), ``stall-after`` (K segments, then nothing: the parent kills it),
+``pause-after`` (K segments, then only wait for the answer).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def serve(outdir: Path, answer: str, die_after: int | None) -> None:
         nonlocal seen
         seen = len(p.msgs) - 1
         if die_after is not None and seen >= die_after:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGSTOP if os.environ.get("PEER_STOP") else signal.SIGKILL)
         return seen >= num_segs
 
     p.until(enough)
@@ -135,6 +136,10 @@ def client(scenario: str, path: Path, k: int) -> None:
     else:
         p.send(info)
         for i, seg in enumerate(segs):
+            if scenario == "pause-after" and i == k:
+                p.until(lambda: p.pe.get_num_inflight_tasks() == 0)
+                out("stalled")
+                break
             if scenario in ("die-after", "stall-after") and i == k:
                 p.until(lambda: p.pe.get_num_inflight_tasks() == 0)  # the K segments are on the wire
                 out("stalled")

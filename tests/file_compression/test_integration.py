@@ -203,3 +203,50 @@ def test_ctrl_c_while_waiting_for_a_client(spawn: Spawn, tmp_path: Path) -> None
     assert rc == 1 and "EXCEPTION: stopped while waiting for the comch connection" in serr, (sout, serr)
     assert serr.strip().splitlines() == ["EXCEPTION: stopped while waiting for the comch connection"]
     _no_partial_file(out)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_transfer_stops_the_server_at_once_and_tells_the_client(spawn: Spawn, tmp_path: Path,
+                                                                            sig: int) -> None:
+    """The server used to wait --timeout seconds for the client to disconnect (here an hour: past the
+    children's deadline), and a second Ctrl-C did not help; now it answers and ends."""
+    src, out = tmp_path / "in.bin", tmp_path / "out.bin"
+    src.write_bytes(random.Random(9).randbytes(100_000))
+    server = _server(spawn, out, "-t", "3600")
+    peer = spawn(PEER, "client", "pause-after", str(src), "3")
+    peer.wait_for("stalled")
+    server.kill(sig)
+    rc, sout, serr = server.finish()
+    assert rc == 1 and serr.strip().splitlines() == ["EXCEPTION: stopped while receiving the file"], (sout, serr)
+    assert peer.wait_for("answer") == "answer Server failed: the server was stopped (Ctrl-C or SIGTERM)"
+    _no_partial_file(out)
+
+
+def test_client_says_a_stopped_server_did_not_answer(spawn: Spawn, tmp_path: Path,
+                                                     comch_env: dict[str, str]) -> None:
+    """A server that stops (SIGSTOP) mid-file is not one that closed the connection: once the client's
+    sends wait a whole retry window, it says that the server did not answer."""
+    comch_env.update(PEER_STOP="1", DOCA_PY_COMCH_RETRY_WINDOW="1")
+    src = tmp_path / "in.bin"
+    src.write_bytes(random.Random(3).randbytes(4_000_000))  # incompressible: more than the transport buffers
+    peer = spawn(PEER, "server", str(tmp_path), "finish", "3")
+    peer.wait_for("ready")
+    try:
+        rc, out, err = spawn(APP, "-p", HOST_PCI, "-f", str(src)).finish()
+    finally:
+        peer.kill(signal.SIGKILL)
+    assert rc == 1, (out, err)
+    assert "EXCEPTION: the comch server did not answer within the retry window" in err, (out, err)
+    assert "closed the connection" not in err, err
+
+
+def test_a_client_started_before_its_server_waits_for_it(spawn: Spawn, tmp_path: Path) -> None:
+    """As NVIDIA's client does: no error, no time limit; the transfer happens once the server is up."""
+    src, out = tmp_path / "in.bin", tmp_path / "out.bin"
+    data = _payload(20_000)
+    src.write_bytes(data)
+    client = spawn(APP, "-p", HOST_PCI, "-f", str(src))
+    server = _server(spawn, out)
+    crc, cout, cerr = client.finish()
+    assert (crc, server.finish()[0]) == (0, 0), (cout, cerr)
+    assert out.read_bytes() == data and cerr == ""

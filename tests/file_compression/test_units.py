@@ -7,6 +7,7 @@ import json
 import os
 import random
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -157,7 +158,10 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path, monkeypatch: pyt
     assert target.read_bytes() == b"new content" and sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
 
 
-def test_flags_are_dogas(tmp_path: Path) -> None:
+def test_flags_are_dogas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("y", "z"):
+        (tmp_path / name).write_bytes(b"data")
     c = parse_args(["-p", "03:00.0", "-r", "3b:00.0", "-f", "x.bin", "-t", "3"])
     assert (c.pci_addr, c.rep_pci, str(c.file), c.timeout) == ("03:00.0", "3b:00.0", "x.bin", 3)
     assert parse_args(["--pci-addr", "3b:00.0", "--file", "y"]).timeout == 10  # DEFAULT_TIMEOUT
@@ -173,14 +177,167 @@ def test_flags_are_dogas(tmp_path: Path) -> None:
     (["-p", "3b:00.0"], "--file: is required"),
     (["-p", "3b:00.0", "-f", "x", "-t", "0"], "positive value"),
     (["-p", "3b:00.0", "-f", "x" * 256], "too long"),
+    # -f '' was Path('.'): the client failed on "." and the server logged SUCCESS, then failed to write
+    (["-p", "3b:00.0", "-f", ""], "--file: the file name must not be empty"),
+    (["-p", "03:00.0", "-r", "3b:00.0", "-f", ""], "--file: the file name must not be empty"),
+    (["-p", "03:00.0", "-r", "3b:00.0", "-f", "."], "--file: '.' is a directory, not a file"),
+    (["-p", "03:00.0", "-r", "3b:00.0", "-f", "out/"], "--file: 'out/' names a directory, not a file"),
+    (["-p", "03:00.0", "-r", "3b:00.0", "-f", "no/such/dir/x"], "the directory of 'no/such/dir/x' does not exist"),
+    (["-p", "3b:00.0", "-f", "."], "--file: '.' is a directory, not a file"),
+    (["-p", "3b:00.0", "-f", "absent.bin"], "--file: 'absent.bin' does not exist (the client sends it)"),
+    (["-p", "3b:00.0", "-f", "fifo"], "--file: 'fifo' is not a regular file (the client sends it)"),
 ])
-def test_bad_flags_exit_2(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_flags_exit_2(argv: list[str], problem: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "fifo")
     with pytest.raises(SystemExit) as exc:
         parse_args(argv)
-    assert exc.value.code == EXIT_USAGE and problem in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert exc.value.code == EXIT_USAGE and problem in err, err
+    assert len([line for line in err.splitlines() if ": error: " in line]) == 1, err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_an_unreadable_input_is_refused_at_parse_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "secret.bin"
+    src.write_bytes(b"data")
+    src.chmod(0)
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["-p", "3b:00.0", "-f", str(src)])
+    assert exc.value.code == EXIT_USAGE and "is not readable (the client sends it)" in capsys.readouterr().err
 
 
 def test_man_page_is_named_like_the_doca_binary() -> None:
     assert PROGRAMS["doca_file_compression"] == "apps.file_compression"
     page = build_manpage(build_parser())
     assert page.startswith(".TH DOCA_FILE_COMPRESSION") and "\\-\\-rep\\-pci" in page
+
+
+class _Clock:
+    """A fake ``time`` for the server's waits: time passes only when the server waits."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class _StalledClient:
+    """The server's channel to a client that sent the file info and then nothing (never disconnects)."""
+
+    is_server = True
+    max_msg_size = 4080
+    lost = False
+
+    def __init__(self, clock: _Clock, on_message: Callable[[memoryview], None]) -> None:
+        self.clock, self.on_message = clock, on_message
+        self.sent: list[bytes] = []
+
+    def start(self, abort: object) -> None:
+        self.on_message(memoryview(pack_file_info(1, 5)))
+
+    def progress(self, timeout: float = 0.0) -> bool:
+        self.clock.now += max(timeout, 0.001)
+        return False
+
+    def send(self, data: bytes, abort: object = None) -> None:
+        self.sent.append(bytes(data))
+
+    def flush(self, timeout: float, abort: object = None) -> bool:
+        return True
+
+    def wait_disconnected(self, timeout: float, abort: object = None) -> bool:
+        self.clock.now += timeout
+        return False
+
+    def close(self, linger: float = 0.0, abort: object = None) -> None:
+        self.clock.now += linger
+
+
+def test_a_stalled_client_ends_the_server_after_one_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server failed after --timeout, then waited a second --timeout for the silent client to
+    disconnect, while its message named one: one bound, stated truly (on a fake clock)."""
+    import contextlib
+    import threading
+    import types
+
+    from apps.file_compression import control
+    from apps.common.errors import StorageAppError
+
+    clock = _Clock()
+    monkeypatch.setattr(control, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    channels: list[_StalledClient] = []
+
+    def open_channel(name: str, pci: str, rep: str | None, on_message: Callable[[memoryview], None]) \
+            -> _StalledClient:
+        channels.append(_StalledClient(clock, on_message))
+        return channels[-1]
+
+    monkeypatch.setattr(control.ComchChannel, "open", staticmethod(open_channel))
+    monkeypatch.setattr(control.DeflateWorker, "open",
+                        classmethod(lambda cls, task: contextlib.nullcontext(types.SimpleNamespace(max_buf_size=1 << 20))))
+    config = parse_args(["-p", "03:00.0", "-r", "3b:00.0", "-f", "out.bin", "-t", "5"])
+    with pytest.raises(StorageAppError, match=r"message was not received at the given timeout \(5 s; 0 of 5"):
+        control.run(config, threading.Event())
+    assert channels[0].sent and channels[0].sent[0].startswith(b"Server failed: ")
+    assert clock.now <= 5 + control.ANSWER_WAIT + 0.2, clock.now
+
+
+_KILLED_WHILE_WRITING = """
+import os, signal, sys
+from pathlib import Path
+from apps.file_compression import control
+if sys.argv[2] == "named":
+    control._open_unnamed = lambda directory: None
+os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # killed between the write and the rename
+control.write_atomically(Path(sys.argv[1]), b"x" * 100_000)
+"""
+
+
+def _killed_while_writing(target: Path, how: str) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _KILLED_WHILE_WRITING, str(target), how],
+                         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
+    assert out.returncode == -signal.SIGKILL, out.stderr
+
+
+def test_a_server_killed_while_writing_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """Written through an unnamed file (O_TMPFILE), linked only once complete: nothing to clean up."""
+    target = tmp_path / "received.bin"
+    _killed_while_writing(target, "unnamed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stale_temporary_files_are_removed_at_the_next_start(tmp_path: Path) -> None:
+    """Where O_TMPFILE is not available the temporary file has a name; the next server removes it, and
+    only it: not a live writer's, not another file's."""
+    from apps.file_compression.control import remove_stale_parts
+
+    target = tmp_path / "received.bin"
+    _killed_while_writing(target, "named")
+    stale = [p for p in tmp_path.iterdir()]
+    assert len(stale) == 1 and stale[0].name.startswith(".received.bin.") and stale[0].name.endswith(".part")
+    live = tmp_path / f".received.bin.{os.getpid()}.abcd1234.part"  # this process is alive
+    other = tmp_path / ".other.bin.1.abcd1234.part"
+    for keep in (live, other):
+        keep.write_bytes(b"keep")
+    assert remove_stale_parts(target) == stale
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
+    write_atomically(target, b"complete")
+    assert target.read_bytes() == b"complete"
+
+
+def test_help_and_man_page_say_what_a_user_meets() -> None:
+    """Start order, exit statuses and what -t bounds (issue 26 item 16)."""
+    help_text = " ".join(build_parser().format_help().split())
+    assert "A client started before its server waits for it silently, as NVIDIA's does, until Ctrl-C" in help_text
+    assert "2 on a usage error" in help_text
+    assert "-t bounds only the server's wait for the next message of a transfer" in help_text
+    assert "nothing else: not the wait for a client to connect, nor the client's waits" in help_text
+    page = build_manpage(build_parser())
+    assert "waits for it silently" in page and "2 on a usage error" in page

@@ -11,7 +11,8 @@ Lines on stdout (flushed): ``listening`` once the server runs, ``got <request>``
 control request, ``stalled`` / ``crashing`` for the fault options, ``bye`` at the end.
 
 Options: ``--block-size B`` (default 4096); ``--crash-after-ios N`` (SIGKILL itself after
-N responses); ``--stall-after-ios N`` (stop answering io messages after N responses);
+N responses); ``--stop-after-ios N`` (SIGSTOP itself after N responses: a hung service);
+``--stall-after-ios N`` (stop answering io messages after N responses);
 ``--fail-io N`` (answer the N-th io with ``IO_FAILED``); ``--hang-on REQUEST`` (never answer
 that control request); ``--corrupt-offset K`` (flip storage byte K).
 """
@@ -137,6 +138,9 @@ class Bridge:
         if self.args.crash_after_ios and self.responded >= self.args.crash_after_ios:
             say("crashing")
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.args.stop_after_ios and self.responded >= self.args.stop_after_ios:
+            say("stopping")
+            os.kill(os.getpid(), signal.SIGSTOP)
         if self.args.stall_after_ios and self.responded >= self.args.stall_after_ios and not self.stalled:
             self.stalled = True
             say("stalled")
@@ -301,6 +305,7 @@ def main() -> int:
     ap.add_argument("--block-size", type=int, default=4096)
     ap.add_argument("--crash-after-ios", type=int, default=0)
     ap.add_argument("--stall-after-ios", type=int, default=0)
+    ap.add_argument("--stop-after-ios", type=int, default=0)
     ap.add_argument("--fail-io", type=int, default=0)
     ap.add_argument("--hang-on", default="")
     ap.add_argument("--corrupt-offset", type=int, default=-1)

@@ -4,6 +4,7 @@ that timed out, in bounded time; with the deadline off, nothing changes for a he
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -52,3 +53,25 @@ def test_bad_io_timeout_is_refused(value: str, tmp_path: Path) -> None:
                           "--execution-strategy", "read_throughput_test", "--io-timeout", value],
                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "--io-timeout" in out.stderr, out.stderr
+
+
+def test_a_stopped_service_is_not_one_that_closed_the_connection(plain: Path, bridge_factory: object,
+                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service stops (SIGSTOP) after 30 IOs: the transport drops the connection once the initiator's
+    sends go unanswered for a retry window. The run says so (not "closed the control connection") and
+    names the IOs that never got their response, as the --io-timeout does."""
+    monkeypatch.setenv("DOCA_PY_COMCH_RETRY_WINDOW", "1")
+    bridge: Bridge = bridge_factory(plain, "--stop-after-ios", "30")  # type: ignore[operator]
+    try:
+        res = run_initiator(tmp_path, _initiator_argv(bridge, "read_throughput_test", "--run-limit-operation-count",
+                                                      "100000", "--io-timeout", "30"))
+    finally:
+        bridge.proc.kill()
+    assert res.rc == 1, res.err
+    assert "closed the control connection" not in res.err, res.err
+    assert "the service did not answer within the comch retry window" in res.err, res.err
+    for worker in (0, 1):  # each names its IOs, whichever completion of the drop it saw first
+        assert re.search(rf"worker {worker} \(cpu {worker}\): \d+ IO\(s\) timed out: the service did not "
+                         r"answer within the comch retry window \(the connection was dropped\): read of storage "
+                         r"offset \d+ \(transaction \d+\)", res.err), res.err
+    assert "Traceback" not in res.err

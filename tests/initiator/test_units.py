@@ -289,3 +289,10 @@ def test_the_wait_for_stop_outlasts_the_bridges_stall_deadline() -> None:
     assert stop_response_timeout(0) == IO_TIMEOUT_DEFAULT  # no IO deadline: still the default wait
     assert stop_response_timeout(1) == RESPONSE_TIMEOUT
     assert stop_response_timeout(30) == 30
+
+
+def test_help_says_what_a_user_meets() -> None:
+    """No service: it does not wait for ever; exit statuses (issue 26 item 16)."""
+    help_text = " ".join(build_parser().format_help().split())
+    assert "with none, it fails after --control-timeout seconds" in help_text
+    assert "2 on a usage error" in help_text

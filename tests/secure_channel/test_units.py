@@ -105,3 +105,42 @@ def test_man_page_is_named_like_the_doca_binary() -> None:
     assert PROGRAMS["doca_secure_channel"] == "apps.secure_channel"
     page = build_manpage(build_parser())
     assert page.startswith(".TH DOCA_SECURE_CHANNEL") and "\\-\\-num\\-msgs" in page
+
+
+class _DroppedChannel:
+    """The channel once the transport dropped the connection (ComchChannel's own wording)."""
+
+    connected = False
+    is_server = True
+    unanswered = False
+
+    def peer_closed(self) -> Exception:
+        from apps.common.comch_channel import ComchChannel
+
+        return ComchChannel._gone_error(self)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("unanswered", [False, True])
+def test_a_stopped_peer_is_not_one_that_closed_the_connection(unanswered: bool) -> None:
+    """A peer that stops (SIGSTOP) leaves this side's fast-path sends unanswered until the transport's
+    retry window drops the connection (IO_FAILED): that is said, not "closed the connection"."""
+    from types import SimpleNamespace
+
+    from apps.secure_channel.control import _thread_failure
+
+    producer = SimpleNamespace(result=ThreadResult(error="received a producer send task completion error: "
+                                                         + ("IO_FAILED" if unanswered else "CONNECTION_RESET"),
+                                                   unanswered=unanswered))
+    consumer = SimpleNamespace(result=ThreadResult())
+    failure = _thread_failure(_DroppedChannel(), producer, consumer)  # type: ignore[arg-type]
+    if unanswered:
+        assert str(failure).startswith("the comch client did not answer within the retry window: it stopped or hangs")
+    else:
+        assert str(failure) == "the comch client closed the connection"
+
+
+def test_help_says_what_a_user_meets() -> None:
+    """Start order and exit statuses (issue 26 item 16)."""
+    help_text = " ".join(build_parser().format_help().split())
+    assert "A client started before its server waits for it silently, as NVIDIA's does, until Ctrl-C" in help_text
+    assert "2 on a usage error" in help_text

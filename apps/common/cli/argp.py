@@ -10,6 +10,8 @@ as DOCA does:
  "doca_program_flags": {"device": "03:00.0", "cpu": [0, 1], "block-size": 4096}}
 ```
 
+The file is read as DOCA's argp reads it with json-c (`.jsonc`): ``/* */`` and ``//`` comments and
+trailing commas are accepted, nesting is limited to 32 levels and integers to 64 bits.
 Command-line flags win over the JSON file. Problems are reported one per line as
 ``<prog>: error: <problem>`` and the program exits with status 2 (`EXIT_USAGE`, as every app and
 tool of doca_py does; DOCA argp itself exits 1). ``<prog>`` is the name the user typed: the console
@@ -32,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 import doca_py
 from doca_py.log import parse_level, to_python_level
 
+from apps.common.cli import jsonc
 from apps.common.cli.config import GENERAL_FIELDS, CommonConfig, flag_info, flag_name, validation_messages
 from apps.common.cli.usage import EXIT_USAGE, UsageParser, command_name
 
@@ -196,10 +199,12 @@ def parse_config(model: type[ConfigT], parser: DocaArgumentParser, argv: Sequenc
     if known.json:
         path = Path(known.json)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = jsonc.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
             parser.fail([f"cannot read JSON file {str(path)!r}: {exc.strerror or exc}"])
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            parser.fail([f"JSON file {str(path)!r} is not UTF-8 text: {exc.reason} at byte {exc.start}"])
+        except jsonc.JsoncError as exc:
             parser.fail([f"JSON file {str(path)!r} is not valid JSON: {exc}"])
         tokens, problems = json_to_argv(parser, data, str(path), args)
         if problems:
