@@ -1,15 +1,16 @@
 """Run a host function and a DPU function in two processes, each with its own emulated side.
 
-``DocaPair.run`` starts both sides with ``multiprocessing`` (``spawn`` by default: a
-fresh interpreter per side, so each side imports its own emulator with the kit's knobs,
-as a host and a BlueField each run their own DOCA; ``fork`` copies a process whose
-emulator may already hold threads and objects). Each function gets one ``Side``: its
-device, the DPU's representor of the host PF, and a pipe to the peer. Both results come
-back; an exception, a crash or a timeout on either side ends the other side and raises
-``PairError`` with that side's traceback, log and last task events.
+``DocaPair.run`` starts both sides with ``multiprocessing``. By default (``"warm"``) each side
+is forked from a zygote that has imported doca_py and the emulator and holds no emulator state
+(``doca_py.testing.warm``): a fresh emulator per side, as a host and a BlueField each run their
+own DOCA, without a fresh interpreter's start-up. ``"spawn"`` starts a fresh interpreter per side;
+``"fork"`` copies the test process, whose emulator may already hold threads and objects. Each
+function gets one ``Side``: its device, the DPU's representor of the host PF, and a pipe to the
+peer. Both results come back; an exception, a crash or a timeout on either side ends the other
+side and raises ``PairError`` with that side's traceback, log and last task events.
 
 Functions are sent by module and name (``FnRef``), so a module-level function of a
-test file works under ``spawn`` even when the file is not importable as a package. A
+test file works under ``warm`` and ``spawn`` even when the file is not importable as a package. A
 closure or a lambda needs ``start_method="fork"`` (it is not pickled then).
 """
 
@@ -33,14 +34,22 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .knobs import Knobs
 
-__all__ = ["Side", "DocaPair", "PairError", "PeerGone", "SideReport", "FnRef", "open_side", "ROLES"]
+if TYPE_CHECKING:
+    from doca_py import Dev, DevRep
+
+__all__ = ["Side", "DocaPair", "PairError", "PeerGone", "SideReport", "FnRef", "open_side", "ROLES",
+           "START_METHODS"]
 
 ROLES = ("host", "dpu")
 """The two sides, in the order of results."""
+START_METHODS = ("warm", "spawn", "forkserver", "fork")
+"""How ``DocaPair`` starts a side (see the module's text); ``"warm"`` is the default."""
+H = TypeVar("H")
+D = TypeVar("D")
 GRACE = 5.0
 """Seconds a side gets to report where it is after being asked to end, before SIGKILL."""
 STARTUP = 60.0
@@ -95,7 +104,8 @@ class Side:
     :ivar log: a ``logging.Logger`` whose records end up in the side's log.
     """
 
-    def __init__(self, role: str, dev: Any, rep: Any, peer: Connection, args: Any, token: str, seed: int) -> None:
+    def __init__(self, role: str, dev: Dev, rep: DevRep | None, peer: Connection, args: Any, token: str,
+                 seed: int) -> None:
         self.role = role
         self.dev = dev
         self.rep = rep
@@ -210,6 +220,7 @@ class _Spec:
     env: dict[str, str]
     log_path: str
     token: str
+    environ: dict[str, str] | None = None  # a warm side's whole environment: the zygote's is older
 
 
 def _forensics() -> dict[str, Any]:
@@ -230,12 +241,19 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
     faulthandler.enable(file=sys.stderr)  # a segfault leaves its Python traceback in the log
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, force=True,
                         format=f"%(asctime)s {spec.role} %(levelname)s %(name)s: %(message)s")
+    if spec.environ is not None:
+        os.environ.clear()
+        os.environ.update(spec.environ)
     os.environ.update(spec.env)
     spec.knobs.write_env()  # before the emulator is imported: the side and its own children use the knobs
     from .. import _backend
 
     if _backend.impl != "emulated":
         _backend.use("emulated").__enter__()  # a side is always an emulated one, even where DOCA is installed
+    if spec.environ is not None:
+        from .warm import refresh_from_env
+
+        refresh_from_env()
     spec.knobs.apply()
     from ..emulated import trace
 
@@ -285,12 +303,13 @@ class DocaPair:
     """Runs two-sided tests: the ``doca_pair`` fixture, usable outside pytest too.
 
     :param knobs: the emulator knobs of both sides (default: from the environment, strict on).
-    :param start_method: ``"spawn"`` (default), ``"forkserver"`` or ``"fork"``.
+    :param start_method: ``"warm"`` (default), ``"spawn"``, ``"forkserver"`` or ``"fork"``
+        (``START_METHODS``).
     """
 
-    def __init__(self, knobs: Knobs | None = None, start_method: str = "spawn") -> None:
+    def __init__(self, knobs: Knobs | None = None, start_method: str = "warm") -> None:
         self.knobs = knobs if knobs is not None else Knobs.resolve()
-        self.start_method = start_method
+        self.start_method = _check_method(start_method)
         #: The ``SideReport`` of each side of the last ``run``, host first.
         self.reports: list[SideReport] = []
         #: Every run's reports, in order (the trace file of a test holds them all).
@@ -302,17 +321,23 @@ class DocaPair:
         #: The command that replays the run, for the failure message (the plugin names the test).
         self.replay = f"{self.knobs.replay()} <test>"
 
-    def run(self, host_fn: Callable[[Side], Any], dpu_fn: Callable[[Side], Any], *, timeout: float = 60.0,
-            args: Any = None, start_method: str | None = None) -> tuple[Any, Any]:
+    def run(self, host_fn: Callable[[Side], H], dpu_fn: Callable[[Side], D], *, timeout: float = 60.0,
+            args: Any = None, start_method: str | None = None) -> tuple[H, D]:
         """Run ``host_fn(side)`` and ``dpu_fn(side)`` in two processes; return ``(host_result, dpu_result)``.
 
         Results and *args* must be picklable. Raises ``PairError`` if a side raises, dies or
         is still running after *timeout* seconds; the other side is then ended and reports
         where it was.
         """
-        method = start_method or self.start_method
-        ctx: Any = multiprocessing.get_context(method)  # typeshed's BaseContext lacks Process
-        fns = {"host": host_fn, "dpu": dpu_fn}
+        method = _check_method(start_method or self.start_method)
+        # typeshed's BaseContext lacks Process; a warm side is a Process of the kit's zygote
+        ctx: Any = multiprocessing.get_context("forkserver" if method == "warm" else method)
+        process_cls = ctx.Process
+        if method == "warm":
+            from .warm import WarmProcess
+
+            process_cls = WarmProcess
+        fns: dict[str, Callable[[Side], Any]] = {"host": host_fn, "dpu": dpu_fn}
         targets: dict[str, Any] = {}
         for role, fn in fns.items():
             ref = FnRef.of(fn)
@@ -336,8 +361,8 @@ class DocaPair:
                     Path(log_path).touch()
                     mine, theirs = ctx.Pipe(duplex=False)
                     spec = _Spec(role, targets[role], args, self.knobs, {**env, **self.side_env.get(role, {})},
-                                 log_path, token)
-                    p = ctx.Process(target=_child, args=(spec, theirs, peers[role]), name=f"doca_pair-{role}",
+                                 log_path, token, dict(os.environ) if method == "warm" else None)
+                    p = process_cls(target=_child, args=(spec, theirs, peers[role]), name=f"doca_pair-{role}",
                                     daemon=True)
                     p.start()
                     theirs.close()
@@ -466,6 +491,12 @@ class DocaPair:
         head = (f"doca_pair: the {first.role} side {first.status} "
                 f"(knobs: {self.knobs.describe()}; replay: {self.replay})")
         return "\n".join([head] + [r.format() for r in sorted(self.reports, key=lambda r: r is not first)])
+
+
+def _check_method(method: str) -> str:
+    if method not in START_METHODS:
+        raise ValueError(f"doca_pair: start_method {method!r} is not one of {', '.join(START_METHODS)}")
+    return method
 
 
 def _exit_text(code: int | None) -> str:

@@ -385,3 +385,20 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         for rep in run:
             events += rep.trace
     trace.write_chrome(Path(state.trace_dir) / _trace_name(item.nodeid), events)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The warm sides' zygote lives as long as the session (each xdist worker has its own).
+    warm = sys.modules.get("doca_py.testing.warm")
+    if warm is not None:
+        warm.stop()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Start the warm sides' zygote now if a test will use it: it imports while pytest gets ready.
+    if session.config.option.collectonly:
+        return
+    if any("doca_pair" in getattr(item, "fixturenames", ()) for item in session.items):
+        from . import warm
+
+        warm.start()

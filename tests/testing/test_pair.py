@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import warnings
 from typing import Any
 
@@ -128,3 +130,42 @@ def test_the_pair_works_without_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
     assert pair.knobs.seed == 4242 and pair.knobs.strict
     (_, host), _ = pair.run(sides.host_ping, sides.dpu_pong)
     assert host["seed"] == (4242, 4242, "4242")
+
+
+def test_warm_sides_start_clean_whatever_the_previous_run_left_behind(doca_pair: DocaPair,
+                                                                      doca_knobs: Knobs) -> None:
+    from doca_py.testing import warm
+
+    fresh, _ = doca_pair.run(sides.state_of_a_side, sides.returns_early)
+    before, _ = doca_pair.run(sides.leave_state_behind, sides.returns_early)
+    after, _ = doca_pair.run(sides.state_of_a_side, sides.returns_early)
+    # A running ctx on its Pe, an export, flipped knobs, an environment variable, a module global:
+    # none of it reaches the next side, which starts as the first one did.
+    for state in (before, after):
+        assert {k: v for k, v in state.items() if k != "ppid"} == {k: v for k, v in fresh.items() if k != "ppid"}
+    assert fresh["alive"] == [] and fresh["left_behind"] == [] and fresh["env"] is None
+    assert fresh["knobs"] == (doca_knobs.seed, doca_knobs.strict, doca_knobs.shuffle, {}, "3.2.0000")
+    # Every side is a child of the session's zygote, not of the test process.
+    assert fresh["ppid"] == before["ppid"] == after["ppid"] == warm.server_pid() != os.getpid()
+
+
+@pytest.mark.parametrize("method", ["warm", "spawn"])
+def test_warm_sides_see_the_environment_of_the_run_not_the_zygotes(doca_pair: DocaPair, method: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    doca_pair.run(sides.returns_early, sides.returns_early)  # the zygote runs, with the environment of now
+    monkeypatch.setenv("DOCA_PY_TEST_LEFT_BEHIND", "set later")
+    monkeypatch.setenv("DOCA_PY_COMCH_SHM", "1")  # read by the emulator at import: the zygote read it unset
+    monkeypatch.setenv("DOCA_PY_EMU_VERSION", "2.6")
+    monkeypatch.setenv("DOCA_PY_LOG_LEVEL", "debug")
+    state, shm = doca_pair.run(sides.state_of_a_side, sides.comch_shm_on, start_method=method)
+    assert state["env"] == "set later" and shm is True  # a warm side sees what a spawned one sees
+    assert state["knobs"][-1] == "2.6.0000" and state["log_level"] == logging.DEBUG
+
+
+@pytest.mark.parametrize("method", ["warm", "spawn", "forkserver"])
+def test_every_start_method_runs_the_sides(doca_knobs: Knobs, method: str) -> None:
+    (host_got, host), (dpu_got, dpu) = DocaPair(doca_knobs, start_method=method).run(sides.host_ping,
+                                                                                     sides.dpu_pong)
+    assert host_got == ("pong", host["pci"]) and dpu_got == ("ping", host)
+    with pytest.raises(ValueError, match="start_method 'thread' is not one of warm, spawn, forkserver, fork"):
+        DocaPair(doca_knobs, start_method="thread")

@@ -235,3 +235,38 @@ def test_xdist_workers_share_the_controllers_random_seed(pytester: pytest.Pytest
     seed = _header_seed(ran)
     seeds = {p.read_text() for p in pytester.path.glob("**/seed-*")}
     assert seeds == {f"{seed} {seed}"}
+
+
+WARM = '''
+import os, pytest
+from doca_py.testing import warm
+
+def count(side):
+    import doca_py as d
+    pe = d.Pe()  # left open on purpose: the next side must not see it
+    return os.getppid(), side.args
+
+@pytest.mark.parametrize("n", range(6))
+def test_warm(doca_pair, n, tmp_path_factory):
+    host, dpu = doca_pair.run(count, count, args=n)
+    assert host == dpu == (warm.server_pid(), n)
+    (tmp_path_factory.getbasetemp().parent.parent / f"zygote-{os.getpid()}-{n}").write_text(str(host[0]))
+'''
+
+
+def test_each_xdist_worker_has_its_zygote_and_the_session_ends_it(pytester: pytest.Pytester,
+                                                                   clean: pytest.MonkeyPatch) -> None:
+    import os
+
+    pytester.makepyfile(test_w=WARM)
+    ran = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", "--doca-no-leak-check")
+    ran.assert_outcomes(passed=6)
+    by_worker: dict[str, set[str]] = {}
+    for p in pytester.path.glob("**/zygote-*"):
+        by_worker.setdefault(p.name.split("-")[1], set()).add(p.read_text())
+    assert len(by_worker) == 2 and all(len(z) == 1 for z in by_worker.values()), by_worker
+    zygotes = {int(z) for zs in by_worker.values() for z in zs}
+    assert len(zygotes) == 2
+    for pid in zygotes:  # ended (and reaped) with the session
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
