@@ -6,6 +6,7 @@ import ctypes
 import logging
 import os
 import signal
+import threading
 import time
 from typing import Any
 
@@ -184,3 +185,33 @@ def comch_shm_on(side: Side) -> bool:
     from doca_py.emulated.comch import config
 
     return config._shm
+
+
+def helper_thread(started: Any) -> None:
+    started.set()
+    threading.Event().wait()
+
+
+def stuck_in_c(side: Side) -> None:
+    """Stuck where no Python signal handler runs: SIGTERM is blocked in this thread and goes to
+    the helper thread, whose C-level handler sets a flag this thread never looks at."""
+    started = threading.Event()
+    threading.Thread(target=helper_thread, args=(started,), daemon=True).start()
+    started.wait()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    side.send("asleep")
+    time.sleep(600)
+
+
+def leaks_a_pe_and_a_mmap(side: Side) -> str:
+    _LEFT_BEHIND.append(d.Pe())
+    mm = d.Mmap()
+    mm.allocate(4096)
+    _LEFT_BEHIND.append(mm)
+    d.BufInventory(4)  # dropped open: collected without close()
+    return "leaked"
+
+
+def log_levels(side: Side) -> int:
+    side.log.debug("a debug record")
+    return logging.getLogger().level
