@@ -77,6 +77,9 @@ class PeerGone(EOFError):
     """``Side.recv`` found the peer side ended: it returned, failed or died."""
 
 
+PairError.__module__ = PeerGone.__module__ = "doca_py.testing"  # their public name, in reports
+
+
 def open_side(role: str) -> tuple[Any, Any]:
     """``(dev, rep)`` of one side of the emulated BlueField: the DPU's device (one with a NET
     representor) and its representor of the host PF, or the host's device (that PF) and ``None``."""

@@ -272,9 +272,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         try:
             versions = list(dict.fromkeys(check_version(str(v)) for m in marks for v in m.args))
         except ValueError as exc:
-            raise pytest.UsageError(f"{nodeid}: @pytest.mark.doca_versions: {exc}") from None
+            # A collection error with this one line, not a traceback through pytest's hooks.
+            pytest.fail(f"usage error: {nodeid}: @pytest.mark.doca_versions: {exc}", pytrace=False)
         if not versions:
-            raise pytest.UsageError(f"{nodeid}: @pytest.mark.doca_versions needs at least one version")
+            pytest.fail(f"usage error: {nodeid}: @pytest.mark.doca_versions needs at least one version",
+                        pytrace=False)
         if "doca_version" not in metafunc.fixturenames:
             metafunc.fixturenames.append("doca_version")
         # The rule: the marker lists the versions a test supports; a session that picks one version
