@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from doca_py import Dev, DevRep
 
 __all__ = ["Side", "DocaPair", "PairError", "PeerGone", "SideReport", "FnRef", "open_side", "ROLES",
-           "START_METHODS"]
+           "START_METHODS", "open_objects", "describe_leaks"]
 
 ROLES = ("host", "dpu")
 """The two sides, in the order of results."""
@@ -333,7 +333,12 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
             msg = ("raised", f"the {spec.role} function returned an object that cannot be sent back: {exc!r}",
                    _forensics())
     except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are failures of the side too
-        msg = ("raised", traceback.format_exc(), _forensics())
+        failure = sys.exc_info()[1]
+        assert failure is not None
+        tb = failure.__traceback__
+        # From the side's function on: the kit's own frame (this function) is not the user's code.
+        msg = ("raised", "".join(traceback.format_exception(type(failure), failure, tb.tb_next if tb is not None
+                                                            and tb.tb_next is not None else tb)), _forensics())
     finished[0] = True
     ctl.send(msg)  # before the peer sees this side end: the parent reads its result first
     peer.close()

@@ -12,9 +12,10 @@ Options (each wins over its environment variable, which wins over the kit's defa
 ================================  ========================  ==================================================
 option                            environment variable      meaning
 ================================  ========================  ==================================================
-``--doca-seed N``                 ``DOCA_PY_EMU_SEED``      seed of completion shuffling and fault injection
+``--doca-seed N|last``            ``DOCA_PY_EMU_SEED``      seed of completion shuffling and fault injection
                                                             (random by default; in the header and in every
-                                                            failure report, with the command to replay it)
+                                                            failure report, with the command to replay it;
+                                                            ``last``: the last failing seed, from the cache)
 ``--doca-version {2.6,3.0,3.2}``  ``DOCA_PY_EMU_VERSION``   the DOCA release whose rules the emulator follows
                                                             (default 3.2)
 ``--doca-strict``,                ``DOCA_PY_STRICT``        strict mode (default on under the kit)
@@ -23,14 +24,23 @@ option                            environment variable      meaning
                                                             (``doca_py.emulated.strict.parse_faults``)
 ``--doca-trace DIR``              (``DOCA_PY_TRACE`` out    write a Chrome / Perfetto trace file per kit test
                                   of pytest)                into DIR (use ``--doca-trace=DIR``)
+``--doca-leak-check``,            (none)                    in strict mode, a side or test that ends with DOCA
+``--doca-no-leak-check``                                    objects open fails (default on)
 ================================  ========================  ==================================================
+
+Every option has an ini setting (``doca_seed``, ``doca_version``, ``doca_strict``, ``doca_faults``,
+``doca_trace``, ``doca_leak_check``), below the environment variable and the option. The sides of
+a ``doca_pair`` log at pytest's ``--log-level``.
 
 Completion shuffling (``DOCA_PY_EMU_SHUFFLE``) is on under the kit unless the environment sets it to 0.
 
 Markers:
 
-* ``@pytest.mark.doca_versions("2.6", "3.2")``: run the test once per DOCA version (ids like
-  ``test_x[doca3.2]``); the emulator in the test process and both sides of a ``doca_pair`` present it.
+* ``@pytest.mark.doca_versions("2.6", "3.2")``: the DOCA versions the test supports. Without a
+  session version it runs once per version (ids like ``test_x[doca3.2]``); with one
+  (``--doca-version``, its variable or ini setting) it runs under that version if listed, else it is
+  skipped with the reason. The emulator in the test process and both sides of a ``doca_pair``
+  present the version.
 * ``@pytest.mark.doca_faults("dma_memcpy=1")``: run the test with this fault spec (in the test
   process and in both sides of a ``doca_pair``); other tests run without it.
 

@@ -71,6 +71,7 @@ def test_a_raising_side_fails_the_run_with_its_traceback_and_ends_the_other(doca
     host, dpu = err.reports
     assert dpu.status == "raised" and "ValueError: the dpu side exploded" in dpu.detail
     assert 'sides.py", line' in dpu.detail and "dpu side about to fail" in dpu.log
+    assert "in _child" not in dpu.detail  # the side's traceback starts at its function, not in the kit
     # The host slept on: the kit ended it, and it says where it was.
     assert host.status == "ended" and "it was at" in host.detail and "time.sleep(600)" in host.detail
     text = str(err)
