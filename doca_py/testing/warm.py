@@ -98,6 +98,7 @@ def refresh_from_env() -> None:
     from .. import log
     from ..emulated import version
     from ..emulated.comch import config as comch_config
+    from ..emulated.rdma import config as rdma_config
 
     level = os.environ.get("DOCA_PY_LOG_LEVEL")
     log.logger.setLevel(log.to_python_level(log.parse_level(level)) if level else 0)
@@ -105,3 +106,4 @@ def refresh_from_env() -> None:
     version.VERSION = version.parse(text) if text else version._DEFAULT
     comch_config.configure(retry_window=float(os.environ.get("DOCA_PY_COMCH_RETRY_WINDOW", "") or 0),
                            shm=os.environ.get("DOCA_PY_COMCH_SHM", "") == "1")
+    rdma_config.cfg.__init__()  # type: ignore[misc]  # the one instance every module holds, re-read

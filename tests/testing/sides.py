@@ -181,10 +181,11 @@ def leave_state_behind(side: Side) -> dict[str, Any]:
     return before
 
 
-def comch_shm_on(side: Side) -> bool:
+def comch_shm_on(side: Side) -> tuple[bool, bytes | None]:
     from doca_py.emulated.comch import config
+    from doca_py.emulated.rdma import config as rdma_config
 
-    return config._shm
+    return config._shm, rdma_config.cfg.host_id
 
 
 def helper_thread(started: Any) -> None:

@@ -162,8 +162,12 @@ def test_warm_sides_see_the_environment_of_the_run_not_the_zygotes(doca_pair: Do
     monkeypatch.setenv("DOCA_PY_COMCH_SHM", "1")  # read by the emulator at import: the zygote read it unset
     monkeypatch.setenv("DOCA_PY_EMU_VERSION", "2.6")
     monkeypatch.setenv("DOCA_PY_LOG_LEVEL", "debug")
-    state, shm = doca_pair.run(sides.state_of_a_side, sides.comch_shm_on, start_method=method)
-    assert state["env"] == "set later" and shm is True  # a warm side sees what a spawned one sees
+    doca_pair.side_env["dpu"] = {"DOCA_PY_RDMA_HOST_ID": "another host"}  # read at import too
+    state, (shm, host_id) = doca_pair.run(sides.state_of_a_side, sides.comch_shm_on, start_method=method)
+    from doca_py.emulated.rdma.config import _hash_id
+
+    # A warm side sees what a spawned one sees.
+    assert state["env"] == "set later" and shm is True and host_id == _hash_id("another host")
     assert state["knobs"][-1] == "2.6.0000" and state["log_level"] == logging.DEBUG
 
 
