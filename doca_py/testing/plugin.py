@@ -52,9 +52,9 @@ under the kit's knobs calls ``activate`` from its ``conftest.py``.
 from __future__ import annotations
 
 import os
+import gc
 import re
 import sys
-import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -330,7 +330,8 @@ def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
     saved_version = emu_version.VERSION
     request.node.stash[_USED] = knobs
     check_leaks = knobs.strict and state.leak_check
-    before: weakref.WeakSet[Any] = weakref.WeakSet(open_objects()) if check_leaks else weakref.WeakSet()
+    if check_leaks:  # what exists now is not the test's: frozen, the check at its end looks at the rest only
+        gc.freeze()
     knobs.apply()
     trace.clear()
     trace.enable(label=f"test process (pid {os.getpid()})")  # during kit tests only: other tests pay nothing
@@ -346,7 +347,10 @@ def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
     if knobs is not state.knobs:
         state.knobs.apply()
     if check_leaks:  # after the kit's fixtures and the test's own that use them have closed theirs
-        leaked = [o for o in open_objects() if o not in before]
+        try:
+            leaked = open_objects()
+        finally:
+            gc.unfreeze()
         if leaked:
             pytest.fail("\n".join([f"DocaLeakError: {request.node.nodeid} ended with DOCA objects still open "
                                    "(strict mode; --doca-no-leak-check turns this check off):",
