@@ -112,6 +112,7 @@ def main() -> int:
     for (method, xdist), t in s.items():
         label = f"{method}{', -n 2' if xdist else ''}"
         print(f"  {label:26}  {t:8.2f} s   ratio {t / ref:.2f}{'  (reference)' if t is ref else ''}")
+    print(f"  warm -n 2 / fork -n 2       ratio {s[('warm', True)] / s[('fork', True)]:.2f}")
     print(f"  warm -n 2 / warm serial     ratio {s[('warm', True)] / s[('warm', False)]:.2f}")
     return 0
 
