@@ -241,15 +241,19 @@ WARM = '''
 import os, pytest
 from doca_py.testing import warm
 
+LEFT = []
+
 def count(side):
     import doca_py as d
-    pe = d.Pe()  # left open on purpose: the next side must not see it
-    return os.getppid(), side.args
+    from doca_py.testing.pair import open_objects
+    before = len(open_objects((side.dev, side.rep))) + len(LEFT)
+    LEFT.append(d.Pe())  # left open on purpose: the next test's sides must not see it
+    return os.getppid(), side.args, before
 
 @pytest.mark.parametrize("n", range(6))
 def test_warm(doca_pair, n, tmp_path_factory):
     host, dpu = doca_pair.run(count, count, args=n)
-    assert host == dpu == (warm.server_pid(), n)
+    assert host == dpu == (warm.server_pid(), n, 0)
     (tmp_path_factory.getbasetemp().parent.parent / f"zygote-{os.getpid()}-{n}").write_text(str(host[0]))
 '''
 
