@@ -4,8 +4,9 @@ Installing doca_py installs a pytest plugin (entry point ``pytest11: doca_py``, 
 ``doca_py.testing.plugin``) with the fixtures ``doca_dev``, ``doca_pe``, their factories,
 ``doca_pair`` (a host function and a DPU function in two processes), the options
 ``--doca-seed``, ``--doca-version``, ``--doca-strict/--doca-no-strict``, ``--doca-faults``,
-``--doca-trace`` and the markers ``doca_versions`` and ``doca_faults``. ``DocaPair``
-and ``Knobs`` also work without pytest.
+``--doca-trace``, ``--doca-leak-check/--doca-no-leak-check`` (each with an ini setting), the
+markers ``doca_versions`` and ``doca_faults``. ``DocaPair`` (whose sides start from a warm
+zygote, ``doca_py.testing.warm``) and ``Knobs`` also work without pytest.
 """
 
 from __future__ import annotations

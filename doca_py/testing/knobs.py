@@ -14,10 +14,29 @@ import random
 import shlex
 from collections.abc import MutableMapping
 
-__all__ = ["Knobs", "VERSIONS", "ENV_SEED", "ENV_STRICT", "ENV_SHUFFLE", "ENV_FAULTS", "ENV_VERSION"]
+__all__ = ["Knobs", "VERSIONS", "FAULT_KINDS", "fault_kinds_text", "ENV_SEED", "ENV_STRICT", "ENV_SHUFFLE",
+           "ENV_FAULTS", "ENV_VERSION"]
 
 VERSIONS = ("2.6", "3.0", "3.2")
 """The DOCA versions the emulator presents (``--doca-version``, ``@pytest.mark.doca_versions``)."""
+FAULT_KINDS = {
+    "dma_memcpy": "IO_FAILED", "ec_create": "IO_FAILED", "ec_recover": "IO_FAILED", "ec_update": "IO_FAILED",
+    "ec_galois_mul": "IO_FAILED", "compress_deflate": "IO_FAILED", "decompress_deflate": "IO_FAILED",
+    "decompress_lz4_stream": "IO_FAILED", "decompress_lz4_block": "IO_FAILED",
+    "rdma_send": "CONNECTION_RESET", "rdma_receive": "CONNECTION_RESET", "rdma_read": "CONNECTION_RESET",
+    "rdma_write": "CONNECTION_RESET", "rdma_atomic": "CONNECTION_RESET",
+    "comch_send": "AGAIN", "comch_producer_send": "AGAIN", "comch_consumer_post_recv": "CONNECTION_RESET",
+}
+"""Every task kind fault injection knows (``--doca-faults KIND=RATE[:CODE]``), with the DOCA error
+(``DOCA_ERROR_<name>``) it injects when no ``CODE`` is given: what hardware reports. The same
+table as ``doca_py.emulated.strict.KINDS``, here so that ``--help`` needs no emulator import."""
+
+
+def fault_kinds_text() -> str:
+    """``dma_memcpy (IO_FAILED), ...``: the fault kinds and their default errors, for help texts."""
+    return ", ".join(f"{k} ({v})" for k, v in FAULT_KINDS.items())
+
+
 ENV_SEED = "DOCA_PY_EMU_SEED"
 """The seed's environment variable."""
 ENV_STRICT = "DOCA_PY_STRICT"

@@ -1,15 +1,16 @@
 """Run a host function and a DPU function in two processes, each with its own emulated side.
 
-``DocaPair.run`` starts both sides with ``multiprocessing`` (``spawn`` by default: a
-fresh interpreter per side, so each side imports its own emulator with the kit's knobs,
-as a host and a BlueField each run their own DOCA; ``fork`` copies a process whose
-emulator may already hold threads and objects). Each function gets one ``Side``: its
-device, the DPU's representor of the host PF, and a pipe to the peer. Both results come
-back; an exception, a crash or a timeout on either side ends the other side and raises
-``PairError`` with that side's traceback, log and last task events.
+``DocaPair.run`` starts both sides with ``multiprocessing``. By default (``"warm"``) each side
+is forked from a zygote that has imported doca_py and the emulator and holds no emulator state
+(``doca_py.testing.warm``): a fresh emulator per side, as a host and a BlueField each run their
+own DOCA, without a fresh interpreter's start-up. ``"spawn"`` starts a fresh interpreter per side;
+``"fork"`` copies the test process, whose emulator may already hold threads and objects. Each
+function gets one ``Side``: its device, the DPU's representor of the host PF, and a pipe to the
+peer. Both results come back; an exception, a crash or a timeout on either side ends the other
+side and raises ``PairError`` with that side's traceback, log and last task events.
 
 Functions are sent by module and name (``FnRef``), so a module-level function of a
-test file works under ``spawn`` even when the file is not importable as a package. A
+test file works under ``warm`` and ``spawn`` even when the file is not importable as a package. A
 closure or a lambda needs ``start_method="fork"`` (it is not pickled then).
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import faulthandler
+import gc
 import importlib
 import importlib.util
 import logging
@@ -30,23 +32,34 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .knobs import Knobs
 
-__all__ = ["Side", "DocaPair", "PairError", "PeerGone", "SideReport", "FnRef", "open_side", "ROLES"]
+if TYPE_CHECKING:
+    from doca_py import Dev, DevRep
+
+__all__ = ["Side", "DocaPair", "PairError", "PeerGone", "SideReport", "FnRef", "open_side", "ROLES",
+           "START_METHODS", "open_objects", "describe_leaks"]
 
 ROLES = ("host", "dpu")
 """The two sides, in the order of results."""
+START_METHODS = ("warm", "spawn", "forkserver", "fork")
+"""How ``DocaPair`` starts a side (see the module's text); ``"warm"`` is the default."""
+H = TypeVar("H")
+D = TypeVar("D")
 GRACE = 5.0
 """Seconds a side gets to report where it is after being asked to end, before SIGKILL."""
 STARTUP = 60.0
 """Seconds a side may take to start (interpreter, imports, device) before its function runs."""
 _LOG_TAIL = 60
 _TRACE_TAIL = 40
+_LEAKS_SHOWN = 20
+_STACKS = ".stacks"  # beside a side's log: its threads' stacks when it was asked to end
 
 
 class PairError(AssertionError):
@@ -62,6 +75,9 @@ class PairError(AssertionError):
 
 class PeerGone(EOFError):
     """``Side.recv`` found the peer side ended: it returned, failed or died."""
+
+
+PairError.__module__ = PeerGone.__module__ = "doca_py.testing"  # their public name, in reports
 
 
 def open_side(role: str) -> tuple[Any, Any]:
@@ -95,7 +111,8 @@ class Side:
     :ivar log: a ``logging.Logger`` whose records end up in the side's log.
     """
 
-    def __init__(self, role: str, dev: Any, rep: Any, peer: Connection, args: Any, token: str, seed: int) -> None:
+    def __init__(self, role: str, dev: Dev, rep: DevRep | None, peer: Connection, args: Any, token: str,
+                 seed: int) -> None:
         self.role = role
         self.dev = dev
         self.rep = rep
@@ -210,12 +227,44 @@ class _Spec:
     env: dict[str, str]
     log_path: str
     token: str
+    environ: dict[str, str] | None = None  # a warm side's whole environment: the zygote's is older
+    log_level: int = logging.INFO
+    leak_check: bool = True
 
 
 def _forensics() -> dict[str, Any]:
     from ..emulated import trace
 
     return {"tail": trace.format_tail(_TRACE_TAIL), "findings": trace.findings(), "trace": trace.chrome()}
+
+
+def open_objects(exclude: tuple[Any, ...] = ()) -> list[Any]:
+    """The DOCA objects of this process that are open (``close()`` not called), after a garbage
+    collection, but those in *exclude* and borrowed wrappers (``from_handle``)."""
+    from .._lifetime import DocaObject
+
+    gc.collect()
+    skip = {id(o) for o in exclude if o is not None}
+    return [o for o in gc.get_objects()
+            if isinstance(o, DocaObject) and not o._closed and not o.borrowed and id(o) not in skip]
+
+
+def describe_leaks(objs: list[Any], unclosed: list[str]) -> list[str]:
+    """One line per leaked object (``repr``), and the ``unclosed X`` warnings of objects collected open."""
+    lines = [f"  {o!r}" for o in objs[:_LEAKS_SHOWN]]
+    if len(objs) > _LEAKS_SHOWN:
+        lines.append(f"  ... and {len(objs) - _LEAKS_SHOWN} more")
+    return lines + [f"  {w} (garbage collected without close())" for w in unclosed]
+
+
+def _leaks(role: str, exclude: tuple[Any, ...], caught: list[warnings.WarningMessage]) -> str:
+    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)
+                and str(w.message).startswith("unclosed ")]
+    objs = open_objects(exclude)
+    if not objs and not unclosed:
+        return ""
+    return "\n".join([f"DocaLeakError: the {role} function returned with DOCA objects still open (strict mode; "
+                      f"--doca-no-leak-check turns this check off):", *describe_leaks(objs, unclosed)])
 
 
 def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
@@ -228,14 +277,21 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     faulthandler.enable(file=sys.stderr)  # a segfault leaves its Python traceback in the log
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, force=True,
+    logging.basicConfig(level=spec.log_level, stream=sys.stderr, force=True,
                         format=f"%(asctime)s {spec.role} %(levelname)s %(name)s: %(message)s")
+    if spec.environ is not None:
+        os.environ.clear()
+        os.environ.update(spec.environ)
     os.environ.update(spec.env)
     spec.knobs.write_env()  # before the emulator is imported: the side and its own children use the knobs
     from .. import _backend
 
     if _backend.impl != "emulated":
         _backend.use("emulated").__enter__()  # a side is always an emulated one, even where DOCA is installed
+    if spec.environ is not None:
+        from .warm import refresh_from_env
+
+        refresh_from_env()
     spec.knobs.apply()
     from ..emulated import trace
 
@@ -253,21 +309,36 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
             os._exit(70)
 
     signal.signal(signal.SIGTERM, ended)
+    # A side stuck in C code never runs ``ended``: faulthandler, at C level, writes every thread's
+    # Python stack first (then the handler above runs, if it can).
+    stacks = open(spec.log_path + _STACKS, "w")  # noqa: SIM115 - open until the process ends
+    faulthandler.register(signal.SIGTERM, file=stacks, all_threads=True, chain=True)
     dev = rep = None
     msg: tuple[str, Any, dict[str, Any]]
     try:
         fn = spec.fn.resolve() if isinstance(spec.fn, FnRef) else spec.fn
         dev, rep = open_side(spec.role)
         ctl.send(("started", None, {}))  # the run's timeout counts from here: start-up is not the side's code
-        result = fn(Side(spec.role, dev, rep, peer, spec.args, spec.token, spec.knobs.seed))
+        # What exists now (imports, the side's device) is not the function's: frozen, the leak check's
+        # collection skips it (milliseconds, not the whole heap: the side's result is not held up).
+        gc.freeze()
+        with warnings.catch_warnings(record=True) as unclosed:
+            warnings.simplefilter("always", ResourceWarning)
+            result = fn(Side(spec.role, dev, rep, peer, spec.args, spec.token, spec.knobs.seed))
+            leaks = _leaks(spec.role, (dev, rep), unclosed) if spec.leak_check and spec.knobs.strict else ""
         try:
             pickle.dumps(result)
-            msg = ("ok", result, _forensics())
+            msg = ("ok", result, _forensics()) if not leaks else ("raised", leaks, _forensics())
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the user's result's
             msg = ("raised", f"the {spec.role} function returned an object that cannot be sent back: {exc!r}",
                    _forensics())
     except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are failures of the side too
-        msg = ("raised", traceback.format_exc(), _forensics())
+        failure = sys.exc_info()[1]
+        assert failure is not None
+        tb = failure.__traceback__
+        # From the side's function on: the kit's own frame (this function) is not the user's code.
+        msg = ("raised", "".join(traceback.format_exception(type(failure), failure, tb.tb_next if tb is not None
+                                                            and tb.tb_next is not None else tb)), _forensics())
     finished[0] = True
     ctl.send(msg)  # before the peer sees this side end: the parent reads its result first
     peer.close()
@@ -285,12 +356,13 @@ class DocaPair:
     """Runs two-sided tests: the ``doca_pair`` fixture, usable outside pytest too.
 
     :param knobs: the emulator knobs of both sides (default: from the environment, strict on).
-    :param start_method: ``"spawn"`` (default), ``"forkserver"`` or ``"fork"``.
+    :param start_method: ``"warm"`` (default), ``"spawn"``, ``"forkserver"`` or ``"fork"``
+        (``START_METHODS``).
     """
 
-    def __init__(self, knobs: Knobs | None = None, start_method: str = "spawn") -> None:
+    def __init__(self, knobs: Knobs | None = None, start_method: str = "warm") -> None:
         self.knobs = knobs if knobs is not None else Knobs.resolve()
-        self.start_method = start_method
+        self.start_method = _check_method(start_method)
         #: The ``SideReport`` of each side of the last ``run``, host first.
         self.reports: list[SideReport] = []
         #: Every run's reports, in order (the trace file of a test holds them all).
@@ -301,18 +373,31 @@ class DocaPair:
         self.side_env: dict[str, dict[str, str]] = {}
         #: The command that replays the run, for the failure message (the plugin names the test).
         self.replay = f"{self.knobs.replay()} <test>"
+        #: The test's name in usage errors (the plugin sets its node id).
+        self.name = ""
+        #: The sides' logging level (``logging.INFO`` or ``"DEBUG"`` …; the plugin passes pytest's ``--log-level``).
+        self.log_level: int | str = logging.INFO
+        #: In strict mode, a side whose function returns with DOCA objects still open fails (``False``: off).
+        self.leak_check = True
 
-    def run(self, host_fn: Callable[[Side], Any], dpu_fn: Callable[[Side], Any], *, timeout: float = 60.0,
-            args: Any = None, start_method: str | None = None) -> tuple[Any, Any]:
+    def run(self, host_fn: Callable[[Side], H], dpu_fn: Callable[[Side], D], *, timeout: float = 60.0,
+            args: Any = None, start_method: str | None = None) -> tuple[H, D]:
         """Run ``host_fn(side)`` and ``dpu_fn(side)`` in two processes; return ``(host_result, dpu_result)``.
 
         Results and *args* must be picklable. Raises ``PairError`` if a side raises, dies or
         is still running after *timeout* seconds; the other side is then ended and reports
         where it was.
         """
-        method = start_method or self.start_method
-        ctx: Any = multiprocessing.get_context(method)  # typeshed's BaseContext lacks Process
-        fns = {"host": host_fn, "dpu": dpu_fn}
+        __tracebackhide__ = True  # pytest: the failure shows the test's line, not the kit's source
+        method = _check_method(start_method or self.start_method)
+        # typeshed's BaseContext lacks Process; a warm side is a Process of the kit's zygote
+        ctx: Any = multiprocessing.get_context("forkserver" if method == "warm" else method)
+        process_cls = ctx.Process
+        if method == "warm":
+            from .warm import WarmProcess
+
+            process_cls = WarmProcess
+        fns: dict[str, Callable[[Side], Any]] = {"host": host_fn, "dpu": dpu_fn}
         targets: dict[str, Any] = {}
         for role, fn in fns.items():
             ref = FnRef.of(fn)
@@ -321,6 +406,12 @@ class DocaPair:
                                 f"{method!r} a side's function must be found by module and name: define it at "
                                 f"module level, or run with start_method='fork'")
             targets[role] = fn if method == "fork" else ref
+        if method != "fork":  # checked here: a side that cannot start would leave the other one waiting
+            try:
+                pickle.dumps(args)
+            except Exception as exc:  # noqa: BLE001 - pickle raises many kinds
+                raise TypeError(f"doca_pair{f' ({self.name})' if self.name else ''}: args={args!r} cannot be sent "
+                                f"to the sides ({exc}); under {method!r} they must be picklable") from None
         token = secrets.token_hex(6)
         with tempfile.TemporaryDirectory(prefix="doca-pair-") as tmp:
             env = {"DOCA_PY_COMCH_DIR": os.environ.get("DOCA_PY_COMCH_DIR") or str(Path(tmp) / "comch"), **self.env}
@@ -336,8 +427,9 @@ class DocaPair:
                     Path(log_path).touch()
                     mine, theirs = ctx.Pipe(duplex=False)
                     spec = _Spec(role, targets[role], args, self.knobs, {**env, **self.side_env.get(role, {})},
-                                 log_path, token)
-                    p = ctx.Process(target=_child, args=(spec, theirs, peers[role]), name=f"doca_pair-{role}",
+                                 log_path, token, dict(os.environ) if method == "warm" else None,
+                                 _level(self.log_level), self.leak_check)
+                    p = process_cls(target=_child, args=(spec, theirs, peers[role]), name=f"doca_pair-{role}",
                                     daemon=True)
                     p.start()
                     theirs.close()
@@ -348,7 +440,14 @@ class DocaPair:
             finally:
                 self._stop(procs, ctls)
                 for role in procs:
-                    self._report(role).log = (Path(tmp) / f"{role}.log").read_text(errors="replace")
+                    rep = self._report(role)
+                    rep.log = (Path(tmp) / f"{role}.log").read_text(errors="replace")
+                    stacks = Path(tmp) / f"{role}.log{_STACKS}"
+                    if rep.status in ("ended", "timed out") and "it was at:" not in rep.detail and stacks.exists():
+                        dump = stacks.read_text(errors="replace").strip()
+                        rep.detail = (f"{rep.detail}; " if rep.detail else "") + (
+                            f"it did not say where it was within {GRACE} s (stuck in C code?); every thread's "
+                            f"Python stack when it was asked to end (faulthandler):\n{dump or '(none written)'}")
                 for c in ctls.values():
                     c.close()
             failed = [r for r in self.reports if r.status != "ok"]
@@ -463,9 +562,39 @@ class DocaPair:
         crashed = [r for r in self.reports if r.status == "crashed"]
         if crashed and "PeerGone" in first.detail:  # the peer's death came first; this side only saw it
             first = crashed[0]
-        head = (f"doca_pair: the {first.role} side {first.status} "
-                f"(knobs: {self.knobs.describe()}; replay: {self.replay})")
-        return "\n".join([head] + [r.format() for r in sorted(self.reports, key=lambda r: r is not first)])
+        # The first line is pytest's summary line: which side, and what it raised.
+        both = all(r.status == "timed out" for r in self.reports)
+        head = (f"both sides {_what(first)}" if both
+                else f"{first.role} side {_what(first)}")
+        knobs = f"doca_pair: knobs: {self.knobs.describe()}; replay: {self.replay}"
+        return "\n".join([head, knobs] + [r.format() for r in sorted(self.reports, key=lambda r: r is not first)])
+
+
+def _what(rep: SideReport) -> str:
+    """``raised ValueError: …``, ``crashed: killed by SIGSEGV``, ``timed out after 60 s`` …"""
+    lines = [ln for ln in rep.detail.strip().splitlines() if ln.strip()]
+    if rep.status == "raised" and lines:
+        return f"raised {lines[-1].strip() if lines[0].startswith('Traceback') else lines[0]}"
+    if rep.status == "crashed":
+        return f"crashed: {rep.detail.removeprefix('the process died: ')}"
+    if rep.status == "timed out" and lines:
+        return lines[0].split(";")[0]
+    return rep.status
+
+
+def _level(level: int | str) -> int:
+    if isinstance(level, int):
+        return level
+    value = logging.getLevelName(level.strip().upper())
+    if not isinstance(value, int):
+        raise ValueError(f"doca_pair: log_level {level!r} is not a logging level")
+    return value
+
+
+def _check_method(method: str) -> str:
+    if method not in START_METHODS:
+        raise ValueError(f"doca_pair: start_method {method!r} is not one of {', '.join(START_METHODS)}")
+    return method
 
 
 def _exit_text(code: int | None) -> str:

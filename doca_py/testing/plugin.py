@@ -12,9 +12,10 @@ Options (each wins over its environment variable, which wins over the kit's defa
 ================================  ========================  ==================================================
 option                            environment variable      meaning
 ================================  ========================  ==================================================
-``--doca-seed N``                 ``DOCA_PY_EMU_SEED``      seed of completion shuffling and fault injection
+``--doca-seed N|last``            ``DOCA_PY_EMU_SEED``      seed of completion shuffling and fault injection
                                                             (random by default; in the header and in every
-                                                            failure report, with the command to replay it)
+                                                            failure report, with the command to replay it;
+                                                            ``last``: the last failing seed, from the cache)
 ``--doca-version {2.6,3.0,3.2}``  ``DOCA_PY_EMU_VERSION``   the DOCA release whose rules the emulator follows
                                                             (default 3.2)
 ``--doca-strict``,                ``DOCA_PY_STRICT``        strict mode (default on under the kit)
@@ -23,14 +24,23 @@ option                            environment variable      meaning
                                                             (``doca_py.emulated.strict.parse_faults``)
 ``--doca-trace DIR``              (``DOCA_PY_TRACE`` out    write a Chrome / Perfetto trace file per kit test
                                   of pytest)                into DIR (use ``--doca-trace=DIR``)
+``--doca-leak-check``,            (none)                    in strict mode, a side or test that ends with DOCA
+``--doca-no-leak-check``                                    objects open fails (default on)
 ================================  ========================  ==================================================
+
+Every option has an ini setting (``doca_seed``, ``doca_version``, ``doca_strict``, ``doca_faults``,
+``doca_trace``, ``doca_leak_check``), below the environment variable and the option. The sides of
+a ``doca_pair`` log at pytest's ``--log-level``.
 
 Completion shuffling (``DOCA_PY_EMU_SHUFFLE``) is on under the kit unless the environment sets it to 0.
 
 Markers:
 
-* ``@pytest.mark.doca_versions("2.6", "3.2")``: run the test once per DOCA version (ids like
-  ``test_x[doca3.2]``); the emulator in the test process and both sides of a ``doca_pair`` present it.
+* ``@pytest.mark.doca_versions("2.6", "3.2")``: the DOCA versions the test supports. Without a
+  session version it runs once per version (ids like ``test_x[doca3.2]``); with one
+  (``--doca-version``, its variable or ini setting) it runs under that version if listed, else it is
+  skipped with the reason. The emulator in the test process and both sides of a ``doca_pair``
+  present the version.
 * ``@pytest.mark.doca_faults("dma_memcpy=1")``: run the test with this fault spec (in the test
   process and in both sides of a ``doca_pair``); other tests run without it.
 
@@ -42,6 +52,7 @@ under the kit's knobs calls ``activate`` from its ``conftest.py``.
 from __future__ import annotations
 
 import os
+import gc
 import re
 import sys
 from collections.abc import Iterator
@@ -50,7 +61,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .knobs import VERSIONS, Knobs, check_faults, check_version
+from .knobs import (ENV_FAULTS, ENV_SEED, ENV_STRICT, ENV_VERSION, VERSIONS, Knobs, check_faults, check_version,
+                    fault_kinds_text)
 
 if TYPE_CHECKING:
     from .pair import DocaPair
@@ -75,10 +87,13 @@ _PAIR = pytest.StashKey["DocaPair"]()
 class _State:
     """The session's knobs; ``activate`` applies them once."""
 
-    def __init__(self, knobs: Knobs, explicit: bool, trace_dir: str | None) -> None:
+    def __init__(self, knobs: Knobs, explicit: bool, trace_dir: str | None, leak_check: bool = True,
+                 version_given: bool = False) -> None:
         self.knobs = knobs
         self.explicit = explicit
         self.trace_dir = trace_dir
+        self.leak_check = leak_check
+        self.version_given = version_given  # the session picks one version (option, variable or ini)
         self.active = False
         self.everywhere = False  # activated for the whole session (every failure report gets the seed)
 
@@ -106,33 +121,119 @@ def activate() -> Knobs:
     return state.knobs
 
 
+_LAST_SEED = "doca_py/last_failed_seed"
+_INI = {  # ini setting: (help, the environment variable it stands for)
+    "doca_seed": ("seed of completion shuffling and fault injection (or 'last')", ENV_SEED),
+    "doca_version": (f"DOCA version the emulator presents ({', '.join(VERSIONS)})", ENV_VERSION),
+    "doca_strict": ("strict mode: true (the default) or false", ENV_STRICT),
+    "doca_faults": ("fault-injection spec KIND=RATE[:CODE],...", ENV_FAULTS),
+    "doca_trace": ("directory for a Chrome/Perfetto trace of every kit test", ""),
+    "doca_leak_check": ("strict mode fails a side or test that ends with DOCA objects open: true (the default) "
+                        "or false", ""),
+}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("doca_py", "doca_py test kit (emulated DOCA)")
-    group.addoption("--doca-seed", type=int, default=None, metavar="N",
+    group.addoption("--doca-seed", default=None, metavar="N|last",
                     help="seed of completion shuffling and fault injection (DOCA_PY_EMU_SEED); printed in the "
-                         "header and in failure reports")
+                         "header and in failure reports; 'last': the seed of the last session with a failing "
+                         "kit test (from pytest's cache)")
     group.addoption("--doca-version", default=None, choices=VERSIONS,
-                    help="DOCA version the emulator presents (DOCA_PY_EMU_VERSION)")
+                    help="DOCA version the emulator presents (DOCA_PY_EMU_VERSION); a test marked "
+                         "doca_versions runs under it if it lists it, else it is skipped")
     group.addoption("--doca-strict", dest="doca_strict", action="store_true", default=None,
                     help="strict mode: misuse DOCA leaves undefined raises at once (the default)")
     group.addoption("--doca-no-strict", dest="doca_strict", action="store_false",
                     help="turn strict mode off (DOCA_PY_STRICT=0)")
     group.addoption("--doca-faults", default=None, metavar="SPEC",
-                    help="inject task failures: KIND=RATE[:CODE],... (DOCA_PY_EMU_FAULTS)")
+                    help="inject task failures: KIND=RATE[:CODE],... (DOCA_PY_EMU_FAULTS); KIND is * (all) or "
+                         "one of, with the DOCA error it injects when CODE is not given: "
+                         + fault_kinds_text().replace("%", "%%"))
     group.addoption("--doca-trace", default=None, metavar="DIR",
                     help="write a Chrome/Perfetto trace of every kit test to DIR")
+    group.addoption("--doca-leak-check", dest="doca_leak_check", action="store_true", default=None,
+                    help="in strict mode, a side or test that ends with DOCA objects open fails (the default)")
+    group.addoption("--doca-no-leak-check", dest="doca_leak_check", action="store_false",
+                    help="turn the leak check off")
+    for name, (text, var) in _INI.items():
+        parser.addini(name, f"doca_py: {text}" + (f" (below {var} and the option)" if var else " (below the option)"),
+                      default="")
+
+
+def _ini(config: pytest.Config, name: str) -> str:
+    try:
+        return str(config.getini(name) or "").strip()
+    except ValueError:  # not registered (the plugin was registered late)
+        return ""
+
+
+def _ini_flag(config: pytest.Config, name: str) -> bool | None:
+    text = _ini(config, name).lower()
+    if not text:
+        return None
+    if text not in _TRUE + _FALSE:
+        raise pytest.UsageError(f"doca_py: ini setting {name} = {text!r}: true or false")
+    return text in _TRUE
+
+
+def _last_seed(config: pytest.Config) -> int:
+    cache = getattr(config, "cache", None)
+    if cache is None:  # before the cache plugin configures (conftests load first)
+        from _pytest.cacheprovider import Cache
+
+        cache = Cache.for_config(config, _ispytest=True)
+    seed = cache.get(_LAST_SEED, None)
+    if not isinstance(seed, int):
+        raise pytest.UsageError("doca_py: --doca-seed=last: no failing kit test has stored its seed in pytest's "
+                                "cache yet (.pytest_cache)")
+    return seed
+
+
+def _seed(config: pytest.Config, text: str | None, where: str) -> int | None:
+    if text is None or not text.strip():
+        return None
+    if text.strip() == "last":
+        return _last_seed(config)
+    try:
+        return int(text)
+    except ValueError:
+        raise pytest.UsageError(f"doca_py: {where} {text!r}: an integer or 'last'") from None
 
 
 def _state_from(config: pytest.Config, ns: Any) -> _State:
-    seed, version = getattr(ns, "doca_seed", None), getattr(ns, "doca_version", None)
+    seed_text, version = getattr(ns, "doca_seed", None), getattr(ns, "doca_version", None)
     strict, faults = getattr(ns, "doca_strict", None), getattr(ns, "doca_faults", None)
     trace_dir = getattr(ns, "doca_trace", None)
+    # An ini setting stands for its environment variable where the environment does not set it.
+    env = dict(os.environ)
+    ini_given = False
+    for name, (_, var) in _INI.items():
+        value = _ini(config, name)
+        ini_given |= bool(value)
+        if not var or not value or env.get(var, "").strip():
+            continue
+        if name == "doca_strict":
+            value = str(int(bool(_ini_flag(config, name))))
+        elif name == "doca_seed":
+            value = str(_seed(config, value, "ini setting doca_seed ="))
+        elif name == "doca_faults":
+            try:
+                check_faults(value)
+            except ValueError as exc:
+                raise pytest.UsageError(f"doca_py: ini setting doca_faults: {exc}") from None
+        env[var] = value
+    seed = _seed(config, seed_text, "--doca-seed")
     try:
-        knobs = Knobs.resolve(seed=seed, version=version, strict=strict, faults=faults)
+        knobs = Knobs.resolve(seed=seed, version=version, strict=strict, faults=faults, env=env)
     except ValueError as exc:
         raise pytest.UsageError(f"doca_py: {exc}") from None
-    explicit = any(v is not None for v in (seed, version, strict, faults, trace_dir))
-    return _State(knobs, explicit, trace_dir)
+    trace_dir = trace_dir or _ini(config, "doca_trace") or None
+    leak = getattr(ns, "doca_leak_check", None)
+    leak_check = leak if leak is not None else _ini_flag(config, "doca_leak_check") is not False
+    explicit = ini_given or any(v is not None for v in (seed_text, version, strict, faults, trace_dir))
+    return _State(knobs, explicit, trace_dir, leak_check, version_given=knobs.version is not None)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -177,12 +278,29 @@ def pytest_report_header(config: pytest.Config) -> str:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marks = list(metafunc.definition.iter_markers("doca_versions"))
     if marks:
-        versions = [check_version(v) for m in marks for v in m.args]
+        nodeid = metafunc.definition.nodeid
+        try:
+            versions = list(dict.fromkeys(check_version(str(v)) for m in marks for v in m.args))
+        except ValueError as exc:
+            # A collection error with this one line, not a traceback through pytest's hooks.
+            pytest.fail(f"usage error: {nodeid}: @pytest.mark.doca_versions: {exc}", pytrace=False)
         if not versions:
-            raise pytest.UsageError(f"{metafunc.definition.nodeid}: doca_versions needs at least one version")
+            pytest.fail(f"usage error: {nodeid}: @pytest.mark.doca_versions needs at least one version",
+                        pytrace=False)
         if "doca_version" not in metafunc.fixturenames:
             metafunc.fixturenames.append("doca_version")
-        metafunc.parametrize("doca_version", versions, indirect=True, ids=[f"doca{v}" for v in versions])
+        # The rule: the marker lists the versions a test supports; a session that picks one version
+        # (--doca-version, DOCA_PY_EMU_VERSION or the doca_version ini setting) runs it under that one
+        # if it is listed, and skips it with the reason if not; a session that picks none runs them all.
+        state = metafunc.config.stash.get(_STATE, None)
+        params: list[Any] = versions
+        if state is not None and state.version_given and state.knobs.version is not None:
+            picked = state.knobs.version
+            reason = (f"the test supports DOCA {', '.join(versions)}; the session runs DOCA {picked} "
+                      f"(--doca-version)")
+            params = [picked] if picked in versions else [pytest.param(picked, marks=pytest.mark.skip(reason=reason))]
+        metafunc.parametrize("doca_version", params, indirect=True,
+                             ids=[f"doca{p if isinstance(p, str) else p.values[0]}" for p in params])
     if metafunc.definition.get_closest_marker("doca_faults") and "doca_knobs" not in metafunc.fixturenames:
         metafunc.fixturenames.append("doca_knobs")
 
@@ -207,9 +325,13 @@ def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
     from .. import _backend
     from ..emulated import trace
     from ..emulated import version as emu_version
+    from .pair import describe_leaks, open_objects
 
     saved_version = emu_version.VERSION
     request.node.stash[_USED] = knobs
+    check_leaks = knobs.strict and state.leak_check
+    if check_leaks:  # what exists now is not the test's: frozen, the check at its end looks at the rest only
+        gc.freeze()
     knobs.apply()
     trace.clear()
     trace.enable(label=f"test process (pid {os.getpid()})")  # during kit tests only: other tests pay nothing
@@ -224,6 +346,15 @@ def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
         emu_version.VERSION = saved_version
     if knobs is not state.knobs:
         state.knobs.apply()
+    if check_leaks:  # after the kit's fixtures and the test's own that use them have closed theirs
+        try:
+            leaked = open_objects()
+        finally:
+            gc.unfreeze()
+        if leaked:
+            pytest.fail("\n".join([f"DocaLeakError: {request.node.nodeid} ended with DOCA objects still open "
+                                   "(strict mode; --doca-no-leak-check turns this check off):",
+                                   *describe_leaks(leaked, [])]), pytrace=False)
 
 
 @pytest.fixture
@@ -325,6 +456,11 @@ def doca_pair(request: pytest.FixtureRequest, doca_knobs: Knobs) -> DocaPair:
 
     pair = DocaPair(doca_knobs)
     pair.replay = _replay(request.node, doca_knobs)
+    pair.name = request.node.nodeid
+    pair.leak_check = request.config.stash[_STATE].leak_check
+    level = request.config.getoption("log_level", None) or request.config.getini("log_level")
+    if level:  # pytest's --log-level (or log_level ini): the sides' logging follows it
+        pair.log_level = int(level) if str(level).isdigit() else str(level)
     request.node.stash[_PAIR] = pair
     return pair
 
@@ -353,7 +489,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     knobs = _kit_knobs(item)
     if knobs is None:
         return report
+    cache = getattr(item.config, "cache", None)
+    if cache is not None:  # --doca-seed=last replays it
+        cache.set(_LAST_SEED, knobs.seed)
     lines = [f"knobs: {knobs.describe()}", f"replay with: {_replay(item, knobs)}"]
+    state = item.config.stash.get(_STATE, None)
+    if state is not None and state.trace_dir and _USED in item.stash:  # written at the test's teardown
+        lines.append(f"trace: {Path(state.trace_dir) / _trace_name(item.nodeid)} (open it in ui.perfetto.dev)")
     if item.stash.get(_USED, None) is not None:
         from ..emulated import trace
 
@@ -385,3 +527,20 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         for rep in run:
             events += rep.trace
     trace.write_chrome(Path(state.trace_dir) / _trace_name(item.nodeid), events)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The warm sides' zygote lives as long as the session (each xdist worker has its own).
+    warm = sys.modules.get("doca_py.testing.warm")
+    if warm is not None:
+        warm.stop()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Start the warm sides' zygote now if a test will use it: it imports while pytest gets ready.
+    if session.config.option.collectonly:
+        return
+    if any("doca_pair" in getattr(item, "fixturenames", ()) for item in session.items):
+        from . import warm
+
+        warm.start()

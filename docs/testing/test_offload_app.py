@@ -29,6 +29,6 @@ def test_the_dpu_copies_the_hosts_buffer_and_answers_its_crc(doca_pair):
 
 @pytest.mark.doca_faults("dma_memcpy=1")
 def test_a_failed_copy_reaches_the_host_as_an_error(doca_pair):
-    with pytest.raises(Exception, match="the host side raised") as failure:
+    with pytest.raises(Exception, match="host side raised RuntimeError: the DPU could not copy") as failure:
         doca_pair.run(host, dpu, args=b"lost in transit")
     assert "the DPU could not copy the buffer: IO_FAILED" in str(failure.value)

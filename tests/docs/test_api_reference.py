@@ -34,7 +34,8 @@ PUBLIC_MODULES = [
     "doca_py.engines", "doca_py.engines.checksums", "doca_py.engines.deflate", "doca_py.engines.ec",
     "doca_py.engines.gf256", "doca_py.engines.lz4_stream",
     "doca_py.native.capi",
-    "doca_py.testing.plugin", "doca_py.testing.pair", "doca_py.testing.knobs", "doca_py.emulated.trace",
+    "doca_py.testing.plugin", "doca_py.testing.pair", "doca_py.testing.knobs", "doca_py.testing.warm",
+    "doca_py.emulated.trace",
     "apps.storage.wire.control", "apps.storage.channels.control_channel", "apps.storage.wire.io_message", "apps.storage.wire.addressing",
     "apps.storage.wire.sbc", "apps.storage.wire.compressed_block", "apps.common.errors",
 ]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import signal
+import threading
 import time
 from typing import Any
 
@@ -133,3 +135,84 @@ def dma_order(side: Side) -> list[int]:
         del mem
         mm.close()
     return done
+
+
+_LEFT_BEHIND: list[Any] = []
+
+
+def state_of_a_side(side: Side) -> dict[str, Any]:
+    """What a side finds when it starts: DOCA objects alive, threads, knobs, environment, task events."""
+    import gc
+    import threading
+
+    from doca_py._lifetime import DocaObject
+    from doca_py.emulated import strict, trace
+
+    gc.collect()
+    alive = sorted(type(o).__name__ for o in gc.get_objects()
+                   if isinstance(o, DocaObject) and o is not side.dev and o is not side.rep)
+    return {"alive": alive, "threads": sorted(t.name for t in threading.enumerate()),
+            "left_behind": list(_LEFT_BEHIND), "env": os.environ.get("DOCA_PY_TEST_LEFT_BEHIND"),
+            "knobs": (strict.SEED, strict.STRICT, strict.SHUFFLE, dict(strict.FAULTS), d.version_runtime()),
+            "events": [e.kind for e in trace.events()], "ppid": os.getppid(),
+            "log_level": logging.getLogger("doca_py").level}
+
+
+def leave_state_behind(side: Side) -> dict[str, Any]:
+    """Leave everything a careless side can leave: a running ctx on a Pe, an exported mmap, a
+    changed knob, an environment variable, a module global."""
+    from doca_py.emulated import strict
+
+    before = state_of_a_side(side)
+    pe = d.Pe()
+    dma = d.Dma(side.dev)
+    pe.connect_ctx(dma)
+    dma.task_memcpy_set_conf(lambda t, u, c: None, lambda t, u, c: None, 4)
+    dma.start()
+    mm = d.Mmap()
+    mm.allocate(4096)
+    mm.add_dev(side.dev)
+    mm.set_permissions(d.AccessFlag.LOCAL_READ_WRITE | d.AccessFlag.PCI_READ_WRITE)
+    mm.start()
+    blob = mm.export_pci(side.dev)
+    _LEFT_BEHIND.extend([pe, dma, mm, blob])
+    strict.configure(strict=not strict.STRICT, shuffle=not strict.SHUFFLE, faults="*=1", seed=1)
+    os.environ["DOCA_PY_TEST_LEFT_BEHIND"] = "1"
+    return before
+
+
+def comch_shm_on(side: Side) -> tuple[bool, bytes | None]:
+    from doca_py.emulated.comch import config
+    from doca_py.emulated.rdma import config as rdma_config
+
+    return config._shm, rdma_config.cfg.host_id
+
+
+def helper_thread(started: Any) -> None:
+    started.set()
+    threading.Event().wait()
+
+
+def stuck_in_c(side: Side) -> None:
+    """Stuck where no Python signal handler runs: SIGTERM is blocked in this thread and goes to
+    the helper thread, whose C-level handler sets a flag this thread never looks at."""
+    started = threading.Event()
+    threading.Thread(target=helper_thread, args=(started,), daemon=True).start()
+    started.wait()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    side.send("asleep")
+    time.sleep(600)
+
+
+def leaks_a_pe_and_a_mmap(side: Side) -> str:
+    _LEFT_BEHIND.append(d.Pe())
+    mm = d.Mmap()
+    mm.allocate(4096)
+    _LEFT_BEHIND.append(mm)
+    d.BufInventory(4)  # dropped open: collected without close()
+    return "leaked"
+
+
+def log_levels(side: Side) -> int:
+    side.log.debug("a debug record")
+    return logging.getLogger().level

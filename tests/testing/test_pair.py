@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import warnings
 from typing import Any
 
@@ -69,10 +71,12 @@ def test_a_raising_side_fails_the_run_with_its_traceback_and_ends_the_other(doca
     host, dpu = err.reports
     assert dpu.status == "raised" and "ValueError: the dpu side exploded" in dpu.detail
     assert 'sides.py", line' in dpu.detail and "dpu side about to fail" in dpu.log
+    assert "in _child" not in dpu.detail  # the side's traceback starts at its function, not in the kit
     # The host slept on: the kit ended it, and it says where it was.
     assert host.status == "ended" and "it was at" in host.detail and "time.sleep(600)" in host.detail
     text = str(err)
-    assert text.startswith("doca_pair: the dpu side raised")
+    # The first line (pytest's summary line) names the side and its exception.
+    assert text.splitlines()[0] == "dpu side raised ValueError: the dpu side exploded"
     assert f"--doca-seed {doca_pair.knobs.seed}" in text and "ValueError: the dpu side exploded" in text
 
 
@@ -82,6 +86,7 @@ def test_a_crashing_side_fails_the_run_with_its_exit_and_log(doca_pair: DocaPair
     err = _fails(doca_pair, crash, sides.sleep_long)
     host, dpu = err.reports
     assert host.status == "crashed" and expected in host.detail, host.detail
+    assert str(err).splitlines()[0].startswith("host side crashed: ") and expected in str(err).splitlines()[0]
     assert dpu.status == "ended"
     if crash is sides.exit_3:
         assert "leaving with os._exit(3)" in host.log
@@ -91,6 +96,7 @@ def test_a_crashing_side_fails_the_run_with_its_exit_and_log(doca_pair: DocaPair
 
 def test_a_run_past_its_timeout_ends_both_sides_and_says_where_they_were(doca_pair: DocaPair) -> None:
     err = _fails(doca_pair, sides.sleep_long, sides.sleep_long, timeout=1)
+    assert str(err).splitlines()[0] == "both sides timed out after 1 s"
     for rep in err.reports:
         assert rep.status == "timed out" and rep.detail.startswith("timed out after 1 s; it was at")
         assert "time.sleep(600)" in rep.detail
@@ -128,3 +134,83 @@ def test_the_pair_works_without_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
     assert pair.knobs.seed == 4242 and pair.knobs.strict
     (_, host), _ = pair.run(sides.host_ping, sides.dpu_pong)
     assert host["seed"] == (4242, 4242, "4242")
+
+
+def test_warm_sides_start_clean_whatever_the_previous_run_left_behind(doca_pair: DocaPair,
+                                                                      doca_knobs: Knobs) -> None:
+    from doca_py.testing import warm
+
+    doca_pair.leak_check = False  # leave_state_behind leaks on purpose
+    fresh, _ = doca_pair.run(sides.state_of_a_side, sides.returns_early)
+    before, _ = doca_pair.run(sides.leave_state_behind, sides.returns_early)
+    after, _ = doca_pair.run(sides.state_of_a_side, sides.returns_early)
+    # A running ctx on its Pe, an export, flipped knobs, an environment variable, a module global:
+    # none of it reaches the next side, which starts as the first one did.
+    for state in (before, after):
+        assert {k: v for k, v in state.items() if k != "ppid"} == {k: v for k, v in fresh.items() if k != "ppid"}
+    assert fresh["alive"] == [] and fresh["left_behind"] == [] and fresh["env"] is None
+    assert fresh["knobs"] == (doca_knobs.seed, doca_knobs.strict, doca_knobs.shuffle, {}, "3.2.0000")
+    # Every side is a child of the session's zygote, not of the test process.
+    assert fresh["ppid"] == before["ppid"] == after["ppid"] == warm.server_pid() != os.getpid()
+
+
+@pytest.mark.parametrize("method", ["warm", "spawn"])
+def test_warm_sides_see_the_environment_of_the_run_not_the_zygotes(doca_pair: DocaPair, method: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    doca_pair.run(sides.returns_early, sides.returns_early)  # the zygote runs, with the environment of now
+    monkeypatch.setenv("DOCA_PY_TEST_LEFT_BEHIND", "set later")
+    monkeypatch.setenv("DOCA_PY_COMCH_SHM", "1")  # read by the emulator at import: the zygote read it unset
+    monkeypatch.setenv("DOCA_PY_EMU_VERSION", "2.6")
+    monkeypatch.setenv("DOCA_PY_LOG_LEVEL", "debug")
+    doca_pair.side_env["dpu"] = {"DOCA_PY_RDMA_HOST_ID": "another host"}  # read at import too
+    state, (shm, host_id) = doca_pair.run(sides.state_of_a_side, sides.comch_shm_on, start_method=method)
+    from doca_py.emulated.rdma.config import _hash_id
+
+    # A warm side sees what a spawned one sees.
+    assert state["env"] == "set later" and shm is True and host_id == _hash_id("another host")
+    assert state["knobs"][-1] == "2.6.0000" and state["log_level"] == logging.DEBUG
+
+
+@pytest.mark.parametrize("method", ["warm", "spawn", "forkserver"])
+def test_every_start_method_runs_the_sides(doca_knobs: Knobs, method: str) -> None:
+    (host_got, host), (dpu_got, dpu) = DocaPair(doca_knobs, start_method=method).run(sides.host_ping,
+                                                                                     sides.dpu_pong)
+    assert host_got == ("pong", host["pci"]) and dpu_got == ("ping", host)
+    with pytest.raises(ValueError, match="start_method 'thread' is not one of warm, spawn, forkserver, fork"):
+        DocaPair(doca_knobs, start_method="thread")
+
+
+def test_a_side_stuck_in_c_code_shows_every_threads_stack(doca_pair: DocaPair) -> None:
+    err = _fails(doca_pair, sides.stuck_in_c, sides.raise_value_error)
+    host = err.reports[0]
+    assert host.status == "ended" and "did not say where it was" in host.detail, host.detail
+    # faulthandler's dump, taken at C level when the kit asked the side to end: both threads.
+    assert "in stuck_in_c" in host.detail and "in helper_thread" in host.detail, host.detail
+
+
+def test_strict_mode_fails_a_side_that_returns_with_doca_objects_open(doca_pair: DocaPair) -> None:
+    err = _fails(doca_pair, sides.leaks_a_pe_and_a_mmap, sides.returns_early)
+    host = err.reports[0]
+    assert host.status == "raised" and str(err).splitlines()[0].startswith(
+        "host side raised DocaLeakError: the host function returned with DOCA objects still open")
+    assert "Pe" in host.detail and "Mmap" in host.detail and "unclosed BufInventory" in host.detail, host.detail
+    doca_pair.leak_check = False
+    assert doca_pair.run(sides.leaks_a_pe_and_a_mmap, sides.returns_early) == ("leaked", "done")
+    doca_pair.leak_check = True
+    doca_pair.knobs = doca_pair.knobs.replace(strict=False)  # the check is part of strict mode
+    assert doca_pair.run(sides.leaks_a_pe_and_a_mmap, sides.returns_early) == ("leaked", "done")
+
+
+def test_unpicklable_args_are_one_clean_error_naming_the_test(doca_pair: DocaPair) -> None:
+    with pytest.raises(TypeError, match=r"doca_pair \(tests/testing/test_pair.py::test_unpicklable_args_are_one_"
+                                        r"clean_error_naming_the_test\): args=.*cannot be sent to the sides"):
+        doca_pair.run(sides.returns_early, sides.returns_early, args=lambda: None)
+
+
+def test_the_sides_log_at_the_given_level(doca_pair: DocaPair) -> None:
+    assert doca_pair.run(sides.log_levels, sides.log_levels) == (logging.INFO, logging.INFO)
+    doca_pair.log_level = "debug"
+    assert doca_pair.run(sides.log_levels, sides.log_levels) == (logging.DEBUG, logging.DEBUG)
+    doca_pair.log_level = "loud"
+    with pytest.raises(ValueError, match="log_level 'loud' is not a logging level"):
+        doca_pair.run(sides.log_levels, sides.log_levels)

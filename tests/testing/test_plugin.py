@@ -235,3 +235,199 @@ def test_xdist_workers_share_the_controllers_random_seed(pytester: pytest.Pytest
     seed = _header_seed(ran)
     seeds = {p.read_text() for p in pytester.path.glob("**/seed-*")}
     assert seeds == {f"{seed} {seed}"}
+
+
+WARM = '''
+import os, pytest
+from doca_py.testing import warm
+
+LEFT = []
+
+def count(side):
+    import doca_py as d
+    from doca_py.testing.pair import open_objects
+    before = len(open_objects((side.dev, side.rep))) + len(LEFT)
+    LEFT.append(d.Pe())  # left open on purpose: the next test's sides must not see it
+    return os.getppid(), side.args, before
+
+@pytest.mark.parametrize("n", range(6))
+def test_warm(doca_pair, n, tmp_path_factory):
+    host, dpu = doca_pair.run(count, count, args=n)
+    assert host == dpu == (warm.server_pid(), n, 0)
+    (tmp_path_factory.getbasetemp().parent.parent / f"zygote-{os.getpid()}-{n}").write_text(str(host[0]))
+'''
+
+
+def test_each_xdist_worker_has_its_zygote_and_the_session_ends_it(pytester: pytest.Pytester,
+                                                                   clean: pytest.MonkeyPatch) -> None:
+    import os
+
+    pytester.makepyfile(test_w=WARM)
+    ran = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", "--doca-no-leak-check")
+    ran.assert_outcomes(passed=6)
+    by_worker: dict[str, set[str]] = {}
+    for p in pytester.path.glob("**/zygote-*"):
+        by_worker.setdefault(p.name.split("-")[1], set()).add(p.read_text())
+    assert len(by_worker) == 2 and all(len(z) == 1 for z in by_worker.values()), by_worker
+    zygotes = {int(z) for zs in by_worker.values() for z in zs}
+    assert len(zygotes) == 2
+    for pid in zygotes:  # ended (and reaped) with the session
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+FAILS = '''
+import logging
+
+def host(side):
+    side.log.debug("host debug record")
+    return side.recv(30)
+
+def dpu(side):
+    side.send("go")
+    raise ValueError("the dpu side exploded")
+
+def test_pair(doca_pair):
+    doca_pair.run(host, dpu, timeout=60)
+'''
+
+
+def test_the_summary_names_side_exception_and_trace_file_without_the_kits_source(
+        pytester: pytest.Pytester, clean: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytester.makepyfile(test_fails=FAILS)
+    clean.setenv("CI", "1")  # pytest does not cut the summary line to the terminal's width
+    ran = pytester.runpytest_subprocess("-p", "no:xdist", "-rf", f"--doca-trace={tmp_path}", "--log-level=DEBUG")
+    ran.assert_outcomes(failed=1)
+    ran.stdout.fnmatch_lines(["FAILED test_fails.py::test_pair - doca_py.testing.PairError: dpu side raised "
+                              "ValueError: the dpu side exploded"])
+    out = _plain(ran)
+    assert f"trace: {tmp_path / 'test_fails.py_test_pair.json'} (open it in ui.perfetto.dev)" in out
+    assert (tmp_path / "test_fails.py_test_pair.json").exists()
+    assert "host debug record" in out  # the sides log at pytest's --log-level
+    # The kit's own source is not in the traceback: the test's line, then the error.
+    assert "def run(" not in out and "__tracebackhide__" not in out and "_check_method" not in out
+    assert "doca_pair.run(host, dpu, timeout=60)" in out
+
+
+def test_doca_seed_last_replays_the_last_failing_seed(pytester: pytest.Pytester, clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_fails=FAILS)
+    none_yet = pytester.runpytest_subprocess("-p", "no:xdist", "--doca-seed=last")
+    assert none_yet.ret == pytest.ExitCode.USAGE_ERROR
+    assert any("no failing kit test has stored its seed" in ln for ln in none_yet.errlines)
+    first = pytester.runpytest_subprocess("-p", "no:xdist", "--doca-seed", "4711")
+    first.assert_outcomes(failed=1)
+    again = pytester.runpytest_subprocess("-p", "no:xdist", "--doca-seed=last")
+    again.assert_outcomes(failed=1)
+    assert _header_seed(again) == 4711
+
+
+INI_KNOBS = KNOBS + '''
+def test_trace_dir(pytestconfig):
+    from doca_py.testing.plugin import _STATE
+    state = pytestconfig.stash[_STATE]
+    print("TRACE", state.trace_dir, state.leak_check)
+'''
+
+
+def test_ini_settings_for_every_option_below_variables_and_options(pytester: pytest.Pytester,
+                                                                   clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_kit=INI_KNOBS)
+    pytester.makeini("[pytest]\ndoca_seed = 21\ndoca_version = 2.6\ndoca_strict = false\n"
+                     "doca_faults = dma_memcpy=0.5\ndoca_trace = traces\ndoca_leak_check = false\n")
+    ran = pytester.runpytest_subprocess("-p", "no:xdist", "-s")
+    ran.assert_outcomes(passed=2)
+    assert _header_seed(ran) == 21
+    assert _knobs(ran) == {"seed": 21, "strict": False, "shuffle": True, "faults": ["dma_memcpy"],
+                           "version": "2.6.0000", "env": "21", "knobs_seed": 21}
+    assert any("TRACE traces False" in ln for ln in ran.outlines)
+    clean.setenv(ENV_SEED, "22")  # a variable wins over the ini setting, an option over both
+    ran = pytester.runpytest_subprocess("-p", "no:xdist", "-s", "--doca-version", "3.0", "--doca-leak-check")
+    assert _knobs(ran)["seed"] == 22 and _knobs(ran)["version"] == "3.0.0000"
+    assert any("TRACE traces True" in ln for ln in ran.outlines)
+    pytester.makeini("[pytest]\ndoca_faults = dma_memcpy=7\n")
+    bad = pytester.runpytest_subprocess("-p", "no:xdist")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR and any("doca_faults" in ln for ln in bad.errlines)
+
+
+VERSIONED = '''
+import pytest
+
+@pytest.mark.doca_versions("2.6", "3.2")
+def test_supports_two(doca_version):
+    pass
+
+@pytest.mark.doca_versions("3.0")
+def test_supports_one(doca_version):
+    pass
+'''
+
+
+def test_doca_version_picks_from_what_a_test_supports_or_skips_it(pytester: pytest.Pytester,
+                                                                   clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_v=VERSIONED)
+    every = pytester.runpytest_subprocess("-p", "no:xdist", "-v", "-p", "no:randomly")
+    every.assert_outcomes(passed=3)  # no version picked: each listed version
+    picked = pytester.runpytest_subprocess("-p", "no:xdist", "-v", "-rs", "-p", "no:randomly",
+                                           "--doca-version", "2.6")
+    picked.assert_outcomes(passed=1, skipped=1)  # the CI matrix job of 2.6 runs each test once at most
+    picked.stdout.fnmatch_lines(["*test_supports_two?doca2.6? PASSED*", "*test_supports_one?doca2.6? SKIPPED*",
+                                 "SKIPPED*the test supports DOCA 3.0; the session runs DOCA 2.6 (--doca-version)"])
+
+
+def test_a_bad_version_in_the_marker_is_one_usage_error_naming_the_test(pytester: pytest.Pytester,
+                                                                         clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_bad='''
+import pytest
+
+@pytest.mark.doca_versions("2.7")
+def test_x(doca_version):
+    pass
+''')
+    ran = pytester.runpytest_subprocess("-p", "no:xdist")
+    text = "\n".join(ran.outlines + ran.errlines)
+    assert ran.ret == pytest.ExitCode.INTERRUPTED, text  # a collection error
+    assert "usage error: test_bad.py::test_x: @pytest.mark.doca_versions: DOCA version '2.7': the emulator presents one of " \
+           "2.6, 3.0, 3.2" in text, text
+    assert "Traceback" not in text and "pytest_generate_tests" not in text, text
+
+
+def test_help_lists_every_fault_kind_with_its_default_error(pytester: pytest.Pytester,
+                                                              clean: pytest.MonkeyPatch) -> None:
+    from doca_py.emulated.strict import KINDS
+    from doca_py.errors import ErrorCode
+    from doca_py.testing.knobs import FAULT_KINDS
+
+    assert FAULT_KINDS == {k: ErrorCode(c).name for k, c in KINDS.items()}  # the table is the emulator's
+    text = " ".join(" ".join(pytester.runpytest_subprocess("--help").outlines).split())
+    for kind, error in FAULT_KINDS.items():
+        assert f"{kind} ({error})" in text
+    for name in ("doca_seed", "doca_version", "doca_strict", "doca_faults", "doca_trace", "doca_leak_check"):
+        assert f"{name} (string):" in text or f"{name} (string)" in text, name
+    guide = (Path(__file__).parents[2] / "docs" / "testing.md").read_text()
+    for kind, error in FAULT_KINDS.items():
+        assert f"| `{kind}` | `DOCA_ERROR_{error}` |" in guide
+
+
+LEAKY = '''
+import doca_py
+
+def test_leaks(doca_knobs):
+    test_leaks.pe = doca_py.Pe()
+
+def test_closes(doca_pe):
+    pass
+'''
+
+
+def test_a_test_that_ends_with_doca_objects_open_fails_in_strict_mode(pytester: pytest.Pytester,
+                                                                      clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_leaky=LEAKY)
+    ran = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:randomly")
+    ran.assert_outcomes(passed=2, errors=1)
+    out = _plain(ran)
+    assert "DocaLeakError: test_leaky.py::test_leaks ended with DOCA objects still open" in out
+    assert "<Pe" in out
+    off = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:randomly", "--doca-no-leak-check")
+    off.assert_outcomes(passed=2)
+    lax = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:randomly", "--doca-no-strict")
+    lax.assert_outcomes(passed=2)
