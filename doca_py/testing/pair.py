@@ -45,6 +45,8 @@ GRACE = 5.0
 """Seconds a side gets to report where it is after being asked to end, before SIGKILL."""
 STARTUP = 60.0
 """Seconds a side may take to start (interpreter, imports, device) before its function runs."""
+KIT_TID = 1 << 20
+"""The thread id of the kit's own track (in the process that runs ``DocaPair``) in a Chrome trace."""
 _LOG_TAIL = 60
 _TRACE_TAIL = 40
 
@@ -218,6 +220,10 @@ def _forensics() -> dict[str, Any]:
     return {"tail": trace.format_tail(_TRACE_TAIL), "findings": trace.findings(), "trace": trace.chrome()}
 
 
+def _fn_name(fn: Any) -> str:
+    return str(fn.qualname if isinstance(fn, FnRef) else getattr(fn, "__qualname__", fn))
+
+
 def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
     log_fd = os.open(spec.log_path, os.O_WRONLY | os.O_APPEND)
     sys.stdout.flush()
@@ -247,6 +253,7 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
         if finished[0]:
             return  # its last word is on the way: let it end by itself
         where = "".join(traceback.format_stack(frame)) if frame is not None else ""
+        trace.mark(f"{spec.role} side ended by the kit (SIGTERM)\n{where}")
         try:
             ctl.send(("ended", f"it was at:\n{where}", _forensics()))
         finally:
@@ -259,14 +266,17 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
         fn = spec.fn.resolve() if isinstance(spec.fn, FnRef) else spec.fn
         dev, rep = open_side(spec.role)
         ctl.send(("started", None, {}))  # the run's timeout counts from here: start-up is not the side's code
+        trace.mark(f"{spec.role} side: {_fn_name(spec.fn)} starts")
         result = fn(Side(spec.role, dev, rep, peer, spec.args, spec.token, spec.knobs.seed))
+        trace.mark(f"{spec.role} side: {_fn_name(spec.fn)} returned")
         try:
             pickle.dumps(result)
             msg = ("ok", result, _forensics())
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the user's result's
             msg = ("raised", f"the {spec.role} function returned an object that cannot be sent back: {exc!r}",
                    _forensics())
-    except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are failures of the side too
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are failures of the side too
+        trace.mark(f"{spec.role} side raised {type(exc).__name__}\n{traceback.format_exc()}")
         msg = ("raised", traceback.format_exc(), _forensics())
     finished[0] = True
     ctl.send(msg)  # before the peer sees this side end: the parent reads its result first
@@ -301,6 +311,47 @@ class DocaPair:
         self.side_env: dict[str, dict[str, str]] = {}
         #: The command that replays the run, for the failure message (the plugin names the test).
         self.replay = f"{self.knobs.replay()} <test>"
+        #: The kit's own events of every run, as Chrome trace events (see ``trace_events``).
+        self.timeline: list[dict[str, Any]] = []
+
+    def trace_events(self, process: bool = True) -> list[dict[str, Any]]:
+        """Every run as Chrome trace events: the kit's track in this process (sides started, ended,
+        timed out, and where each was then), then each side's own events (its process track).
+        *process*: include this process's ``process_name`` (leave it out to add the events to a trace
+        of this process that has one)."""
+        pid = os.getpid()
+        out: list[dict[str, Any]] = []
+        if process:
+            out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                        "args": {"name": f"test process (pid {pid})"}})
+        if self.timeline:
+            out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": KIT_TID, "args": {"name": "doca_pair"}})
+            out += self.timeline
+        for run in self.history:
+            for rep in run:
+                out += rep.trace
+        return out
+
+    def _kit(self, name: str, **args: Any) -> dict[str, Any]:
+        """Record one of the kit's own events on its track (returned: details may follow)."""
+        ev = {"ph": "i", "s": "t", "name": name, "cat": "kit", "ts": time.monotonic_ns() / 1000.0,
+              "pid": os.getpid(), "tid": KIT_TID, "args": args}
+        self.timeline.append(ev)
+        return ev
+
+    def _where(self, role: str) -> dict[str, str]:
+        """Where a side was, as far as the kit knows: its status, its innermost frame, its last event."""
+        rep = self._report(role)
+        out = {"status": rep.status}
+        if "it was at:" in rep.detail:
+            frames = [ln for ln in rep.detail.split("it was at:", 1)[1].splitlines() if ln.strip()]
+            out["where"] = "\n".join(frames[-2:])
+        elif rep.detail:
+            out["detail"] = rep.detail.strip().splitlines()[-1]
+        events = [ln for ln in rep.tail.splitlines() if ln.startswith("+")]
+        if events:
+            out["last event"] = events[-1].split("ms", 1)[-1].strip()
+        return out
 
     def run(self, host_fn: Callable[[Side], Any], dpu_fn: Callable[[Side], Any], *, timeout: float = 60.0,
             args: Any = None, start_method: str | None = None) -> tuple[Any, Any]:
@@ -330,6 +381,8 @@ class DocaPair:
             ctls: dict[str, Connection] = {}
             self.reports = [SideReport(role) for role in ROLES]
             self.history.append(self.reports)
+            self._kit(f"doca_pair run {len(self.history)}", host=_fn_name(host_fn), dpu=_fn_name(dpu_fn),
+                      timeout=timeout, start_method=method)
             try:
                 for role in ROLES:
                     log_path = str(Path(tmp) / f"{role}.log")
@@ -340,6 +393,7 @@ class DocaPair:
                     p = ctx.Process(target=_child, args=(spec, theirs, peers[role]), name=f"doca_pair-{role}",
                                     daemon=True)
                     p.start()
+                    self._kit(f"{role} side process started", role=role, pid=p.pid)
                     theirs.close()
                     procs[role], ctls[role] = p, mine
                 for c in peers.values():
@@ -363,6 +417,8 @@ class DocaPair:
         rep = self._report(role)
         status, value, extra = msg
         rep.status = status
+        self._kit(f"{role} side {status}", role=role, **({"detail": str(value).strip().splitlines()[-1]}
+                                                        if status != "ok" and value else {}))
         if status == "ok":
             self._results[role] = value
         else:
@@ -388,7 +444,9 @@ class DocaPair:
                        f"did not start within {STARTUP} s")
                 for role in pending:
                     self._report(role).status = "timed out"
+                timed_out = self._kit(f"time-out: {why}")
                 self._stop(procs, ctls, why=why)
+                timed_out["args"].update({role: self._where(role) for role in procs})
                 return
             for role in list(pending):
                 rep = self._report(role)
@@ -401,6 +459,7 @@ class DocaPair:
                         break
                     if msg[0] == "started":
                         started.add(role)
+                        self._kit(f"{role} side runs its function", role=role)
                         if len(started) == len(procs):
                             deadline = time.monotonic() + timeout
                         continue
@@ -415,6 +474,7 @@ class DocaPair:
                     procs[role].join()
                     rep.status = "crashed"
                     rep.detail = f"the process died: {_exit_text(procs[role].exitcode)}"
+                    self._kit(f"{role} side crashed", role=role, detail=rep.detail)
                     self._first = role
                     return
 
@@ -436,12 +496,16 @@ class DocaPair:
         killed after ``GRACE`` seconds."""
         running = [r for r in procs if self._report(r).status in ("running", "timed out")]
         stopping = [r for r in running if not self._drain(r, ctls[r]) and procs[r].exitcode is None]
+        ended: dict[str, dict[str, Any]] = {}
         for role in stopping:
             procs[role].terminate()
+            ended[role] = self._kit(f"{role} side ended by the kit (SIGTERM)", role=role,
+                                    why=why or "the other side failed")
         deadline = time.monotonic() + GRACE
         for role in stopping:
             rep = self._report(role)
             self._drain(role, ctls[role], max(deadline - time.monotonic(), 0))  # "ended", or what it sent meanwhile
+            ended[role]["args"].update(self._where(role))
             if why:
                 rep.status = "timed out"
                 rep.detail = f"{why}; {rep.detail}" if rep.detail else why
@@ -449,6 +513,8 @@ class DocaPair:
             p.join(max(deadline - time.monotonic(), 0.1))
             if p.exitcode is None:
                 p.kill()
+                self._kit(f"{role} side killed by the kit (SIGKILL)", role=role,
+                          why=f"it did not answer SIGTERM within {GRACE} s")
                 p.join()
             rep = self._report(role)
             if rep.status == "running":
@@ -457,6 +523,7 @@ class DocaPair:
                 else:  # it died by itself, unnoticed while the other side's failure was handled
                     rep.status = "crashed"
                     rep.detail = f"the process died: {_exit_text(p.exitcode)}"
+                    self._kit(f"{role} side crashed", role=role, detail=rep.detail)
 
     def _message(self, failed: list[SideReport]) -> str:
         first = self._report(self._first)

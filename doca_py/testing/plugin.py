@@ -23,6 +23,8 @@ option                            environment variable      meaning
                                                             (``doca_py.emulated.strict.parse_faults``)
 ``--doca-trace DIR``              (``DOCA_PY_TRACE`` out    write a Chrome / Perfetto trace file per kit test
                                   of pytest)                into DIR (use ``--doca-trace=DIR``)
+``--doca-trace-events N``         ``DOCA_PY_TRACE_EVENTS``  events each process's trace ring keeps (default
+(ini ``doca_trace_events``)                                 4096; older ones are dropped, with a marker)
 ================================  ========================  ==================================================
 
 Completion shuffling (``DOCA_PY_EMU_SHUFFLE``) is on under the kit unless the environment sets it to 0.
@@ -121,6 +123,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="inject task failures: KIND=RATE[:CODE],... (DOCA_PY_EMU_FAULTS)")
     group.addoption("--doca-trace", default=None, metavar="DIR",
                     help="write a Chrome/Perfetto trace of every kit test to DIR")
+    group.addoption("--doca-trace-events", default=None, metavar="N",
+                    help=f"events each process's trace ring keeps (DOCA_PY_TRACE_EVENTS; default 4096): older "
+                         f"ones are dropped, with a marker")
+    parser.addini("doca_trace_events", "events each process's trace ring keeps (--doca-trace-events)", default="")
 
 
 def _state_from(config: pytest.Config, ns: Any) -> _State:
@@ -145,10 +151,23 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         state.knobs.write_env()
 
 
+def _trace_events(config: pytest.Config) -> None:
+    """``--doca-trace-events`` (or the ini setting) into the environment: the test process's ring and
+    the sides' (which inherit it) take that size."""
+    text = str(config.getoption("doca_trace_events", None) or config.getini("doca_trace_events") or "").strip()
+    if not text:
+        return
+    if not text.isdigit() or int(text) <= 0:
+        raise pytest.UsageError(f"doca_py: --doca-trace-events / doca_trace_events {text!r}: the trace ring's "
+                                f"size must be a positive number of events")
+    os.environ["DOCA_PY_TRACE_EVENTS"] = text
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _pending
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", text)
+    _trace_events(config)
     if _STATE not in config.stash:  # registered late (not through the entry point)
         config.stash[_STATE] = _pending = _state_from(config, config.option)
     state = config.stash[_STATE]
@@ -381,7 +400,6 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
     events = trace.chrome(label=f"test process (pid {os.getpid()})")
     pair = item.stash.get(_PAIR, None)
-    for run in pair.history if pair is not None else []:
-        for rep in run:
-            events += rep.trace
+    if pair is not None:
+        events += pair.trace_events(process=False)  # the kit's track, then the sides
     trace.write_chrome(Path(state.trace_dir) / _trace_name(item.nodeid), events)

@@ -24,7 +24,7 @@ UNTOUCHED = '''
 import os, sys
 
 def test_untouched():
-    assert not [k for k in os.environ if k.startswith("DOCA_PY_") and k != "DOCA_PY_IMPL"]
+    assert not [k for k in os.environ if k.startswith("DOCA_PY_") and k not in ("DOCA_PY_IMPL", "DOCA_PY_TRACE_LOG")]
     assert not [m for m in sys.modules if m.startswith("doca_py.emulated")]
 '''
 
@@ -46,7 +46,7 @@ def test_knobs(doca_knobs, doca_dev, doca_pe, doca_dev_factory):
 @pytest.fixture
 def clean(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No knob in the environment: a user's shell."""
-    for name in (ENV_SEED, ENV_STRICT, ENV_SHUFFLE, ENV_FAULTS, ENV_VERSION, "DOCA_PY_TRACE"):
+    for name in (ENV_SEED, ENV_STRICT, ENV_SHUFFLE, ENV_FAULTS, ENV_VERSION, "DOCA_PY_TRACE", "DOCA_PY_TRACE_EVENTS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DOCA_PY_IMPL", "emulated")
     return monkeypatch
