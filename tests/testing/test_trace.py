@@ -349,3 +349,60 @@ def test_the_checker_accepts_marked_spans_and_a_chain_after_dropped_events(tmp_p
     (tmp_path / "bad.json").write_text("{not json")
     assert check_trace(tmp_path / "bad.json")[0].startswith("not a readable JSON file")
     assert check_trace({"events": []}) == ['not a Chrome trace: expected {"traceEvents": [...]}']
+
+
+MERGE = """
+import subprocess, sys
+from tests.testing.test_trace import _dma_run
+kids = [subprocess.Popen([sys.executable, "-c", "from tests.testing.test_trace import _dma_run; _dma_run()"])
+        for _ in range(2)]
+_dma_run()
+assert [k.wait(120) for k in kids] == [0, 0]
+"""
+
+
+def test_doca_py_trace_without_pid_merges_the_processes_of_a_run_into_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    env = {**os.environ, "DOCA_PY_TRACE": str(path), "DOCA_PY_IMPL": "emulated"}
+    env.pop("DOCA_PY_TRACE_RUN", None)
+    runs = []
+    for _ in range(2):  # the second run replaces the first one's file: it does not merge into it
+        out = subprocess.run([sys.executable, "-c", MERGE], cwd=ROOT, env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr
+        procs = check_chrome_trace(path)
+        assert len(procs) == 3  # the program and its two children, each on its own process track
+        for p in procs.values():
+            assert sum(e["cat"] == "submit" for e in p["events"] if e["ph"] == "i") == sides.N_TASKS
+        runs.append(set(procs))
+        assert json.loads(path.read_text())["otherData"]["doca_py_run"]
+    assert not runs[0] & runs[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]  # no lock file, no temporary left
+
+
+@pytest.mark.skipif(not os.environ.get("DOCA_PY_TEST_WRITE_BAD_TRACE"), reason="run by the test below only")
+def test_writes_a_trace_with_an_orphan_end(tmp_path: Path) -> None:
+    trace.write_chrome(tmp_path / "bad.json", [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "p"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "t"}},
+        {"ph": "e", "name": "x", "cat": "task", "id": "1:x", "ts": 1.0, "pid": 1, "tid": 1}])
+
+
+def test_the_suite_checks_every_trace_file_it_writes(tmp_path: Path) -> None:
+    """tests/conftest.py checks, at the end of the session, every file ``write_chrome`` wrote (it lists them
+    in ``DOCA_PY_TRACE_LOG``): an invalid one fails the session."""
+    env = {k: v for k, v in os.environ.items() if k != trace.ENV_LOG}
+    env["DOCA_PY_TEST_WRITE_BAD_TRACE"] = "1"
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
+                          f"--basetemp={tmp_path / 'tmp'}", "tests/testing/test_trace.py::test_writes_a_trace_with_an_orphan_end"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert "1 passed" in out.stdout and out.returncode == pytest.ExitCode.TESTS_FAILED, out.stdout + out.stderr
+    assert "doca_py traces: 1 trace files written by this session checked, 1 invalid" in out.stdout
+    assert "span 1:x ends but never began (an orphan end)" in out.stdout
+
+
+def test_write_chrome_lists_the_files_it_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(trace.ENV_LOG, str(tmp_path / "written.log"))
+    a = trace.write_chrome(tmp_path / "a.json", [])
+    b = trace.write_chrome(tmp_path / "sub" / "b.json", [])
+    assert (tmp_path / "written.log").read_text().splitlines() == [str(a.resolve()), str(b.resolve())]
