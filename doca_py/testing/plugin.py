@@ -156,6 +156,10 @@ def _trace_events(config: pytest.Config) -> None:
     the sides' (which inherit it) take that size."""
     text = str(config.getoption("doca_trace_events", None) or config.getini("doca_trace_events") or "").strip()
     if not text:
+        env = os.environ.get("DOCA_PY_TRACE_EVENTS", "").strip()
+        if env and (not env.isdigit() or int(env) <= 0):
+            raise pytest.UsageError(f"doca_py: DOCA_PY_TRACE_EVENTS={env!r}: the trace ring's size must be a "
+                                    f"positive number of events")
         return
     if not text.isdigit() or int(text) <= 0:
         raise pytest.UsageError(f"doca_py: --doca-trace-events / doca_trace_events {text!r}: the trace ring's "

@@ -260,3 +260,8 @@ def test_the_trace_ring_size_is_an_option_and_a_setting(pytester: pytest.Pyteste
     bad = pytester.runpytest_subprocess("-p", "no:xdist", "--doca-trace-events=0")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--doca-trace-events*'0'*positive number of events*"])
+    clean.setenv("DOCA_PY_TRACE_EVENTS", "lots")  # the environment's value, checked when no setting wins over it
+    pytester.makeini("[pytest]\n")
+    bad = pytester.runpytest_subprocess("-p", "no:xdist")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*DOCA_PY_TRACE_EVENTS='lots'*positive number of events*"])

@@ -406,3 +406,18 @@ def test_write_chrome_lists_the_files_it_writes(tmp_path: Path, monkeypatch: pyt
     a = trace.write_chrome(tmp_path / "a.json", [])
     b = trace.write_chrome(tmp_path / "sub" / "b.json", [])
     assert (tmp_path / "written.log").read_text().splitlines() == [str(a.resolve()), str(b.resolve())]
+
+
+def test_a_task_id_reused_without_a_completion_ends_its_old_span_unfinished() -> None:
+    # A task object that vanished in flight (its ctx leaked, never stopped), whose address a new task took.
+    evs = [(1000, "submit", 5, "EmuDma", "T@a", 0), (2000, "submit", 6, "EmuDma", "T@a", 0),
+           (3000, "complete", 6, "EmuDma", "T@a", 0)]
+    body = {"traceEvents": trace.chrome(evs, pid=9, label="p")}
+    assert_valid_trace(body)
+    assert unfinished_spans(body) == ["9: T@a"]
+
+
+def test_the_checker_lets_a_new_ctx_take_a_destroyed_ones_id() -> None:
+    chain = [("IDLE", "RUNNING"), ("RUNNING", "STOPPING"), ("IDLE", "RUNNING")]  # the first one leaked RUNNING
+    events = [_ev("i", i, cat="state", args={"from": a, "to": b}) for i, (a, b) in enumerate(chain)]
+    assert check_trace({"traceEvents": _HEAD + events}) == []
