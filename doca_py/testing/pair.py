@@ -346,7 +346,7 @@ class DocaPair:
         if "it was at:" in rep.detail:
             frames = [ln for ln in rep.detail.split("it was at:", 1)[1].splitlines() if ln.strip()]
             out["where"] = "\n".join(frames[-2:])
-        elif rep.detail:
+        elif rep.detail.strip():
             out["detail"] = rep.detail.strip().splitlines()[-1]
         events = [ln for ln in rep.tail.splitlines() if ln.startswith("+")]
         if events:
@@ -417,8 +417,8 @@ class DocaPair:
         rep = self._report(role)
         status, value, extra = msg
         rep.status = status
-        self._kit(f"{role} side {status}", role=role, **({"detail": str(value).strip().splitlines()[-1]}
-                                                        if status != "ok" and value else {}))
+        last = str(value).strip().splitlines()[-1:] if status != "ok" else []
+        self._kit(f"{role} side {status}", role=role, **({"detail": last[0]} if last else {}))
         if status == "ok":
             self._results[role] = value
         else:

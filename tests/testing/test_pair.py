@@ -109,6 +109,10 @@ def test_a_crashing_side_fails_the_run_with_its_exit_and_log(doca_pair: DocaPair
     host, dpu = err.reports
     assert host.status == "crashed" and expected in host.detail, host.detail
     assert dpu.status == "ended"
+    kit = _kit_events(doca_pair)  # a crashed side has no trace of its own: the kit's track says what happened
+    assert expected in kit["host side crashed"]["detail"]
+    assert list(kit).index("host side crashed") < list(kit).index("dpu side ended by the kit (SIGTERM)")
+    assert kit["dpu side ended by the kit (SIGTERM)"]["where"].endswith("time.sleep(600)")
     if crash is sides.exit_3:
         assert "leaving with os._exit(3)" in host.log
     if crash is sides.segfault:  # faulthandler writes the Python stack into the side's log
