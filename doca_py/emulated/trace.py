@@ -47,7 +47,9 @@ KINDS = ("submit", "complete", "error", "state", "strict", "kit")
 """Event kinds, by their index in an ``Event`` (``kit``: a mark of the test kit, such as a side's start)."""
 _SUBMIT, _COMPLETE, _ERROR, _STATE, _STRICT, _KIT = range(6)
 _ring: deque[Event] = deque(maxlen=DEFAULT_SIZE)
-_total = 0  # events appended since the ring was made or cleared: what it dropped is the difference
+# Events appended since the ring was made or cleared: what it dropped is the difference. (Two threads
+# recording at once may lose an increment: the count of dropped events is then a few short.)
+_total = 0
 _findings: deque[str] = deque(maxlen=64)
 _now = time.monotonic_ns
 _STATES = ("IDLE", "STARTING", "RUNNING", "STOPPING")
@@ -193,8 +195,11 @@ def _dropped_text(n: int, ring: int) -> str:
 def format_tail(n: int = 40, evs: list[Record] | None = None, dropped_events: int | None = None) -> str:
     """The last *n* events as text lines (times relative to the first one shown); a first line says how
     many events the ring dropped when the lines shown reach back to its start."""
-    evs = events() if evs is None else evs
-    lost = (dropped() if dropped_events is None else dropped_events) if evs else 0
+    if evs is None:
+        evs = events()
+        lost = dropped() if dropped_events is None else dropped_events
+    else:
+        lost = dropped_events or 0
     tail = evs[-n:]
     if not tail:
         return "(no events recorded)"
