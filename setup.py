@@ -43,6 +43,8 @@ class build_manpages(Command):  # noqa: N801 - setuptools command names are lowe
         self.set_undefined_options("build", ("build_base", "build_base"))
 
     def run(self) -> None:
+        if os.environ.get("DOCA_PY_SKIP_MANPAGES") == "1":
+            return  # tasks.py's first pass into a new venv: the apps' dependencies are not there yet
         os.environ.setdefault("DOCA_PY_IMPL", "emulated")  # the pages do not depend on the backend
         sys.path.insert(0, str(ROOT))
         try:

@@ -79,8 +79,12 @@ def _install(py: Path) -> None:
         return
     _sh(py, "-m", "pip", "install", "--quiet", "--upgrade", "pip", "setuptools>=77")
     # Without build isolation: an editable install needs only setuptools (setup.py makes it a
-    # ``compat`` one, a .pth that mypy follows), not the wheel build's requirements.
-    _sh(py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "-e", ".[dev]")
+    # ``compat`` one, a .pth that mypy follows), not the wheel build's requirements. The man pages
+    # import the apps, so the first pass installs the dependencies without them and the second
+    # (no dependencies to fetch) builds them into the venv's share/man/man1.
+    _sh(py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "-e", ".[dev]",
+        env=dict(os.environ, DOCA_PY_SKIP_MANPAGES="1"))
+    _sh(py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps", "-e", ".")
     stamp.write_text(wanted)
 
 

@@ -17,6 +17,17 @@ from doca_py.testing.plugin import activate
 activate()
 
 import os  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+# Every trace file the suite writes (the kit's --doca-trace, DOCA_PY_TRACE in the programs it starts) is
+# listed in this log by doca_py.emulated.trace.write_chrome; the session checks them all at its end. The
+# process that makes the log owns it (under xdist the controller: its workers inherit the variable).
+_TRACE_LOG_OWNER = not os.environ.get("DOCA_PY_TRACE_LOG")
+if _TRACE_LOG_OWNER:
+    _fd, _trace_log = tempfile.mkstemp(prefix="doca-py-traces-", suffix=".log")
+    os.close(_fd)
+    os.environ["DOCA_PY_TRACE_LOG"] = _trace_log
 from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
@@ -81,3 +92,33 @@ def backend(request: pytest.FixtureRequest, fakelibs: FakeLibs, monkeypatch: pyt
     ``conformance``) run on both, native over the fake libraries without DOCA; other tests
     run on the backend in use and skip the other with a reason (see tests/conformance/backends.py)."""
     yield from backends.select(request.param, request, fakelibs, monkeypatch)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Check every trace file the session wrote (``doca_py.testing.tracecheck``): spans balanced, every
+    task span ended or marked unfinished, each track's timestamps in order, each ctx's state changes
+    chained. An invalid file fails the session."""
+    if not _TRACE_LOG_OWNER or hasattr(session.config, "workerinput"):
+        return
+    from doca_py.testing.tracecheck import check_trace
+
+    log = Path(os.environ["DOCA_PY_TRACE_LOG"])
+    try:
+        written = sorted(set(log.read_text().splitlines())) if log.exists() else []
+        log.unlink(missing_ok=True)
+    except OSError:
+        written = []
+    found = [p for p in written if Path(p).exists()]  # a test may remove its own files
+    bad = {p: problems for p in found if (problems := check_trace(p))}
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and written:
+        if reporter._tw.width_of_current_line:  # xdist's progress leaves its line open
+            reporter.write("\n")
+        reporter.write_line(f"doca_py traces: {len(found)} trace files written by this session checked, "
+                            f"{len(bad)} invalid")
+    if bad:
+        if reporter is not None:
+            reporter.write_sep("=", "invalid doca_py trace files", red=True)
+            for path, problems in bad.items():
+                reporter.write_line(f"{path}:\n  " + "\n  ".join(problems[:20]))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -74,10 +74,14 @@ class EmuCtx:
             raise DocaBadState(f"{what}: configure the ctx while it is idle (state {CtxState(self.state).name})")
 
     # -- state machine -------------------------------------------------------------------------
-    def _set_state(self, new: int) -> None:
+    def _set_state(self, new: int, *, now: bool = False) -> None:
+        """The one path of every state change (the trace records them all): the state callback runs
+        on a later ``progress()``, or at once with *now* (a change made inside ``progress()``)."""
         prev, self.state = self.state, new
         if trace.ON: trace.state(self, prev, new)  # trace hook: ctx state change
-        if self.state_cb is not None and self.pe is not None:
+        if now:
+            self._deliver_state((prev, new))
+        elif self.state_cb is not None and self.pe is not None:
             self.pe.post(self._deliver_state, (prev, new))
 
     def _deliver_state(self, change: tuple[int, int]) -> None:

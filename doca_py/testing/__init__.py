@@ -4,9 +4,10 @@ Installing doca_py installs a pytest plugin (entry point ``pytest11: doca_py``, 
 ``doca_py.testing.plugin``) with the fixtures ``doca_dev``, ``doca_pe``, their factories,
 ``doca_pair`` (a host function and a DPU function in two processes), the options
 ``--doca-seed``, ``--doca-version``, ``--doca-strict/--doca-no-strict``, ``--doca-faults``,
-``--doca-trace``, ``--doca-leak-check/--doca-no-leak-check`` (each with an ini setting), the
-markers ``doca_versions`` and ``doca_faults``. ``DocaPair`` (whose sides start from a warm
-zygote, ``doca_py.testing.warm``) and ``Knobs`` also work without pytest.
+``--doca-trace``, ``--doca-trace-events``, ``--doca-leak-check/--doca-no-leak-check`` (each with an ini
+setting), the markers ``doca_versions`` and ``doca_faults``. ``DocaPair`` (whose sides start from a warm
+zygote, ``doca_py.testing.warm``) and ``Knobs`` also work without pytest; ``check_trace`` checks a trace file
+the kit or ``DOCA_PY_TRACE`` wrote (``doca_py.testing.tracecheck``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .knobs import VERSIONS, Knobs
     from .pair import DocaPair, PairError, PeerGone, Side, SideReport
+    from .tracecheck import assert_valid_trace, check_trace
 
-__all__ = ["DocaPair", "Side", "SideReport", "PairError", "PeerGone", "Knobs", "VERSIONS"]
+__all__ = ["DocaPair", "Side", "SideReport", "PairError", "PeerGone", "Knobs", "VERSIONS", "check_trace",
+           "assert_valid_trace"]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,6 +29,10 @@ def __getattr__(name: str) -> Any:
         from . import knobs
 
         return getattr(knobs, name)
+    if name in ("check_trace", "assert_valid_trace"):
+        from . import tracecheck
+
+        return getattr(tracecheck, name)
     if name in __all__:
         from . import pair
 

@@ -56,6 +56,8 @@ GRACE = 5.0
 """Seconds a side gets to report where it is after being asked to end, before SIGKILL."""
 STARTUP = 60.0
 """Seconds a side may take to start (interpreter, imports, device) before its function runs."""
+KIT_TID = 1 << 20
+"""The thread id of the kit's own track (in the process that runs ``DocaPair``) in a Chrome trace."""
 _LOG_TAIL = 60
 _TRACE_TAIL = 40
 _LEAKS_SHOWN = 20
@@ -267,6 +269,10 @@ def _leaks(role: str, exclude: tuple[Any, ...], caught: list[warnings.WarningMes
                       f"--doca-no-leak-check turns this check off):", *describe_leaks(objs, unclosed)])
 
 
+def _fn_name(fn: Any) -> str:
+    return str(fn.qualname if isinstance(fn, FnRef) else getattr(fn, "__qualname__", fn))
+
+
 def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
     log_fd = os.open(spec.log_path, os.O_WRONLY | os.O_APPEND)
     sys.stdout.flush()
@@ -303,6 +309,7 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
         if finished[0]:
             return  # its last word is on the way: let it end by itself
         where = "".join(traceback.format_stack(frame)) if frame is not None else ""
+        trace.mark(f"{spec.role} side ended by the kit (SIGTERM)\n{where}")
         try:
             ctl.send(("ended", f"it was at:\n{where}", _forensics()))
         finally:
@@ -319,12 +326,14 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
         fn = spec.fn.resolve() if isinstance(spec.fn, FnRef) else spec.fn
         dev, rep = open_side(spec.role)
         ctl.send(("started", None, {}))  # the run's timeout counts from here: start-up is not the side's code
+        trace.mark(f"{spec.role} side: {_fn_name(spec.fn)} starts")
         # What exists now (imports, the side's device) is not the function's: frozen, the leak check's
         # collection skips it (milliseconds, not the whole heap: the side's result is not held up).
         gc.freeze()
         with warnings.catch_warnings(record=True) as unclosed:
             warnings.simplefilter("always", ResourceWarning)
             result = fn(Side(spec.role, dev, rep, peer, spec.args, spec.token, spec.knobs.seed))
+            trace.mark(f"{spec.role} side: {_fn_name(spec.fn)} returned")
             leaks = _leaks(spec.role, (dev, rep), unclosed) if spec.leak_check and spec.knobs.strict else ""
         try:
             pickle.dumps(result)
@@ -335,6 +344,7 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
     except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are failures of the side too
         failure = sys.exc_info()[1]
         assert failure is not None
+        trace.mark(f"{spec.role} side raised {type(failure).__name__}\n{traceback.format_exc()}")
         tb = failure.__traceback__
         # From the side's function on: the kit's own frame (this function) is not the user's code.
         msg = ("raised", "".join(traceback.format_exception(type(failure), failure, tb.tb_next if tb is not None
@@ -379,6 +389,47 @@ class DocaPair:
         self.log_level: int | str = logging.INFO
         #: In strict mode, a side whose function returns with DOCA objects still open fails (``False``: off).
         self.leak_check = True
+        #: The kit's own events of every run, as Chrome trace events (see ``trace_events``).
+        self.timeline: list[dict[str, Any]] = []
+
+    def trace_events(self, process: bool = True) -> list[dict[str, Any]]:
+        """Every run as Chrome trace events: the kit's track in this process (sides started, ended,
+        timed out, and where each was then), then each side's own events (its process track).
+        *process*: include this process's ``process_name`` (leave it out to add the events to a trace
+        of this process that has one)."""
+        pid = os.getpid()
+        out: list[dict[str, Any]] = []
+        if process:
+            out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                        "args": {"name": f"test process (pid {pid})"}})
+        if self.timeline:
+            out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": KIT_TID, "args": {"name": "doca_pair"}})
+            out += self.timeline
+        for run in self.history:
+            for rep in run:
+                out += rep.trace
+        return out
+
+    def _kit(self, name: str, **args: Any) -> dict[str, Any]:
+        """Record one of the kit's own events on its track (returned: details may follow)."""
+        ev = {"ph": "i", "s": "t", "name": name, "cat": "kit", "ts": time.monotonic_ns() / 1000.0,
+              "pid": os.getpid(), "tid": KIT_TID, "args": args}
+        self.timeline.append(ev)
+        return ev
+
+    def _where(self, role: str) -> dict[str, str]:
+        """Where a side was, as far as the kit knows: its status, its innermost frame, its last event."""
+        rep = self._report(role)
+        out = {"status": rep.status}
+        if "it was at:" in rep.detail:
+            frames = [ln for ln in rep.detail.split("it was at:", 1)[1].splitlines() if ln.strip()]
+            out["where"] = "\n".join(frames[-2:])
+        elif rep.detail.strip():
+            out["detail"] = rep.detail.strip().splitlines()[-1]
+        events = [ln for ln in rep.tail.splitlines() if ln.startswith("+")]
+        if events:
+            out["last event"] = events[-1].split("ms", 1)[-1].strip()
+        return out
 
     def run(self, host_fn: Callable[[Side], H], dpu_fn: Callable[[Side], D], *, timeout: float = 60.0,
             args: Any = None, start_method: str | None = None) -> tuple[H, D]:
@@ -421,6 +472,8 @@ class DocaPair:
             ctls: dict[str, Connection] = {}
             self.reports = [SideReport(role) for role in ROLES]
             self.history.append(self.reports)
+            self._kit(f"doca_pair run {len(self.history)}", host=_fn_name(host_fn), dpu=_fn_name(dpu_fn),
+                      timeout=timeout, start_method=method)
             try:
                 for role in ROLES:
                     log_path = str(Path(tmp) / f"{role}.log")
@@ -432,6 +485,7 @@ class DocaPair:
                     p = process_cls(target=_child, args=(spec, theirs, peers[role]), name=f"doca_pair-{role}",
                                     daemon=True)
                     p.start()
+                    self._kit(f"{role} side process started", role=role, pid=p.pid)
                     theirs.close()
                     procs[role], ctls[role] = p, mine
                 for c in peers.values():
@@ -462,6 +516,8 @@ class DocaPair:
         rep = self._report(role)
         status, value, extra = msg
         rep.status = status
+        last = str(value).strip().splitlines()[-1:] if status != "ok" else []
+        self._kit(f"{role} side {status}", role=role, **({"detail": last[0]} if last else {}))
         if status == "ok":
             self._results[role] = value
         else:
@@ -487,7 +543,9 @@ class DocaPair:
                        f"did not start within {STARTUP} s")
                 for role in pending:
                     self._report(role).status = "timed out"
+                timed_out = self._kit(f"time-out: {why}")
                 self._stop(procs, ctls, why=why)
+                timed_out["args"].update({role: self._where(role) for role in procs})
                 return
             for role in list(pending):
                 rep = self._report(role)
@@ -500,6 +558,7 @@ class DocaPair:
                         break
                     if msg[0] == "started":
                         started.add(role)
+                        self._kit(f"{role} side runs its function", role=role)
                         if len(started) == len(procs):
                             deadline = time.monotonic() + timeout
                         continue
@@ -514,6 +573,7 @@ class DocaPair:
                     procs[role].join()
                     rep.status = "crashed"
                     rep.detail = f"the process died: {_exit_text(procs[role].exitcode)}"
+                    self._kit(f"{role} side crashed", role=role, detail=rep.detail)
                     self._first = role
                     return
 
@@ -535,12 +595,16 @@ class DocaPair:
         killed after ``GRACE`` seconds."""
         running = [r for r in procs if self._report(r).status in ("running", "timed out")]
         stopping = [r for r in running if not self._drain(r, ctls[r]) and procs[r].exitcode is None]
+        ended: dict[str, dict[str, Any]] = {}
         for role in stopping:
             procs[role].terminate()
+            ended[role] = self._kit(f"{role} side ended by the kit (SIGTERM)", role=role,
+                                    why=why or "the other side failed")
         deadline = time.monotonic() + GRACE
         for role in stopping:
             rep = self._report(role)
             self._drain(role, ctls[role], max(deadline - time.monotonic(), 0))  # "ended", or what it sent meanwhile
+            ended[role]["args"].update(self._where(role))
             if why:
                 rep.status = "timed out"
                 rep.detail = f"{why}; {rep.detail}" if rep.detail else why
@@ -548,6 +612,8 @@ class DocaPair:
             p.join(max(deadline - time.monotonic(), 0.1))
             if p.exitcode is None:
                 p.kill()
+                self._kit(f"{role} side killed by the kit (SIGKILL)", role=role,
+                          why=f"it did not answer SIGTERM within {GRACE} s")
                 p.join()
             rep = self._report(role)
             if rep.status == "running":
@@ -556,6 +622,7 @@ class DocaPair:
                 else:  # it died by itself, unnoticed while the other side's failure was handled
                     rep.status = "crashed"
                     rep.detail = f"the process died: {_exit_text(p.exitcode)}"
+                    self._kit(f"{role} side crashed", role=role, detail=rep.detail)
 
     def _message(self, failed: list[SideReport]) -> str:
         first = self._report(self._first)

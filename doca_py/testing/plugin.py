@@ -26,6 +26,8 @@ option                            environment variable      meaning
                                   of pytest)                into DIR (use ``--doca-trace=DIR``)
 ``--doca-leak-check``,            (none)                    in strict mode, a side or test that ends with DOCA
 ``--doca-no-leak-check``                                    objects open fails (default on)
+``--doca-trace-events N``         ``DOCA_PY_TRACE_EVENTS``  events each process's trace ring keeps (default
+(ini ``doca_trace_events``)                                 4096; older ones are dropped, with a marker)
 ================================  ========================  ==================================================
 
 Every option has an ini setting (``doca_seed``, ``doca_version``, ``doca_strict``, ``doca_faults``,
@@ -157,6 +159,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="in strict mode, a side or test that ends with DOCA objects open fails (the default)")
     group.addoption("--doca-no-leak-check", dest="doca_leak_check", action="store_false",
                     help="turn the leak check off")
+    group.addoption("--doca-trace-events", default=None, metavar="N",
+                    help=f"events each process's trace ring keeps (DOCA_PY_TRACE_EVENTS; default 4096): older "
+                         f"ones are dropped, with a marker")
+    parser.addini("doca_trace_events", "events each process's trace ring keeps (--doca-trace-events)", default="")
     for name, (text, var) in _INI.items():
         parser.addini(name, f"doca_py: {text}" + (f" (below {var} and the option)" if var else " (below the option)"),
                       default="")
@@ -246,10 +252,27 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         state.knobs.write_env()
 
 
+def _trace_events(config: pytest.Config) -> None:
+    """``--doca-trace-events`` (or the ini setting) into the environment: the test process's ring and
+    the sides' (which inherit it) take that size."""
+    text = str(config.getoption("doca_trace_events", None) or config.getini("doca_trace_events") or "").strip()
+    if not text:
+        env = os.environ.get("DOCA_PY_TRACE_EVENTS", "").strip()
+        if env and (not env.isdigit() or int(env) <= 0):
+            raise pytest.UsageError(f"doca_py: DOCA_PY_TRACE_EVENTS={env!r}: the trace ring's size must be a "
+                                    f"positive number of events")
+        return
+    if not text.isdigit() or int(text) <= 0:
+        raise pytest.UsageError(f"doca_py: --doca-trace-events / doca_trace_events {text!r}: the trace ring's "
+                                f"size must be a positive number of events")
+    os.environ["DOCA_PY_TRACE_EVENTS"] = text
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _pending
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", text)
+    _trace_events(config)
     if _STATE not in config.stash:  # registered late (not through the entry point)
         config.stash[_STATE] = _pending = _state_from(config, config.option)
     state = config.stash[_STATE]
@@ -523,9 +546,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
     events = trace.chrome(label=f"test process (pid {os.getpid()})")
     pair = item.stash.get(_PAIR, None)
-    for run in pair.history if pair is not None else []:
-        for rep in run:
-            events += rep.trace
+    if pair is not None:
+        events += pair.trace_events(process=False)  # the kit's track, then the sides
     trace.write_chrome(Path(state.trace_dir) / _trace_name(item.nodeid), events)
 
 

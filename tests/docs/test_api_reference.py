@@ -35,7 +35,7 @@ PUBLIC_MODULES = [
     "doca_py.engines.gf256", "doca_py.engines.lz4_stream",
     "doca_py.native.capi",
     "doca_py.testing.plugin", "doca_py.testing.pair", "doca_py.testing.knobs", "doca_py.testing.warm",
-    "doca_py.emulated.trace",
+    "doca_py.emulated.trace", "doca_py.testing.tracecheck",
     "apps.storage.wire.control", "apps.storage.channels.control_channel", "apps.storage.wire.io_message", "apps.storage.wire.addressing",
     "apps.storage.wire.sbc", "apps.storage.wire.compressed_block", "apps.common.errors",
 ]

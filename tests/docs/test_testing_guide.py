@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from doca_py.testing.tracecheck import assert_valid_trace, load_trace, unfinished_spans
+
 pytestmark = pytest.mark.multiprocess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +29,8 @@ def test_the_guides_application_tests_pass_under_two_versions_and_a_seed(tmp_pat
         shutil.copy(GUIDE / name, tmp_path / name)
         assert f'--8<-- "docs/testing/{name}"' in (ROOT / "docs" / "testing.md").read_text()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCA_PY_")}
-    out = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--doca-seed", "2024"],
+    out = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--doca-seed", "2024",
+                          f"--doca-trace={tmp_path / 'traces'}"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert "doca_py test kit: seed 2024," in out.stdout
@@ -35,3 +38,11 @@ def test_the_guides_application_tests_pass_under_two_versions_and_a_seed(tmp_pat
                  "test_the_dpu_copies_the_hosts_buffer_and_answers_its_crc[doca3.2] PASSED",
                  "test_a_failed_copy_reaches_the_host_as_an_error PASSED"):
         assert f"test_offload_app.py::{test}" in out.stdout, out.stdout
+    # The trace of each test shows the whole run: every task that started ended (comch sends included).
+    traces = sorted((tmp_path / "traces").glob("*.json"))
+    assert len(traces) == 3
+    for path in traces:
+        assert_valid_trace(path)
+        assert unfinished_spans(path) == [], path.name
+        names = {ev["args"]["name"] for ev in load_trace(path)["traceEvents"] if ev["name"] == "thread_name"}
+        assert {"doca_pair", "kit"} <= names and any(n.startswith("EmuComch") for n in names), names

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from doca_py.testing import DocaPair, Knobs, PairError
+from doca_py.testing import DocaPair, Knobs, PairError, assert_valid_trace
+from doca_py.testing.pair import KIT_TID, ROLES
 from doca_py.testing.knobs import ENV_SEED
 
 from . import sides
@@ -66,6 +67,19 @@ def _fails(pair: DocaPair, host: Any, dpu: Any, timeout: float = 60) -> PairErro
     return info.value
 
 
+def _kit_events(pair: DocaPair) -> dict[str, dict[str, Any]]:
+    """The kit's own events of *pair*'s runs (name -> args), in order; the whole trace checked first."""
+    events = pair.trace_events()
+    assert_valid_trace({"traceEvents": events})
+    return {e["name"]: e["args"] for e in events if e.get("tid") == KIT_TID and e["ph"] == "i"}
+
+
+def _side_marks(pair: DocaPair, role: str) -> dict[str, dict[str, Any]]:
+    """The kit's marks on *role*'s own timeline (its process's ``kit`` track), in order."""
+    rep = pair.reports[ROLES.index(role)]
+    return {e["name"]: e["args"] for e in rep.trace if e.get("cat") == "kit"}
+
+
 def test_a_raising_side_fails_the_run_with_its_traceback_and_ends_the_other(doca_pair: DocaPair) -> None:
     err = _fails(doca_pair, sides.sleep_long, sides.raise_value_error)
     host, dpu = err.reports
@@ -78,6 +92,18 @@ def test_a_raising_side_fails_the_run_with_its_traceback_and_ends_the_other(doca
     # The first line (pytest's summary line) names the side and its exception.
     assert text.splitlines()[0] == "dpu side raised ValueError: the dpu side exploded"
     assert f"--doca-seed {doca_pair.knobs.seed}" in text and "ValueError: the dpu side exploded" in text
+    # The kit's own track: who started, who raised, whom the kit ended and where it was.
+    kit = _kit_events(doca_pair)
+    names = list(kit)
+    assert names[:3] == ["doca_pair run 1", "host side process started", "dpu side process started"]
+    assert set(names[3:5]) == {"host side runs its function", "dpu side runs its function"}
+    assert names[5:] == ["dpu side raised", "host side ended by the kit (SIGTERM)", "host side ended"]
+    assert kit["dpu side raised"]["detail"] == "ValueError: the dpu side exploded"
+    ended = kit["host side ended by the kit (SIGTERM)"]
+    assert ended["why"] == "the other side failed" and "time.sleep(600)" in ended["where"]
+    raised = _side_marks(doca_pair, "dpu")
+    assert list(raised)[-2:] == ["dpu side: raise_value_error starts", "dpu side raised ValueError"]
+    assert "the dpu side exploded" in raised["dpu side raised ValueError"]["detail"]
 
 
 @pytest.mark.parametrize("crash, expected", [(sides.exit_3, "exit status 3"), (sides.sigkill_self, "SIGKILL"),
@@ -88,6 +114,10 @@ def test_a_crashing_side_fails_the_run_with_its_exit_and_log(doca_pair: DocaPair
     assert host.status == "crashed" and expected in host.detail, host.detail
     assert str(err).splitlines()[0].startswith("host side crashed: ") and expected in str(err).splitlines()[0]
     assert dpu.status == "ended"
+    kit = _kit_events(doca_pair)  # a crashed side has no trace of its own: the kit's track says what happened
+    assert expected in kit["host side crashed"]["detail"]
+    assert list(kit).index("host side crashed") < list(kit).index("dpu side ended by the kit (SIGTERM)")
+    assert kit["dpu side ended by the kit (SIGTERM)"]["where"].endswith("time.sleep(600)")
     if crash is sides.exit_3:
         assert "leaving with os._exit(3)" in host.log
     if crash is sides.segfault:  # faulthandler writes the Python stack into the side's log
@@ -100,6 +130,12 @@ def test_a_run_past_its_timeout_ends_both_sides_and_says_where_they_were(doca_pa
     for rep in err.reports:
         assert rep.status == "timed out" and rep.detail.startswith("timed out after 1 s; it was at")
         assert "time.sleep(600)" in rep.detail
+    kit = _kit_events(doca_pair)
+    timeout = kit["time-out: timed out after 1 s"]
+    for role in ("host", "dpu"):  # where each side was when the time ran out
+        assert timeout[role]["status"] == "timed out" and timeout[role]["where"].endswith("time.sleep(600)")
+        assert "ended by the kit (SIGTERM)" in list(_side_marks(doca_pair, role))[-1]
+        assert list(kit).index("time-out: timed out after 1 s") < list(kit).index(f"{role} side ended by the kit (SIGTERM)")
 
 
 def test_a_result_that_cannot_be_pickled_fails_its_side(doca_pair: DocaPair) -> None:

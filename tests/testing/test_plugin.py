@@ -24,7 +24,7 @@ UNTOUCHED = '''
 import os, sys
 
 def test_untouched():
-    assert not [k for k in os.environ if k.startswith("DOCA_PY_") and k != "DOCA_PY_IMPL"]
+    assert not [k for k in os.environ if k.startswith("DOCA_PY_") and k not in ("DOCA_PY_IMPL", "DOCA_PY_TRACE_LOG")]
     assert not [m for m in sys.modules if m.startswith("doca_py.emulated")]
 '''
 
@@ -46,7 +46,7 @@ def test_knobs(doca_knobs, doca_dev, doca_pe, doca_dev_factory):
 @pytest.fixture
 def clean(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No knob in the environment: a user's shell."""
-    for name in (ENV_SEED, ENV_STRICT, ENV_SHUFFLE, ENV_FAULTS, ENV_VERSION, "DOCA_PY_TRACE"):
+    for name in (ENV_SEED, ENV_STRICT, ENV_SHUFFLE, ENV_FAULTS, ENV_VERSION, "DOCA_PY_TRACE", "DOCA_PY_TRACE_EVENTS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DOCA_PY_IMPL", "emulated")
     return monkeypatch
@@ -212,7 +212,12 @@ def test_a_failing_side_reports_traceback_log_events_and_a_replay_that_reproduce
     names = sorted(p["name"].split(" (")[0] for p in procs.values())
     assert names == ["dpu side", "host side", "test process"]
     (host,) = [p for p in procs.values() if p["name"].startswith("host side")]
-    assert list(host["tracks"].values())[0].startswith("EmuDma@")
+    assert list(host["tracks"].values()) == ["kit", *[n for n in host["tracks"].values() if n.startswith("EmuDma@")]]
+    assert [e["name"] for e in host["events"] if e["cat"] == "kit"] == ["host side: host starts",
+                                                                         "host side: host returned"]
+    (test,) = [p for p in procs.values() if p["name"].startswith("test process")]
+    assert "doca_pair" in test["tracks"].values()  # the kit's track: sides started, the dpu side raised
+    assert "dpu side raised" in [e["name"] for e in test["events"]]
     assert sum(e["ph"] == "b" for e in host["events"]) == 16
 
 
@@ -431,3 +436,26 @@ def test_a_test_that_ends_with_doca_objects_open_fails_in_strict_mode(pytester: 
     off.assert_outcomes(passed=2)
     lax = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:randomly", "--doca-no-strict")
     lax.assert_outcomes(passed=2)
+def test_the_trace_ring_size_is_an_option_and_a_setting(pytester: pytest.Pytester, clean: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    pytester.makepyfile(test_app=APP.replace("    assert order == sorted(order)", "    return order  #"))
+    for how, args in (("option", ["--doca-trace-events=8"]), ("ini", [])):
+        if how == "ini":
+            pytester.makeini("[pytest]\ndoca_trace_events = 8\n")
+        traces = tmp_path / how
+        ran = pytester.runpytest_subprocess("-p", "no:xdist", *args, f"--doca-trace={traces}")
+        ran.assert_outcomes(passed=1)
+        (path,) = traces.glob("*.json")
+        procs = check_chrome_trace(path)
+        (host,) = [p for p in procs.values() if p["name"].startswith("host side")]
+        (marker,) = [e for e in host["events"] if e["cat"] == "trace"]
+        kept = [e for e in host["events"] if e["ph"] == "i" and e["cat"] != "trace"]
+        assert len(kept) == 8 and marker["name"] == f"{marker['args']['dropped']} events dropped"
+    bad = pytester.runpytest_subprocess("-p", "no:xdist", "--doca-trace-events=0")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--doca-trace-events*'0'*positive number of events*"])
+    clean.setenv("DOCA_PY_TRACE_EVENTS", "lots")  # the environment's value, checked when no setting wins over it
+    pytester.makeini("[pytest]\n")
+    bad = pytester.runpytest_subprocess("-p", "no:xdist")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*DOCA_PY_TRACE_EVENTS='lots'*positive number of events*"])

@@ -10,6 +10,7 @@ from ...errors import (
     DocaNotPermitted,
 )
 from ...types import AccessFlag
+from .. import trace
 from ..ctx import EmuTask, complete_in_order, deliver_completion, unpin_bufs
 from ..mmap import EmuMmap
 from ..pe import EmuPe
@@ -45,6 +46,7 @@ def complete_soft(task: EmuTask) -> None:
 def _deliver_soft(task: EmuTask) -> None:
     ctx = task.ctx
     if ctx.state == RUNNING and task.status:
+        if trace.ON: trace.complete(task)  # trace hook: completion (an error that keeps the ctx running)
         task.inflight = False
         ctx.inflight -= 1
         if task.pinned:
@@ -97,6 +99,7 @@ def _complete_batch(tasks: Sequence[EmuTask]) -> None:
                     lane is None or (t.seq == lane.delivered and not lane.parked)):
                 if lane is not None:
                     lane.delivered += 1
+                if trace.ON: trace.complete(t)  # trace hook: completion (inlined success path)
                 t.inflight = False
                 ctx.inflight -= 1
                 if t.pinned:

@@ -117,8 +117,7 @@ class EmuRdma(RdmaTaskAlloc):
     def _to_running(self, epoch: int) -> None:
         """STARTING -> RUNNING, inside ``progress()``."""
         if epoch == self.epoch and self.state == STARTING:
-            self.state = RUNNING
-            self._deliver_state((STARTING, RUNNING))
+            self._set_state(RUNNING, now=True)
 
     def _on_stop(self) -> None:
         claimed: list[Work] = []
@@ -303,8 +302,7 @@ class EmuRdma(RdmaTaskAlloc):
         if epoch != self.epoch or conn.state != C_ESTABLISHED:
             return
         if self.state == STARTING:  # a CM connection (2.6 rules; 3.x is RUNNING already)
-            self.state = RUNNING
-            self._deliver_state((STARTING, RUNNING))
+            self._set_state(RUNNING, now=True)
         if self.conn_cb is not None:
             self.conn_cb(EV_ESTABLISHED, conn)
         if conn.state == C_ESTABLISHED:
