@@ -154,7 +154,7 @@ def state_of_a_side(side: Side) -> dict[str, Any]:
     return {"alive": alive, "threads": sorted(t.name for t in threading.enumerate()),
             "left_behind": list(_LEFT_BEHIND), "env": os.environ.get("DOCA_PY_TEST_LEFT_BEHIND"),
             "knobs": (strict.SEED, strict.STRICT, strict.SHUFFLE, dict(strict.FAULTS), d.version_runtime()),
-            "events": [e.kind for e in trace.events()], "ppid": os.getppid(),
+            "events": [e[1] for e in trace.events() if e[1] != "kit"], "ppid": os.getppid(),  # the kit marks its own
             "log_level": logging.getLogger("doca_py").level}
 
 
