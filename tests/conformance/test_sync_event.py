@@ -165,7 +165,7 @@ def test_a_blob_is_imported_only_as_its_kind(dev: d.Dev) -> None:
             d.SyncEvent.create_from_export(dev, se.export_to_remote_net())
         with pytest.raises(e.DocaInvalidValue):
             d.SyncEventRemoteNet.create_from_export(dev, se.export_to_remote_pci(dev))
-        with pytest.raises(e.DocaInvalidValue):
+        with pytest.raises(e.DocaTypeError, match="blob must be bytes"):
             d.SyncEvent.create_from_export(dev, "not bytes")  # type: ignore[arg-type]
 
 
