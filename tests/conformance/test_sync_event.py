@@ -303,3 +303,26 @@ def test_a_ctx_event_cannot_start_stand_alone_and_tasks_need_it_running(dev: d.D
         t.free()
         ctx.stop()
         se.close()
+
+
+@pytest.mark.parametrize("field", ["fd", "slot", "offset", "key"])
+def test_an_import_checks_every_field_of_the_blob(dev: d.Dev, field: str, backend: str) -> None:
+    """A same-process import (remote PCI and remote net) refuses a blob whose any field differs from the
+    one the exporter issued (NOT_PERMITTED at creation, not at the first access)."""
+    if backend != "emulated":
+        pytest.skip("forges an emulated export blob")
+    import dataclasses
+
+    from doca_py.emulated import export as ex
+    from doca_py.emulated import sync_event as emu
+
+    with _event(dev, remote_net=True) as net, _event(dev) as pci:
+        for kind, blob, create in (
+                (emu.BlobKind.PCI, pci.export_to_remote_pci(dev), d.SyncEvent.create_from_export),
+                (emu.BlobKind.NET, net.export_to_remote_net(), d.SyncEventRemoteNet.create_from_export)):
+            inner = emu.decode_blob(blob, kind)
+            value = bytes(16) if field == "key" else getattr(inner, field) + 1
+            forged = emu.encode_blob(kind, ex.encode(dataclasses.replace(inner, **{field: value})))
+            with pytest.raises(e.DocaNotPermitted):
+                create(dev, forged)
+            create(dev, blob).close()  # the genuine blob still imports

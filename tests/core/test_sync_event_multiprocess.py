@@ -90,6 +90,10 @@ def test_forged_and_revoked_blobs_are_refused(event: tuple[d.SyncEvent, bytes]) 
     inner = emu.decode_blob(blob, emu.BlobKind.PCI)
     forged = emu.encode_blob(emu.BlobKind.PCI, ex.encode(dataclasses.replace(inner, key=bytes(16))))
     assert _first(forged) == "DocaNotPermitted"  # the exporter checks the key before handing the memfd over
+    for field, value in (("fd", inner.fd + 1), ("slot", inner.slot + 1), ("offset", inner.offset + 8)):
+        # ... and every other field against the blob it issued
+        forged = emu.encode_blob(emu.BlobKind.PCI, ex.encode(dataclasses.replace(inner, **{field: value})))
+        assert _first(forged) == "DocaNotPermitted", field
     assert _first(blob[:-1]) == "DocaInvalidValue"
     se.stop()
     assert _first(blob) == "DocaNotPermitted"
