@@ -200,6 +200,13 @@ def _event_call(f: Callable[[d.SyncEvent, Any], object]) -> Call:
     return call
 
 
+def _eq_waits() -> bool:
+    """DOCA 2.6 (the emulator's 2.6 mode) has no wait_eq tasks."""
+    from doca_py.emulated import version
+
+    return version.VERSION >= (3, 0)
+
+
 def _pool_call(f: Callable[[d.BufPool, Any], object]) -> Call:
     def call(w: World, x: Any) -> None:
         with d.BufPool(1, 64, w.mm, start=False) as pool:
@@ -214,8 +221,9 @@ def _task_call(f: Callable[[d.SyncEventCtx, Any], object]) -> Call:
             se.add_subscriber_location_cpu(w.dev)
             ctx = se.as_ctx()
             w.pe.connect_ctx(ctx)
-            for kind in ("notify_set", "wait_eq"):
-                getattr(ctx, f"task_{kind}_set_conf")(_ignore, _ignore, 1)
+            ctx.task_notify_set_set_conf(_ignore, _ignore, 1)
+            if _eq_waits():
+                ctx.task_wait_eq_set_conf(_ignore, _ignore, 1)
             ctx.start()
             try:
                 f(ctx, x)
@@ -264,6 +272,8 @@ def test_buf_pool_and_sync_event_objects(w: World, where: str, param: str, call:
 def test_buf_pool_and_sync_event_integers(w: World, where: str, param: str, call: Call, bad: object) -> None:
     if bad is None and param == "element_alignment":
         pytest.skip("None is the default: no alignment set")
+    if where.startswith(("SyncEventCtx.task_wait_eq", "SyncEventTaskWaitEq")) and not _eq_waits():
+        pytest.skip("DOCA 2.6 has no wait_eq tasks")
     _check(w, where, param, call, bad)
 
 
