@@ -156,29 +156,29 @@ class _Probe:
 _ALONE = _owner_refs(_Probe())
 
 
-class _NotStrict:
-    STRICT = False
-
-
-_knobs: Any = None  # doca_py.emulated.strict once the emulated backend is loaded (its STRICT can change)
+_knobs: Any = None  # doca_py.emulated.strict (its STRICT can change), once an emulated descriptor was wrapped
+_lax: dict[type, bool] = {}  # by descriptor class: whether it is the emulator's (which has a non-strict mode)
 
 
 def wrap_buf(h: BufHandle, home: BufInventory | BufPool, mmap: Mmap) -> Buf:
     """The public ``Buf`` of a descriptor *home* just handed out.
 
     A wrapper is retired when its allocation is freed (every use then raises). The descriptor's previous
-    wrapper is reused (no allocation per buffer) outside the emulator's strict mode (the hot path stays as
-    cheap as it was; a stale reference is caught until the descriptor is handed out again), or when
-    nothing but the descriptor references it (no one can use it stale). Otherwise this allocation gets
-    a new wrapper and the old one stays retired: strict mode catches every use after free. A previous
+    wrapper is reused (no allocation per buffer) on the emulator outside its strict mode (the hot path
+    stays as cheap as it was; a stale reference is caught until the descriptor is handed out again), or
+    when nothing but the descriptor references it (no one can use it stale). Otherwise this allocation
+    gets a new wrapper and the old one stays retired: strict mode and the native backend catch every use
+    after free. A previous
     wrapper not retired yet (the native backend does not see frees made in C) is retired here."""
     global _knobs
     buf = cast("Buf | None", h.owner)
     if buf is not None:
-        knobs = _knobs
-        if knobs is None:
-            knobs = _knobs = sys.modules.get("doca_py.emulated.strict", _NotStrict)
-        if not knobs.STRICT or _owner_refs(h) <= _ALONE + 1:  # + 1: our own `buf`
+        lax = _lax.get(type(h))
+        if lax is None:
+            lax = _lax[type(h)] = type(h).__module__.startswith("doca_py.emulated.")
+            if lax:
+                _knobs = sys.modules["doca_py.emulated.strict"]  # loaded with the emulated descriptors
+        if (lax and not _knobs.STRICT) or _owner_refs(h) <= _ALONE + 1:  # + 1: our own `buf`
             buf._h, buf._mmap, buf._closed = h, mmap, False
             home._adopt(buf)
             mmap._adopt(buf)
