@@ -8,13 +8,15 @@ Addresses are in the mmap's address space (``Mmap.get_memrange()``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+import sys
+import weakref
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from ._args import expect, wrong_type
 from ._backend import backend
 from ._lifetime import DocaObject
 from ._backend.protocols.core import BufHandle, BufInventoryHandle
-from .errors import DocaInvalidValue
+from .errors import DocaBadState, DocaInvalidValue, DocaUsageError
 from .mmap import Mmap
 
 if TYPE_CHECKING:
@@ -116,30 +118,113 @@ class BufInventory(DocaObject):
         return self
 
 
+_FREED = ("this Buf was freed (its reference count reached 0): its descriptor went back to its inventory or "
+          "pool and may be another holder's now; take a new buffer")
+_tombstones: dict[type, object] = {}
+_dead: set[type] = set()  # the tombstones' classes
+
+
+def _tombstone(h: BufHandle) -> BufHandle:
+    """What a freed wrapper holds instead of its descriptor: an instance of the descriptor's own class
+    (the backends' type checks pass) whose every attribute raises ``DocaBadState``, so that whatever uses
+    the stale wrapper (its methods, a task it is given to) fails at once, without a check on the way."""
+    cls = type(h)
+    t = _tombstones.get(cls)
+    if t is None:
+        def refuse(self: object, name: str) -> NoReturn:
+            raise DocaBadState(_FREED)
+
+        dead = type(f"Freed{cls.__name__}", (cls,), {"__getattribute__": refuse, "__setattr__": refuse,
+                                                      "__repr__": lambda self: "<freed doca_buf>"})
+        t = _tombstones[cls] = object.__new__(dead)
+        _dead.add(dead)
+    return cast(BufHandle, t)
+
+
+def _owner_refs(h: BufHandle | _Probe) -> int:
+    return sys.getrefcount(h.owner)
+
+
+class _Probe:
+    __slots__ = ("owner",)
+
+    def __init__(self) -> None:
+        self.owner = object()
+
+
+#: What `_owner_refs` says of a wrapper that only its descriptor references (measured: interpreters differ).
+_ALONE = _owner_refs(_Probe())
+
+
+_knobs: Any = None  # doca_py.emulated.strict (its STRICT can change), once an emulated descriptor was wrapped
+_lax: dict[type, bool] = {}  # by descriptor class: whether it is the emulator's (which has a non-strict mode)
+
+
 def wrap_buf(h: BufHandle, home: BufInventory | BufPool, mmap: Mmap) -> Buf:
-    """The public ``Buf`` of a descriptor *home* just handed out. Descriptors are recycled; so are their
-    wrappers (no allocation per buffer)."""
+    """The public ``Buf`` of a descriptor *home* just handed out.
+
+    A wrapper is retired when its allocation is freed (every use then raises). The descriptor's previous
+    wrapper is reused (no allocation per buffer) on the emulator outside its strict mode (the hot path
+    stays as cheap as it was; a stale reference is caught until the descriptor is handed out again), or
+    when nothing but the descriptor references it (no one can use it stale). Otherwise this allocation
+    gets a new wrapper and the old one stays retired: strict mode and the native backend catch every use
+    after free. A previous
+    wrapper not retired yet (the native backend does not see frees made in C) is retired here."""
+    global _knobs
     buf = cast("Buf | None", h.owner)
-    if buf is None:
-        buf = Buf(h, home, mmap)
-        h.owner = buf
-    else:
-        buf._mmap = mmap
-        buf._closed = False
+    if buf is not None:
+        lax = _lax.get(type(h))
+        if lax is None:
+            lax = _lax[type(h)] = type(h).__module__.startswith("doca_py.emulated.")
+            if lax:
+                _knobs = sys.modules["doca_py.emulated.strict"]  # loaded with the emulated descriptors
+        if (lax and not _knobs.STRICT) or _owner_refs(h) <= _ALONE + 1:  # + 1: our own `buf`
+            buf._h, buf._mmap, buf._closed = h, mmap, False
+            home._adopt(buf)
+            mmap._adopt(buf)
+            return buf
+        buf._freed()
+    buf = Buf(h, home, mmap)
+    h.owner = buf
     home._adopt(buf)
     mmap._adopt(buf)
     return buf
 
 
+#: A Buf has no children: every Buf shares this (always empty) set instead of building its own.
+_NO_CHILDREN: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 class Buf(DocaObject):
     """``doca_buf``. Returned to its inventory when the reference count reaches 0;
-    [`close`][doca_py.buf.Buf.close] drops every reference."""
+    [`close`][doca_py.buf.Buf.close] drops every reference.
+
+    Each allocation has its own wrapper. Once the buffer is freed (its reference count reached 0, or its
+    inventory, pool or mmap closed) every use of the wrapper raises
+    [`DocaBadState`][doca_py.errors.DocaBadState], as does giving it to a task: the descriptor may already
+    be another holder's."""
+
+    # DocaObject.__init__'s state as class defaults (no per-object WeakSet): one Buf per allocation stays cheap.
+    _closed = False
+    _children = _NO_CHILDREN
+    _finalizer = None
 
     def __init__(self, handle: BufHandle, inventory: BufInventory | BufPool, mmap: Mmap) -> None:
-        super().__init__()
         self._h = handle
         self._inv = inventory
         self._mmap = mmap
+
+    def _adopt(self, child: DocaObject) -> None:
+        raise DocaUsageError("a Buf has no children")  # _NO_CHILDREN is shared: never add to it
+
+    def _freed(self) -> None:
+        """The buffer went back to its home: retire this wrapper (idempotent)."""
+        h = self._h
+        if type(h) in _dead:
+            return
+        # Still the descriptor's owner: wrap_buf reuses it if no one else keeps it.
+        self._h = _tombstones.get(type(h)) or _tombstone(h)  # type: ignore[assignment]
+        self._closed = True
 
     @classmethod
     def from_handle(cls, inventory: BufInventory, mmap: Mmap, handle: BufHandle | int) -> Buf:
@@ -212,14 +297,21 @@ class Buf(DocaObject):
         self._h.reuse_by_args(data, data_len, data, data_len)
 
     def inc_refcount(self) -> int:
-        """Add a reference; returns the count before."""
+        """Add a reference; returns the count before.
+
+        :raises DocaBadState: when the buffer was freed (no one holds it).
+        """
         return self._h.inc_refcount()
 
     def dec_refcount(self) -> int:
-        """Drop a reference; returns the count before. At 0 the list returns to the inventory."""
+        """Drop a reference; returns the count before. At 0 the list returns to the inventory and this
+        wrapper is retired.
+
+        :raises DocaBadState: when the buffer was freed already.
+        """
         before = self._h.dec_refcount()
-        if before == 1:
-            self._closed = True
+        if before == 1 and not self._closed:  # the emulated backend retired it already
+            self._freed()
         return before
 
     def get_refcount(self) -> int:
@@ -229,7 +321,7 @@ class Buf(DocaObject):
     def _peer(self, h: BufHandle) -> Buf:
         # List elements made by buf_dup have no wrapper until someone asks for one.
         buf = cast("Buf | None", h.owner)
-        if buf is None:
+        if buf is None or buf._closed:  # none yet, or the one of a freed allocation
             buf = Buf(h, self._inv, self._mmap)
             h.owner = buf
         return buf
@@ -289,6 +381,7 @@ class Buf(DocaObject):
         if h.is_first_in_list() and h.get_refcount():
             while h.dec_refcount() > 1:
                 pass
+        self._freed()
 
     def _repr_facts(self) -> list[str]:
         h = self._h

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._args import expect
 from ._backend import backend
 from ._backend.protocols.core import BufPoolHandle
 from ._lifetime import DocaObject
@@ -29,6 +30,7 @@ class BufPool(DocaObject):
     cannot close while the pool is open.
 
     :raises DocaInvalidValue: for a zero count or size, or an mmap without a memory range.
+    :raises DocaTypeError: for an argument of the wrong type (naming it).
     :raises DocaInitialization: (start) when the elements do not fit the mmap's range.
     """
 
@@ -37,6 +39,9 @@ class BufPool(DocaObject):
     def __init__(self, num_elements: int, element_size: int, mmap: Mmap, *, element_alignment: int | None = None,
                  start: bool = True, user_data: Any = None) -> None:
         super().__init__()
+        expect("BufPool", int, num_elements=num_elements, element_size=element_size)
+        expect("BufPool", Mmap, mmap=mmap)
+        expect("BufPool", (int, type(None)), element_alignment=element_alignment)
         mmap._check_open()
         self._h: BufPoolHandle = backend.buf_pool.buf_pool_create(num_elements, element_size, mmap._h)
         self._arm_finalizer(self._h.destroy)
@@ -78,6 +83,7 @@ class BufPool(DocaObject):
         :raises DocaBadState: when the pool is started.
         :raises DocaInvalidValue: when *alignment* is not a power of 2.
         """
+        expect("BufPool.set_element_alignment", int, alignment=alignment)
         self._check_open()
         self._h.set_element_alignment(alignment)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._args import caller, wrong_type
 from ._backend import backend
 from ._backend.protocols.rdma_sync_event import RdmaTaskRemoteNetSyncEventHandle
 from .buf import Buf
@@ -48,11 +49,15 @@ class _SyncEventTask(_ConnTask):
 
     def set_sync_event(self, event: SyncEventRemoteNet) -> None:
         """``doca_rdma_task_remote_net_sync_event_<type>_set_sync_event``: aim at *event*."""
+        if not isinstance(event, SyncEventRemoteNet):
+            raise wrong_type(f"{type(self).__name__}.set_sync_event", SyncEventRemoteNet, event=event)
         event._check_open()
         self._h.set_sync_event(event._h)
         self._event = event
 
-    def _set_buf(self, buf: Buf) -> None:
+    def _set_buf(self, buf: Buf, param: str) -> None:
+        if not isinstance(buf, Buf):
+            raise wrong_type(caller(), Buf, **{param: buf})
         self._h.set_buf(buf._h)
         self._buf = buf
 
@@ -69,7 +74,7 @@ class RdmaTaskRemoteNetSyncEventGet(_SyncEventTask):
 
     def set_dst_buf(self, dst: Buf) -> None:
         """``doca_rdma_task_remote_net_sync_event_get_set_dst_buf``: set the dst buf to *dst*."""
-        self._set_buf(dst)
+        self._set_buf(dst, "dst")
 
     def get_result_len(self) -> int:
         """``doca_rdma_task_remote_net_sync_event_get_get_result_len``: bytes written to the destination."""
@@ -87,7 +92,7 @@ class RdmaTaskRemoteNetSyncEventNotifySet(_SyncEventTask):
 
     def set_src_buf(self, src: Buf) -> None:
         """``doca_rdma_task_remote_net_sync_event_notify_set_set_src_buf``: set the src buf to *src*."""
-        self._set_buf(src)
+        self._set_buf(src, "src")
 
 
 class RdmaTaskRemoteNetSyncEventNotifyAdd(_SyncEventTask):
@@ -102,7 +107,7 @@ class RdmaTaskRemoteNetSyncEventNotifyAdd(_SyncEventTask):
 
     def set_result_buf(self, result: Buf) -> None:
         """``doca_rdma_task_remote_net_sync_event_notify_add_set_result_buf``: set the result buf to *result*."""
-        self._set_buf(result)
+        self._set_buf(result, "result")
 
     def get_add_data(self) -> int:
         """``doca_rdma_task_remote_net_sync_event_notify_add_get_add_data``: the addend."""
@@ -110,6 +115,8 @@ class RdmaTaskRemoteNetSyncEventNotifyAdd(_SyncEventTask):
 
     def set_add_data(self, add: int) -> None:
         """``doca_rdma_task_remote_net_sync_event_notify_add_set_add_data``: set the addend to *add*."""
+        if not isinstance(add, int):
+            raise wrong_type("RdmaTaskRemoteNetSyncEventNotifyAdd.set_add_data", int, add=add)
         self._h.set_add_data(add & (1 << 64) - 1)
 
 
@@ -144,10 +151,19 @@ class RdmaSyncEventTasks:
         self._set_conf(backend.rdma_sync_event.task_pool(self._h, "notify_add"), success, error, num_tasks)
 
     def _sync_event_task(self, kind: str, cls: type[Any], connection: RdmaConnection, event: SyncEventRemoteNet,
-                         buf: Buf, add: int, user_data: Any) -> Any:
+                         buf: Buf, add: int, user_data: Any, buf_name: str) -> Any:
+        where = "Rdma." + caller(2).rpartition(".")[2]
+        if not isinstance(connection, RdmaConnection):
+            raise wrong_type(where, RdmaConnection, connection=connection)
+        if not isinstance(event, SyncEventRemoteNet):
+            raise wrong_type(where, SyncEventRemoteNet, event=event)
+        if not isinstance(buf, Buf):
+            raise wrong_type(where, Buf, **{buf_name: buf})
+        if not isinstance(add, int):
+            raise wrong_type(where, int, add_data=add)
         event._check_open()
         h = backend.rdma_sync_event.task_allocate_init(self._h, kind, self._check_conn(connection), event._h,
-                                                       buf._h, add)
+                                                       buf._h, add & (1 << 64) - 1)
         t = self._wrap_task(h, cls, user_data)
         t._conn, t._event, t._buf = connection, event, buf
         return t
@@ -160,7 +176,7 @@ class RdmaSyncEventTasks:
         :raises DocaBadState: when the ctx is not RUNNING or the task type is not configured.
         """
         t: RdmaTaskRemoteNetSyncEventGet = self._sync_event_task(
-            "get", RdmaTaskRemoteNetSyncEventGet, connection, event, dst, 0, user_data)
+            "get", RdmaTaskRemoteNetSyncEventGet, connection, event, dst, 0, user_data, "dst")
         return t
 
     def task_remote_net_sync_event_notify_set_allocate_init(
@@ -169,7 +185,7 @@ class RdmaSyncEventTasks:
         """``doca_rdma_task_remote_net_sync_event_notify_set_allocate_init``: a task setting *event* to the
         value in *src* (its data: 8 bytes, native byte order)."""
         t: RdmaTaskRemoteNetSyncEventNotifySet = self._sync_event_task(
-            "notify_set", RdmaTaskRemoteNetSyncEventNotifySet, connection, event, src, 0, user_data)
+            "notify_set", RdmaTaskRemoteNetSyncEventNotifySet, connection, event, src, 0, user_data, "src")
         return t
 
     def task_remote_net_sync_event_notify_add_allocate_init(
@@ -178,8 +194,8 @@ class RdmaSyncEventTasks:
         """``doca_rdma_task_remote_net_sync_event_notify_add_allocate_init``: a task adding *add_data* to
         *event* atomically; the value before is appended to *result*."""
         t: RdmaTaskRemoteNetSyncEventNotifyAdd = self._sync_event_task(
-            "notify_add", RdmaTaskRemoteNetSyncEventNotifyAdd, connection, event, result, add_data & (1 << 64) - 1,
-            user_data)
+            "notify_add", RdmaTaskRemoteNetSyncEventNotifyAdd, connection, event, result, add_data, user_data,
+            "result")
         return t
 
     @staticmethod

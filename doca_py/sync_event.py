@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._args import caller, expect, wrong_type
 from ._backend import backend
 from ._backend.protocols.sync_event import (
     SyncEventCtxHandle,
@@ -40,7 +41,9 @@ __all__ = ["SyncEvent", "SyncEventCtx", "SyncEventRemoteNet", "SyncEventTaskGet"
 _MASK = (1 << 64) - 1
 
 
-def _u64(what: str, value: int) -> int:
+def _u64(what: str, value: int, param: str = "value", depth: int = 2, where: str | None = None) -> int:
+    if not isinstance(value, int):  # the public method *depth* frames up (or *where*) names its parameter *param*
+        raise wrong_type(where or caller(depth), int, **{param: value})
     if not 0 <= value <= _MASK:
         raise DocaInvalidValue(f"{what} must be a 64-bit unsigned value, got {value}")
     return value
@@ -97,7 +100,7 @@ class _SyncEventTaskWait(Task):
 
     def set_wait_val(self, value: int) -> None:
         """``..._set_wait_val``: the value compared with the masked event value."""
-        self._h.set_wait_val(_u64("wait_val", value))
+        self._h.set_wait_val(_u64("wait_val", value, where=f"{type(self).__name__}.set_wait_val"))
 
     def get_wait_val(self) -> int:
         """``..._get_wait_val``: the value compared with the masked event value."""
@@ -105,7 +108,7 @@ class _SyncEventTaskWait(Task):
 
     def set_mask(self, mask: int) -> None:
         """``..._set_mask``: the mask applied to the event value before comparing."""
-        self._h.set_mask(_u64("mask", mask))
+        self._h.set_mask(_u64("mask", mask, "mask", where=f"{type(self).__name__}.set_mask"))
 
     def get_mask(self) -> int:
         """``..._get_mask``: the mask applied to the event value before comparing."""
@@ -187,13 +190,13 @@ class SyncEventCtx(Ctx):
     def task_wait_eq_alloc_init(self, value: int, mask: int = _MASK, user_data: Any = None) -> SyncEventTaskWaitEq:
         """``doca_sync_event_task_wait_eq_alloc_init``: a task completing once ``event & mask == value``."""
         self._check_open()
-        return self._wrap_task(self._h.task_wait_eq_alloc_init(_u64("wait_val", value), _u64("mask", mask)),
+        return self._wrap_task(self._h.task_wait_eq_alloc_init(_u64("wait_val", value), _u64("mask", mask, "mask")),
                                SyncEventTaskWaitEq, user_data)
 
     def task_wait_neq_alloc_init(self, value: int, mask: int = _MASK, user_data: Any = None) -> SyncEventTaskWaitNeq:
         """``doca_sync_event_task_wait_neq_alloc_init``: a task completing once ``event & mask != value``."""
         self._check_open()
-        return self._wrap_task(self._h.task_wait_neq_alloc_init(_u64("wait_val", value), _u64("mask", mask)),
+        return self._wrap_task(self._h.task_wait_neq_alloc_init(_u64("wait_val", value), _u64("mask", mask, "mask")),
                                SyncEventTaskWaitNeq, user_data)
 
     def __enter__(self) -> SyncEventCtx:
@@ -227,9 +230,9 @@ class SyncEvent(DocaObject):
         :raises DocaNotPermitted: when the exporter revoked the export (stopped or destroyed the event).
         :raises DocaNotSupported: when *dev* cannot import, or the exporter is out of reach.
         """
+        expect("SyncEvent.create_from_export", Dev, dev=dev)
+        expect("SyncEvent.create_from_export", (bytes, bytearray, memoryview), blob=blob)
         dev._check_open()
-        if not isinstance(blob, (bytes, bytearray, memoryview)):
-            raise DocaInvalidValue(f"export blob must be bytes, not {type(blob).__name__}")
         se = cls(user_data, _handle=backend.sync_event.sync_event_create_from_export(dev._h, bytes(blob)))
         dev._adopt(se)
         return se
@@ -237,6 +240,7 @@ class SyncEvent(DocaObject):
     # -- locations (before start) ---------------------------------------------------------------
     def add_publisher_location_cpu(self, dev: Dev) -> None:
         """``doca_sync_event_add_publisher_location_cpu``: the CPU of *dev*'s host updates the event."""
+        expect("SyncEvent.add_publisher_location_cpu", Dev, dev=dev)
         self._check_open()
         self._h.add_publisher_location_cpu(dev._h)
         dev._adopt(self)
@@ -253,6 +257,7 @@ class SyncEvent(DocaObject):
 
     def add_subscriber_location_cpu(self, dev: Dev) -> None:
         """``doca_sync_event_add_subscriber_location_cpu``: the CPU of *dev*'s host waits on the event."""
+        expect("SyncEvent.add_subscriber_location_cpu", Dev, dev=dev)
         self._check_open()
         self._h.add_subscriber_location_cpu(dev._h)
         dev._adopt(self)
@@ -306,7 +311,7 @@ class SyncEvent(DocaObject):
 
     def _wait(self, op: str, value: int, mask: int, yield_cpu: bool) -> None:
         self._check_open()
-        self._h.wait(op, _u64("value", value), _u64("mask", mask), yield_cpu)
+        self._h.wait(op, _u64("value", value, depth=3), _u64("mask", mask, "mask", 3), yield_cpu)
 
     def wait_gt(self, value: int, mask: int = _MASK) -> None:
         """``doca_sync_event_wait_gt``: busy-wait until ``event & mask > value`` (no timeout, as in DOCA)."""
@@ -338,6 +343,7 @@ class SyncEvent(DocaObject):
         """``doca_sync_event_export_to_remote_pci``: a blob for the PCIe peer's
         [`create_from_export`][doca_py.sync_event.SyncEvent.create_from_export] (event started, with a remote
         PCI location)."""
+        expect("SyncEvent.export_to_remote_pci", Dev, dev=dev)
         self._check_open()
         dev._check_open()
         return bytes(self._h.export_to_remote_pci(dev._h))
@@ -405,9 +411,9 @@ class SyncEventRemoteNet(DocaObject):
 
         :raises DocaInvalidValue: for a malformed, truncated or corrupt blob, or a remote-PCI one.
         """
+        expect("SyncEventRemoteNet.create_from_export", Dev, dev=dev)
+        expect("SyncEventRemoteNet.create_from_export", (bytes, bytearray, memoryview), blob=blob)
         dev._check_open()
-        if not isinstance(blob, (bytes, bytearray, memoryview)):
-            raise DocaInvalidValue(f"export blob must be bytes, not {type(blob).__name__}")
         rn = cls(backend.sync_event.sync_event_remote_net_create_from_export(dev._h, bytes(blob)))
         dev._adopt(rn)
         return rn

@@ -29,6 +29,12 @@ class BufHome(Protocol):
     def _put(self, b: EmuBuf) -> None: ...
 
 
+class BufOwner(Protocol):
+    """The public wrapper of an allocation (``EmuBuf.owner``)."""
+
+    def _freed(self) -> None: ...
+
+
 class EmuBuf:
     """Emulated ``doca_buf``: a window and a data region inside an mmap range."""
 
@@ -42,7 +48,7 @@ class EmuBuf:
         self.refcount = 0
         self.next: EmuBuf | None = None
         self.prev: EmuBuf | None = None  # set on every non-head element
-        self.owner: object = None  # the public Buf wrapping this descriptor, reused with it
+        self.owner: object = None  # the public Buf of the allocation (a BufOwner), retired at the free
         self.pins = 0  # strict mode: tasks in flight that use this buffer
         # Copy caches of engines: views of a started local map's mv, registered with _viewed so the map
         # drops them when it stops. dview: the data region as of data_len == dn (built by the DMA engine);
@@ -100,6 +106,8 @@ class EmuBuf:
 
     def inc_refcount(self) -> int:
         self._head_only("inc_refcount")
+        if self.mmap is None:  # in its home's free list: a reference now would free it a second time
+            raise DocaBadState("doca_buf is not allocated (it was returned to its inventory): no reference to add")
         before = self.refcount
         if before >= _REFCOUNT_MAX:
             raise DocaTooBig("doca_buf reference count would exceed UINT16_MAX")
@@ -335,7 +343,11 @@ class EmuBufInventory:
 
 
 def detach(b: EmuBuf) -> None:
-    """Unhook a descriptor that returns to its home from its map and its list."""
+    """Unhook a descriptor that returns to its home from its map and its list, and retire the public
+    wrapper of the allocation (whatever freed it: a list head, a borrowed wrapper, C code's handle)."""
+    o: BufOwner | None = b.owner  # type: ignore[assignment]  # owner is typed object for the protocol
+    if o is not None:
+        o._freed()
     if b.mmap is not None:
         b.mmap.num_bufs -= 1
         if b.viewing:

@@ -151,7 +151,7 @@ def _exporter_of(b: ex.Blob) -> EmuMmap:
         raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
     if (peer.addr, peer.length) != (b.addr, b.length):
         raise DocaInvalidValue("export blob range does not match the exporter's mmap")
-    if peer._key_kinds.get(b.key) is not b.kind or b.perms != peer.perms:
+    if peer._issued.get(b.key) != b:  # every field: kind, perms, and the fd, slot and offset named
         raise DocaNotPermitted("export blob does not match what the exporter exported (modified blob)")
     if peer.from_export:
         peer._check_live()  # a re-export: the host's export under it must still be live
@@ -206,7 +206,7 @@ class EmuMmap:
         self._exports: dict[ex.ExportKind, bytes] = {}
         self._slots: list[tuple[ex.ExportTable | ex.ReexportTable, int]] = []
         self._keys: list[bytes] = []
-        self._key_kinds: dict[bytes, ex.ExportKind] = {}  # what each export granted, by key
+        self._issued: dict[bytes, ex.Blob] = {}  # each export's blob as issued, by key: imports must match it
         # Hot-path summary for local maps, valid while started: [lo, hi) and writability.
         self.fast = False
         self.hi = 0
@@ -323,7 +323,7 @@ class EmuMmap:
             for key in self._keys:
                 _local_exports.pop(key, None)
         self._keys.clear()
-        self._key_kinds.clear()
+        self._issued.clear()
         self._exports.clear()
         self.exported = False
 
@@ -354,9 +354,9 @@ class EmuMmap:
         with _local_lock:
             _local_exports[key] = self
         self._keys.append(key)
-        self._key_kinds[key] = kind
-        blob = ex.encode(ex.Blob(kind, ex.boot_id(), os.getpid(), fd, slot, self.addr, self.length,
-                                 offset, self.perms, key))
+        issued = ex.Blob(kind, ex.boot_id(), os.getpid(), fd, slot, self.addr, self.length, offset, self.perms, key)
+        self._issued[key] = issued
+        blob = ex.encode(issued)
         self._exports[kind] = blob
         self.exported = True
         return blob
@@ -383,9 +383,10 @@ class EmuMmap:
         with _local_lock:
             _local_exports[key] = self
         self._keys.append(key)
-        self._key_kinds[key] = kind
-        blob = ex.encode(ex.Blob(kind, ex.boot_id(), os.getpid(), fd, slot, self.addr, self.length, up.offset,
-                                 self.perms, key))
+        issued = ex.Blob(kind, ex.boot_id(), os.getpid(), fd, slot, self.addr, self.length, up.offset, self.perms,
+                         key)
+        self._issued[key] = issued
+        blob = ex.encode(issued)
         self._exports[kind] = blob
         self.exported = True
         return blob

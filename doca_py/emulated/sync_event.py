@@ -26,6 +26,7 @@ import time
 import weakref
 import zlib
 from collections.abc import Callable
+from typing import Any, cast
 
 from .._backend.protocols.core import DevHandle, DevInfoHandle
 from ..errors import (
@@ -39,6 +40,7 @@ from ..errors import (
 from ..memory import HEADER_SIZE, SharedMemory
 from ..types import AccessFlag as A
 from . import export as ex
+from . import version as emu_version
 from .ctx import FLUSHED, EmuCtx, EmuTask, TaskPool, complete_task
 from .mmap import EmuMmap, dev_key, mmap_create_from_export
 
@@ -132,6 +134,24 @@ class _Cell:
 
 # The owner's cell of each internal mmap: a same-process import shares its locks.
 _owner_cells: weakref.WeakKeyDictionary[EmuMmap, _Cell] = weakref.WeakKeyDictionary()
+
+
+def _needs_30(fn: str) -> None:
+    """DOCA 2.6 has no *fn* (its header waits only for greater-than): refused in the emulator's 2.6 mode as
+    the native backend refuses it on a 2.6 runtime."""
+    if emu_version.VERSION < (3, 0):
+        raise DocaNotSupported(f"{fn} is exported from DOCA 3.0; the emulator presents DOCA "
+                               f"{emu_version.VERSION[0]}.{emu_version.VERSION[1]} (DOCA_PY_EMU_VERSION)")
+
+
+class _Pool26:
+    """A task type DOCA 2.6 lacks, in the emulator's 2.6 mode: configuring it is refused."""
+
+    def __init__(self, fn: str) -> None:
+        self.fn = fn
+
+    def set_conf(self, *args: object) -> None:
+        _needs_30(self.fn)
 
 
 def holds(op: str, current: int, value: int, mask: int) -> bool:
@@ -240,6 +260,8 @@ class EmuSyncEvent:
         return self.cell.add(value)
 
     def wait(self, op: str, value: int, mask: int, yield_cpu: bool) -> None:
+        if op != "gt":
+            _needs_30(f"doca_sync_event_wait_{op}{'_yield' if yield_cpu else ''}")
         self.running()
         spins = 0
         # A busy wait, as DOCA's; after a while it naps briefly so a peer sharing the CPU can publish.
@@ -493,6 +515,9 @@ class EmuSyncEventCtx(EmuCtx):
         self.notify_add = TaskPool(self, EmuSyncEventTaskNotifyAdd, "sync_event")
         self.wait_eq = TaskPool(self, EmuSyncEventTaskWait, "sync_event")
         self.wait_neq = TaskPool(self, EmuSyncEventTaskWaitNeq, "sync_event")
+        if emu_version.VERSION < (3, 0):  # 2.6 has wait_gt tasks instead (not offered: 3.0 dropped them)
+            self.wait_eq = cast(Any, _Pool26("doca_sync_event_task_wait_eq_set_conf"))
+            self.wait_neq = cast(Any, _Pool26("doca_sync_event_task_wait_neq_set_conf"))
         self.waiting = _Waiters(self)
 
     def destroy(self) -> None:
@@ -523,9 +548,11 @@ class EmuSyncEventCtx(EmuCtx):
         return self._alloc(self.notify_add, value)
 
     def task_wait_eq_alloc_init(self, value: int, mask: int) -> _SeTask:
+        _needs_30("doca_sync_event_task_wait_eq_alloc_init")
         return self._alloc(self.wait_eq, value, mask)
 
     def task_wait_neq_alloc_init(self, value: int, mask: int) -> _SeTask:
+        _needs_30("doca_sync_event_task_wait_neq_alloc_init")
         return self._alloc(self.wait_neq, value, mask)
 
 
@@ -582,6 +609,8 @@ no DPA or GPU here)."""
 def cap(name: str, devinfo: DevInfoHandle) -> bool:
     if name not in _CAPS:
         raise DocaInvalidValue(f"no sync event capability {name!r}")
+    if name in ("task_wait_eq_is_supported", "task_wait_neq_is_supported"):
+        _needs_30(f"doca_sync_event_cap_{name}")
     need = _CAPS[name]
     return need is None or (bool(need) and devinfo.cap(need))
 

@@ -47,6 +47,26 @@ CAP_FNS = {
 }
 
 
+#: 3.0 functions whose DOCA 2.6 name differs (same arguments, same meaning): the library's own is called.
+RENAMED_26 = {
+    "doca_sync_event_add_publisher_location_remote_pci": "doca_sync_event_add_publisher_location_dpu",
+    "doca_sync_event_add_subscriber_location_remote_pci": "doca_sync_event_add_subscriber_location_dpu",
+    "doca_sync_event_export_to_remote_pci": "doca_sync_event_export_to_dpu",
+    "doca_sync_event_cap_is_export_to_remote_pci_supported": "doca_sync_event_cap_is_export_to_dpu_supported",
+}
+
+
+def _fn(name: str) -> Any:
+    """The bound function *name*, or its DOCA 2.6 name's when only that is exported (else *name*'s stub,
+    which says which versions have it)."""
+    l = lib()
+    fn = getattr(l, name)
+    old = RENAMED_26.get(name)
+    if not fn and old is not None and getattr(l, old):
+        return getattr(l, old)
+    return fn
+
+
 def _no_destroy(ptr: int | None) -> int:
     return 0  # the ctx belongs to its event: doca_sync_event_destroy frees both
 
@@ -211,8 +231,8 @@ class NativeSyncEvent:
               "doca_sync_event_add_publisher_location_cpu")
 
     def add_publisher_location_remote_pci(self) -> None:
-        check(lib().doca_sync_event_add_publisher_location_remote_pci(self.ptr),
-              "doca_sync_event_add_publisher_location_remote_pci")
+        fn = _fn("doca_sync_event_add_publisher_location_remote_pci")
+        check(fn(self.ptr), fn.__name__)
 
     def add_publisher_location_remote_net(self) -> None:
         check(lib().doca_sync_event_add_publisher_location_remote_net(self.ptr),
@@ -223,8 +243,8 @@ class NativeSyncEvent:
               "doca_sync_event_add_subscriber_location_cpu")
 
     def add_subscriber_location_remote_pci(self) -> None:
-        check(lib().doca_sync_event_add_subscriber_location_remote_pci(self.ptr),
-              "doca_sync_event_add_subscriber_location_remote_pci")
+        fn = _fn("doca_sync_event_add_subscriber_location_remote_pci")
+        check(fn(self.ptr), fn.__name__)
 
     def start(self) -> None:
         check(lib().doca_sync_event_start(self.ptr), "doca_sync_event_start")
@@ -259,9 +279,9 @@ class NativeSyncEvent:
 
     def export_to_remote_pci(self, dev: DevHandle) -> bytes:
         p, n = ctypes.c_void_p(), ctypes.c_size_t()
-        check(lib().doca_sync_event_export_to_remote_pci(self.ptr, _dev_ptr(dev), _byref(p), _byref(n)),
-              "doca_sync_event_export_to_remote_pci")
-        return _blob(p, n, "doca_sync_event_export_to_remote_pci")
+        fn = _fn("doca_sync_event_export_to_remote_pci")
+        check(fn(self.ptr, _dev_ptr(dev), _byref(p), _byref(n)), fn.__name__)
+        return _blob(p, n, fn.__name__)
 
     def export_to_remote_net(self) -> bytes:
         p, n = ctypes.c_void_p(), ctypes.c_size_t()
@@ -312,4 +332,4 @@ def cap(name: str, devinfo: DevInfoHandle) -> bool:
     fn_name = CAP_FNS.get(name)
     if fn_name is None:
         raise DocaInvalidValue(f"no sync event capability {name!r}")
-    return is_supported(getattr(lib(), fn_name), devinfo)
+    return is_supported(_fn(fn_name), devinfo)

@@ -164,3 +164,57 @@ def test_pool_buffers_work_in_tasks(mm: d.Mmap, backend: str) -> None:
         src.close()
         dst.close()
         dma.stop()
+
+
+def test_a_freed_buffer_takes_no_reference_and_returns_home_once(mm: d.Mmap) -> None:
+    """inc_refcount on a freed buffer is refused (BAD_STATE): a later dec_refcount would return its
+    element to the pool a second time and hand it to two holders."""
+    with d.BufPool(4, 64, mm) as pool:
+        buf = pool.buf_alloc()
+        buf.dec_refcount()
+        with pytest.raises(e.DocaBadState):
+            buf.inc_refcount()
+        with pytest.raises(e.DocaBadState):
+            buf.dec_refcount()
+        assert pool.get_num_free_elements() == 4
+        held = [pool.buf_alloc() for _ in range(4)]
+        assert len({b.get_head() for b in held}) == 4
+        with pytest.raises(e.DocaEmpty):
+            pool.buf_alloc()
+        for b in held:
+            b.close()
+
+
+def test_a_freed_buffer_is_unusable(mm: d.Mmap) -> None:
+    """After the free (dec_refcount to 0, close, or the pool's close) the wrapper maps nothing."""
+    with d.BufPool(2, 64, mm) as pool:
+        for free in ("dec_refcount", "close"):
+            buf = pool.buf_alloc()
+            getattr(buf, free)()
+            for use in (buf.data_view, buf.window_view, lambda: buf.set_data(buf.get_head(), 1), buf.get_head,
+                        buf.reset_data_len, buf.get_refcount):
+                with pytest.raises(e.DocaBadState, match="freed"):
+                    use()
+        held = pool.buf_alloc()
+    with pytest.raises(e.DocaBadState, match="freed"):
+        held.window_view()
+
+
+def test_a_stale_wrapper_never_acts_on_the_next_holder(mm: d.Mmap, backend: str) -> None:
+    """Strict mode (the suite's default on the emulator) and the native backend: a Buf kept past its free
+    stays retired though its element was handed out again."""
+    from ..core.helpers import strict_emulator
+
+    if backend == "emulated" and not strict_emulator():
+        pytest.skip("outside strict mode a wrapper nothing else holds is reused (the hot path)")
+    with d.BufPool(1, 64, mm) as pool:
+        stale = pool.buf_alloc()
+        stale.dec_refcount()
+        fresh = pool.buf_alloc()
+        assert fresh is not stale and not fresh.closed and stale.closed
+        with pytest.raises(e.DocaBadState, match="freed"):
+            stale.set_data(stale.get_head(), 8)
+        with pytest.raises(e.DocaBadState):
+            stale.dec_refcount()
+        assert fresh.get_refcount() == 1 and pool.get_num_free_elements() == 0
+        fresh.close()

@@ -224,3 +224,25 @@ def test_same_process_import_trusts_the_exporter_not_the_blob(dev: d.Dev, forge:
             d.Mmap.create_from_export(ex.encode(forged), dev)
         imp = d.Mmap.create_from_export(ex.encode(blob), dev)  # the genuine blob still works
         imp.close()
+
+
+def test_inventory_refuses_a_reference_to_a_freed_buffer(dev: d.Dev) -> None:
+    """inc_refcount on a freed buffer (BAD_STATE), through its wrapper and through its handle: a
+    2-element inventory then never reports 3 free."""
+    with local_mmap(dev) as mm, d.BufInventory(2) as inv:
+        base, _ = mm.get_memrange()
+        buf = inv.buf_get_by_data(mm, base, 8)
+        h = buf.handle
+        buf.dec_refcount()
+        with pytest.raises(d.errors.DocaBadState):
+            buf.inc_refcount()
+        if d.impl == "emulated":
+            assert isinstance(h, d.emulated.buf.EmuBuf)
+            with pytest.raises(d.errors.DocaBadState):
+                h.inc_refcount()
+        assert inv.get_num_free_elements() == 2
+        a, b = inv.buf_get_by_data(mm, base, 8), inv.buf_get_by_data(mm, base, 8)
+        with pytest.raises(d.errors.DocaNoMemory):
+            inv.buf_get_by_data(mm, base, 8)
+        a.close()
+        b.close()

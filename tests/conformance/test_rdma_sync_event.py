@@ -91,7 +91,7 @@ def test_notify_set_get_and_notify_add_reach_the_peer_event(r: Rig) -> None:
     assert add.get_add_data() == 5
     assert run(r.pe, a, add) == ["ok"]
     assert r.se.get() == 82 and struct.unpack("=Q", bytes(res.data_view()))[0] == 77
-    r.se.wait_eq(82)  # the owner's synchronous wait sees the remote update
+    r.se.wait_gt(81)  # the owner's synchronous wait sees the remote update (82)
 
 
 def test_notify_set_needs_an_8_byte_source(r: Rig) -> None:
@@ -131,3 +131,36 @@ def test_capabilities(backend: str) -> None:
         assert d.Rdma.cap_task_remote_net_sync_event_get_is_supported(info)
         assert d.Rdma.cap_task_remote_net_sync_event_notify_set_is_supported(info)
         assert d.Rdma.cap_task_remote_net_sync_event_notify_add_is_supported(info)
+
+
+def test_wrong_types_name_the_parameter(r: Rig) -> None:
+    """Every argument of the remote sync-event task calls: DocaTypeError naming method and parameter."""
+    a, conn = r.a, r.a.conn
+    assert conn is not None
+    buf = r.local(0, 1)
+    rdma = a.rdma
+    cases = [
+        ("Rdma.task_remote_net_sync_event_get_allocate_init", "connection",
+         lambda x: rdma.task_remote_net_sync_event_get_allocate_init(x, r.remote, buf)),
+        ("Rdma.task_remote_net_sync_event_get_allocate_init", "event",
+         lambda x: rdma.task_remote_net_sync_event_get_allocate_init(conn, x, buf)),
+        ("Rdma.task_remote_net_sync_event_get_allocate_init", "dst",
+         lambda x: rdma.task_remote_net_sync_event_get_allocate_init(conn, r.remote, x)),
+        ("Rdma.task_remote_net_sync_event_notify_set_allocate_init", "src",
+         lambda x: rdma.task_remote_net_sync_event_notify_set_allocate_init(conn, r.remote, x)),
+        ("Rdma.task_remote_net_sync_event_notify_add_allocate_init", "result",
+         lambda x: rdma.task_remote_net_sync_event_notify_add_allocate_init(conn, r.remote, x, 1)),
+        ("Rdma.task_remote_net_sync_event_notify_add_allocate_init", "add_data",
+         lambda x: rdma.task_remote_net_sync_event_notify_add_allocate_init(conn, r.remote, buf, x)),
+    ]
+    add = rdma.task_remote_net_sync_event_notify_add_allocate_init(conn, r.remote, buf, 1)
+    cases += [
+        ("RdmaTaskRemoteNetSyncEventNotifyAdd.set_sync_event", "event", add.set_sync_event),
+        ("RdmaTaskRemoteNetSyncEventNotifyAdd.set_result_buf", "result", add.set_result_buf),
+        ("RdmaTaskRemoteNetSyncEventNotifyAdd.set_add_data", "add", add.set_add_data),
+    ]
+    for where, param, call in cases:
+        with pytest.raises(d.errors.DocaTypeError, match=rf"^{where}: {param} must be \w+.*, not str$"):
+            call("x")
+    add.free()
+    buf.close()

@@ -1,7 +1,7 @@
 """Child process of the cross-process sync event tests: ``python -m tests.core.mp_sync_event BLOBHEX``.
 
 Imports the parent's remote-PCI export and answers one command per stdin line with one stdout line:
-``get`` (the value), ``add N`` (the value before), ``wait_eq N`` (``ok`` once it holds), ``set N``.
+``get`` (the value), ``add N`` (the value before), ``wait_ge N`` (``ok`` once the value is at least N: ``wait_gt``, which DOCA 2.6 has too), ``set N``.
 A failure prints the exception's class name.
 """
 
@@ -34,8 +34,8 @@ def main(blob_hex: str) -> None:
                     elif cmd == "set":
                         se.update_set(int(arg[0]))
                         out = "ok"
-                    elif cmd == "wait_eq":
-                        se.wait_eq(int(arg[0]))
+                    elif cmd == "wait_ge":
+                        se.wait_gt(int(arg[0]) - 1)
                         out = "ok"
                     else:
                         out = f"unknown {cmd}"

@@ -193,6 +193,90 @@ def _check(w: World, where: str, param: str, call: Call, bad: object) -> None:
     assert str(info.value).endswith(f", not {type(bad).__name__}"), str(info.value)
 
 
+def _event_call(f: Callable[[d.SyncEvent, Any], object]) -> Call:
+    def call(w: World, x: Any) -> None:
+        with d.SyncEvent() as se:
+            f(se, x)
+    return call
+
+
+def _eq_waits() -> bool:
+    """DOCA 2.6 (the emulator's 2.6 mode) has no wait_eq tasks."""
+    from doca_py.emulated import version
+
+    return version.VERSION >= (3, 0)
+
+
+def _pool_call(f: Callable[[d.BufPool, Any], object]) -> Call:
+    def call(w: World, x: Any) -> None:
+        with d.BufPool(1, 64, w.mm, start=False) as pool:
+            f(pool, x)
+    return call
+
+
+def _task_call(f: Callable[[d.SyncEventCtx, Any], object]) -> Call:
+    def call(w: World, x: Any) -> None:
+        with d.SyncEvent() as se:
+            se.add_publisher_location_cpu(w.dev)
+            se.add_subscriber_location_cpu(w.dev)
+            ctx = se.as_ctx()
+            w.pe.connect_ctx(ctx)
+            ctx.task_notify_set_set_conf(_ignore, _ignore, 1)
+            if _eq_waits():
+                ctx.task_wait_eq_set_conf(_ignore, _ignore, 1)
+            ctx.start()
+            try:
+                f(ctx, x)
+            finally:
+                ctx.stop()
+    return call
+
+
+# BufPool and SyncEvent: objects (bad: None, int, str) and integers (bad: None, str, float).
+OBJECTS: list[tuple[str, str, Call]] = [
+    ("BufPool", "mmap", lambda w, x: d.BufPool(1, 64, x)),
+    ("SyncEvent.create_from_export", "dev", lambda w, x: d.SyncEvent.create_from_export(x, b"\0" * 64)),
+    ("SyncEvent.create_from_export", "blob", lambda w, x: d.SyncEvent.create_from_export(w.dev, x)),
+    ("SyncEventRemoteNet.create_from_export", "dev",
+     lambda w, x: d.SyncEventRemoteNet.create_from_export(x, b"\0" * 64)),
+    ("SyncEventRemoteNet.create_from_export", "blob", lambda w, x: d.SyncEventRemoteNet.create_from_export(w.dev, x)),
+    ("SyncEvent.add_publisher_location_cpu", "dev", _event_call(lambda se, x: se.add_publisher_location_cpu(x))),
+    ("SyncEvent.add_subscriber_location_cpu", "dev", _event_call(lambda se, x: se.add_subscriber_location_cpu(x))),
+    ("SyncEvent.export_to_remote_pci", "dev", _event_call(lambda se, x: se.export_to_remote_pci(x))),
+]
+INTS: list[tuple[str, str, Call]] = [
+    ("BufPool", "num_elements", lambda w, x: d.BufPool(x, 64, w.mm)),
+    ("BufPool", "element_size", lambda w, x: d.BufPool(1, x, w.mm)),
+    ("BufPool", "element_alignment", lambda w, x: d.BufPool(1, 64, w.mm, element_alignment=x)),
+    ("BufPool.set_element_alignment", "alignment", _pool_call(lambda p, x: p.set_element_alignment(x))),
+    ("SyncEvent.update_set", "value", _event_call(lambda se, x: se.update_set(x))),
+    ("SyncEvent.update_add", "value", _event_call(lambda se, x: se.update_add(x))),
+    ("SyncEvent.wait_eq", "value", _event_call(lambda se, x: se.wait_eq(x))),
+    ("SyncEvent.wait_neq_yield", "mask", _event_call(lambda se, x: se.wait_neq_yield(0, x))),
+    ("SyncEventCtx.task_notify_set_alloc_init", "value", _task_call(lambda c, x: c.task_notify_set_alloc_init(x))),
+    ("SyncEventCtx.task_wait_eq_alloc_init", "mask", _task_call(lambda c, x: c.task_wait_eq_alloc_init(1, x))),
+    ("SyncEventTaskNotifySet.set_set_val", "value",
+     _task_call(lambda c, x: c.task_notify_set_alloc_init(1).set_set_val(x))),
+    ("SyncEventTaskWaitEq.set_mask", "mask", _task_call(lambda c, x: c.task_wait_eq_alloc_init(1).set_mask(x))),
+]
+
+
+@pytest.mark.parametrize("bad", [None, 0x1000, "x"], ids=["None", "int", "str"])
+@pytest.mark.parametrize(("where", "param", "call"), OBJECTS, ids=[f"{c[0]}-{c[1]}" for c in OBJECTS])
+def test_buf_pool_and_sync_event_objects(w: World, where: str, param: str, call: Call, bad: object) -> None:
+    _check(w, where, param, call, bad)
+
+
+@pytest.mark.parametrize("bad", [None, "x", 1.5], ids=["None", "str", "float"])
+@pytest.mark.parametrize(("where", "param", "call"), INTS, ids=[f"{c[0]}-{c[1]}" for c in INTS])
+def test_buf_pool_and_sync_event_integers(w: World, where: str, param: str, call: Call, bad: object) -> None:
+    if bad is None and param == "element_alignment":
+        pytest.skip("None is the default: no alignment set")
+    if where.startswith(("SyncEventCtx.task_wait_eq", "SyncEventTaskWaitEq")) and not _eq_waits():
+        pytest.skip("DOCA 2.6 has no wait_eq tasks")
+    _check(w, where, param, call, bad)
+
+
 @pytest.mark.parametrize("bad", [None, 0x1000, "03:00.0"], ids=["None", "int", "str"])
 @pytest.mark.parametrize(("where", "param", "call"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_a_wrong_type_names_the_parameter(w: World, where: str, param: str, call: Call, bad: object) -> None:

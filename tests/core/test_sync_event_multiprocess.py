@@ -71,9 +71,9 @@ def test_both_processes_update_one_value(event: tuple[d.SyncEvent, bytes]) -> No
         se.update_add(1)
     answers = [child.read() for _ in range(200)]
     assert all(a.isdigit() for a in answers)
-    se.wait_eq(400)
-    # The child blocks in wait_eq until the parent publishes.
-    child.p.stdin.write("wait_eq 1000\n")
+    se.wait_gt(399)  # 400 (wait_gt: DOCA 2.6 too)
+    # The child blocks in its wait until the parent publishes.
+    child.p.stdin.write("wait_ge 1000\n")
     child.p.stdin.flush()
     se.update_set(1000)
     assert child.read() == "ok"
@@ -90,6 +90,10 @@ def test_forged_and_revoked_blobs_are_refused(event: tuple[d.SyncEvent, bytes]) 
     inner = emu.decode_blob(blob, emu.BlobKind.PCI)
     forged = emu.encode_blob(emu.BlobKind.PCI, ex.encode(dataclasses.replace(inner, key=bytes(16))))
     assert _first(forged) == "DocaNotPermitted"  # the exporter checks the key before handing the memfd over
+    for field, value in (("fd", inner.fd + 1), ("slot", inner.slot + 1), ("offset", inner.offset + 8)):
+        # ... and every other field against the blob it issued
+        forged = emu.encode_blob(emu.BlobKind.PCI, ex.encode(dataclasses.replace(inner, **{field: value})))
+        assert _first(forged) == "DocaNotPermitted", field
     assert _first(blob[:-1]) == "DocaInvalidValue"
     se.stop()
     assert _first(blob) == "DocaNotPermitted"

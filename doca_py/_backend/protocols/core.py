@@ -95,7 +95,7 @@ class MmapHandle(Protocol):
 class BufHandle(Protocol):
     """``doca_buf``. Addresses are in the owning mmap's address space."""
 
-    #: The public object wrapping this descriptor; recycled with it.
+    #: The public object wrapping the current (or last) allocation of this descriptor (see ``doca_py.buf.wrap_buf``).
     owner: object
 
     def get_head(self) -> int: ...
