@@ -134,7 +134,12 @@ def _tombstone(h: BufHandle) -> BufHandle:
         def refuse(self: object, name: str) -> NoReturn:
             raise DocaBadState(_FREED)
 
-        dead = type(f"Freed{cls.__name__}", (cls,), {"__getattribute__": refuse, "__setattr__": refuse,
+        def look(self: object, name: str) -> Any:
+            if name == "__class__":  # isinstance() and the garbage collector's tools may look at any object
+                return object.__getattribute__(self, name)
+            refuse(self, name)
+
+        dead = type(f"Freed{cls.__name__}", (cls,), {"__getattribute__": look, "__setattr__": refuse,
                                                       "__repr__": lambda self: "<freed doca_buf>"})
         t = _tombstones[cls] = object.__new__(dead)
         _dead.add(dead)
