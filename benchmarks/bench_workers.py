@@ -288,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="best of this many runs per measure (default 3)")
     p.add_argument("--python", action="append", help="interpreter for the thread measures (repeatable)")
     p.add_argument("--no-topology", action="store_true", help="skip the storage topology")
+    p.add_argument("--no-threads", action="store_true", help="skip the thread measures")
     p.add_argument("--topology-ops", type=int, default=20_000, help="initiator IOs per topology run")
     p.add_argument("--topology-repeats", type=int, default=2, help="topology runs per worker count (best)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per topology run")
@@ -310,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         except FakeBuildError as exc:
             print(f"no native measure: cannot build the fake library: {exc}", file=sys.stderr)
             libdir = None
-        for python in pythons:
+        for python in [] if args.no_threads else pythons:
             rows += _threads_rows(python, args, libdir)
     if not args.no_topology:
         rows += _topology_rows(args)
