@@ -10,7 +10,16 @@ binds the real declarations on it and times, in the same run:
   ``CFUNCTYPE`` completion callback back into Python,
 * ``check(code)``: one call returning ``doca_error_t`` followed by ``errors.check``.
 
-Usage: ``python benchmarks/bench_native_roundtrip.py [-n ITERATIONS] [-r REPEATS]``.
+Then the task round trip through the public API (``Task.submit`` … ``Pe.progress()`` … the completion
+callback, native backend over the same fake, in a child process that selects the backend) against a
+raw ctypes loop of the same C calls (``doca_task_submit`` per task, ``doca_pe_progress`` until it
+returns 0, a ``CFUNCTYPE`` callback), the raw loop bound both ways: through ``ctypes.CDLL`` (the GIL
+released and retaken at every call) and ``ctypes.PyDLL`` (the GIL kept), 64 and 1 tasks in flight.
+The public API binds these calls the way ``capi.keeps_gil`` says (``PyDLL`` for the data path), so
+``public ÷ raw PyDLL`` is what the Python layer costs and ``public ÷ raw CDLL`` what it costs against
+the ctypes loop everyone writes first. Timed in thread CPU time, the loops interleaved.
+
+Usage: ``python benchmarks/bench_native_roundtrip.py [-n ITERATIONS] [-r REPEATS] [--tasks N]``.
 Reports the best of the repeats in ns per iteration and as a ratio to the reference.
 """
 
@@ -19,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -48,7 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("-n", "--iterations", type=int, default=200_000)
     parser.add_argument("-r", "--repeats", type=int, default=5)
+    parser.add_argument("--tasks", type=int, default=128_000, help="tasks per timed task round-trip loop")
+    parser.add_argument("--round-trip-only", action="store_true", help="skip the raw call table")
+    parser.add_argument("--child", metavar="LIBDIR", help=argparse.SUPPRESS)  # the round-trip child
     args = parser.parse_args(argv)
+    if args.child:
+        return round_trip(args)
 
     with tempfile.TemporaryDirectory(prefix="doca_py_bench_") as tmp:
         try:
@@ -56,72 +71,203 @@ def main(argv: list[str] | None = None) -> int:
         except FakeBuildError as exc:
             print(f"cannot build the fake library: {exc}", file=sys.stderr)
             return 1
-        os.environ[loader.ENV_LIBDIR] = tmp
-        loader.reset()
-        lib = capi.load_common()
-        version = loader.runtime_version_string()
-        fake = capi.bind(lib.cdll, FAKE_DECLS, lib.version, libname="common")
+        if not args.round_trip_only:
+            raw_table(args, tmp)
+        # The backend is chosen when doca_py is first imported: the public API runs in a child.
+        env = dict(os.environ, DOCA_PY_IMPL="native", DOCA_PY_LIBDIR=tmp)
+        cmd = [sys.executable, __file__, "--child", tmp, "-r", str(args.repeats), "--tasks", str(args.tasks)]
+        return subprocess.run(cmd, env=env).returncode
 
-        pe, ctx, task = c_void_p(), c_void_p(), c_void_p()
-        errors.check(lib.doca_pe_create(byref(pe)))
-        errors.check(fake.fake_ctx_create(byref(ctx)))
-        errors.check(lib.doca_pe_connect_ctx(pe, ctx))
-        completions = [0]
 
-        def on_done(task: int | None, task_ud: int, ctx_ud: int) -> None:
-            completions[0] += 1
+def raw_table(args: argparse.Namespace, tmp: str) -> None:
+    """The raw layer's calls against a bare Python call."""
+    os.environ[loader.ENV_LIBDIR] = tmp
+    loader.reset()
+    lib = capi.load_common()
+    version = loader.runtime_version_string()
+    fake = capi.bind(lib.cdll, FAKE_DECLS, lib.version, libname="common")
 
-        task_cb = capi.TaskCompletionCb(on_done)  # kept alive until the end of main
-        fake.fake_ctx_set_task_cb(ctx, task_cb)
-        errors.check(lib.doca_ctx_start(ctx))
-        lib.doca_pe_progress(pe)
-        errors.check(fake.fake_task_alloc_init(ctx, 0, byref(task)))
+    pe, ctx, task = c_void_p(), c_void_p(), c_void_p()
+    errors.check(lib.doca_pe_create(byref(pe)))
+    errors.check(fake.fake_ctx_create(byref(ctx)))
+    errors.check(lib.doca_pe_connect_ctx(pe, ctx))
+    completions = [0]
 
-        def reference(a: object, b: object) -> None:
-            return None
+    def on_done(task: int | None, task_ud: int, ctx_ud: int) -> None:
+        completions[0] += 1
 
-        def loop_python(n: int) -> None:
-            f, t = reference, task
-            for i in range(n):
-                f(t, i)
+    task_cb = capi.TaskCompletionCb(on_done)  # kept alive until the end of main
+    fake.fake_ctx_set_task_cb(ctx, task_cb)
+    errors.check(lib.doca_ctx_start(ctx))
+    lib.doca_pe_progress(pe)
+    errors.check(fake.fake_task_alloc_init(ctx, 0, byref(task)))
 
-        def loop_user_data(n: int) -> None:
-            set_ud, get_ud, t = lib.doca_task_set_user_data, lib.doca_task_get_user_data, task
-            for i in range(n):
-                set_ud(t, i)
-                get_ud(t)
+    def reference(a: object, b: object) -> None:
+        return None
 
-        def loop_progress(n: int) -> None:
-            submit, progress, t, p = lib.doca_task_submit, lib.doca_pe_progress, task, pe
-            for _ in range(n):
-                submit(t)
-                progress(p)
+    def loop_python(n: int) -> None:
+        f, t = reference, task
+        for i in range(n):
+            f(t, i)
 
-        def loop_check(n: int) -> None:
-            get_state, check, c, st = lib.doca_ctx_get_state, errors.check, ctx, ctypes.c_int()
-            ref = byref(st)
-            for _ in range(n):
-                check(get_state(c, ref))
+    def loop_user_data(n: int) -> None:
+        set_ud, get_ud, t = lib.doca_task_set_user_data, lib.doca_task_get_user_data, task
+        for i in range(n):
+            set_ud(t, i)
+            get_ud(t)
 
-        rows = [
-            ("python call", _best_ns(loop_python, args.iterations, args.repeats)),
-            ("set+get user data", _best_ns(loop_user_data, args.iterations, args.repeats)),
-            ("submit+progress+callback", _best_ns(loop_progress, args.iterations, args.repeats)),
-            ("check(code)", _best_ns(loop_check, args.iterations, args.repeats)),
-        ]
-        assert completions[0] == args.iterations * args.repeats
+    def loop_progress(n: int) -> None:
+        submit, progress, t, p = lib.doca_task_submit, lib.doca_pe_progress, task, pe
+        for _ in range(n):
+            submit(t)
+            progress(p)
 
-        lib.doca_task_free(task)
-        fake.fake_ctx_destroy(ctx)
-        errors.check(lib.doca_pe_destroy(pe))
-        del task_cb
+    def loop_check(n: int) -> None:
+        get_state, check, c, st = lib.doca_ctx_get_state, errors.check, ctx, ctypes.c_int()
+        ref = byref(st)
+        for _ in range(n):
+            check(get_state(c, ref))
+
+    rows = [
+        ("python call", _best_ns(loop_python, args.iterations, args.repeats)),
+        ("set+get user data", _best_ns(loop_user_data, args.iterations, args.repeats)),
+        ("submit+progress+callback", _best_ns(loop_progress, args.iterations, args.repeats)),
+        ("check(code)", _best_ns(loop_check, args.iterations, args.repeats)),
+    ]
+    assert completions[0] == args.iterations * args.repeats
+
+    lib.doca_task_free(task)
+    fake.fake_ctx_destroy(ctx)
+    errors.check(lib.doca_pe_destroy(pe))
+    del task_cb
 
     ref_ns = rows[0][1]
     print(f"fake libdoca_common {version}, {args.iterations} iterations, best of {args.repeats}")
     print(f"{'round trip':<28}{'ns/iter':>10}{'x python call':>16}")
     for name, ns in rows:
         print(f"{name:<28}{ns:>10.1f}{ns / ref_ns:>16.2f}")
-    return 0
+    print(flush=True)
+
+
+def round_trip(args: argparse.Namespace) -> int:
+    """The child: the public API's task round trip against the raw loops, both ways."""
+    import doca_py as d
+    from doca_py.ctx import Ctx, Task
+    from doca_py.native.ctx import NativeCtx, NativeTaskPool
+
+    assert d.impl == "native", d.impl
+    lib = capi.load_common()
+    fake = capi.bind(lib.cdll, FAKE_DECLS, lib.version, libname="common")
+    cdll = lib.cdll
+    pydll = ctypes.PyDLL(cdll._name, handle=cdll._handle)
+    alive: list[object] = []  # the fake cannot stop a ctx: everything stays until os._exit
+
+    def public(n: int, batch: int) -> Callable[[], int]:
+        cptr = ctypes.c_void_p()
+        fake.fake_ctx_create(byref(cptr))
+
+        def set_conf(success: object, error: object, num: int) -> int:
+            fake.fake_ctx_set_task_cb(cptr.value, success)
+            return 0
+
+        nctx = NativeCtx(cptr.value, lambda: fake.fake_ctx_destroy(cptr.value) or 0)
+        pool = NativeTaskPool(nctx, set_conf, "fake_task")
+        pe, ctx = d.Pe(), Ctx(nctx)
+        pe.connect_ctx(ctx)
+        done = [0]
+
+        def ok(task: Task, ud: object, cud: object) -> None:
+            done[0] += 1
+
+        def err(task: Task, ud: object, cud: object) -> None:
+            raise RuntimeError(task.get_status())
+
+        ctx._set_conf(pool, ok, err, batch)
+        ctx.start()
+        while pe.progress():
+            pass
+        tasks = []
+        for _ in range(batch):
+            tp = ctypes.c_void_p()
+            rc = fake.fake_task_alloc_init(cptr.value, 0, byref(tp))
+            tasks.append(ctx._wrap_task(pool.adopt(rc, tp.value, "fake_task_alloc_init"), Task, None))
+        progress, rounds = pe.progress, n // batch
+        alive.append((pe, ctx))
+
+        def loop() -> int:
+            done[0] = 0
+            for _ in range(rounds):
+                for t in tasks:
+                    t.submit()
+                while progress():
+                    pass
+            return done[0]
+
+        return loop
+
+    def raw(n: int, batch: int, dll: ctypes.CDLL) -> Callable[[], int]:
+        submit, progress = dll["doca_task_submit"], dll["doca_pe_progress"]
+        submit.restype, submit.argtypes = ctypes.c_int, [c_void_p]
+        progress.restype, progress.argtypes = ctypes.c_uint8, [c_void_p]
+        pe, ctx = c_void_p(), c_void_p()
+        lib.doca_pe_create(byref(pe))
+        fake.fake_ctx_create(byref(ctx))
+        lib.doca_pe_connect_ctx(pe, ctx)
+        done = [0]
+
+        def on_done(task: int | None, task_ud: int, ctx_ud: int) -> None:
+            done[0] += 1
+
+        cb = capi.TaskCompletionCb(on_done)
+        fake.fake_ctx_set_task_cb(ctx, cb)
+        lib.doca_ctx_start(ctx)
+        lib.doca_pe_progress(pe)
+        tasks = []
+        for _ in range(batch):
+            tp = c_void_p()
+            fake.fake_task_alloc_init(ctx, 0, byref(tp))
+            tasks.append(tp.value)
+        p, rounds = pe.value, n // batch
+        alive.append(cb)
+
+        def loop() -> int:
+            done[0] = 0
+            for _ in range(rounds):
+                for t in tasks:
+                    submit(t)
+                while progress(p):
+                    pass
+            return done[0]
+
+        return loop
+
+    n = args.tasks
+    names, loops = [], []
+    for batch, k in ((64, n), (1, n // 4)):
+        for label, loop in ((f"raw ctypes, CDLL, {batch} in flight", raw(k, batch, cdll)),
+                            (f"raw ctypes, PyDLL, {batch} in flight", raw(k, batch, pydll)),
+                            (f"public API, {batch} in flight", public(k, batch))):
+            names.append(label)
+            loops.append(loop)
+    best = [float("inf")] * len(loops)
+    for loop in loops:
+        loop()  # warm up
+    for _ in range(args.repeats):
+        for i, loop in enumerate(loops):  # interleaved: the machine's drift hits every loop alike
+            t0 = time.thread_time_ns()
+            k = loop()
+            best[i] = min(best[i], (time.thread_time_ns() - t0) / k)
+    print(f"task round trip, {n} tasks per loop (64 in flight; {n // 4} with 1), best of {args.repeats}, "
+          "thread CPU time")
+    print()
+    print("| in flight | raw CDLL ns | raw PyDLL ns | public API ns | PyDLL ÷ CDLL | public ÷ raw PyDLL "
+          "| public ÷ raw CDLL |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for j, batch in enumerate((64, 1)):
+        c, p, a = best[3 * j:3 * j + 3]
+        print(f"| {batch} | {c:.0f} | {p:.0f} | {a:.0f} | {p / c:.2f} | {a / p:.2f} | {a / c:.2f} |")
+    sys.stdout.flush()
+    os._exit(0)  # the fake cannot stop a ctx: leave without the public objects' finalizers
 
 
 if __name__ == "__main__":

@@ -233,13 +233,14 @@ def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, wo
                  pins: dict[str, int], profile: set[str], timeout: float,
                  switch_interval: float | None = None, bridge_kind: str = "gga-offload",
                  initiator_args: Sequence[str] = (), bridge_args: Sequence[str] = (),
-                 target_args: dict[str, tuple[str, ...]] | None = None) -> Result:
+                 target_args: dict[str, tuple[str, ...]] | None = None, cpus: Sequence[int] = (0,)) -> Result:
     """Run *sc* once on a fresh topology and measure it; *initiator_args* are appended to the
     initiator's command line (e.g. ``("--transaction-count", "64")``), *bridge_args* to the
-    bridge's, ``target_args[role]`` to that target's."""
+    bridge's, ``target_args[role]`` to that target's. *cpus*: every process's ``--cpu`` list, one
+    worker per entry (``--pin`` moves the first)."""
     test = Test(sc.key, sc.strategy, ops, sc.recovery_every_n, bridge_args=tuple(bridge_args),
                 target_args=dict(target_args or {}))
-    targs = argparse.Namespace(cpu=[0], matrix_type="vandermonde", block_size=sc.block_size, blocks_per_io=1,
+    targs = argparse.Namespace(cpu=list(cpus), matrix_type="vandermonde", block_size=sc.block_size, blocks_per_io=1,
                                bridge=bridge_kind)
     procs_of = PROCS_OF[bridge_kind]
     pins = pins_for(bridge_kind, pins)

@@ -208,6 +208,28 @@ def complete_task(task: EmuTask) -> None:
     """Deliver one completion (runs inside ``progress()``); a task of a :class:`Lane` waits for
     the completions of the tasks submitted before it on that queue."""
     lane = task.lane
+    ctx = task.ctx
+    # Fast path, inlined (no _in_order, no deliver_completion call): a success of a running ctx that is
+    # its lane's next completion, with nothing parked behind it — every transport completion in order.
+    if ctx.state == _RUNNING and task.status == _SUCCESS and (
+            lane is None or (task.seq == lane.delivered and not lane.parked)):
+        if trace.ON: trace.complete(task)  # trace hook: completion (inlined success path)
+        task.inflight = False
+        ctx.inflight -= 1
+        if task.pinned:
+            unpin_bufs(task)
+        if lane is None:
+            task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
+            return
+        lane.delivered += 1
+        try:
+            task.pool.success(task.owner)  # type: ignore[misc]
+        except BaseException:
+            _release_later(task, lane)
+            raise
+        if lane.parked:  # the callback completed later tasks of the lane (a stop's flush)
+            _release(lane)
+        return
     if lane is None:
         deliver_completion(task)
     else:

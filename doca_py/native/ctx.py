@@ -31,13 +31,13 @@ _ctxs: dict[int, NativeCtx] = {}
 def _task_ok(task_ptr: int | None, task_ud: int, ctx_ud: int) -> None:
     t = _tasks.get(task_ud)
     if t is not None:
-        t.pool.ctx.pending.append(t.ok_item)
+        t.ctx.pending.append(t.ok_item)
 
 
 def _task_err(task_ptr: int | None, task_ud: int, ctx_ud: int) -> None:
     t = _tasks.get(task_ud)
     if t is not None:
-        t.pool.ctx.pending.append(t.err_item)
+        t.ctx.pending.append(t.err_item)
 
 
 #: Registered with every ``*_set_conf``; kept alive for the process.
@@ -176,7 +176,7 @@ class NativeTaskPool:
 class NativeTask:
     """A ``doca_task *`` of some library task type."""
 
-    __slots__ = ("ptr", "task_ptr", "pool", "owner", "inflight", "key", "ok_item", "err_item", "_submit")
+    __slots__ = ("ptr", "task_ptr", "pool", "ctx", "owner", "inflight", "key", "ok_item", "err_item", "_submit")
     #: DOCA reports only the status; the emulated backend also says why.
     reason = ""
 
@@ -184,6 +184,7 @@ class NativeTask:
         self.ptr = ptr
         self.task_ptr = ptr  # library modules pass the doca_task * (from *_as_task)
         self.pool = pool
+        self.ctx = pool.ctx  # the trampolines' shortcut to ctx.pending
         self.owner: object = None
         self.inflight = False
         self.key = next(_keys)

@@ -13,6 +13,8 @@ from .ctx import NativeCtx
 
 __all__ = ["NativePe", "pe_create"]
 
+_get_ident = threading.get_ident
+
 
 class NativePe(Borrowable):
     """``doca_pe *``: progress runs C, then the recorded Python completions."""
@@ -31,18 +33,19 @@ class NativePe(Borrowable):
         self.ctxs.append(ctx)
 
     def progress(self) -> bool:
-        if threading.get_ident() != self._owner:
+        if _get_ident() != self._owner:
             self._adopt_thread()
         if self._running:
             raise DocaUsageError("Pe.progress() must not be called from inside a callback")
-        did = bool(self._progress(self.ptr))
-        self._running = True
-        try:
-            for ctx in self.ctxs:
-                if ctx.pending:
-                    did = ctx.dispatch() or did
-        finally:
-            self._running = False
+        did = self._progress(self.ptr) != 0
+        for ctx in self.ctxs:
+            if ctx.pending:  # the trampolines recorded completions: run their Python side now
+                self._running = True
+                try:
+                    ctx.dispatch()
+                finally:
+                    self._running = False
+                did = True
         return did
 
     def _adopt_thread(self) -> None:

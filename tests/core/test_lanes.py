@@ -54,3 +54,41 @@ def test_a_raising_callback_leaves_the_rest_to_the_next_progress_in_order() -> N
     assert pe.progress()
     assert got == [0, 1, 2, 3]
     pe.destroy()
+
+
+def _engine_tasks(n: int, got: list[int]) -> tuple[Any, list[Any]]:
+    """Tasks shaped like EmuTask for complete_task: a running ctx, a success status, a pool callback."""
+    from doca_py.types import CtxState
+
+    pe, tasks = _tasks(n)
+    ctx = SimpleNamespace(pe=pe, state=int(CtxState.RUNNING), inflight=n)
+    pool = SimpleNamespace(success=lambda owner: got.append(owner), error=None)
+    for i, t in enumerate(tasks):
+        t.ctx, t.status, t.inflight, t.pinned, t.pool, t.owner = ctx, 0, True, False, pool, i
+    return pe, tasks
+
+
+def test_complete_task_delivers_an_in_order_completion_inline_and_parks_the_early_ones() -> None:
+    import sys
+
+    from doca_py.emulated import ctx as emu_ctx
+
+    got: list[int] = []
+    pe, tasks = _engine_tasks(4, got)
+    called: list[str] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code in (emu_ctx._in_order.__code__, emu_ctx.deliver_completion.__code__):
+            called.append(frame.f_code.co_name)
+
+    sys.setprofile(tracer)
+    try:
+        emu_ctx.complete_task(tasks[0])  # the lane's next one: delivered without the lane's helpers
+    finally:
+        sys.setprofile(None)
+    assert got == [0] and called == []
+    for i in (3, 1, 2):  # 3 waits for 2, then 1 and 2 release it
+        emu_ctx.complete_task(tasks[i])
+    assert got == [0, 1, 2, 3]
+    assert tasks[0].ctx.inflight == 0 and not any(t.inflight for t in tasks)
+    pe.destroy()

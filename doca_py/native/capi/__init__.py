@@ -29,6 +29,10 @@ package that calls [`register`][doca_py.native.capi.register]; [`tables`][doca_p
 Each C function is one literal row (``_f("doca_rdma_set_mtu", ERR, P, ENUM)``), so ``grep`` finds it
 with its signature and DOCA versions.
 
+GIL: the data path's never-blocking calls (``doca_pe_progress``, ``doca_task_submit``, task and buffer
+getters/setters, task and buffer allocation) keep the GIL during the call (bound through ``ctypes.PyDLL``),
+everything else releases it (``ctypes.CDLL``); [`keeps_gil`][doca_py.native.capi.keeps_gil] decides.
+
 Typing: ``load_common()``, ``load_rdma()`` … return the ``Protocol`` of their library from the
 generated ``_raw.pyi`` (see [`gen_stubs`][doca_py.native.capi.gen_stubs]; regenerate it after editing
 a table), so mypy checks each call's arity, argument kinds and result.
@@ -43,6 +47,8 @@ import threading
 from .. import loader
 from ._decl import (
     BoundLib,
+    KEEPS_GIL,
+    MAY_BLOCK,
     CtxStateChangedCb,
     Decl,
     LogFlushCb,
@@ -53,6 +59,7 @@ from ._decl import (
     Version,
     bind,
     format_version,
+    keeps_gil,
     pre3,
     register,
     registered,
@@ -72,6 +79,9 @@ __all__ = [
     "COMMON",
     "INLINE",
     "bind",
+    "keeps_gil",
+    "KEEPS_GIL",
+    "MAY_BLOCK",
     "format_version",
     "pre3",
     "register",

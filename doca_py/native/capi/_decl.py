@@ -22,6 +22,7 @@ Type conventions (``doca-c-api.md`` §2 "ctypes quick mapping"):
 from __future__ import annotations
 
 import ctypes
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -34,7 +35,10 @@ __all__ = [
     "Variant",
     "BoundLib",
     "MissingFunction",
+    "KEEPS_GIL",
+    "MAY_BLOCK",
     "bind",
+    "keeps_gil",
     "format_version",
     "pre3",
     "register",
@@ -156,6 +160,49 @@ class Decl:
         return f"{text} ({self.note})" if self.note else text
 
 
+# -- GIL policy ------------------------------------------------------------------------------------
+# A ``ctypes.CDLL`` function releases the GIL for the call and takes it back after (≈ 2 atomic
+# hand-overs, and with two worker threads a GIL switch at every call); a ``ctypes.PyDLL`` one keeps it.
+# Keeping it is cheaper, and safe, only for a call that never blocks and never waits for another
+# thread: DOCA's data path (``doca_pe_progress`` polls, ``doca_task_submit`` posts, task and buffer
+# getters/setters touch memory, task/buffer allocation takes from a preallocated pool). Everything
+# else releases it: waits (``doca_pe_wait``-style event handles, ``doca_sync_event_wait_*``), context
+# and memory start/stop (may wait for the device or flush), connect/listen/accept, device open and
+# capability queries (syscalls into the driver), notification arming (syscalls).
+
+KEEPS_GIL = re.compile(
+    r"""^(?!.*_set_conf$)(?!.*_cap_)doca_(?:                # never a ctx's task configuration or a capability
+        pe_progress$
+      | task_                                               # submit, try_submit, free, status, user data, ctx
+      | buf_(?:get|set|reset|inc|dec|chain|unchain|is)_    # doca_buf getters/setters, refcounts, lists
+      | buf_inventory_buf_                                  # take a doca_buf from an inventory (no syscall)
+      | buf_pool_buf_alloc
+      | error_get_(?:name|descr)$
+      | (?:ctx|mmap|buf_inventory|buf_pool|comch_connection|cc_connection|rdma_connection)_[gs]et_user_data$
+      | [a-z0-9_]+?_task_[a-z0-9_]+?_                      # a task type's alloc, cast, getters and setters
+            (?:alloc_init|allocate_init|as_task|as_doca_task|(?:set|get)_[a-z0-9_]+)$
+    )""",
+    re.X,
+)
+"""Names of the DOCA functions bound through ``ctypes.PyDLL`` (the GIL kept during the call): the
+data path's never-blocking calls. Every other declared function is bound through ``ctypes.CDLL`` and
+releases the GIL. The one place the policy is decided; see [`keeps_gil`][doca_py.native.capi.keeps_gil]."""
+
+MAY_BLOCK: frozenset[str] = frozenset({
+    # Configuration-time calls of an RDMA ctx that the task pattern above would otherwise match.
+    "doca_rdma_task_receive_set_dst_buf_list_len",
+    "doca_rdma_task_receive_get_dst_buf_list_len",
+    "doca_rdma_srq_task_receive_set_dst_buf_list_len",
+    "doca_rdma_srq_task_receive_get_dst_buf_list_len",
+})
+"""Functions the pattern would keep the GIL for but that are not on the data path: released."""
+
+
+def keeps_gil(name: str) -> bool:
+    """Whether the DOCA function *name* is called with the GIL kept (``PyDLL``) rather than released."""
+    return name not in MAY_BLOCK and KEEPS_GIL.match(name) is not None
+
+
 class MissingFunction:
     """Stands in for a function the loaded library does not export.
 
@@ -245,17 +292,21 @@ def bind(cdll: ctypes.CDLL, decls: Iterable[Decl], version: Version, *, libname:
     """Bind every declaration of *decls* on *cdll* for a runtime of *version*.
 
     Each present symbol gets a fresh function object (``cdll[name]``), so two
-    bindings of one library never share ``argtypes``. Absent or foreign-platform
+    bindings of one library never share ``argtypes``. A function of the data path
+    ([`keeps_gil`][doca_py.native.capi.keeps_gil]) is looked up through a ``ctypes.PyDLL`` on the
+    same handle, so it keeps the GIL; the others release it. Absent or foreign-platform
     symbols become `MissingFunction` stubs.
     """
     table = {d.name: d for d in decls}
     lib = BoundLib(cdll, libname, version, table)
     missing: set[str] = set()
+    # The same dlopen handle, as a PyDLL: its functions keep the GIL during the call (keeps_gil).
+    pydll = ctypes.PyDLL(cdll._name, handle=cdll._handle)
     for decl in table.values():
         fn: Any = None
         if decl.platform is None or sys.platform.startswith(decl.platform):
             try:
-                fn = cdll[decl.name]
+                fn = (pydll if keeps_gil(decl.name) else cdll)[decl.name]
             except AttributeError:
                 fn = None
         if fn is None:
