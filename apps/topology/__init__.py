@@ -53,6 +53,9 @@ DPU_DEV = "0000:03:00.0"  # the BlueField's own device
 HOST_PF_REP = "0000:3b:00.0"  # the host PF's representor on the DPU
 
 
+#: ``--timeout``'s default: seconds allowed per test, and for each process's start.
+TEST_TIMEOUT = 120.0
+
 @dataclass(frozen=True)
 class Test:
     """One initiator run and the bridge settings it needs."""
@@ -116,7 +119,8 @@ def build_parser() -> UsageParser:
                    help="run only this initiator execution strategy (repeatable; default: the three tests above)")
     p.add_argument("--blocks-per-io", type=int, default=1, help="storage blocks per initiator IO (default: 1)")
     p.add_argument("--workdir", type=Path, help="keep files and logs here (default: a temporary directory)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds allowed per test (default: 120)")
+    p.add_argument("--timeout", type=float, default=TEST_TIMEOUT,
+                   help=f"seconds allowed per test, and for each process's start (default: {TEST_TIMEOUT:g})")
     p.add_argument("--shuffle", action="store_true",
                    help="deliver task completions in a seeded random order in every process (DOCA_PY_EMU_SHUFFLE)")
     p.add_argument("--inject-faults", metavar="KIND=RATE[:CODE],...",
@@ -283,7 +287,7 @@ def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str,
                        ["-d", DPU_DEV, *cpu_args, "--listen-address", target_host, "--listen-port", "0", *content,
                         *test.target_args.get(role, ())],
                        marker="Listening on port", prefix=prefix, env=target_env)
-        ports[role] = int(t.wait_marker("Listening on port", args.timeout).split()[-1])  # --timeout
+        ports[role] = int(t.wait_marker("Listening on port", getattr(args, "timeout", TEST_TIMEOUT)).split()[-1])
         targets.append(t)
     if zero_copy:
         bridge = topo.spawn("zero_copy", "apps.zero_copy",
