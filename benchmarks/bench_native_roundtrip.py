@@ -41,7 +41,7 @@ from doca_py.native import capi, loader
 
 # The fake library is test code (not in the wheel): import it from the source tree.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.native.fakelib import FAKE_DECLS, FakeBuildError, build_fake_common  # noqa: E402
+from tests.native.fakelib import FAKE_DECLS, FakeBuildError, build_fake_common, public_fake_ctx  # noqa: E402
 
 
 def _best_ns(loop: Callable[[int], None], n: int, repeats: int) -> float:
@@ -152,8 +152,7 @@ def raw_table(args: argparse.Namespace, tmp: str) -> None:
 def round_trip(args: argparse.Namespace) -> int:
     """The child: the public API's task round trip against the raw loops, both ways."""
     import doca_py as d
-    from doca_py.ctx import Ctx, Task
-    from doca_py.native.ctx import NativeCtx, NativeTaskPool
+    from doca_py.ctx import Task
 
     assert d.impl == "native", d.impl
     lib = capi.load_common()
@@ -163,34 +162,7 @@ def round_trip(args: argparse.Namespace) -> int:
     alive: list[object] = []  # the fake cannot stop a ctx: everything stays until os._exit
 
     def public(n: int, batch: int) -> Callable[[], int]:
-        cptr = ctypes.c_void_p()
-        fake.fake_ctx_create(byref(cptr))
-
-        def set_conf(success: object, error: object, num: int) -> int:
-            fake.fake_ctx_set_task_cb(cptr.value, success)
-            return 0
-
-        nctx = NativeCtx(cptr.value, lambda: fake.fake_ctx_destroy(cptr.value) or 0)
-        pool = NativeTaskPool(nctx, set_conf, "fake_task")
-        pe, ctx = d.Pe(), Ctx(nctx)
-        pe.connect_ctx(ctx)
-        done = [0]
-
-        def ok(task: Task, ud: object, cud: object) -> None:
-            done[0] += 1
-
-        def err(task: Task, ud: object, cud: object) -> None:
-            raise RuntimeError(task.get_status())
-
-        ctx._set_conf(pool, ok, err, batch)
-        ctx.start()
-        while pe.progress():
-            pass
-        tasks = []
-        for _ in range(batch):
-            tp = ctypes.c_void_p()
-            rc = fake.fake_task_alloc_init(cptr.value, 0, byref(tp))
-            tasks.append(ctx._wrap_task(pool.adopt(rc, tp.value, "fake_task_alloc_init"), Task, None))
+        pe, ctx, tasks, done = public_fake_ctx(fake, batch)
         progress, rounds = pe.progress, n // batch
         alive.append((pe, ctx))
 

@@ -258,8 +258,7 @@ def native(args: argparse.Namespace) -> list[tuple[str, float, float | None]]:
     import doca_py as d
     from doca_py.ctx import Ctx, Task
     from doca_py.native import capi
-    from doca_py.native.ctx import NativeCtx, NativeTaskPool
-    from tests.native.fakelib import FAKE_DECLS
+    from tests.native.fakelib import FAKE_DECLS, public_fake_ctx
 
     assert d.impl == "native", d.impl
     lib = capi.load_common()
@@ -267,34 +266,7 @@ def native(args: argparse.Namespace) -> list[tuple[str, float, float | None]]:
     stack: list[object] = []
 
     def public(n: int, batch: int) -> tuple[Loop, Callable[[], None]]:
-        cptr = ctypes.c_void_p()
-        fake.fake_ctx_create(ctypes.byref(cptr))
-
-        def set_conf(success: object, error: object, num: int) -> int:
-            fake.fake_ctx_set_task_cb(cptr.value, success)
-            return 0
-
-        nctx = NativeCtx(cptr.value, lambda: fake.fake_ctx_destroy(cptr.value) or 0)
-        pool = NativeTaskPool(nctx, set_conf, "fake_task")
-        pe, ctx = d.Pe(), Ctx(nctx)
-        pe.connect_ctx(ctx)
-        done = [0]
-
-        def ok(task: Task, ud: object, cud: object) -> None:
-            done[0] += 1
-
-        def err(task: Task, ud: object, cud: object) -> None:
-            raise RuntimeError(task.get_status())
-
-        ctx._set_conf(pool, ok, err, batch)
-        ctx.start()
-        while pe.progress():
-            pass
-        tasks = []
-        for _ in range(batch):
-            tp = ctypes.c_void_p()
-            rc = fake.fake_task_alloc_init(cptr.value, 0, ctypes.byref(tp))
-            tasks.append(ctx._wrap_task(pool.adopt(rc, tp.value, "fake_task_alloc_init"), Task, None))
+        pe, ctx, tasks, done = public_fake_ctx(fake, batch)
         progress = pe.progress
         rounds = n // batch
 

@@ -23,6 +23,7 @@ the common's ctx and task functions.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 import os
 import re
 import shutil
@@ -180,3 +181,43 @@ def build_fake_common(dest: Path, version: str = "3.0.0058", *, reuse_args: bool
             link.unlink()
         link.symlink_to(real.name if link.name.endswith(f".so.{major}") else f"libdoca_common.so.{major}")
     return real
+
+
+def public_fake_ctx(fake: Any, batch: int) -> tuple[Any, Any, list[Any], list[int]]:
+    """The public API over the fake library's generic ctx, for the native round-trip benchmarks: a
+    ``Pe``, a ``Ctx`` connected and started with *batch* ``fake_task`` tasks allocated, and the
+    counter its completion callback increments (``done[0]``). *fake* is the fake library bound with
+    `FAKE_DECLS` on the native backend."""
+    from doca_py import Pe
+    from doca_py.ctx import Ctx, Task
+    from doca_py.native.ctx import NativeCtx, NativeTaskPool
+
+    cptr = ctypes.c_void_p()
+    fake.fake_ctx_create(ctypes.byref(cptr))
+
+    def set_conf(success: object, error: object, num: int) -> int:
+        fake.fake_ctx_set_task_cb(cptr.value, success)
+        return 0
+
+    nctx = NativeCtx(cptr.value, lambda: fake.fake_ctx_destroy(cptr.value) or 0)
+    pool = NativeTaskPool(nctx, set_conf, "fake_task")
+    pe, ctx = Pe(), Ctx(nctx)
+    pe.connect_ctx(ctx)
+    done = [0]
+
+    def ok(task: Task, ud: object, cud: object) -> None:
+        done[0] += 1
+
+    def err(task: Task, ud: object, cud: object) -> None:
+        raise RuntimeError(task.get_status())
+
+    ctx._set_conf(pool, ok, err, batch)
+    ctx.start()
+    while pe.progress():  # the start's state change
+        pass
+    tasks = []
+    for _ in range(batch):
+        tp = ctypes.c_void_p()
+        rc = fake.fake_task_alloc_init(cptr.value, 0, ctypes.byref(tp))
+        tasks.append(ctx._wrap_task(pool.adopt(rc, tp.value, "fake_task_alloc_init"), Task, None))
+    return pe, ctx, tasks, done
