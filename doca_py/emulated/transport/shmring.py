@@ -93,17 +93,24 @@ class Ring:
         self.fd = fd
         self.size = size
         self.mask = size - 1
+        #: The mapping, kept open until :meth:`close`. No field below holds an export of it: each is
+        #: addressed by address. (An export — ``from_buffer``, a memoryview of ``mm`` — freed by another
+        #: thread is freed late on a free-threaded build, and ``mm.close()`` then refuses.)
         self.mm = mm
-        self.mv = memoryview(mm)
-        self.data = self.mv[DATA:DATA + size]
+        probe = ctypes.c_char.from_buffer(mm)  # one export, dropped by this thread right away
+        self.base = base = ctypes.addressof(probe)
+        del probe
+        #: The data bytes, viewed through a ctypes array at their address (its views export the
+        #: array, not the mapping).
+        self.data = memoryview((ctypes.c_ubyte * size).from_address(base + DATA)).cast("B")
         #: The data as 16-bit words: a record's status (offset 6 of a 16-byte-aligned record) is word
         #: ``(off >> 1) + 3``, read and written without :mod:`struct`.
         self.st16 = self.data.cast("H")
-        self.head = _U64.from_buffer(mm, _OFF_HEAD)
-        self.tail = _U64.from_buffer(mm, _OFF_TAIL)
-        self.csleep = _U32.from_buffer(mm, _OFF_CSLEEP)
-        self.psleep = _U32.from_buffer(mm, _OFF_PSLEEP)
-        self.beat = _U64.from_buffer(mm, _OFF_BEAT)
+        self.head = _U64.from_address(base + _OFF_HEAD)
+        self.tail = _U64.from_address(base + _OFF_TAIL)
+        self.csleep = _U32.from_address(base + _OFF_CSLEEP)
+        self.psleep = _U32.from_address(base + _OFF_PSLEEP)
+        self.beat = _U64.from_address(base + _OFF_BEAT)
 
     @classmethod
     def create(cls, size: int = DEFAULT_SIZE, sealed: bool = True) -> Ring:
@@ -153,10 +160,10 @@ class Ring:
         """Unmap and close (idempotent). The peer's mapping stays valid until it closes its own."""
         if self.fd < 0:
             return
+        # Our own views first, so that a late use of the ring raises instead of touching unmapped memory.
         del self.head, self.tail, self.csleep, self.psleep, self.beat
         self.st16.release()
         self.data.release()
-        self.mv.release()
         self.mm.close()
         os.close(self.fd)
         self.fd = -1
