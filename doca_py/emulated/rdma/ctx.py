@@ -24,6 +24,7 @@ from ...log import logger
 from .. import version as emu_version
 from ..ctx import FLUSHED, TaskPool
 from ..mmap import dev_key
+from ..transport.shmring import usable as rings_usable
 from ..transport.stream import Listener, Stream
 from .config import (
     C_BROKEN, C_CLOSED, C_CONNECTING, C_ESTABLISHED, C_NEW, C_REQUESTED, DEFAULT_QUEUE_SIZE, EV_DISCONNECTION,
@@ -101,7 +102,7 @@ class EmuRdma(RdmaTaskAlloc):
             raise DocaError(f"cannot listen on {cfg.bind_addr!r}: {exc}", code=int(ErrorCode.OPERATING_SYSTEM)) \
                 from None
         self.listener = listener
-        self.unix = shm.listen(self) if cfg.shm else None
+        self.unix = shm.listen(self) if cfg.shm and rings_usable() else None
         self.epoch += 1
         self.retry_window = cfg.retry_window
         self.host = host_id()
