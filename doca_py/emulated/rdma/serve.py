@@ -385,9 +385,7 @@ def serve_stream(st: Stream) -> None:
                 _respond_acks(st, srv)
             st.flush()
         if landed:
-            pe.ready.extend(landed)  # pe.post_item, batched
-            if pe.armed:
-                pe.wake()
+            pe.post_items(landed)  # (I/O thread) batched
 
 
 def _skip(st: Stream, srv: SrvState, pos: int, length: int) -> int:
