@@ -103,3 +103,24 @@ def test_export_records_are_read_through_a_view_that_holds_no_export_of_the_mapp
         m.close()  # no export left behind (BufferError otherwise)
     finally:
         os.close(fd)
+
+
+def test_a_public_mmap_gives_each_thread_its_own_root_view_when_free_threaded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import doca_py as d
+    from doca_py import mmap as public_mmap
+
+    monkeypatch.setattr(public_mmap, "_FREE_THREADED", True)
+    m = d.Mmap()
+    mine = m.allocate(8192)
+    assert m.buffer is mine  # one root per thread, kept
+    theirs: list[memoryview] = []
+    t = threading.Thread(target=lambda: theirs.append(m.buffer))
+    t.start()
+    t.join()
+    assert theirs[0] is not mine and theirs[0].nbytes == 8192
+    theirs[0][100:103] = b"xyz"
+    assert bytes(m.view(m.get_memrange()[0] + 100, 3)) == b"xyz"
+    kept = theirs[0][100:103]
+    m.close()  # another thread's view is alive: the memory goes with the last view, not under it
+    assert bytes(kept) == b"xyz"
