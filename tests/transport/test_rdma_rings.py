@@ -1,4 +1,4 @@
-"""Same-host RDMA send/receive over the shared-memory rings (doca_py.emulated.rdma.shm): the DOCA rules
+"""Same-host RDMA send/receive over the shared-memory rings (doca_py.emulated.rdma.shm, .ring_poll): the DOCA rules
 hold on the ring path, and peers on another host still use TCP."""
 
 from __future__ import annotations
@@ -144,10 +144,10 @@ def test_a_burst_fills_the_receives_in_posting_order(pair: tuple[d.Pe, d.BufInve
 def paths(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts of the ring's general paths: records the receiver matched one by one (``rx``), sends the
     sender queued (``tx``). The one-record fast paths count nothing."""
-    from doca_py.emulated.rdma import shm
+    from doca_py.emulated.rdma import ring_poll, shm
 
     n = {"rx": 0, "tx": 0}
-    record, queue = shm.RdmaPoller._record, shm.ShmTx._queue
+    record, queue = ring_poll.RdmaPoller._record, shm.ShmTx._queue
 
     def _record(self: Any, *args: Any) -> bool:
         n["rx"] += 1
@@ -156,7 +156,7 @@ def paths(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     def _queue(self: Any, *args: Any) -> None:
         n["tx"] += 1
         queue(self, *args)
-    monkeypatch.setattr(shm.RdmaPoller, "_record", _record)
+    monkeypatch.setattr(ring_poll.RdmaPoller, "_record", _record)
     monkeypatch.setattr(shm.ShmTx, "_queue", _queue)
     return n
 

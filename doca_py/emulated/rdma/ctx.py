@@ -37,11 +37,11 @@ from .wire import (
     decode_blob, encode_blob, unix_path,
 )
 from .connection import EmuRdmaConnection, Fifo, fifo_retry, ignore_close, send_reply_and_close
-from .tasks import (
-    EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskReceive, EmuRdmaTaskSend, EmuRdmaTaskWrite, RdmaTaskAlloc,
-)
+from .remote_tasks import EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskWrite
+from .task_alloc import RdmaTaskAlloc
+from .tasks import EmuRdmaTaskReceive, EmuRdmaTaskSend
 from .serve import SrvState, answer_and_close, req_closed, serve_stream, srv_closed, conn_responses
-from . import shm
+from . import ring_poll, shm
 from .work import Work
 
 # -- the context -------------------------------------------------------------------------------
@@ -81,7 +81,7 @@ class EmuRdma(RdmaTaskAlloc):
         self.next_conn_id = 0
         self.listener: Listener | None = None
         self.unix: Listener | None = None  # same-host peers dial it (rings can be handed over on it)
-        self.poller = shm.RdmaPoller(self)
+        self.poller = ring_poll.RdmaPoller(self)
         self.cm_listeners: dict[int, Listener] = {}
         self.conn_cb: Callable[[int, EmuRdmaConnection], None] | None = None
         self.epoch = 0
