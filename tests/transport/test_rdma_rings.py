@@ -179,6 +179,10 @@ def test_one_record_sends_into_one_buffer_receives_take_the_fast_path(
     recvs = [_recv(inv, b, i, 4096) for i in range(3)] + [b.rdma.task_receive_allocate_init(None)]
     for r in recvs:
         r.submit()
+    # Posted before any send is written: else, with launches shuffled, a send written first and a
+    # progress() slower than the 5 ms nudge (a loaded machine) let the receiver's I/O thread find the
+    # record with no receive posted, and the general path (RNR) takes it.
+    pe.progress()
     src = inv.buf_get_by_data(a.mm, a.base, 64)
     sends = [a.rdma.task_send_allocate_init(a.conn, src), a.rdma.task_send_imm_allocate_init(a.conn, src, 77),
              a.rdma.task_send_allocate_init(a.conn, None), a.rdma.task_send_imm_allocate_init(a.conn, None, 5)]
