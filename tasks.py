@@ -12,7 +12,9 @@ changed since the last install, then run their tools from it.
 installed CPython 3.11+ it finds by path (``$PYENV_ROOT/versions/*/bin/python3.X``,
 ``python3.X`` on ``PATH``; one per version, its newest patch release), each in its own
 ``.venv-X.Y``, leaving out ``tests/topology`` (see ``OTHER_PYTHONS_SKIP``), and ends
-with one summary line per version.
+with one summary line per version. A free-threaded build (``python3.13t``, ``python3.14t``: built
+with ``--disable-gil``) counts as a version of its own: it runs in ``.venv-X.Yt`` with
+``PYTHON_GIL=0`` (the GIL off, even if an extension module would re-enable it).
 ``DOCA_PY_TEST_PYTHONS="python3.12 /opt/py/bin/python3"`` names the interpreters
 instead; ``DOCA_PY_TEST_PYTHONS=`` (empty) runs none.
 
@@ -51,8 +53,14 @@ PYTHONS = "DOCA_PY_TEST_PYTHONS"
 #: Left out on the other Pythons: whole-topology runs, close to half the suite's time, of the same
 #: apps that tests/{storage_target,gga_offload,zero_copy,initiator} run on every Python.
 OTHER_PYTHONS_SKIP = ("tests/topology",)
-_PROBE = "import platform, sys; print(platform.python_implementation(), *sys.version_info[:3])"
-_VERSIONED = re.compile(r"python3\.(\d+)")
+#: Prints ``CPython 3 13 5 1``: implementation, version, and 1 for a free-threaded build.
+_PROBE = ("import platform, sys, sysconfig; print(platform.python_implementation(), *sys.version_info[:3], "
+          "int(bool(sysconfig.get_config_var('Py_GIL_DISABLED'))))")
+_VERSIONED = re.compile(r"python3\.(\d+)t?")
+#: Free-threaded venvs: versions whose wheels exist for free-threaded builds (cp313t), where the newest
+#: have none and would be built from source, which needs Rust and crates.io: mypy 1.19+ (its librt and
+#: ast-serialize) and pydantic-core after 2.41.4 (pydantic 2.12's).
+FREE_THREADED_CONSTRAINTS = ("mypy<1.19", "pydantic-core<=2.41.4")
 
 
 class UsageError(Exception):
@@ -71,20 +79,32 @@ def _wanted() -> str:
     return digest.hexdigest()
 
 
-def _install(py: Path) -> None:
+def _install(py: Path, free_threaded: bool = False) -> None:
     """Install the project, editable with the ``dev`` extras, into *py*'s venv when out of date."""
     stamp = py.parent.parent / STAMP.name
     wanted = _wanted()
     if stamp.exists() and stamp.read_text() == wanted:
         return
     _sh(py, "-m", "pip", "install", "--quiet", "--upgrade", "pip", "setuptools>=77")
-    # Without build isolation: an editable install needs only setuptools (setup.py makes it a
-    # ``compat`` one, a .pth that mypy follows), not the wheel build's requirements. The man pages
-    # import the apps, so the first pass installs the dependencies without them and the second
-    # (no dependencies to fetch) builds them into the venv's share/man/man1.
-    _sh(py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "-e", ".[dev]",
-        env=dict(os.environ, DOCA_PY_SKIP_MANPAGES="1"))
-    _sh(py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps", "-e", ".")
+    if free_threaded:
+        # Not every dependency has a free-threaded wheel: prefer the versions that do, and build the
+        # others (isal, pyyaml, markupsafe) with their own build requirements: build isolation, with the
+        # constraints and the preference passed by environment so that the build environments get them
+        # too. isal links the system ISA-L (libisal-dev) instead of building its own.
+        constraints = ROOT / "build" / "free-threaded-constraints.txt"
+        constraints.parent.mkdir(parents=True, exist_ok=True)
+        constraints.write_text("\n".join(FREE_THREADED_CONSTRAINTS) + "\n")
+        env = dict(os.environ, PYTHON_ISAL_LINK_DYNAMIC="1", PIP_PREFER_BINARY="1",
+                   PIP_CONSTRAINT=" ".join(filter(None, (os.environ.get("PIP_CONSTRAINT"), str(constraints)))))
+        _sh(py, "-m", "pip", "install", "--quiet", "-e", ".[dev]", env=env)
+    else:
+        # Without build isolation: an editable install needs only setuptools (setup.py makes it a
+        # ``compat`` one, a .pth that mypy follows), not the wheel build's requirements. The man pages
+        # import the apps, so the first pass installs the dependencies without them and the second
+        # (no dependencies to fetch) builds them into the venv's share/man/man1.
+        _sh(py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "-e", ".[dev]",
+            env=dict(os.environ, DOCA_PY_SKIP_MANPAGES="1"))
+        _sh(py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps", "-e", ".")
     stamp.write_text(wanted)
 
 
@@ -106,18 +126,25 @@ class Python:
 
     exe: str
     version: tuple[int, int, int]
+    #: Built with ``--disable-gil`` (``Py_GIL_DISABLED``): tested with ``PYTHON_GIL=0``.
+    free_threaded: bool = False
 
     @property
     def minor(self) -> tuple[int, int]:
         return self.version[0], self.version[1]
 
     @property
+    def kind(self) -> tuple[int, int, bool]:
+        """X.Y and the build: one interpreter of each is tested."""
+        return self.version[0], self.version[1], self.free_threaded
+
+    @property
     def label(self) -> str:
-        return "python " + ".".join(map(str, self.version))
+        return "python " + ".".join(map(str, self.version)) + (" free-threaded, GIL off" if self.free_threaded else "")
 
     @property
     def venv_dir(self) -> Path:
-        return ROOT / f".venv-{self.version[0]}.{self.version[1]}"
+        return ROOT / f".venv-{self.version[0]}.{self.version[1]}{'t' if self.free_threaded else ''}"
 
 
 def probe(exe: str) -> tuple[Python | None, str]:
@@ -138,15 +165,16 @@ def probe(exe: str) -> tuple[Python | None, str]:
         return None, f"{impl or 'no answer'}, not CPython"
     try:
         version = (int(numbers[0]), int(numbers[1]), int(numbers[2]))
+        free_threaded = len(numbers) > 3 and int(numbers[3]) == 1
     except (IndexError, ValueError):
         return None, f"unexpected version {out.stdout.strip()!r}"
     if version[:2] < MIN_PYTHON:
         return None, f"Python {version[0]}.{version[1]} is older than doca_py supports"
-    return Python(path, version), ""
+    return Python(path, version, free_threaded), ""
 
 
 def candidates(pyenv_root: Path, path_dirs: Iterable[str]) -> list[str]:
-    """Every executable named ``python3.X`` (X >= 11) in pyenv's versions, then on the ``PATH``,
+    """Every executable named ``python3.X`` or ``python3.Xt`` (X >= 11) in pyenv's versions, then on the ``PATH``,
     each file once. pyenv's shims are left out: they only forward to those versions, and fail
     ("command not found") for one that is not selected."""
     shims = (pyenv_root / "shims").resolve()
@@ -167,19 +195,20 @@ def candidates(pyenv_root: Path, path_dirs: Iterable[str]) -> list[str]:
 
 
 def find_pythons(own: Python | None, explicit: str | None, pyenv_root: Path, path_dirs: Iterable[str]) -> list[Python]:
-    """The interpreters to run the suite on besides *own* (``.venv``'s), one per X.Y, oldest first:
-    those named in *explicit* (``DOCA_PY_TEST_PYTHONS``) when it is set, else every candidate
-    found by path; of several X.Y, the newest patch release. Skips are printed with the reason."""
+    """The interpreters to run the suite on besides *own* (``.venv``'s), one per X.Y and build
+    (free-threaded or not), oldest first: those named in *explicit* (``DOCA_PY_TEST_PYTHONS``) when
+    it is set, else every candidate found by path; of several, the newest patch release. Skips are
+    printed with the reason."""
     names = explicit.split() if explicit is not None else candidates(pyenv_root, path_dirs)
-    best: dict[tuple[int, int], Python] = {}
+    best: dict[tuple[int, int, bool], Python] = {}
     for exe in names:
         py, why = probe(exe)
         if py is None:
             print(f"skipping {exe}: {why}", flush=True)
-        elif own is not None and py.minor == own.minor:
+        elif own is not None and py.kind == own.kind:
             print(f"skipping {exe}: Python {py.minor[0]}.{py.minor[1]} is .venv's, already tested", flush=True)
-        elif py.minor not in best or py.version > best[py.minor].version:
-            best[py.minor] = py
+        elif py.kind not in best or py.version > best[py.kind].version:
+            best[py.kind] = py
     return [best[k] for k in sorted(best)]
 
 
@@ -284,15 +313,15 @@ def distinct_seeds(n: int, rng: random.Random | None = None) -> list[str]:
     return seeds
 
 
-def ensure_other_venv(exe: str, venv_dir: Path) -> Path:
-    """Create ``.venv-X.Y`` with *exe* and install the project into it when out of date."""
+def ensure_other_venv(exe: str, venv_dir: Path, free_threaded: bool = False) -> Path:
+    """Create ``.venv-X.Y`` (``.venv-X.Yt``) with *exe* and install the project into it when out of date."""
     py = venv_dir / "bin" / "python"
     if not py.exists():
         print(f"creating {venv_dir}", flush=True)
         _sh(exe, "-m", "venv", "--clear", venv_dir)
         (venv_dir / ".gitignore").write_text("*\n")  # as Python 3.13's venv does itself
         (venv_dir / STAMP.name).unlink(missing_ok=True)
-    _install(py)
+    _install(py, free_threaded)
     return py
 
 
@@ -325,13 +354,16 @@ def parse_test_args(args: list[str]) -> tuple[int, list[str]]:
     return repeat, rest
 
 
-def _pytest(py: Path, args: list[str], label: str, seed: str, report: Path) -> Run:
+def _pytest(py: Path, args: list[str], label: str, seed: str, report: Path, gil_off: bool = False) -> Run:
     report.unlink(missing_ok=True)
     print(f"{label}: {SEED}={seed}", flush=True)
     # -n auto: pytest-xdist, one worker per core. xunit1: the report names each test's file.
     cmd = [str(py), "-m", "pytest", "-n", "auto", "-q", f"--junitxml={report}", "-o", "junit_family=xunit1", *args]
     print("+", " ".join(cmd), flush=True)
-    returncode = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, **{SEED: seed})).returncode
+    env = dict(os.environ, **{SEED: seed})
+    if gil_off:
+        env["PYTHON_GIL"] = "0"
+    returncode = subprocess.run(cmd, cwd=ROOT, env=env).returncode
     return Run(label, seed, returncode, read_junit(report), os.path.relpath(py, ROOT))
 
 
@@ -344,14 +376,15 @@ def _on_every_python(args: list[str]) -> list[Run]:
     path_dirs = os.environ.get("PATH", "").split(os.pathsep)
     for py in find_pythons(own, os.environ.get(PYTHONS), pyenv_root, path_dirs):
         try:
-            venv_py = ensure_other_venv(py.exe, py.venv_dir)
+            venv_py = ensure_other_venv(py.exe, py.venv_dir, py.free_threaded)
         except subprocess.CalledProcessError as exc:
             why = f"setting up {py.venv_dir.name} failed"
             runs.append(Run(py.label, "-", exc.returncode or 1, Outcome(problem=why)))
             continue
         seed = os.environ.get(SEED) or distinct_seeds(1)[0]
         skip = [f"--ignore={d}" for d in OTHER_PYTHONS_SKIP]
-        runs.append(_pytest(venv_py, [*skip, *args], py.label, seed, RESULTS / f"{py.venv_dir.name}.xml"))
+        runs.append(_pytest(venv_py, [*skip, *args], py.label, seed, RESULTS / f"{py.venv_dir.name}.xml",
+                            gil_off=py.free_threaded))
     return runs
 
 

@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import sysconfig
+import threading
 from typing import Any
 
 from ._args import expect
@@ -22,6 +25,19 @@ from .dev import Dev, DevInfo, devinfo_handle
 from .errors import DocaBadState, DocaError, DocaInvalidValue, DocaNotSupported
 from .memory import SharedMemory, buffer_address
 from .types import AccessFlag
+
+#: A free-threaded build: a memoryview counts the views sliced from it without atomics, so each thread
+#: gets its own root view of a map's memory (:meth:`Mmap.buffer`, :meth:`Mmap.view`).
+_FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+_held_types: dict[int, type[ctypes.Array[ctypes.c_char]]] = {}
+
+
+def _held(n: int) -> type[ctypes.Array[ctypes.c_char]]:
+    """A ctypes array type of *n* bytes whose instances may hold a reference (the memory's owner)."""
+    t = _held_types.get(n)
+    if t is None:
+        t = _held_types[n] = type("_Held", (ctypes.c_char * n,), {})
+    return t
 
 __all__ = ["Mmap"]
 
@@ -45,6 +61,9 @@ class Mmap(DocaObject):
         """Any object, given back by callbacks (``doca_mmap_set_user_data``)."""
         self._pin: memoryview | None = None
         self._shm: SharedMemory | None = None
+        self._addr = 0  # of the locally backed memory
+        self._local = threading.local()  # free-threaded builds: each thread's root view (_root)
+        self._thread_roots = False
         self._devs: list[Dev] = []
         self._started = False
         self._arm_finalizer(self._h.destroy)
@@ -76,7 +95,7 @@ class Mmap(DocaObject):
             pin.release()
             raise
         self._release_memory()
-        self._pin = pin
+        self._pin, self._addr = pin, addr
 
     def allocate(self, size: int) -> memoryview:
         """Allocate *size* bytes of zeroed, page-aligned, shareable memory as the range.
@@ -91,8 +110,8 @@ class Mmap(DocaObject):
             shm.close()
             raise
         self._release_memory()
-        self._shm, self._pin = shm, shm.buffer
-        return shm.buffer
+        self._shm, self._pin, self._addr = shm, shm.buffer, shm.address
+        return self.buffer
 
     def get_memrange(self) -> tuple[int, int]:
         """``(address, length)``; for an imported map, the exporter's addresses."""
@@ -224,16 +243,40 @@ class Mmap(DocaObject):
         off = addr - base
         if off < 0 or length < 0 or off + length > n:
             raise DocaInvalidValue(f"[{addr:#x}, +{length}) is outside the mmap range [{base:#x}, +{n})")
-        return pin[off: off + length]
+        return (self._root(pin) if _FREE_THREADED else pin)[off: off + length]
 
     @property
     def buffer(self) -> memoryview:
-        """The whole registered memory."""
-        if self._pin is None:
+        """The whole registered memory (on a free-threaded build, a view of this thread's own: slice it
+        in this thread only)."""
+        pin = self._pin
+        if pin is None:
             raise DocaBadState("mmap has no locally backed memory range")
-        return self._pin
+        return self._root(pin) if _FREE_THREADED else pin
+
+    def _root(self, pin: memoryview) -> memoryview:
+        """This thread's root view of the memory (free-threaded builds). Two threads slicing one
+        memoryview can lose a count of its views, which then releases it under the other thread
+        ("operation forbidden on released memoryview object"); so each thread slices its own, made over
+        a ctypes array at the memory's address that keeps the memory (*pin*, its SharedMemory) alive."""
+        local = self._local
+        root: memoryview | None = getattr(local, "root", None)
+        if root is None or local.pin is not pin:
+            arr = _held(pin.nbytes).from_address(self._addr)
+            arr.keep = (pin, self._shm)  # type: ignore[attr-defined]  # (a Python subclass has a __dict__)
+            root = local.root = memoryview(arr).cast("B")
+            local.pin = pin
+            self._thread_roots = True
+        return root
 
     def _release_memory(self) -> None:
+        if self._thread_roots:
+            # Other threads may still hold views of their roots: the memory goes with the last one
+            # (each root keeps it alive), never unmapped under them.
+            self._pin = self._shm = None
+            self._local = threading.local()
+            self._thread_roots = False
+            return
         if self._pin is not None:
             self._pin.release()
             self._pin = None

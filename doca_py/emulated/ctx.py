@@ -492,7 +492,8 @@ class EmuTask:
             self.reason = ""
         if strict.STRICT:
             pin_bufs(self)
-        # EmuPe.post, inlined (one frame less per IO) with the prebuilt item (no tuple per IO).
+        # EmuPe.post, inlined (one frame less per IO) with the prebuilt item (no tuple per IO), and
+        # unlocked: a submit runs on the Pe's own thread, which is not asleep (EmuPe.armed).
         pe: EmuPe = ctx.pe  # type: ignore[assignment]  # running implies connected
         pe.ready.append(self.launch)
         if pe.armed:

@@ -25,6 +25,7 @@ destroying the map it re-exported, cuts the importer off.
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import hashlib
 import mmap
@@ -34,6 +35,7 @@ import struct
 import threading
 import zlib
 from dataclasses import dataclass
+from typing import Union
 from functools import lru_cache
 
 from ..errors import DocaFull, DocaInvalidValue, DocaUnsupportedVersion
@@ -194,7 +196,11 @@ def key_digest(key: bytes) -> bytes:
     return hashlib.blake2b(key, digest_size=16, person=b"doca_py-export").digest()
 
 
-def slot_matches(header: bytes | memoryview | mmap.mmap, blob: Blob, digest: bytes) -> bool:
+#: What the slot readers take: a mapping of an export table or a ctypes view of it (thread-safe to share).
+Readable = Union[bytes, memoryview, mmap.mmap, "ctypes.Array[ctypes.c_char]"]
+
+
+def slot_matches(header: Readable, blob: Blob, digest: bytes) -> bool:
     """Whether *blob*'s slot (its key hashed to *digest*) is still live in a view of the header."""
     if blob.slot >= NUM_SLOTS:
         return False
@@ -203,8 +209,8 @@ def slot_matches(header: bytes | memoryview | mmap.mmap, blob: Blob, digest: byt
             and offset == blob.offset and length == blob.length)
 
 
-def slot_probe(header: bytes | memoryview | mmap.mmap, blob: Blob, digest: bytes
-               ) -> tuple[bytes | memoryview | mmap.mmap, int, tuple[int, int, bytes, int, int]]:
+def slot_probe(header: Readable, blob: Blob, digest: bytes
+               ) -> tuple[Readable, int, tuple[int, int, bytes, int, int]]:
     """What :func:`slot_matches` reads and expects, precomputed: *blob*'s slot is live while
     ``SLOT_UNPACK(view, pos) == want`` (*blob*'s slot must be in range)."""
     assert blob.slot < NUM_SLOTS
@@ -215,7 +221,7 @@ def slot_probe(header: bytes | memoryview | mmap.mmap, blob: Blob, digest: bytes
 SLOT_UNPACK = _SLOT.unpack_from
 
 
-def upstream_of(table: bytes | memoryview | mmap.mmap, blob: Blob, digest: bytes) -> tuple[int, bytes] | None:
+def upstream_of(table: Readable, blob: Blob, digest: bytes) -> tuple[int, bytes] | None:
     """(slot, digest) of the export that *blob*'s live re-export record covers (None: not live)."""
     if not slot_matches(table, blob, digest):
         return None

@@ -13,6 +13,7 @@ import dataclasses
 import mmap as _mmap
 import os
 import secrets
+import sysconfig
 import threading
 import weakref
 from typing import TYPE_CHECKING
@@ -62,6 +63,17 @@ _READ_BITS: dict[int, int | None] = {Access.LOCAL: None, Access.PCI: int(A.PCI_R
 _WRITE_BITS: dict[int, int | None] = {Access.LOCAL: int(A.LOCAL_READ_WRITE), Access.PCI: int(A.PCI_READ_WRITE),
                                       Access.RDMA: int(A.RDMA_WRITE)}
 _slot_unpack = ex.SLOT_UNPACK  # reads an export slot record (_Import.probes)
+#: A free-threaded build (``--disable-gil``): memoryviews and mmap objects count their exports
+#: without atomics, so none of them is used by two threads (see :class:`_ThreadViews`).
+FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+def _readonly_view(m: _mmap.mmap, n: int) -> ctypes.Array[ctypes.c_char]:
+    """The first *n* bytes of *m* as a ctypes array at their address: any thread may read it (a
+    ctypes object counts no exports), valid while *m* is open. numpy gives the address of a
+    read-only mapping (ctypes ``from_buffer`` wants a writable one); its export is dropped here."""
+    addr = int(np.frombuffer(m, dtype=np.uint8, count=n).ctypes.data)
+    return (ctypes.c_char * n).from_address(addr)
 
 
 class _Import:
@@ -98,28 +110,32 @@ class _Import:
                 os.close(fd)
         # numpy reads the address of read-only mappings too (ctypes needs writable ones).
         base = int(np.frombuffer(self.data, dtype=np.uint8).ctypes.data)
+        # The export records are read through ctypes views, not the mmap objects: every worker of the
+        # process checks them on each access, and an mmap's export count is not thread-safe without the GIL.
+        self.header_view = _readonly_view(self.header, HEADER_SIZE)
+        self.table_view = _readonly_view(self.table, HEADER_SIZE) if self.table is not None else None
         self.base = base + self.skew
         self.blob = blob
         self.digest = ex.key_digest(blob.key)
         self.host_blob, self.host_digest = blob, self.digest  # the record of the memory's owner
-        up = ex.upstream_of(self.table, blob, self.digest) if self.table is not None else None
+        up = ex.upstream_of(self.table_view, blob, self.digest) if self.table_view is not None else None
         if up is not None:
             self.host_blob, self.host_digest = dataclasses.replace(blob, slot=up[0]), up[1]
-        if (self.table is not None and up is None) or not self.live():
+        if (self.table_view is not None and up is None) or not self.live():
             self.close()
             raise DocaNotPermitted("export blob key does not match a live export (revoked or forged)")
         # What live() reads on every access, precomputed (EmuMmap.ptr checks them inline).
-        self.probes = ((ex.slot_probe(self.header, blob, self.digest),) if self.table is None else
-                       (ex.slot_probe(self.table, blob, self.digest),
-                        ex.slot_probe(self.header, self.host_blob, self.host_digest)))
+        self.probes = ((ex.slot_probe(self.header_view, blob, self.digest),) if self.table_view is None else
+                       (ex.slot_probe(self.table_view, blob, self.digest),
+                        ex.slot_probe(self.header_view, self.host_blob, self.host_digest)))
 
     def live(self, blob: ex.Blob | None = None) -> bool:
         """Whether the exporter (and, for a re-export, the host under it) still exports the memory
         to *blob* (the importing map's, checked as it is now; default: the imported one)."""
         b, digest = (self.blob, self.digest) if blob is None or blob is self.blob else (blob, ex.key_digest(blob.key))
-        if self.table is None:
-            return ex.slot_matches(self.header, b, digest)
-        return ex.slot_matches(self.table, b, digest) and ex.slot_matches(self.header, self.host_blob,
+        if self.table_view is None:
+            return ex.slot_matches(self.header_view, b, digest)
+        return ex.slot_matches(self.table_view, b, digest) and ex.slot_matches(self.header_view, self.host_blob,
                                                                            self.host_digest)
 
     def close(self) -> None:
@@ -470,6 +486,42 @@ class EmuMmap:
             raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
 
 
+class _ThreadViews(EmuMmap):
+    """An :class:`EmuMmap` on a free-threaded build: :attr:`mv` is a root view of the range per thread.
+
+    A memoryview counts the views sliced from it (and its own buffer exports) with plain increments,
+    so two threads slicing one root view can lose a count: the view is then released under the other
+    thread ("operation forbidden on released memoryview object", "negative export count"). Each thread
+    slices its own root, and a slice is freed by the thread that made it (free-threaded CPython frees
+    an object in the thread that owns it), so each root's counts change in one thread only."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._root: memoryview | None = None
+        super().__init__()
+
+    @property
+    def mv(self) -> memoryview | None:
+        root = self._root
+        if root is None:
+            return None
+        local = self._local
+        mine: memoryview | None = getattr(local, "mv", None)
+        if mine is None or local.of is not root:
+            # A new root over the same ctypes array (root.obj: read, not exported).
+            mine = local.mv = memoryview(root.obj).cast("B")
+            local.of = root
+        return mine
+
+    @mv.setter
+    def mv(self, view: memoryview | None) -> None:
+        self._root = view  # made by start(); only its .obj is used (no thread slices it)
+
+
+def _new_mmap() -> EmuMmap:
+    return _ThreadViews() if FREE_THREADED else EmuMmap()
+
+
 def dev_key(dev: DevHandle | None) -> str:
     """The identity of a device for reachability checks (its PCI address)."""
     return "" if dev is None else dev.devinfo.pci_addr_str()
@@ -482,13 +534,13 @@ def reachable(mmap: EmuMmap, key: str) -> bool:
 
 def mmap_create() -> EmuMmap:
     """``doca_mmap_create``."""
-    return EmuMmap()
+    return _new_mmap()
 
 
 def mmap_create_from_export(blob: bytes, dev: DevHandle) -> EmuMmap:
     """``doca_mmap_create_from_export``: validate the blob, then map the peer memory."""
     b = ex.decode(bytes(blob))
-    m = EmuMmap()
+    m = _new_mmap()
     m.from_export = True
     m.blob = b
     m.addr, m.length, m.perms = b.addr, b.length, b.perms

@@ -63,7 +63,12 @@ class EmuPe:
         self.ready: deque[tuple[Callable[[Any], object], Any]] = deque()
         self.ctxs: list[Any] = []
         self.efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        #: The Pe may sleep: a post must write :attr:`efd`. Set and cleared under :attr:`lock`, and a
+        #: post from another thread appends and looks at it under the same lock, so that "arm, then
+        #: look at the queue" and "queue, then look at the flag" cannot both miss (no wake-up lost
+        #: without the GIL either). The Pe's own thread (submit, the pollers) may read it unlocked.
         self.armed = False
+        self.lock = threading.Lock()
         self.owner: int | None = None
         self.running = False
         self.event_mode = PeEventMode.PROGRESS_ALL
@@ -75,19 +80,30 @@ class EmuPe:
 
     def post(self, fn: Callable[[Any], object], arg: Any) -> None:
         """Queue ``fn(arg)`` for the next progress; safe from any thread."""
-        self.ready.append((fn, arg))
-        if self.armed:
-            self.wake()
+        self.post_item((fn, arg))
 
     def post_item(self, item: tuple[Callable[[Any], object], Any]) -> None:
         """:meth:`post` with a prebuilt ``(fn, arg)`` item (a task's ``done``): nothing allocated."""
-        self.ready.append(item)
-        if self.armed:
-            self.wake()
+        with self.lock:
+            self.ready.append(item)
+            armed = self.armed
+            self.armed = False
+        if armed:
+            os.eventfd_write(self.efd, 1)
+
+    def post_items(self, items: list[tuple[Callable[[Any], object], Any]]) -> None:
+        """:meth:`post_item` for several, in order (an I/O thread's batch)."""
+        with self.lock:
+            self.ready.extend(items)
+            armed = self.armed
+            self.armed = False
+        if armed:
+            os.eventfd_write(self.efd, 1)
 
     def wake(self) -> None:
         """Make the notification handle readable (the Pe was armed and work just landed)."""
-        self.armed = False
+        with self.lock:
+            self.armed = False
         os.eventfd_write(self.efd, 1)
 
     def connect_ctx(self, ctx: CtxHandle) -> None:
@@ -154,16 +170,18 @@ class EmuPe:
         return self.efd
 
     def request_notification(self) -> None:
-        self.armed = True
+        with self.lock:
+            self.armed = True
+            pending = bool(self.ready)
         # Rings ask their peers for a doorbell before the Pe sleeps (any([...]): every one is armed).
-        if self.ready or (self.pollers and any([p.arm() for p in self.pollers])):
-            self.armed = False
-            os.eventfd_write(self.efd, 1)
+        if pending or (self.pollers and any([p.arm() for p in self.pollers])):
+            self.wake()
 
     def clear_notification(self, handle: int) -> None:
         if handle != self.efd:
             raise DocaInvalidValue("not this progress engine's notification handle")
-        self.armed = False  # woken: the next sleep arms again (request_notification)
+        with self.lock:
+            self.armed = False  # woken: the next sleep arms again (request_notification)
         try:
             os.eventfd_read(self.efd)
         except BlockingIOError:

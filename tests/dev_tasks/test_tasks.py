@@ -7,6 +7,7 @@ import os
 import random
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,45 @@ def test_the_real_interpreter_is_probed() -> None:
     py, why = tasks.probe(sys.executable)
     assert why == "" and py is not None and py.version == tuple(sys.version_info[:3])
     assert os.path.samefile(py.exe, sys.executable)
+
+
+def test_a_free_threaded_build_is_a_version_of_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pyenv = tmp_path / "pyenv"
+    _interpreter(pyenv / "versions" / "3.13.5t" / "bin" / "python3.13t", "CPython 3 13 5 1")
+    _interpreter(pyenv / "versions" / "3.13.2t" / "bin" / "python3.13t", "CPython 3 13 2 1")
+    usr = tmp_path / "usr" / "bin"
+    _interpreter(usr / "python3.13", "CPython 3 13 5 0")
+    _interpreter(usr / "python3.14t", "CPython 3 14 0 1")
+    _interpreter(usr / "python3.11t", "CPython 3 11 7 1")  # .venv's X.Y, but free-threaded: tested too
+    found = tasks.find_pythons(Python("/venv/bin/python", (3, 11, 2)), None, pyenv, [str(usr)])
+    assert [(py.version, py.free_threaded) for py in found] == [((3, 11, 7), True), ((3, 13, 5), False),
+                                                                 ((3, 13, 5), True), ((3, 14, 0), True)]
+    ft = found[2]
+    assert ft.exe.endswith("3.13.5t/bin/python3.13t")
+    assert ft.venv_dir == tasks.ROOT / ".venv-3.13t" and found[1].venv_dir == tasks.ROOT / ".venv-3.13"
+    assert ft.label == "python 3.13.5 free-threaded, GIL off"
+    # Named in the environment: the same.
+    assert tasks.find_pythons(None, str(usr / "python3.14t"), pyenv, [])[0].free_threaded
+
+
+def test_a_free_threaded_python_runs_the_suite_with_the_gil_off(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    seen: list[dict[str, str]] = []
+
+    class Done:
+        returncode = 0
+
+    def fake_run(cmd: list[str], cwd: Path, env: dict[str, str]) -> Done:
+        seen.append(env)
+        return Done()
+    monkeypatch.setattr(tasks.subprocess, "run", fake_run)
+    monkeypatch.delenv("PYTHON_GIL", raising=False)
+    tasks._pytest(Path("py"), [], "ft", "1", tmp_path / "a.xml", gil_off=True)
+    tasks._pytest(Path("py"), [], "std", "1", tmp_path / "b.xml")
+    assert seen[0]["PYTHON_GIL"] == "0" and "PYTHON_GIL" not in seen[1]
+
+
+@pytest.mark.skipif(not sysconfig.get_config_var("Py_GIL_DISABLED"), reason="not a free-threaded build")
+def test_the_real_free_threaded_interpreter_says_so() -> None:
+    py, _why = tasks.probe(sys.executable)
+    assert py is not None and py.free_threaded

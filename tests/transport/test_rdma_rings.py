@@ -1,4 +1,4 @@
-"""Same-host RDMA send/receive over the shared-memory rings (doca_py.emulated.rdma.shm): the DOCA rules
+"""Same-host RDMA send/receive over the shared-memory rings (doca_py.emulated.rdma.shm, .ring_poll): the DOCA rules
 hold on the ring path, and peers on another host still use TCP."""
 
 from __future__ import annotations
@@ -144,10 +144,10 @@ def test_a_burst_fills_the_receives_in_posting_order(pair: tuple[d.Pe, d.BufInve
 def paths(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts of the ring's general paths: records the receiver matched one by one (``rx``), sends the
     sender queued (``tx``). The one-record fast paths count nothing."""
-    from doca_py.emulated.rdma import shm
+    from doca_py.emulated.rdma import ring_poll, shm
 
     n = {"rx": 0, "tx": 0}
-    record, queue = shm.RdmaPoller._record, shm.ShmTx._queue
+    record, queue = ring_poll.RdmaPoller._record, shm.ShmTx._queue
 
     def _record(self: Any, *args: Any) -> bool:
         n["rx"] += 1
@@ -156,7 +156,7 @@ def paths(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     def _queue(self: Any, *args: Any) -> None:
         n["tx"] += 1
         queue(self, *args)
-    monkeypatch.setattr(shm.RdmaPoller, "_record", _record)
+    monkeypatch.setattr(ring_poll.RdmaPoller, "_record", _record)
     monkeypatch.setattr(shm.ShmTx, "_queue", _queue)
     return n
 
@@ -179,6 +179,10 @@ def test_one_record_sends_into_one_buffer_receives_take_the_fast_path(
     recvs = [_recv(inv, b, i, 4096) for i in range(3)] + [b.rdma.task_receive_allocate_init(None)]
     for r in recvs:
         r.submit()
+    # Posted before any send is written: else, with launches shuffled, a send written first and a
+    # progress() slower than the 5 ms nudge (a loaded machine) let the receiver's I/O thread find the
+    # record with no receive posted, and the general path (RNR) takes it.
+    pe.progress()
     src = inv.buf_get_by_data(a.mm, a.base, 64)
     sends = [a.rdma.task_send_allocate_init(a.conn, src), a.rdma.task_send_imm_allocate_init(a.conn, src, 77),
              a.rdma.task_send_allocate_init(a.conn, None), a.rdma.task_send_imm_allocate_init(a.conn, None, 5)]

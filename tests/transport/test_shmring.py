@@ -267,3 +267,90 @@ def test_a_ring_handed_to_another_process_wakes_a_sleeping_consumer_and_survives
         a.close()
         os.close(bell)
         ring.close()
+
+
+# -- no export of the mapping; barriers on weakly ordered CPUs ---------------------------------------
+
+
+def test_close_unmaps_while_a_field_object_is_still_referenced() -> None:
+    # On a free-threaded build an object another thread made is freed late: a field still alive at
+    # close() must not hold an export of the mapping (from_buffer did: BufferError).
+    ring, p, c = _pair()
+    kept = (ring.head, ring.tail, ring.csleep, ring.psleep, ring.beat)
+    p.put_one(K_MSG, 0, 1, 2, b"abc", 3, "t")
+    p.publish()
+    assert _drain(c) == [(1, 2, b"abc")]
+    ring.close()
+    assert ring.mm.closed and kept
+    with pytest.raises(ValueError):  # our own views are released: a late use raises, never reads unmapped memory
+        ring.data[0]
+
+
+def test_fields_are_the_mapping_bytes() -> None:
+    ring, p, _c = _pair()
+    p.put_one(K_MSG, 0, 1, 2, b"xyz", 3, "t")
+    p.publish()
+    ring.csleep.value = 1
+    assert struct.unpack_from("<Q", ring.mm, 64) == (p.pos,)
+    assert struct.unpack_from("<I", ring.mm, 192) == (1,)
+    assert bytes(ring.mm[sr.DATA + sr.REC_HDR.size:sr.DATA + sr.REC_HDR.size + 3]) == b"xyz"
+    ring.close()
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "AMD64", "i686"])
+def test_x86_needs_no_barrier_but_the_fence(machine: str) -> None:
+    def load(_name: str) -> object:
+        raise AssertionError("x86 loads no library")
+    weak, barrier, why = sr.memory_order(machine, load)  # type: ignore[arg-type]
+    assert (weak, why) == (False, "") and barrier is not None
+    barrier()
+
+
+@pytest.mark.parametrize("machine", ["aarch64", "arm64", "ppc64le", "riscv64"])
+def test_other_cpus_get_libatomic_s_full_barrier(machine: str) -> None:
+    weak, barrier, why = sr.memory_order(machine)
+    assert weak and why == "" and barrier is not None
+    barrier()  # atomic_thread_fence(__ATOMIC_SEQ_CST) from libatomic.so.1 (mfence here)
+
+
+def test_without_libatomic_rings_are_refused_with_a_reason() -> None:
+    def load(name: str) -> object:
+        raise OSError(f"{name}: cannot open shared object file")
+    weak, barrier, why = sr.memory_order("aarch64", load)  # type: ignore[arg-type]
+    assert weak and barrier is None
+    assert "aarch64" in why and "libatomic.so.1" in why
+
+
+def test_a_weakly_ordered_cpu_fences_every_publication_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(sr, "WEAK_ORDER", True)
+    monkeypatch.setattr(sr, "_full", lambda: calls.append("fence"))
+    ring, p, c = _pair()
+    p.put_one(K_MSG, 0, 1, 2, b"abc", 3, "t")
+    p.publish()
+    assert calls == ["fence"]  # record bytes -> head
+    head = c.head()
+    assert len(calls) == 2  # head -> records
+    assert c.read(head) is not None
+    c.done(0)
+    c.publish()
+    assert len(calls) == 3  # statuses and payload reads -> tail
+    assert p.reap(OK) == [("t", 0)]
+    assert len(calls) == 4  # tail -> statuses
+    sr.fence()
+    assert len(calls) == 5  # the sleeping-flag handshakes
+    ring.close()
+
+
+def test_unusable_rings_keep_the_connections_on_their_sockets(monkeypatch: pytest.MonkeyPatch,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    from doca_py.emulated.comch import config as comch_config
+    monkeypatch.setattr(sr, "UNAVAILABLE", "same-host rings need a full memory barrier on testcpu")
+    monkeypatch.setattr(sr, "_warned", False)
+    monkeypatch.setattr(comch_config, "_shm", True)
+    with caplog.at_level("WARNING", logger="doca_py"):
+        assert not sr.usable()
+        assert not comch_config.shm_enabled()
+    assert [r.getMessage() for r in caplog.records].count("same-host rings need a full memory barrier on testcpu") == 1
+    monkeypatch.setattr(sr, "UNAVAILABLE", "")
+    assert comch_config.shm_enabled()

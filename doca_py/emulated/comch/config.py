@@ -82,8 +82,12 @@ def configure(*, retry_window: float | None = None, shm: bool | None = None) -> 
 
 
 def shm_enabled() -> bool:
-    """Whether connections made from now on offer (client) or accept (server) rings."""
-    return _shm
+    """Whether connections made from now on offer (client) or accept (server) rings (never on a CPU
+    whose rings lack a barrier: :func:`..transport.shmring.usable`)."""
+    if not _shm:
+        return False
+    from ..transport.shmring import usable
+    return usable()
 
 
 def retry_window() -> float:

@@ -51,12 +51,12 @@
 Layers (:data:`LAYERS`), bottom-up; a module imports only modules before it, type-only
 imports included, and reaches a later one through an interface handed down to it:
 
-    config → caps → wire → segments → work → shm → connection → settings → tasks → serve → ctx → sync_event_tasks
+    config → caps → wire → segments → work → shm → ring_poll → connection → settings → tasks → remote_tasks → task_alloc → serve → ctx → sync_event_tasks
 
 :mod:`.work` holds the task bases the rings and queues complete (:class:`.tasks.RdmaTask`
 extends them); :class:`.shm.RingOwner`/:class:`.shm.RingPeer` and
 :class:`.connection.ConnectionOwner` are the ctx and connection as the lower modules see them
-(:class:`EmuRdma` and :class:`EmuRdmaConnection` satisfy them); :class:`.tasks.RdmaTaskAlloc`
+(:class:`EmuRdma` and :class:`EmuRdmaConnection` satisfy them); :class:`.tasks.RdmaTaskCtx`
 declares what the tasks use of the ctx. No name with a leading underscore is used outside
 its module.
 """
@@ -115,12 +115,14 @@ from .wire import (  # noqa: F401
 from .connection import (  # noqa: F401
     EmuRdmaConnection,
 )
-from .tasks import (  # noqa: F401
+from .remote_tasks import (  # noqa: F401
     EmuRdmaTaskAtomic,
     EmuRdmaTaskRead,
+    EmuRdmaTaskWrite,
+)
+from .tasks import (  # noqa: F401
     EmuRdmaTaskReceive,
     EmuRdmaTaskSend,
-    EmuRdmaTaskWrite,
 )
 from .serve import (  # noqa: F401
     conn_responses,
@@ -143,8 +145,8 @@ from .caps import (  # noqa: F401
 )
 
 #: The package's modules bottom-up: each imports only those before it.
-LAYERS = ("config", "caps", "wire", "segments", "work", "shm", "connection", "settings", "tasks", "serve", "ctx",
-          "sync_event_tasks", "__init__")
+LAYERS = ("config", "caps", "wire", "segments", "work", "shm", "ring_poll", "connection", "settings", "tasks",
+          "remote_tasks", "task_alloc", "serve", "ctx", "sync_event_tasks", "__init__")
 
 __all__ = [
     "EmuRdma", "EmuRdmaConnection", "rdma_create", "configure", "host_id", "decode_blob", "MAX_MESSAGE_SIZE",

@@ -86,6 +86,9 @@ class EmuRdmaConnection:
         self.window_armed = False  # a connect-window timer runs for tasks waiting on the peer
         self.since = 0.0  # when :attr:`pending` last became non-empty (retry window)
         self.rt_armed = False  # a retry-window timer runs (set while :attr:`pending` is non-empty)
+        #: Guards :attr:`rt_armed`: the Pe thread arms the timer after its work is counted (pending, the
+        #: ring's busy), the I/O thread's timer disarms only after finding no work, both under it.
+        self.rt_lock = threading.Lock()
         # Same host: the shared-memory rings of the receive-consuming requests (:mod:`.shm`) and the
         # peer Pe's eventfd, their doorbell. None/-1 over TCP.
         self.tx: ShmTx | None = None
@@ -197,11 +200,13 @@ class EmuRdmaConnection:
         """Work starts waiting for the peer: (re)start the retry window, arm its timer (a ring send's
         sooner: the peer may need a nudge, :func:`_retry_check`)."""
         self.since = monotonic()
-        if not self.rt_armed:
+        with self.rt_lock:
+            if self.rt_armed:
+                return
             self.rt_armed = True
-            r = reactor()
-            delay = shm.NUDGE if ring else self.ctx.retry_window
-            r.call(functools.partial(r.call_later, delay, functools.partial(_retry_check, self)))
+        r = reactor()
+        delay = shm.NUDGE if ring else self.ctx.retry_window
+        r.call(functools.partial(r.call_later, delay, functools.partial(_retry_check, self)))
 
     def schedule(self, st: Stream) -> None:
         if not st.flush_posted:
@@ -246,13 +251,14 @@ def _retry_check(conn: EmuRdmaConnection) -> None:
     ctx = conn.ctx
     window = ctx.retry_window
     if st is None or conn.state != C_ESTABLISHED:
-        conn.rt_armed = False
+        with conn.rt_lock:
+            conn.rt_armed = False
         return
     tx = conn.tx
     probe = False
     if tx is not None and tx.dirty:
         tx.publish()  # written inside a progress() that was the last for a while
-    with st.lock:
+    with st.lock, conn.rt_lock:  # (the lock order of push: st.lock, then start_waiting's rt_lock)
         ring = tx.busy if tx is not None else 0
         if not (conn.pending or ring) or st.closed:
             conn.rt_armed = False

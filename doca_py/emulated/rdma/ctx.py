@@ -24,6 +24,7 @@ from ...log import logger
 from .. import version as emu_version
 from ..ctx import FLUSHED, TaskPool
 from ..mmap import dev_key
+from ..transport.shmring import usable as rings_usable
 from ..transport.stream import Listener, Stream
 from .config import (
     C_BROKEN, C_CLOSED, C_CONNECTING, C_ESTABLISHED, C_NEW, C_REQUESTED, DEFAULT_QUEUE_SIZE, EV_DISCONNECTION,
@@ -36,11 +37,11 @@ from .wire import (
     decode_blob, encode_blob, unix_path,
 )
 from .connection import EmuRdmaConnection, Fifo, fifo_retry, ignore_close, send_reply_and_close
-from .tasks import (
-    EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskReceive, EmuRdmaTaskSend, EmuRdmaTaskWrite, RdmaTaskAlloc,
-)
+from .remote_tasks import EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskWrite
+from .task_alloc import RdmaTaskAlloc
+from .tasks import EmuRdmaTaskReceive, EmuRdmaTaskSend
 from .serve import SrvState, answer_and_close, req_closed, serve_stream, srv_closed, conn_responses
-from . import shm
+from . import ring_poll, shm
 from .work import Work
 
 # -- the context -------------------------------------------------------------------------------
@@ -80,7 +81,7 @@ class EmuRdma(RdmaTaskAlloc):
         self.next_conn_id = 0
         self.listener: Listener | None = None
         self.unix: Listener | None = None  # same-host peers dial it (rings can be handed over on it)
-        self.poller = shm.RdmaPoller(self)
+        self.poller = ring_poll.RdmaPoller(self)
         self.cm_listeners: dict[int, Listener] = {}
         self.conn_cb: Callable[[int, EmuRdmaConnection], None] | None = None
         self.epoch = 0
@@ -101,7 +102,7 @@ class EmuRdma(RdmaTaskAlloc):
             raise DocaError(f"cannot listen on {cfg.bind_addr!r}: {exc}", code=int(ErrorCode.OPERATING_SYSTEM)) \
                 from None
         self.listener = listener
-        self.unix = shm.listen(self) if cfg.shm else None
+        self.unix = shm.listen(self) if cfg.shm and rings_usable() else None
         self.epoch += 1
         self.retry_window = cfg.retry_window
         self.host = host_id()

@@ -25,7 +25,7 @@ from .connection import ConnectionOwner, EmuRdmaConnection
 from .tasks import Q2, U64
 from .work import ReceiveWork, Work
 from .wire import HDR, HDR_SIZE, put_frame
-from . import shm
+from . import ring_poll
 from .segments import grow_data, land, recv_segments, scatter, tail, target_view
 
 # -- the requester's side of a stream: responses ------------------------------------------------
@@ -365,7 +365,7 @@ def serve_stream(st: Stream) -> None:
             elif typ == T_PING:  # the requester's ring sends wait: this process lives, and serves them
                 pos = body
                 if conn.rx is not None:
-                    shm.io_serve(conn)  # our Pe may not be progressing: the receives are posted anyway
+                    ring_poll.io_serve(conn)  # our Pe may not be progressing: the receives are posted anyway
                 with lock:
                     put_frame(out, R_RNR, 0, 0, 0, 0, 0)
             elif typ == T_DISC:
@@ -385,9 +385,7 @@ def serve_stream(st: Stream) -> None:
                 _respond_acks(st, srv)
             st.flush()
         if landed:
-            pe.ready.extend(landed)  # pe.post_item, batched
-            if pe.armed:
-                pe.wake()
+            pe.post_items(landed)  # (I/O thread) batched
 
 
 def _skip(st: Stream, srv: SrvState, pos: int, length: int) -> int:

@@ -23,7 +23,8 @@ from ..sync_event import EmuSyncEventRemoteNet
 from .config import INVALID
 from .ctx import EmuRdma
 from .segments import Fail
-from .tasks import EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskWrite, check_conn
+from .remote_tasks import EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskWrite
+from .tasks import check_conn
 
 __all__ = ["EmuRdmaTaskRemoteNetSyncEventGet", "EmuRdmaTaskRemoteNetSyncEventNotifySet",
            "EmuRdmaTaskRemoteNetSyncEventNotifyAdd", "task_pool", "task_allocate_init", "cap_task_is_supported"]

@@ -23,27 +23,38 @@ and *length* payload bytes, padded to 16; records never wrap (a ``PAD`` record f
 
 Everything the peer writes is checked before use (indices, lengths, kinds, statuses):
 a hostile or corrupt ring raises :class:`RingError` for that connection, never an access
-outside the mapping. Memory ordering: x86-64 keeps stores in order and loads in order, which
-is what publishing a record needs; the one store-then-load pattern (set a sleeping flag, then
-look at the indices, against the peer's publish-then-look-at-the-flag) goes through
-:func:`fence`.
+outside the mapping.
+
+Memory ordering. Each publication point has a barrier: the record bytes before ``head``
+(:meth:`Producer.publish`), ``head`` before the record (:meth:`Consumer.head`), the statuses and the
+payload reads before ``tail`` (:meth:`Consumer.publish`), ``tail`` before the statuses
+(:meth:`Producer.reap`), and the store-then-load of the sleeping-flag handshakes (set a flag, then look
+at the indices, against the peer's publish-then-look-at-the-flag) goes through :func:`fence`. On x86
+(:data:`WEAK_ORDER` false) stores stay in order and loads stay in order, so only :func:`fence` does
+anything (a locked instruction) and the others cost one test of a module constant. On any other CPU
+(Arm: BlueField) every one of them is a full barrier, GCC's ``atomic_thread_fence`` from
+``libatomic.so.1`` (``dmb ish`` on arm64); without that library :data:`UNAVAILABLE` says why and the
+transports keep their sockets.
 """
 
 from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import mmap
 import os
+import platform
 import socket
 import struct
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from ...log import logger
 from ...memory import keep_memory_private
 
-__all__ = ["RingError", "Ring", "Producer", "Consumer", "fence", "ring_doorbell", "send_fds", "recv_fds",
+__all__ = ["RingError", "Ring", "Producer", "Consumer", "fence", "WEAK_ORDER", "UNAVAILABLE", "memory_order", "usable", "ring_doorbell", "send_fds", "recv_fds",
            "K_PAD", "REC_HDR", "DEFAULT_SIZE", "MAX_RECORD"]
 
 _MAGIC = 0x676E697279706164  # "dapyring"
@@ -70,10 +81,65 @@ class RingError(Exception):
     """The peer's side of a ring is malformed: the connection must go down."""
 
 
-def fence() -> None:
-    """A full memory barrier: an uncontended lock round trip is an atomic read-modify-write."""
+#: CPUs whose ordering the rings need no barrier for, but :func:`fence` (x86: TSO).
+STRONG_MACHINES = frozenset({"x86_64", "amd64", "i386", "i486", "i586", "i686", "x86"})
+_SEQ_CST = 5  # __ATOMIC_SEQ_CST
+
+
+def _lock_fence() -> None:
+    """A full barrier on x86: an uncontended lock round trip is a locked read-modify-write."""
     _fence_lock.acquire()
     _fence_lock.release()
+
+
+def memory_order(machine: str, load: Callable[[str], ctypes.CDLL] = ctypes.CDLL
+                 ) -> tuple[bool, Callable[[], None] | None, str]:
+    """The rings' barriers on *machine* (``platform.machine()``): ``(weak, full barrier, why not)``.
+
+    x86 (``weak`` false): the lock round trip, nothing else needed. Any other CPU: libatomic's
+    ``atomic_thread_fence(__ATOMIC_SEQ_CST)`` (loaded with *load*), or ``None`` and the reason the
+    rings cannot be used there."""
+    if machine.lower() in STRONG_MACHINES:
+        return False, _lock_fence, ""
+    try:
+        lib = load("libatomic.so.1")
+        fn = lib.atomic_thread_fence
+    except (OSError, AttributeError) as exc:
+        return True, None, (f"same-host rings need a full memory barrier on {machine}: GCC's libatomic.so.1 "
+                            f"with atomic_thread_fence ({exc}); install libatomic1 (the connections use their "
+                            "sockets meanwhile)")
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = None
+    return True, functools.partial(fn, _SEQ_CST), ""
+
+
+#: Whether this CPU needs a barrier at every publication point (not x86).
+WEAK_ORDER: bool
+_barrier: Callable[[], None] | None
+#: Why the rings cannot be used on this machine ("" when they can): connections stay on their sockets.
+UNAVAILABLE: str
+WEAK_ORDER, _barrier, UNAVAILABLE = memory_order(platform.machine())
+_full = _barrier or _lock_fence  # (unused when UNAVAILABLE: no ring is made)
+
+
+_warned = False
+
+
+def usable() -> bool:
+    """Whether rings may be made on this machine; if not, says why once (``WARNING`` on the ``doca_py``
+    logger) and the caller keeps its socket."""
+    global _warned
+    if not UNAVAILABLE:
+        return True
+    if not _warned:
+        _warned = True
+        logger.warning("%s", UNAVAILABLE)
+    return False
+
+
+def fence() -> None:
+    """A full memory barrier (the sleeping-flag handshakes' store-then-load)."""
+    _full()
 
 
 def ring_doorbell(fd: int) -> None:
@@ -95,17 +161,24 @@ class Ring:
         self.fd = fd
         self.size = size
         self.mask = size - 1
+        #: The mapping, kept open until :meth:`close`. No field below holds an export of it: each is
+        #: addressed by address. (An export — ``from_buffer``, a memoryview of ``mm`` — freed by another
+        #: thread is freed late on a free-threaded build, and ``mm.close()`` then refuses.)
         self.mm = mm
-        self.mv = memoryview(mm)
-        self.data = self.mv[DATA:DATA + size]
+        probe = ctypes.c_char.from_buffer(mm)  # one export, dropped by this thread right away
+        self.base = base = ctypes.addressof(probe)
+        del probe
+        #: The data bytes, viewed through a ctypes array at their address (its views export the
+        #: array, not the mapping).
+        self.data = memoryview((ctypes.c_ubyte * size).from_address(base + DATA)).cast("B")
         #: The data as 16-bit words: a record's status (offset 6 of a 16-byte-aligned record) is word
         #: ``(off >> 1) + 3``, read and written without :mod:`struct`.
         self.st16 = self.data.cast("H")
-        self.head = _U64.from_buffer(mm, _OFF_HEAD)
-        self.tail = _U64.from_buffer(mm, _OFF_TAIL)
-        self.csleep = _U32.from_buffer(mm, _OFF_CSLEEP)
-        self.psleep = _U32.from_buffer(mm, _OFF_PSLEEP)
-        self.beat = _U64.from_buffer(mm, _OFF_BEAT)
+        self.head = _U64.from_address(base + _OFF_HEAD)
+        self.tail = _U64.from_address(base + _OFF_TAIL)
+        self.csleep = _U32.from_address(base + _OFF_CSLEEP)
+        self.psleep = _U32.from_address(base + _OFF_PSLEEP)
+        self.beat = _U64.from_address(base + _OFF_BEAT)
 
     @classmethod
     def create(cls, size: int = DEFAULT_SIZE, sealed: bool = True) -> Ring:
@@ -157,10 +230,10 @@ class Ring:
         """Unmap and close (idempotent). The peer's mapping stays valid until it closes its own."""
         if self.fd < 0:
             return
+        # Our own views first, so that a late use of the ring raises instead of touching unmapped memory.
         del self.head, self.tail, self.csleep, self.psleep, self.beat
         self.st16.release()
         self.data.release()
-        self.mv.release()
         self.mm.close()
         os.close(self.fd)
         self.fd = -1
@@ -236,6 +309,8 @@ class Producer:
         return True
 
     def publish(self) -> None:
+        if WEAK_ORDER:
+            _full()  # the record bytes before the head
         self.ring.head.value = self.pos
 
     def reap(self, statuses: frozenset[int]) -> list[tuple[object, int]]:
@@ -247,6 +322,8 @@ class Producer:
             return []
         if not self.reaped <= tail <= ring.head.value or tail > self.pos:
             raise RingError(f"the peer's ring tail {tail} is outside [{self.reaped}, {self.pos}]")
+        if WEAK_ORDER:
+            _full()  # the tail before the statuses it covers
         out: list[tuple[object, int]] = []
         recs = self.records
         st16, mask = ring.st16, ring.mask
@@ -294,6 +371,8 @@ class Consumer:
         head = ring.head.value
         if not 0 <= head - self.pos <= ring.size:
             raise RingError(f"the peer's ring head {head} is outside [{self.pos}, {self.pos + ring.size}]")
+        if WEAK_ORDER:
+            _full()  # the head before the records it covers
         return head
 
     def read(self, head: int) -> tuple[int, int, int, int, int] | None:
@@ -334,6 +413,8 @@ class Consumer:
         """Make the finished records' statuses visible; whether anything was published."""
         if self.pos == self.published:
             return False
+        if WEAK_ORDER:
+            _full()  # the statuses written and the payloads read before the tail
         self.ring.tail.value = self.published = self.pos
         return True
 
