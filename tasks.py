@@ -9,7 +9,7 @@ Both create or refresh ``.venv`` next to this file and install the project into 
 changed since the last install, then run their tools from it.
 
 ``test`` then runs the test suite again (``pytest -n auto -q`` only) on every other
-installed CPython 3.11+ it finds by path (``$PYENV_ROOT/versions/*/bin/python3.X``,
+installed CPython 3.10+ it finds by path (``$PYENV_ROOT/versions/*/bin/python3.X``,
 ``python3.X`` on ``PATH``; one per version, its newest patch release), each in its own
 ``.venv-X.Y``, leaving out ``tests/topology`` (see ``OTHER_PYTHONS_SKIP``), and ends
 with one summary line per version.
@@ -45,7 +45,7 @@ VENV = ROOT / ".venv"
 PY = VENV / "bin" / "python"
 STAMP = VENV / ".setup-stamp"
 RESULTS = ROOT / "build" / "test-results"
-MIN_PYTHON = (3, 11)
+MIN_PYTHON = (3, 10)
 SEED = "DOCA_PY_EMU_SEED"
 PYTHONS = "DOCA_PY_TEST_PYTHONS"
 #: Left out on the other Pythons: whole-topology runs, close to half the suite's time, of the same
@@ -142,7 +142,7 @@ def probe(exe: str) -> tuple[Python | None, str]:
 
 
 def candidates(pyenv_root: Path, path_dirs: Iterable[str]) -> list[str]:
-    """Every executable named ``python3.X`` (X >= 11) in pyenv's versions, then on the ``PATH``,
+    """Every executable named ``python3.X`` (X >= 10) in pyenv's versions, then on the ``PATH``,
     each file once. pyenv's shims are left out: they only forward to those versions, and fail
     ("command not found") for one that is not selected."""
     shims = (pyenv_root / "shims").resolve()

@@ -12,6 +12,8 @@ only to build the error::
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from types import CodeType
 
 from .errors import DocaTypeError
 
@@ -52,4 +54,20 @@ def expect(where: str, expected: type | tuple[type, ...], **params: object) -> N
 def caller(depth: int = 2) -> str:
     """The qualified name of the function *depth* frames up (1: the one calling `caller`), to name the
     public method in an error raised by a helper it shares with others (on the error path only)."""
-    return sys._getframe(depth).f_code.co_qualname
+    frame = sys._getframe(depth)
+    if sys.version_info >= (3, 11):
+        return frame.f_code.co_qualname
+    return _qualname_310(frame.f_code, frame.f_locals)
+
+
+def _qualname_310(code: CodeType, local_vars: Mapping[str, object]) -> str:
+    """``code.co_qualname`` on 3.10 (which lacks it): the function of *code* found on the class of the
+    frame's ``self`` or ``cls`` (its MRO: the method may be inherited), else the bare name."""
+    owner = local_vars.get("self", local_vars.get("cls"))
+    if owner is not None:
+        for klass in (owner if isinstance(owner, type) else type(owner)).__mro__:
+            for attr in vars(klass).values():
+                func = attr.fget if isinstance(attr, property) else getattr(attr, "__func__", attr)
+                if getattr(func, "__code__", None) is code:
+                    return str(getattr(func, "__qualname__", code.co_name))
+    return code.co_name

@@ -166,7 +166,8 @@ def machine(tmp_path: Path) -> tuple[Path, list[str]]:
     _interpreter(v / "3.12.1" / "bin" / "python3.12", "CPython 3 12 1")
     _interpreter(v / "3.12.4" / "bin" / "python3.12", "CPython 3 12 4")
     _interpreter(v / "3.13.0" / "bin" / "python3.13", "CPython 3 13 0")
-    _interpreter(v / "3.10.2" / "bin" / "python3.10", "CPython 3 10 2")  # too old: not even asked
+    _interpreter(v / "3.10.2" / "bin" / "python3.10", "CPython 3 10 2")  # the oldest supported
+    _interpreter(v / "3.9.18" / "bin" / "python3.9", "CPython 3 9 18")  # too old: not even asked
     _interpreter(v / "3.14.0" / "bin" / "python3.14", "Fatal Python error: broken", status=1)
     _interpreter(v / "3.13.0" / "bin" / "python3.13-config", "not an interpreter")
     # pyenv's shims: skipped as a directory, even when on PATH.
@@ -182,7 +183,7 @@ def machine(tmp_path: Path) -> tuple[Path, list[str]]:
 def test_candidates_are_found_by_path(machine: tuple[Path, list[str]]) -> None:
     pyenv, path = machine
     found = [str(Path(c).relative_to(pyenv.parent)) for c in tasks.candidates(pyenv, path)]
-    assert found == ["pyenv/versions/3.12.1/bin/python3.12", "pyenv/versions/3.12.4/bin/python3.12",
+    assert found == ["pyenv/versions/3.10.2/bin/python3.10", "pyenv/versions/3.12.1/bin/python3.12", "pyenv/versions/3.12.4/bin/python3.12",
                      "pyenv/versions/3.13.0/bin/python3.13", "pyenv/versions/3.14.0/bin/python3.14",
                      "usr/bin/python3.11", "usr/bin/python3.16"]
 
@@ -192,15 +193,16 @@ def test_one_working_cpython_per_version_besides_the_venvs(machine: tuple[Path, 
     pyenv, path = machine
     own = Python("/venv/bin/python", (3, 11, 2))
     found = tasks.find_pythons(own, None, pyenv, path)
-    assert [(py.version, Path(py.exe).parent.parent.name) for py in found] == [((3, 12, 4), "3.12.4"),
+    assert [(py.version, Path(py.exe).parent.parent.name) for py in found] == [((3, 10, 2), "3.10.2"),
+                                                                               ((3, 12, 4), "3.12.4"),
                                                                                ((3, 13, 0), "3.13.0")]
-    assert [py.label for py in found] == ["python 3.12.4", "python 3.13.0"]
-    assert found[0].venv_dir == tasks.ROOT / ".venv-3.12"
+    assert [py.label for py in found] == ["python 3.10.2", "python 3.12.4", "python 3.13.0"]
+    assert found[1].venv_dir == tasks.ROOT / ".venv-3.12"
     out = capsys.readouterr().out
     assert "python3.14: does not start: Fatal Python error: broken" in out
     assert "usr/bin/python3.11: Python 3.11 is .venv's, already tested" in out
     assert "usr/bin/python3.16: PyPy, not CPython" in out
-    assert "python3.15" not in out and "python3.17" not in out and "python3.10" not in out
+    assert "python3.15" not in out and "python3.17" not in out and "python3.9" not in out
 
 
 def test_the_environment_names_the_pythons(machine: tuple[Path, list[str]], tmp_path: Path,
