@@ -133,16 +133,22 @@ def test_a_run_that_failed_without_a_failing_test_still_fails() -> None:
 
 
 class _Repeating(random.Random):
-    def __init__(self, values: list[int]) -> None:
-        super().__init__()
-        self.values = values
+    # The values are set after construction: 3.10's Random.__new__ takes a constructor argument
+    # as the seed (and cannot hash a list).
+    values: list[int]
+
+    @classmethod
+    def of(cls, values: list[int]) -> _Repeating:
+        rng = cls()
+        rng.values = values
+        return rng
 
     def randrange(self, *args: object, **kwargs: object) -> int:  # type: ignore[override]
         return self.values.pop(0)
 
 
 def test_seeds_are_distinct() -> None:
-    assert tasks.distinct_seeds(3, _Repeating([5, 5, 7, 5, 9])) == ["5", "7", "9"]
+    assert tasks.distinct_seeds(3, _Repeating.of([5, 5, 7, 5, 9])) == ["5", "7", "9"]
     assert len(set(tasks.distinct_seeds(50))) == 50
 
 
