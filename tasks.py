@@ -16,6 +16,10 @@ with one summary line per version.
 ``DOCA_PY_TEST_PYTHONS="python3.12 /opt/py/bin/python3"`` names the interpreters
 instead; ``DOCA_PY_TEST_PYTHONS=`` (empty) runs none.
 
+``test --arch arm64`` runs the suite's fast folders in an arm64 Debian userland under qemu-user
+instead (``tools/arm64.py``; root, several minutes the first time; docs/arm64.md). Arguments
+after ``--`` replace its folders.
+
 ``test --repeat N`` runs the suite N times on ``.venv``'s Python only, each run with a
 ``DOCA_PY_EMU_SEED`` of its own, and ends with every failing test and the seeds that
 failed it.
@@ -297,6 +301,35 @@ def run(args: list[str]) -> None:
     _sh(PY, "-m", "apps.topology", *args, env=env)
 
 
+#: ``test --arch`` values: the script that runs the suite on that architecture.
+ARCHES = {"arm64": ROOT / "tools" / "arm64.py"}
+
+
+def split_arch(args: list[str]) -> tuple[str | None, list[str]]:
+    """``(the --arch value or None, the other arguments)``: checked before the rest, since ``--arch``
+    runs another script with the remaining arguments."""
+    arch, rest = None, []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        if arg == "--arch" or arg.startswith("--arch="):
+            if arg == "--arch":
+                i += 1
+                value = args[i] if i < len(args) else ""
+            else:
+                value = arg.partition("=")[2]
+            if value not in ARCHES:
+                raise UsageError(f"--arch takes one of {', '.join(ARCHES)}, got {value!r}")
+            arch = value
+        else:
+            rest.append(arg)
+        i += 1
+    return arch, rest
+
+
 def parse_test_args(args: list[str]) -> tuple[int, list[str]]:
     """``(repeat count or 0, pytest's arguments)`` from ``test``'s arguments."""
     repeat, rest = 0, []
@@ -359,6 +392,12 @@ def _repeated(n: int, args: list[str]) -> list[Run]:
 
 
 def test(args: list[str]) -> int:
+    arch, args = split_arch(args)
+    if arch is not None:
+        repeat, pytest_args = parse_test_args(args)
+        if repeat:
+            raise UsageError("--repeat runs on .venv's Python only, not with --arch")
+        return subprocess.run([sys.executable, str(ARCHES[arch]), *pytest_args], cwd=ROOT).returncode
     repeat, pytest_args = parse_test_args(args)
     _sh(PY, "-m", "mypy")
     docs_env = dict(os.environ, NO_MKDOCS_2_WARNING="1")

@@ -50,6 +50,35 @@ def test_a_bad_repeat_count_is_a_usage_error(args: list[str]) -> None:
         tasks.parse_test_args(args)
 
 
+@pytest.mark.parametrize(("args", "expected"), [
+    ([], (None, [])),
+    (["--arch", "arm64", "tests/core"], ("arm64", ["tests/core"])),
+    (["-x", "--arch=arm64", "--", "--arch", "x"], ("arm64", ["-x", "--", "--arch", "x"])),
+])
+def test_arch_is_taken_before_the_rest(args: list[str], expected: tuple[str | None, list[str]]) -> None:
+    assert tasks.split_arch(args) == expected
+
+
+@pytest.mark.parametrize("args", [["--arch"], ["--arch", "riscv64"], ["--arch="]])
+def test_an_unknown_arch_is_a_usage_error(args: list[str]) -> None:
+    with pytest.raises(tasks.UsageError, match="--arch takes one of arm64"):
+        tasks.split_arch(args)
+
+
+def test_arch_runs_its_script_with_the_pytest_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        ran.append(cmd)
+        return subprocess.CompletedProcess(cmd, 3)
+
+    monkeypatch.setattr(tasks.subprocess, "run", fake_run)
+    assert tasks.test(["--arch", "arm64", "--", "tests/native", "-x"]) == 3
+    assert ran == [[sys.executable, str(tasks.ROOT / "tools" / "arm64.py"), "tests/native", "-x"]]
+    with pytest.raises(tasks.UsageError, match="not with --arch"):
+        tasks.test(["--arch", "arm64", "--repeat", "2"])
+
+
 def test_main_reports_a_usage_error(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tasks, "ensure_venv", lambda: None)
     assert tasks.main(["test", "--repeat", "0"]) == 2
