@@ -57,17 +57,23 @@ def caller(depth: int = 2) -> str:
     frame = sys._getframe(depth)
     if sys.version_info >= (3, 11):
         return frame.f_code.co_qualname
-    return _qualname_310(frame.f_code, frame.f_locals)
+    return _qualname_310(frame.f_code, frame.f_locals, frame.f_globals)
 
 
-def _qualname_310(code: CodeType, local_vars: Mapping[str, object]) -> str:
+def _qualname_310(code: CodeType, local_vars: Mapping[str, object],
+                  global_vars: Mapping[str, object] | None = None) -> str:
     """``code.co_qualname`` on 3.10 (which lacks it): the function of *code* found on the class of the
-    frame's ``self`` or ``cls`` (its MRO: the method may be inherited), else the bare name."""
+    frame's ``self`` or ``cls`` (its MRO: the method may be inherited), else on a class of the frame's
+    module (static methods), else the bare name."""
     owner = local_vars.get("self", local_vars.get("cls"))
+    classes: list[type] = []
     if owner is not None:
-        for klass in (owner if isinstance(owner, type) else type(owner)).__mro__:
-            for attr in vars(klass).values():
-                func = attr.fget if isinstance(attr, property) else getattr(attr, "__func__", attr)
-                if getattr(func, "__code__", None) is code:
-                    return str(getattr(func, "__qualname__", code.co_name))
+        classes += (owner if isinstance(owner, type) else type(owner)).__mro__
+    if global_vars is not None:
+        classes += [v for v in global_vars.values() if isinstance(v, type)]
+    for klass in classes:
+        for attr in vars(klass).values():
+            func = attr.fget if isinstance(attr, property) else getattr(attr, "__func__", attr)
+            if getattr(func, "__code__", None) is code:
+                return str(getattr(func, "__qualname__", code.co_name))
     return code.co_name

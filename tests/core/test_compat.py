@@ -38,6 +38,16 @@ def test_qualname_found_on_the_defining_class_of_an_inherited_method() -> None:
     assert d.via_caller() == "_Base.via_caller"
 
 
+class _Static:
+    @staticmethod
+    def query() -> str:
+        return _qualname_310(sys._getframe().f_code, {}, globals())
+
+
+def test_qualname_of_a_static_method_is_found_on_its_module_class() -> None:
+    assert _Static.query() == "_Static.query"
+
+
 def test_qualname_of_a_plain_function_is_its_name() -> None:
     def plain() -> str:
         return _qualname_310(sys._getframe().f_code, {})
@@ -51,6 +61,12 @@ def test_str_enum_members_are_their_values() -> None:
 
     assert Colour.RED == "red" and str(Colour.RED) == "red" and f"{Colour.RED:>5}" == "  red"
     assert str(CompressTaskType.DECOMPRESS_DEFLATE) == "decompress_deflate"
+
+
+def test_combined_flags_print_their_bit_names() -> None:
+    from doca_py.types import AccessFlag
+
+    assert str(AccessFlag.LOCAL_READ_WRITE | AccessFlag.PCI_READ_WRITE) == "LOCAL_READ_WRITE|PCI_READ_WRITE"
 
 
 def test_add_note_keeps_every_note_in_order() -> None:

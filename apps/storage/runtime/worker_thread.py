@@ -22,6 +22,8 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+# The builtin TimeoutError from 3.11 on; a class of its own on 3.10.
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
 import doca_py as d
@@ -137,7 +139,7 @@ class WorkerThread:
         while True:
             try:
                 return fut.result(timeout=max(0.0, min(_TICK, deadline - time.monotonic())))
-            except TimeoutError:
+            except FutureTimeout:
                 pass
             if abortable and self._abort.is_set():
                 raise StorageAppError(ErrorCode.CONNECTION_ABORTED, "Aborted: User requested abort")
