@@ -12,8 +12,8 @@ Needs root (debootstrap, chroot, mounts) and Debian's ``debootstrap`` and ``qemu
    same for mounting binfmt_misc itself;
 2. an arm64 Debian (bookworm, minbase, with python3, python3-venv and gcc for the C fakes) under
    ``build/arm64/root``, made once and kept: reruns reuse it (``--fresh`` makes it anew);
-3. the wheel, built here (``build/arm64/dist``), installed into a venv in the chroot with the test
-   runner, and the repository's ``tests/`` folder (and ``pyproject.toml``, pytest's settings)
+3. the wheel, built here (``build/arm64/dist``), and its dependencies and the test runner as AArch64
+   wheels fetched here with this machine's pip, installed into a venv in the chroot, and the repository's ``tests/`` folder (and ``pyproject.toml``, pytest's settings)
    copied in;
 4. pytest there over ``tests/core tests/native tests/engines tests/conformance``, then
    ``tests/transport`` with the shared-memory rings on (``DOCA_PY_RDMA_SHM=1``,
@@ -139,8 +139,20 @@ def install(wheel: Path) -> None:
     shutil.copy(wheel, inside)
     if not (CHROOT / VENV.lstrip("/") / "bin" / "python").exists():
         sh("chroot", CHROOT, "python3", "-m", "venv", VENV)
-    pip = (f"{VENV}/bin/python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
-    # The host's pip settings (find-links to its folders) mean nothing in the chroot.
+    # The wheels for the userland's Python and AArch64 are fetched here, with this machine's pip and
+    # its settings (index, certificates), and installed there from that folder only.
+    r = subprocess.run(["chroot", str(CHROOT), "python3", "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
+                       capture_output=True, text=True, check=True)
+    pyver = r.stdout.strip()
+    wheels = CHROOT / "opt" / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    py = ROOT / ".venv" / "bin" / "python"
+    platforms = [a for tag in ("manylinux2014_aarch64", "manylinux_2_28_aarch64", "manylinux_2_34_aarch64",
+                               "linux_aarch64") for a in ("--platform", tag)]
+    sh(py if py.exists() else sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
+       "--python-version", pyver, "--implementation", "cp", *platforms, "-d", wheels, wheel, *TEST_DEPS)
+    pip = (f"{VENV}/bin/python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+           "--no-index", "--find-links", "/opt/wheels")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env["PIP_CONFIG_FILE"] = "/dev/null"
     sh("chroot", CHROOT, *pip, *TEST_DEPS, env=env)
