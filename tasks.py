@@ -9,7 +9,7 @@ Both create or refresh ``.venv`` next to this file and install the project into 
 changed since the last install, then run their tools from it.
 
 ``test`` then runs the test suite again (``pytest -n auto -q`` only) on every other
-installed CPython 3.11+ it finds by path (``$PYENV_ROOT/versions/*/bin/python3.X``,
+installed CPython 3.10+ it finds by path (``$PYENV_ROOT/versions/*/bin/python3.X``,
 ``python3.X`` on ``PATH``; one per version, its newest patch release), each in its own
 ``.venv-X.Y``, leaving out ``tests/topology`` (see ``OTHER_PYTHONS_SKIP``), and ends
 with one summary line per version. A free-threaded build (``python3.13t``, ``python3.14t``: built
@@ -17,6 +17,10 @@ with ``--disable-gil``) counts as a version of its own: it runs in ``.venv-X.Yt`
 ``PYTHON_GIL=0`` (the GIL off, even if an extension module would re-enable it).
 ``DOCA_PY_TEST_PYTHONS="python3.12 /opt/py/bin/python3"`` names the interpreters
 instead; ``DOCA_PY_TEST_PYTHONS=`` (empty) runs none.
+
+``test --arch arm64`` runs the suite's fast folders in an arm64 Debian userland under qemu-user
+instead (``tools/arm64.py``; root, several minutes the first time; docs/arm64.md). Arguments
+after ``--`` replace its folders.
 
 ``test --repeat N`` runs the suite N times on ``.venv``'s Python only, each run with a
 ``DOCA_PY_EMU_SEED`` of its own, and ends with every failing test and the seeds that
@@ -47,7 +51,7 @@ VENV = ROOT / ".venv"
 PY = VENV / "bin" / "python"
 STAMP = VENV / ".setup-stamp"
 RESULTS = ROOT / "build" / "test-results"
-MIN_PYTHON = (3, 11)
+MIN_PYTHON = (3, 10)
 SEED = "DOCA_PY_EMU_SEED"
 PYTHONS = "DOCA_PY_TEST_PYTHONS"
 #: Left out on the other Pythons: whole-topology runs, close to half the suite's time, of the same
@@ -174,7 +178,7 @@ def probe(exe: str) -> tuple[Python | None, str]:
 
 
 def candidates(pyenv_root: Path, path_dirs: Iterable[str]) -> list[str]:
-    """Every executable named ``python3.X`` or ``python3.Xt`` (X >= 11) in pyenv's versions, then on the ``PATH``,
+    """Every executable named ``python3.X`` or ``python3.Xt`` (X >= 10) in pyenv's versions, then on the ``PATH``,
     each file once. pyenv's shims are left out: they only forward to those versions, and fail
     ("command not found") for one that is not selected."""
     shims = (pyenv_root / "shims").resolve()
@@ -330,6 +334,35 @@ def run(args: list[str]) -> None:
     _sh(PY, "-m", "apps.topology", *args, env=env)
 
 
+#: ``test --arch`` values: the script that runs the suite on that architecture.
+ARCHES = {"arm64": ROOT / "tools" / "arm64.py"}
+
+
+def split_arch(args: list[str]) -> tuple[str | None, list[str]]:
+    """``(the --arch value or None, the other arguments)``: checked before the rest, since ``--arch``
+    runs another script with the remaining arguments."""
+    arch, rest = None, []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        if arg == "--arch" or arg.startswith("--arch="):
+            if arg == "--arch":
+                i += 1
+                value = args[i] if i < len(args) else ""
+            else:
+                value = arg.partition("=")[2]
+            if value not in ARCHES:
+                raise UsageError(f"--arch takes one of {', '.join(ARCHES)}, got {value!r}")
+            arch = value
+        else:
+            rest.append(arg)
+        i += 1
+    return arch, rest
+
+
 def parse_test_args(args: list[str]) -> tuple[int, list[str]]:
     """``(repeat count or 0, pytest's arguments)`` from ``test``'s arguments."""
     repeat, rest = 0, []
@@ -396,6 +429,12 @@ def _repeated(n: int, args: list[str]) -> list[Run]:
 
 
 def test(args: list[str]) -> int:
+    arch, args = split_arch(args)
+    if arch is not None:
+        repeat, pytest_args = parse_test_args(args)
+        if repeat:
+            raise UsageError("--repeat runs on .venv's Python only, not with --arch")
+        return subprocess.run([sys.executable, str(ARCHES[arch]), *pytest_args], cwd=ROOT).returncode
     repeat, pytest_args = parse_test_args(args)
     _sh(PY, "-m", "mypy")
     docs_env = dict(os.environ, NO_MKDOCS_2_WARNING="1")

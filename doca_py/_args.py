@@ -12,6 +12,8 @@ only to build the error::
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from types import CodeType
 
 from .errors import DocaTypeError
 
@@ -57,4 +59,25 @@ def caller(depth: int = 2) -> str:
     owner = frame.f_locals.get("self")
     if owner is not None:  # a method: name it by the public class, not by the mixin that defines it
         return f"{type(owner).__name__}.{code.co_name}"
-    return getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
+    if sys.version_info >= (3, 11):
+        return code.co_qualname
+    return _qualname_310(code, frame.f_locals, frame.f_globals)
+
+
+def _qualname_310(code: CodeType, local_vars: Mapping[str, object],
+                  global_vars: Mapping[str, object] | None = None) -> str:
+    """``code.co_qualname`` on 3.10 (which lacks it): the function of *code* found on the class of the
+    frame's ``self`` or ``cls`` (its MRO: the method may be inherited), else on a class of the frame's
+    module (static methods), else the bare name."""
+    owner = local_vars.get("self", local_vars.get("cls"))
+    classes: list[type] = []
+    if owner is not None:
+        classes += (owner if isinstance(owner, type) else type(owner)).__mro__
+    if global_vars is not None:
+        classes += [v for v in global_vars.values() if isinstance(v, type)]
+    for klass in classes:
+        for attr in vars(klass).values():
+            func = attr.fget if isinstance(attr, property) else getattr(attr, "__func__", attr)
+            if getattr(func, "__code__", None) is code:
+                return str(getattr(func, "__qualname__", code.co_name))
+    return code.co_name

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+from ._compat import add_note
 from .errors import DocaUsageError
 
 __all__ = ["DocaObject", "raw_handle"]
@@ -163,7 +164,7 @@ class DocaObject:
         if errors:
             first = errors[0]
             for note in _summarize(errors):
-                first.add_note(note)
+                add_note(first, note)
             raise first
         self._closed = True
         if self._finalizer is not None:
@@ -221,4 +222,4 @@ class DocaObject:
             more = [n.removeprefix(_ALSO) for n in getattr(close_exc, "__notes__", ()) if n.startswith(_ALSO)]
             note = f"then closing {type(self).__name__} failed: " + "; ".join([_first_line(close_exc), *more])
             if note not in getattr(exc, "__notes__", ()):  # an outer block closing the same object again
-                exc.add_note(note)
+                add_note(exc, note)

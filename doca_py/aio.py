@@ -125,7 +125,12 @@ class AttachedPe:
         fut: asyncio.Future[None] = self.loop.create_future()
         self._conditions.append((predicate, fut))
         self.kick()
-        await asyncio.wait_for(fut, timeout)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError as exc:
+            if isinstance(exc, TimeoutError):  # 3.11+: the same class
+                raise
+            raise TimeoutError(f"not true within {timeout} s") from exc  # 3.10: asyncio's own class
 
     def detach(self) -> None:
         """Stop watching the engine (idempotent)."""

@@ -15,10 +15,10 @@ Output that does not fit after the destination's data fails the task.
 
 from __future__ import annotations
 
-import enum
 from typing import Any, TypeVar
 
 from ._args import expect, wrong_type
+from ._compat import StrEnum
 from ._backend import backend
 from ._backend.protocols.engines import CompressHandle, CompressTaskHandle
 from .buf import Buf
@@ -29,7 +29,7 @@ __all__ = ["Compress", "CompressTaskType", "CompressTaskCompressDeflate", "Compr
            "CompressTaskDecompressLz4Stream", "CompressTaskDecompressLz4Block", "TASK_TYPES"]
 
 
-class CompressTaskType(enum.StrEnum):
+class CompressTaskType(StrEnum):
     """The compress task types, named as in DOCA's function names (``doca_compress_cap_task_<name>_…``)."""
 
     COMPRESS_DEFLATE = "compress_deflate"

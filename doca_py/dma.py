@@ -82,6 +82,16 @@ class Dma(Ctx):
         """Register the completion callbacks and size the task pool (before start)."""
         self._set_conf(self._h.memcpy, success, error, num_tasks)
 
+    def set_ordered_completions(self, ordered: bool = True) -> None:
+        """``doca_dma_set_ordered_completions`` (DOCA 3.2): deliver this ctx's memcpy completions in
+        submission order (*ordered*) or as they finish. Unordered unless asked: applications that read
+        a later copy's completion as "the earlier ones are done too" (as NVIDIA's virtiofs
+        application does) set it. Configure before ``start`` (``DocaBadState`` after); on a runtime
+        older than 3.2 the native backend raises ``DocaNotSupported`` naming the version."""
+        if not isinstance(ordered, bool):
+            raise wrong_type("Dma.set_ordered_completions", bool, ordered=ordered)
+        self._h.set_ordered_completions(ordered)
+
     def task_memcpy_alloc_init(self, src: Buf, dst: Buf, user_data: Any = None) -> DmaTaskMemcpy:
         """A memcpy task from the pool (``DocaNoMemory`` when it is empty)."""
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):

@@ -38,6 +38,16 @@ _NUMERIC_FORMATS = frozenset("bcdeEfFgGnoxX%")
 
 def _named_str(member: enum.Enum) -> str:
     name = member.name
+    if name is None and isinstance(member, enum.Flag):
+        # 3.10 gives combined flags no name (3.11+ joins the bits' names): join them the same way.
+        value, names = int(member.value), []
+        for m in type(member):
+            bit = int(m.value)
+            if bit and bit & (bit - 1) == 0 and value & bit:
+                names.append(str(m.name))
+                value &= ~bit
+        if names:
+            return "|".join(names + ([hex(value)] if value else []))
     return name if name is not None else str(int(member.value))
 
 

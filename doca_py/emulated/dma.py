@@ -15,6 +15,7 @@ from ..errors import DocaInvalidValue, ErrorCode
 from .buf import VIEW_CACHE_MAX, EmuBuf
 from .ctx import OFFLOAD, EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
 from .mmap import EmuMmap, dev_key
+from .pe import Lane
 
 __all__ = ["EmuDma", "EmuDmaTaskMemcpy", "dma_create", "cap_task_memcpy_is_supported",
            "cap_task_memcpy_get_max_buf_size", "cap_task_memcpy_get_max_buf_list_len",
@@ -120,16 +121,32 @@ class EmuDmaTaskMemcpy(EmuSrcDstTask):
 
 
 class EmuDma(EmuCtx):
-    """Emulated ``doca_dma`` context."""
+    """Emulated ``doca_dma`` context.
+
+    Its memcpy completions are unordered unless ``set_ordered_completions(True)`` ran: the Pe's
+    shuffling may then deliver them in any order, as a DMA engine's parallel channels may finish them.
+    Ordered, every task goes through the ctx's one :class:`Lane` and completes in submission order.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.memcpy = TaskPool(self, EmuDmaTaskMemcpy)
+        #: The ctx's work queue while completions are ordered, else ``None`` (each task on its own).
+        self.lane: Lane | None = None
+
+    def set_ordered_completions(self, ordered: bool) -> None:
+        """``doca_dma_set_ordered_completions`` (DOCA 3.2): a ctx setting, so only while idle."""
+        self._configurable("doca_dma_set_ordered_completions")
+        if not ordered:
+            self.lane = None
+        elif self.lane is None:
+            self.lane = Lane()
 
     def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle) -> EmuDmaTaskMemcpy:
         t = self.memcpy.alloc()
         assert isinstance(t, EmuDmaTaskMemcpy) and isinstance(src, EmuBuf) and isinstance(dst, EmuBuf)
         t.src, t.dst = src, dst
+        t.lane = self.lane
         return t
 
 

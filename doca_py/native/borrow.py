@@ -14,11 +14,14 @@ leaves the user data alone: the owner keeps receiving those events.
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, TypeVar
 
 from ..errors import DocaInvalidValue
 
 __all__ = ["Borrowable", "non_null"]
+
+#: ``typing.Self`` is 3.11+: a bound TypeVar says the same on 3.10.
+_B = TypeVar("_B", bound="Borrowable")
 
 
 def non_null(what: str, ptr: object) -> int:
@@ -35,7 +38,7 @@ class Borrowable:
     borrowed: bool = False
 
     @classmethod
-    def from_ptr(cls, ptr: int, *, borrowed: bool = True) -> Self:
+    def from_ptr(cls: type[_B], ptr: int, *, borrowed: bool = True) -> _B:
         """Wrap an existing ``struct doca_x *`` (an address); borrowed unless told otherwise."""
         non_null(f"{cls.__name__}.from_ptr", ptr)
         obj = cls.__new__(cls)

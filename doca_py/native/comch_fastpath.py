@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 from functools import partial
-from typing import Any, Self, cast
+from typing import Any, TypeVar, cast
 
 from .._backend.protocols.core import BufHandle, DevInfoHandle, MmapHandle
 from ..errors import DocaBadState, DocaInvalidValue, check
@@ -126,6 +126,9 @@ class NativeComchProducerTaskSend(EngineTask):
         self.imm_keep = data
         l.doca_comch_producer_task_send_set_imm_data(self.ptr, data or None, len(data))
 
+_S = TypeVar("_S", bound="NativeCtx")  # typing.Self is 3.11+
+
+
 def _on_conn(cls: Any, ptr: int, conn: Any, borrowed: bool) -> Any:
     """``cls.from_ptr`` of a consumer or producer: like ``Borrowable.from_ptr``, and the ctx needs its
     connection (DOCA cannot tell it: there is no ``doca_comch_consumer_get_connection``)."""
@@ -155,9 +158,9 @@ class NativeComchConsumer(NativeCtx):
         self._id: int | None = None
 
     @classmethod
-    def from_ptr(cls, ptr: int, conn: Any = None, *, borrowed: bool = True) -> Self:
+    def from_ptr(cls: type[_S], ptr: int, conn: Any = None, *, borrowed: bool = True) -> _S:
         """Wrap the ``doca_comch_consumer *`` at *ptr*, made on *conn* (required); borrowed unless told otherwise."""
-        obj: Self = _on_conn(cls, ptr, conn, borrowed)
+        obj: _S = _on_conn(cls, ptr, conn, borrowed)
         return obj
 
     def get_id(self) -> int:
@@ -201,9 +204,9 @@ class NativeComchProducer(NativeCtx):
         self._id: int | None = None
 
     @classmethod
-    def from_ptr(cls, ptr: int, conn: Any = None, *, borrowed: bool = True) -> Self:
+    def from_ptr(cls: type[_S], ptr: int, conn: Any = None, *, borrowed: bool = True) -> _S:
         """Wrap the ``doca_comch_producer *`` at *ptr*, made on *conn* (required); borrowed unless told otherwise."""
-        obj: Self = _on_conn(cls, ptr, conn, borrowed)
+        obj: _S = _on_conn(cls, ptr, conn, borrowed)
         return obj
 
     def get_id(self) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any, TypeVar
 
 from .._backend.protocols.core import DevInfoHandle, DevInfoRepHandle
 from ..errors import DocaInvalidValue, check
@@ -187,6 +187,9 @@ class NativeDevInfoRep(Borrowable):
         return NativeDevRep(out.value, self)
 
 
+_R = TypeVar("_R", bound="NativeDevRep")  # typing.Self is 3.11+
+
+
 class NativeDevRep(Borrowable):
     """``doca_dev_rep *``."""
 
@@ -195,7 +198,7 @@ class NativeDevRep(Borrowable):
         self._info = info
 
     @classmethod
-    def from_ptr(cls, ptr: int, *, borrowed: bool = True) -> Self:
+    def from_ptr(cls: type[_R], ptr: int, *, borrowed: bool = True) -> _R:
         """Wrap an open ``doca_dev_rep *`` (its devinfo comes from ``doca_dev_rep_as_devinfo``)."""
         if not isinstance(ptr, int) or not ptr:
             raise DocaInvalidValue(f"{cls.__name__}.from_ptr needs a non-NULL address, got {ptr!r}")

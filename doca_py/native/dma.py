@@ -79,6 +79,12 @@ class NativeDma(NativeCtx):
         """``doca_dma_cap_get_max_num_tasks`` of this ctx."""
         return get_u32(_dma().doca_dma_cap_get_max_num_tasks, self.ptr)
 
+    def set_ordered_completions(self, ordered: bool) -> None:
+        """``doca_dma_set_ordered_completions`` (DOCA 3.2: ``DocaNotSupported`` naming the version on older
+        runtimes)."""
+        check(_dma().doca_dma_set_ordered_completions(self.ptr, 1 if ordered else 0),
+              "doca_dma_set_ordered_completions")
+
     def get_gpu_handle(self) -> int | None:
         """``doca_dma_get_gpu_handle`` (GPU datapath; DOCA 3.x)."""
         out = ctypes.c_void_p()

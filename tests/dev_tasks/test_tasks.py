@@ -51,6 +51,35 @@ def test_a_bad_repeat_count_is_a_usage_error(args: list[str]) -> None:
         tasks.parse_test_args(args)
 
 
+@pytest.mark.parametrize(("args", "expected"), [
+    ([], (None, [])),
+    (["--arch", "arm64", "tests/core"], ("arm64", ["tests/core"])),
+    (["-x", "--arch=arm64", "--", "--arch", "x"], ("arm64", ["-x", "--", "--arch", "x"])),
+])
+def test_arch_is_taken_before_the_rest(args: list[str], expected: tuple[str | None, list[str]]) -> None:
+    assert tasks.split_arch(args) == expected
+
+
+@pytest.mark.parametrize("args", [["--arch"], ["--arch", "riscv64"], ["--arch="]])
+def test_an_unknown_arch_is_a_usage_error(args: list[str]) -> None:
+    with pytest.raises(tasks.UsageError, match="--arch takes one of arm64"):
+        tasks.split_arch(args)
+
+
+def test_arch_runs_its_script_with_the_pytest_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        ran.append(cmd)
+        return subprocess.CompletedProcess(cmd, 3)
+
+    monkeypatch.setattr(tasks.subprocess, "run", fake_run)
+    assert tasks.test(["--arch", "arm64", "--", "tests/native", "-x"]) == 3
+    assert ran == [[sys.executable, str(tasks.ROOT / "tools" / "arm64.py"), "tests/native", "-x"]]
+    with pytest.raises(tasks.UsageError, match="not with --arch"):
+        tasks.test(["--arch", "arm64", "--repeat", "2"])
+
+
 def test_main_reports_a_usage_error(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tasks, "ensure_venv", lambda: None)
     assert tasks.main(["test", "--repeat", "0"]) == 2
@@ -134,16 +163,22 @@ def test_a_run_that_failed_without_a_failing_test_still_fails() -> None:
 
 
 class _Repeating(random.Random):
-    def __init__(self, values: list[int]) -> None:
-        super().__init__()
-        self.values = values
+    # The values are set after construction: 3.10's Random.__new__ takes a constructor argument
+    # as the seed (and cannot hash a list).
+    values: list[int]
+
+    @classmethod
+    def of(cls, values: list[int]) -> _Repeating:
+        rng = cls()
+        rng.values = values
+        return rng
 
     def randrange(self, *args: object, **kwargs: object) -> int:  # type: ignore[override]
         return self.values.pop(0)
 
 
 def test_seeds_are_distinct() -> None:
-    assert tasks.distinct_seeds(3, _Repeating([5, 5, 7, 5, 9])) == ["5", "7", "9"]
+    assert tasks.distinct_seeds(3, _Repeating.of([5, 5, 7, 5, 9])) == ["5", "7", "9"]
     assert len(set(tasks.distinct_seeds(50))) == 50
 
 
@@ -167,7 +202,8 @@ def machine(tmp_path: Path) -> tuple[Path, list[str]]:
     _interpreter(v / "3.12.1" / "bin" / "python3.12", "CPython 3 12 1")
     _interpreter(v / "3.12.4" / "bin" / "python3.12", "CPython 3 12 4")
     _interpreter(v / "3.13.0" / "bin" / "python3.13", "CPython 3 13 0")
-    _interpreter(v / "3.10.2" / "bin" / "python3.10", "CPython 3 10 2")  # too old: not even asked
+    _interpreter(v / "3.10.2" / "bin" / "python3.10", "CPython 3 10 2")  # the oldest supported
+    _interpreter(v / "3.9.18" / "bin" / "python3.9", "CPython 3 9 18")  # too old: not even asked
     _interpreter(v / "3.14.0" / "bin" / "python3.14", "Fatal Python error: broken", status=1)
     _interpreter(v / "3.13.0" / "bin" / "python3.13-config", "not an interpreter")
     # pyenv's shims: skipped as a directory, even when on PATH.
@@ -183,7 +219,7 @@ def machine(tmp_path: Path) -> tuple[Path, list[str]]:
 def test_candidates_are_found_by_path(machine: tuple[Path, list[str]]) -> None:
     pyenv, path = machine
     found = [str(Path(c).relative_to(pyenv.parent)) for c in tasks.candidates(pyenv, path)]
-    assert found == ["pyenv/versions/3.12.1/bin/python3.12", "pyenv/versions/3.12.4/bin/python3.12",
+    assert found == ["pyenv/versions/3.10.2/bin/python3.10", "pyenv/versions/3.12.1/bin/python3.12", "pyenv/versions/3.12.4/bin/python3.12",
                      "pyenv/versions/3.13.0/bin/python3.13", "pyenv/versions/3.14.0/bin/python3.14",
                      "usr/bin/python3.11", "usr/bin/python3.16"]
 
@@ -193,15 +229,16 @@ def test_one_working_cpython_per_version_besides_the_venvs(machine: tuple[Path, 
     pyenv, path = machine
     own = Python("/venv/bin/python", (3, 11, 2))
     found = tasks.find_pythons(own, None, pyenv, path)
-    assert [(py.version, Path(py.exe).parent.parent.name) for py in found] == [((3, 12, 4), "3.12.4"),
+    assert [(py.version, Path(py.exe).parent.parent.name) for py in found] == [((3, 10, 2), "3.10.2"),
+                                                                               ((3, 12, 4), "3.12.4"),
                                                                                ((3, 13, 0), "3.13.0")]
-    assert [py.label for py in found] == ["python 3.12.4", "python 3.13.0"]
-    assert found[0].venv_dir == tasks.ROOT / ".venv-3.12"
+    assert [py.label for py in found] == ["python 3.10.2", "python 3.12.4", "python 3.13.0"]
+    assert found[1].venv_dir == tasks.ROOT / ".venv-3.12"
     out = capsys.readouterr().out
     assert "python3.14: does not start: Fatal Python error: broken" in out
     assert "usr/bin/python3.11: Python 3.11 is .venv's, already tested" in out
     assert "usr/bin/python3.16: PyPy, not CPython" in out
-    assert "python3.15" not in out and "python3.17" not in out and "python3.10" not in out
+    assert "python3.15" not in out and "python3.17" not in out and "python3.9" not in out
 
 
 def test_the_environment_names_the_pythons(machine: tuple[Path, list[str]], tmp_path: Path,

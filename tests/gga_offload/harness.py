@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, TypeVar
 
 import doca_py as d
 from doca_py.comch import ComchConsumer, ComchConsumerTaskPostRecv, ComchProducer, ComchProducerTaskSend
@@ -185,6 +185,9 @@ class Deployed(Protocol):
     def kill(self) -> None: ...
 
 
+_I = TypeVar("_I", bound="TestInitiator")  # typing.Self is 3.11+
+
+
 class TestInitiator:
     """The initiator side in the calling thread: control over comch, one producer/consumer."""
 
@@ -220,7 +223,7 @@ class TestInitiator:
 
     @classmethod
     @contextlib.contextmanager
-    def session(cls, dep: Deployed) -> Iterator[Self]:
+    def session(cls: type[_I], dep: Deployed) -> Iterator[_I]:
         """An initiator connected to *dep*; on the way out, however the block ends, it is closed
         (again: :meth:`close` may already have run) and *dep* is killed."""
         try:

@@ -70,13 +70,18 @@ def _rows() -> list[Row]:
     return rows
 
 
+#: Declared functions newer than the 3.0 headers (doca-c-api.md §2.17), with their first version.
+LATER = {"doca_dma_set_ordered_completions": (3, 2)}
+
+
 def test_every_function_is_declared_with_its_arity() -> None:
     rows = _rows()
     problems = []
     for section, (libname, table, count) in SECTIONS.items():
         mine = [r for r in rows if r.section == section]
         assert len(mine) == count, section
-        decls = {d.name: d for d in table}
+        # The inventory's §2 is the 3.0 headers; later functions are its §2.17 rows.
+        decls = {d.name: d for d in table if d.name not in LATER}
         for row in mine:
             decl = decls.get(row.name)
             if decl is None:
@@ -85,7 +90,8 @@ def test_every_function_is_declared_with_its_arity() -> None:
                 problems.append(f"{row.name}: {len(decl.argtypes)} argtypes, doc has {len(row.params)}")
         assert set(decls) == {r.name for r in mine}, libname
         # Header order, like the doc.
-        assert [d.name for d in table] == [r.name for r in mine], libname
+        assert [d.name for d in table if d.name not in LATER] == [r.name for r in mine], libname
+    assert {d.name: d.since for d in DMA if d.name in LATER} == LATER
     assert problems == []
 
 
@@ -168,6 +174,8 @@ def test_missing_symbols_become_stubs_naming_versions(lib30: BoundLib) -> None:
         dma.doca_dma_create(None, None)
     with pytest.raises(DocaNotSupported, match=r"doca_dma_get_gpu_handle .* from DOCA 3\.0 \(added after 2\.6\)"):
         dma.doca_dma_get_gpu_handle(None, None)
+    with pytest.raises(DocaNotSupported, match=r"doca_dma_set_ordered_completions .* from DOCA 3\.2 \(added after 3\.0"):
+        dma.doca_dma_set_ordered_completions(None, 1)
 
 
 # -- 3. fake engine libraries -----------------------------------------------------------------
@@ -269,6 +277,27 @@ def test_dma_memcpy_round_trip(env30: BoundLib) -> None:
     dma.destroy()
     b.pe.destroy()
     assert loader.load("dma")["fake_engine_live"]() == 0
+
+
+def test_dma_ordered_completions_cross_as_one_byte_before_start(env30: BoundLib) -> None:
+    """DOCA 3.2's doca_dma_set_ordered_completions: the flag reaches C as a uint8_t, and the ctx takes it
+    only while idle."""
+    b = Bench(env30)
+    dma = ndma.dma_create(b.dev)
+    ordered = loader.load("dma")["fake_dma_ordered"]
+    ordered.restype, ordered.argtypes = ctypes.c_uint8, [ctypes.c_void_p]
+    dma.set_ordered_completions(True)
+    assert ordered(dma.ptr) == 1
+    dma.set_ordered_completions(False)
+    assert ordered(dma.ptr) == 0
+    _completions(dma.memcpy)
+    b.pe.connect_ctx(dma)
+    assert dma.start() == 2
+    with pytest.raises(errors.DocaBadState, match="doca_dma_set_ordered_completions"):
+        dma.set_ordered_completions(True)
+    assert ordered(dma.ptr) == 0
+    dma.destroy()
+    b.pe.destroy()
 
 
 def test_dma_capabilities(env30: BoundLib) -> None:

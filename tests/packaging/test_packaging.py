@@ -16,12 +16,16 @@ import re
 import subprocess
 import sys
 import tarfile
-import tomllib
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # 3.10: the same parser, as the tomli package (a dev dependency there)
+    import tomli as tomllib
 
 import doca_py
 from apps.common.cli.manpages import PROGRAMS, man_title

@@ -26,6 +26,8 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+# The builtin TimeoutError from 3.11 on; a class of its own on 3.10.
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
 import doca_py as d
@@ -150,7 +152,7 @@ class WorkerThread:
             wait = _TICK if budget is None else max(0.0, min(_TICK, start + budget - now))
             try:
                 return fut.result(timeout=wait)
-            except TimeoutError:
+            except FutureTimeout:  # concurrent.futures' own TimeoutError on 3.10
                 pass
             if abortable and self._abort.is_set():
                 raise StorageAppError(ErrorCode.CONNECTION_ABORTED, "Aborted: User requested abort")

@@ -35,6 +35,8 @@ class DmaHandle(CtxHandle, Protocol):
         """Backend: the memcpy task type (``doca_dma_task_memcpy``)."""
     def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle) -> DmaTaskMemcpyHandle:
         """``doca_dma_task_memcpy_alloc_init``."""
+    def set_ordered_completions(self, ordered: bool) -> None:
+        """``doca_dma_set_ordered_completions`` (DOCA 3.2; before start)."""
 
 
 class DmaBackend(Protocol):

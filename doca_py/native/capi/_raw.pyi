@@ -756,7 +756,7 @@ class CompressLib(Lib, Protocol):
     doca_compress_task_decompress_lz4_get_adler_cs: CFunc[[VoidP], int]
 
 class DmaLib(Lib, Protocol):
-    """libdoca_dma: 15 functions."""
+    """libdoca_dma: 16 functions."""
 
     doca_dma_create: CFunc[[VoidP, Ptr], int]
     doca_dma_destroy: CFunc[[VoidP], int]
@@ -773,6 +773,7 @@ class DmaLib(Lib, Protocol):
     doca_dma_task_memcpy_set_dst: CFunc[[VoidP, VoidP], None]
     doca_dma_task_memcpy_get_dst: CFunc[[VoidP], int | None]
     doca_dma_get_gpu_handle: CFunc[[VoidP, Ptr], int]
+    doca_dma_set_ordered_completions: CFunc[[VoidP, int], int]
 
 class ErasureCodingLib(Lib, Protocol):
     """libdoca_erasure_coding: 50 functions."""

@@ -18,7 +18,7 @@ errors.check(lib.doca_dma_create(dev_ptr, ctypes.byref(dma)), "doca_dma_create")
 
 from __future__ import annotations
 
-from ctypes import POINTER, c_int, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, c_int, c_uint8, c_uint32, c_uint64, c_void_p
 from typing import TYPE_CHECKING, Any, cast
 
 from ._decl import Decl, TaskCompletionCb, register
@@ -62,8 +62,13 @@ DMA: tuple[Decl, ...] = (
     _f("doca_dma_task_memcpy_set_dst", None, P, P),
     _f("doca_dma_task_memcpy_get_dst", P, P),
     _f("doca_dma_get_gpu_handle", ERR, P, OUT, **_NEW),
+    # Not in the 3.0 headers; first called by the 3.2.0 virtiofs application (doca-c-api.md §2.17). The
+    # flag's C type is inferred (uint8_t: callers pass 0, 1, false); uint8_t and bool travel alike, one
+    # byte widened in the argument register, on x86_64 and AArch64.
+    _f("doca_dma_set_ordered_completions", ERR, P, c_uint8, since=(3, 2),
+       note="added after 3.0, first seen in 3.2.0"),
 )
-"""Every exported libdoca_dma function (no ABI differences between 2.6 and 3.x)."""
+"""Every exported libdoca_dma function (no ABI differences between 2.6 and 3.x; 3.2 adds ordered completions)."""
 
 register(LIBNAME, DMA)
 

@@ -49,6 +49,17 @@ EXPORT doca_error_t doca_dma_task_memcpy_set_conf(struct engine *e, task_cb_t ok
 EXPORT doca_error_t doca_dma_task_memcpy_alloc_init(struct engine *e, const struct doca_buf *src,
 						     struct doca_buf *dst, union doca_data ud, struct etask **t)
 { return engine_alloc(e, 0, NULL, src, dst, ud, t); }
+/* DOCA 3.3: a ctx setting, so only while idle. The flag arrives as one byte (uint8_t). */
+EXPORT doca_error_t doca_dma_set_ordered_completions(struct engine *e, uint8_t ordered)
+{
+	if (!e)
+		return E_INVALID;
+	if (engine_state(e->ctx) != S_IDLE)
+		return E_BAD_STATE;
+	e->ordered = ordered;
+	return E_OK;
+}
+EXPORT uint8_t fake_dma_ordered(const struct engine *e) { return e->ordered; }
 EXPORT struct doca_task *doca_dma_task_memcpy_as_task(struct etask *t) { return task_base(t); }
 EXPORT void doca_dma_task_memcpy_set_src(struct etask *t, const struct doca_buf *b) { t->src = b; }
 EXPORT const struct doca_buf *doca_dma_task_memcpy_get_src(const struct etask *t) { return t->src; }

@@ -59,6 +59,7 @@ struct engine {
 	struct doca_ctx *ctx;
 	task_cb_t ok[NTYPES], err[NTYPES];
 	uint32_t num[NTYPES];
+	uint8_t ordered; /* doca_dma_set_ordered_completions (3.3); the fake completes in order anyway */
 };
 
 struct etask {
