@@ -236,7 +236,7 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
 
     if _backend.impl != "emulated":
         _backend.use("emulated").__enter__()  # a side is always an emulated one, even where DOCA is installed
-    spec.knobs.apply()
+    spec.knobs.apply(token=spec.role)  # its decisions: a function of the seed, its role and its tasks
     from ..emulated import trace
 
     trace.enable(label=f"{spec.role} side (pid {os.getpid()})")
