@@ -123,7 +123,7 @@ class Knobs:
             emu_version.VERSION = emu_version.parse(self.version)
 
     def options(self, default_version: str | None = None) -> list[str]:
-        """The pytest options that replay these knobs (shuffling has no option: see :meth:`replay`)."""
+        """The pytest options that replay these knobs (shuffling has no option: see `replay`)."""
         out = ["--doca-seed", str(self.seed)]
         if self.version is not None and self.version != default_version:
             out += ["--doca-version", self.version]
