@@ -68,6 +68,8 @@ class EmuCtx:
         self.destroyed = False
         self._idle_posted = False
         self.dev_key = ""  # PCI address of the ctx's device: which maps it can reach
+        #: Its identity in fault injection and shuffling: type and creation number (:func:`.strict.ctx_id`).
+        self.uid = strict.ctx_id(type(self).__name__)
 
     def _configurable(self, what: str) -> None:
         if self.state != _IDLE:
@@ -174,6 +176,12 @@ class TaskPool(Generic[T]):
         self.created = 0
         self.out = 0
         self.free: list[T] = []
+        #: Its identity: the ctx's and its place among the ctx's pools; tasks submitted to it are counted
+        #: (the number is the task's identity in fault injection and shuffling, :func:`.strict.task_id`).
+        self.uid = f"{ctx.uid}/{len(ctx.pools)}"
+        self.submitted = 0
+        #: Submit-time faults (comch producer sends): ``(submission number, faults injected into it)``.
+        self.refused = (0, 0)
         ctx.pools.append(self)  # type: ignore[arg-type]
 
     def set_conf(self, success: Completion, error: Completion, num_tasks: int) -> None:
@@ -320,10 +328,11 @@ def _flush_or_fault(task: EmuTask) -> bool:
         complete_task(task)
         return True
     if strict.FAULTS:
-        code = strict.draw(task.kind or task.pool.kind, task.ctx.pe.rng)  # type: ignore[union-attr]
+        ident = strict.task_id(task.pool.uid, task.nth)
+        code = strict.fault(task.kind or task.pool.kind, ident)
         if code:
             task.status = code
-            task.reason = f"fault injected by DOCA_PY_EMU_FAULTS (seed {strict.SEED})"
+            task.reason = f"fault injected by DOCA_PY_EMU_FAULTS into task {ident} (seed {strict.SEED})"
             task._unqueue()
             complete_task(task)
             return True
@@ -423,7 +432,7 @@ class EmuTask:
     """Base of emulated tasks: submission, status, ownership."""
 
     __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "on_engine",
-                 "launch", "done", "lane", "seq")
+                 "launch", "done", "lane", "seq", "nth")
     offload_bytes = OFFLOAD_BYTES
     #: The task kind of fault injection (:data:`strict.KINDS`); empty: the pool's kind.
     kind = ""
@@ -448,6 +457,8 @@ class EmuTask:
         #: engine tasks, whose completions DOCA does not order.
         self.lane: Lane | None = None
         self.seq = 0
+        #: Its submission number in its pool (the last submit): its identity with the pool's.
+        self.nth = 0
 
     def _execute(self) -> int:
         """Do the work; return the completion status (a ``doca_error_t``)."""
@@ -481,6 +492,9 @@ class EmuTask:
             self._refuse_submit()
         if self._checks_submit:
             self._check_submit()
+        pool = self.pool
+        self.nth = pool.submitted
+        pool.submitted += 1
         lane = self.lane
         if lane is not None:
             self.seq = lane.submitted

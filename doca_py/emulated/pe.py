@@ -7,7 +7,12 @@ and its completion delivered only then, as on hardware. With
 ``DOCA_PY_EMU_SHUFFLE=1`` the task items of one batch (launches and completions, marked
 by :data:`SHUFFLED`) run in a seeded random order *across* DOCA work queues and never within
 one: items of tasks on one :class:`Lane` (an RDMA send or receive queue, a comch connection,
-producer or consumer) keep their relative order, and events keep their places. A lane also
+producer or consumer) keep their relative order, and events keep their places. The order is
+keyed, not drawn: each item's key is a hash of the seed and the item's identity (its task's
+:func:`.strict.task_id` and whether it launches or completes it), so the same items in a batch
+always run in the same order, whatever batches came before. Which items one ``progress()``
+finds together (the content of a batch) still depends on timing: a completion posted by a
+transport or engine thread, or by the peer process, lands in whichever batch is next. A lane also
 delivers its completions in submission order whichever thread or path finished the work
 first (:func:`..ctx.complete_task`), as a queue pair's completion queue does. The
 notification handle is an ``eventfd`` written when a post lands on an armed PE, so
@@ -17,7 +22,6 @@ callers can sleep in ``select``/``epoll``/asyncio.
 from __future__ import annotations
 
 import os
-import random
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -75,8 +79,6 @@ class EmuPe:
         #: Same-host transport rings polled by every progress (objects with ``poll() -> bool`` and
         #: ``arm() -> bool``); replaced, never mutated, so a progress may iterate it meanwhile.
         self.pollers: list[Any] = []
-        #: This engine's shuffle and fault decisions (seeded: :func:`.strict.generator`).
-        self.rng = strict.generator()
 
     def post(self, fn: Callable[[Any], object], arg: Any) -> None:
         """Queue ``fn(arg)`` for the next progress; safe from any thread."""
@@ -158,7 +160,7 @@ class EmuPe:
     def _run_shuffled(self, n: int) -> None:
         pop = self.ready.popleft
         batch = [pop() for _ in range(n)]
-        items = _interleave(batch, self.rng)
+        items = _interleave(batch)
         for k, (fn, arg) in enumerate(items):
             try:
                 fn(arg)
@@ -200,10 +202,21 @@ class EmuPe:
         self.efd = -1
 
 
-def _interleave(batch: list[_Item], rng: random.Random) -> list[_Item]:
-    """A seeded random order of *batch*: shuffled items change places, a lane's items keep their order."""
+def _item_key(fn: Callable[[Any], object], arg: Any, i: int) -> tuple[int, int]:
+    """The shuffle key of a batch's *i*-th item: a hash of the seed and the item's identity (a task's
+    pool, submission number and step), its place in the batch only for an item that has none."""
+    pool = getattr(arg, "pool", None)
+    uid = getattr(pool, "uid", None)
+    if uid is None:
+        return strict.order_key(f"?{i}"), i
+    return strict.order_key(f"{uid}#{arg.nth}/{fn.__name__}"), i
+
+
+def _interleave(batch: list[_Item]) -> list[_Item]:
+    """A seeded order of *batch*, keyed on its items' identities: shuffled items change places, a
+    lane's items keep their order, events keep their places."""
     slots: list[int] = []
-    keys: list[object] = []
+    keys: list[tuple[tuple[int, int], object]] = []
     queues: dict[object, deque[int]] = {}
     for i, (fn, arg) in enumerate(batch):
         free = SHUFFLED.get(fn)
@@ -215,18 +228,23 @@ def _interleave(batch: list[_Item], rng: random.Random) -> list[_Item]:
                 continue
             lane = i  # a queue of its own
         slots.append(i)
-        keys.append(lane)
+        keys.append((_item_key(fn, arg, i), lane))
         q = queues.get(lane)
         if q is None:
             queues[lane] = q = deque()
         q.append(i)
     if len(slots) < 2:
         return batch
-    rng.shuffle(keys)  # a random interleaving of the queues, each consumed front first
+    # The queues interleaved in the order of their items' keys, each consumed front first.
+    keys.sort(key=_first)
     items = list(batch)
-    for i, key in zip(slots, keys):
-        items[i] = batch[queues[key].popleft()]
+    for i, (_, lane) in zip(slots, keys):
+        items[i] = batch[queues[lane].popleft()]
     return items
+
+
+def _first(pair: tuple[tuple[int, int], object]) -> tuple[int, int]:
+    return pair[0]
 
 
 def pe_create() -> EmuPe:

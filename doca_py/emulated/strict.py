@@ -22,22 +22,32 @@ so at the call that broke the rule. Read once, at import, from the environment:
     Seed of both knobs (random when unset). :func:`describe` prints it so a failing run
     can be replayed.
 
-Each progress engine draws from its own generator, seeded from the seed, the current
-:func:`reseed` token (a test harness passes the test's id) and the engine's creation
-number under that token: the same seed replays the same shuffle and fault decisions
-whatever ran before in the process and however threads interleave.
+No decision draws from a running generator: each is a hash (blake2b) of the seed, the
+current :func:`reseed` token (the test suite passes the test's id, a ``doca_pair`` side its
+role) and the identity of what is decided. A task's identity is its ctx's type and creation
+number under the token (:func:`ctx_id`: ``EmuRdma#0``), its task pool's place in the ctx
+and its submission number in that pool (:func:`task_id`: ``EmuRdma#0/3#17``), all fixed
+by the application's own calls. So whether a task is failed (:func:`fault`) does not depend
+on how many decisions came before, on which ``progress()`` launched the task, or on what
+the other side of a two-process run did meanwhile: a seed replays the same faults into the
+same tasks. Shuffling keys each item of a batch the same way (:func:`order_key`): the same
+items in a batch always get the same order; which items one ``progress()`` finds together
+still depends on timing (see ``doca_py.emulated.pe``). :func:`injected` lists the faults
+injected since the last :func:`reseed`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
+from typing import NamedTuple
 
 from ..errors import DocaUsageError, ErrorCode
 from . import trace
 
-__all__ = ["STRICT", "SHUFFLE", "SEED", "FAULTS", "KINDS", "violation", "generator", "fault_rate", "draw",
-           "describe", "parse_faults", "configure", "reseed"]
+__all__ = ["STRICT", "SHUFFLE", "SEED", "FAULTS", "KINDS", "Fault", "violation", "ctx_id", "task_id", "order_key",
+           "uniform", "fault_rate", "fault", "injected", "describe", "parse_faults", "configure", "reseed"]
 
 #: Task kinds that fault injection knows, with the status hardware reports for each.
 KINDS: dict[str, int] = {
@@ -93,7 +103,21 @@ SHUFFLE = False
 SEED = 0
 FAULTS: dict[str, tuple[float, int]] = {}
 _token = ""
-_made = 0  # generators made under the current token
+_base = b""  # the hash prefix of every decision: seed and token
+_ctxs_made: dict[str, int] = {}  # ctxs made per type under the current token
+#: At most this many injected faults are kept for :func:`injected` (the count goes on).
+MAX_RECORDED = 10_000
+
+
+class Fault(NamedTuple):
+    """One injected fault: which task (:func:`task_id`), its kind and the status it got."""
+
+    task: str
+    kind: str
+    status: str
+
+
+_injected: list[Fault] = []
 
 
 def configure(strict: bool | None = None, shuffle: bool | None = None, faults: str | None = None,
@@ -122,18 +146,42 @@ def violation(obj: object, rule: str) -> DocaUsageError:
 
 
 def reseed(token: str) -> None:
-    """Start a new series of generators: the next :func:`generator` calls give the same
-    sequence for the same seed and *token*, whatever came before (a test harness calls this
-    with each test's id)."""
-    global _token, _made
-    _token, _made = token, 0
+    """Start a new series of identities under *token*: ctxs are numbered from 0 again and the
+    record of injected faults is emptied, so the same seed and token give the same decisions
+    whatever came before in the process (a test harness calls this with each test's id, a
+    ``doca_pair`` side with its role)."""
+    global _token, _base
+    _token = token
+    _base = f"{SEED}/{token}/".encode()
+    _ctxs_made.clear()
+    _injected.clear()
 
 
-def generator() -> random.Random:
-    """A new seeded generator (one per progress engine: shuffling and fault draws)."""
-    global _made
-    _made += 1
-    return random.Random(f"{SEED}/{_token}/{_made}")
+def ctx_id(kind: str) -> str:
+    """The identity of a new ctx of type *kind*: ``kind#n``, its creation number among the ctxs of
+    that type made under the current token (the application's order of creating them)."""
+    n = _ctxs_made.get(kind, 0)
+    _ctxs_made[kind] = n + 1
+    return f"{kind}#{n}"
+
+
+def task_id(pool_id: str, n: int) -> str:
+    """The identity of the *n*-th task submitted to the task pool *pool_id* (``ctx_id/place``)."""
+    return f"{pool_id}#{n}"
+
+
+def _hash(ident: str) -> int:
+    return int.from_bytes(hashlib.blake2b(_base + ident.encode(), digest_size=8).digest(), "big")
+
+
+def uniform(ident: str) -> float:
+    """A number in [0, 1) that depends only on the seed, the token and *ident*."""
+    return _hash(ident) / 18446744073709551616.0  # 2**64
+
+
+def order_key(ident: str) -> int:
+    """The shuffle key of a Pe queue item identified by *ident* (seed and token included)."""
+    return _hash(ident)
 
 
 def fault_rate(kind: str) -> tuple[float, int] | None:
@@ -141,12 +189,22 @@ def fault_rate(kind: str) -> tuple[float, int] | None:
     return FAULTS.get(kind)
 
 
-def draw(kind: str, rng: random.Random) -> int:
-    """The status to inject into one task of *kind* (0: none), drawn from *rng* (its Pe's)."""
+def fault(kind: str, task: str) -> int:
+    """The status to inject into *task* (a :func:`task_id`, with an attempt suffix for a decision
+    taken again) of *kind*, 0 for none: a function of the seed, the token, *task* and *kind* only.
+    An injected fault is recorded (:func:`injected`)."""
     f = FAULTS.get(kind)
-    if f is None or rng.random() >= f[0]:
+    if f is None or uniform(f"{task}/{kind}") >= f[0]:
         return 0
+    if len(_injected) < MAX_RECORDED:
+        _injected.append(Fault(task, kind, ErrorCode(f[1]).name))
     return f[1]
+
+
+def injected() -> list[Fault]:
+    """The faults injected in this process since the last :func:`reseed` (or :func:`configure`), in
+    the order they were injected (at most :data:`MAX_RECORDED`)."""
+    return list(_injected)
 
 
 def describe() -> str:

@@ -128,17 +128,21 @@ class Knobs:
         """Put the knobs into *env* (default ``os.environ``): processes started later inherit them."""
         (os.environ if env is None else env).update(self.env())
 
-    def apply(self) -> None:
-        """Configure the running emulator with these knobs (imports it); reseeds its generator."""
+    def apply(self, token: str | None = None) -> None:
+        """Configure the running emulator with these knobs (imports it) and reseed it: its decisions
+        start again from the seed and *token* (``None``: the current one), its ctxs are numbered from 0
+        and its record of injected faults is emptied (``doca_py.emulated.strict.reseed``)."""
         from ..emulated import strict
         from ..emulated import version as emu_version
 
         strict.configure(strict=self.strict, shuffle=self.shuffle, faults=self.faults, seed=self.seed)
+        if token is not None:
+            strict.reseed(token)
         if self.version is not None:
             emu_version.VERSION = emu_version.parse(self.version)
 
     def options(self, default_version: str | None = None) -> list[str]:
-        """The pytest options that replay these knobs."""
+        """The pytest options that replay these knobs (shuffling has no option: see `replay`)."""
         out = ["--doca-seed", str(self.seed)]
         if self.version is not None and self.version != default_version:
             out += ["--doca-version", self.version]
@@ -148,9 +152,18 @@ class Knobs:
             out += ["--doca-faults", self.faults]
         return out
 
-    def replay(self, nodeid: str = "") -> str:
-        """The command line that replays a test (*nodeid*) with these knobs."""
-        return shlex.join(["pytest", *self.options(), *([nodeid] if nodeid else [])])
+    def replay(self, nodeid: str = "", rootdir: str | os.PathLike[str] | None = None) -> str:
+        """The command line that replays a test (*nodeid*, relative to *rootdir*) with these knobs: every
+        knob that differs from the kit's defaults (shuffling off as ``DOCA_PY_EMU_SHUFFLE=0`` before the
+        command), and ``cd <rootdir> &&`` first when *rootdir* is given, so that it works from any
+        directory."""
+        words = ["pytest", *self.options(), *([nodeid] if nodeid else [])]
+        cmd = shlex.join(words)
+        if not self.shuffle:
+            cmd = f"{ENV_SHUFFLE}=0 {cmd}"
+        if rootdir is not None:
+            cmd = f"cd {shlex.quote(os.fspath(rootdir))} && {cmd}"
+        return cmd
 
     def describe(self) -> str:
         """One line: every knob."""

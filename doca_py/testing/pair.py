@@ -305,7 +305,7 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
         from .warm import refresh_from_env
 
         refresh_from_env()
-    spec.knobs.apply()
+    spec.knobs.apply(token=spec.role)  # its decisions: a function of the seed, its role and its tasks
     from ..emulated import trace
 
     trace.enable(label=f"{spec.role} side (pid {os.getpid()})")

@@ -295,7 +295,7 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     k = config.stash[_STATE].knobs
-    return f"doca_py test kit: {k.describe()} (replay: pytest {' '.join(k.options())})"
+    return f"doca_py test kit: {k.describe()} (replay: {k.replay()})"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -355,7 +355,7 @@ def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
     check_leaks = knobs.strict and state.leak_check
     if check_leaks:  # what exists now is not the test's: frozen, the check at its end looks at the rest only
         gc.freeze()
-    knobs.apply()
+    knobs.apply(token=request.node.nodeid)  # the test's decisions: a function of the seed and its id
     trace.clear()
     trace.enable(label=f"test process (pid {os.getpid()})")  # during kit tests only: other tests pay nothing
     try:
@@ -490,9 +490,12 @@ def doca_pair(request: pytest.FixtureRequest, doca_knobs: Knobs) -> DocaPair:
 
 # -- reports and traces ----------------------------------------------------------------------------
 def _replay(item: pytest.Item, knobs: Knobs) -> str:
-    """The command that replays *item*: the session's options (what its markers set, its node id sets)."""
+    """The command that replays *item* from any directory: ``cd`` into the rootdir (node ids are relative
+    to it), then the session's knobs that differ from the defaults (what its markers set, its node id
+    sets)."""
     state = item.config.stash.get(_STATE, None)
-    return (state.knobs if state is not None else knobs).replace(seed=knobs.seed).replay(item.nodeid)
+    session = state.knobs if state is not None else knobs
+    return session.replace(seed=knobs.seed).replay(item.nodeid, rootdir=item.config.rootpath)
 
 
 def _kit_knobs(item: pytest.Item) -> Knobs | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -200,13 +202,21 @@ def test_a_failing_side_reports_traceback_log_events_and_a_replay_that_reproduce
     assert "=== host side (pid" in out and "): ok ===" in out
     assert out.count("submit   EmuDmaTaskMemcpy@") >= 16 and "IDLE->RUNNING" in out  # the host's events
     assert "strict-mode findings ---\nnone" in out
-    (replay,) = re.findall(r"replay with: (pytest .*)", out)
-    assert shlex.split(replay) == ["pytest", "--doca-seed", str(seed), "test_app.py::test_app"]
-    # The replay: same seed, same shuffled order, same failure; with a trace of all three processes.
-    again = pytester.runpytest_subprocess("-p", "no:xdist", *shlex.split(replay)[1:], f"--doca-trace={tmp_path}")
-    again.assert_outcomes(failed=1)
-    assert f"the DPU got the copies out of order: {order.group(1)}" in _plain(again)
-    (path,) = tmp_path.glob("*.json")
+    (replay,) = re.findall(r"replay with: (cd .*)", out)
+    assert shlex.split(replay) == ["cd", str(pytester.path), "&&", "pytest", "--doca-seed", str(seed),
+                                   "test_app.py::test_app"]
+    # The replay, run as printed from another directory: same seed, same shuffled order, same failure;
+    # with a trace of all three processes.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    traces = tmp_path / "traces"
+    command = replay.replace(" && pytest ", f" && {shlex.quote(sys.executable)} -m pytest -p no:xdist "
+                                            f"--doca-trace={traces} ", 1)
+    again = subprocess.run(command, shell=True, cwd=elsewhere, capture_output=True, text=True, timeout=300)
+    again_out = "\n".join(re.sub(r"^(E\s+|\s+)", "", ln) for ln in again.stdout.splitlines())
+    assert again.returncode == pytest.ExitCode.TESTS_FAILED, again_out + again.stderr
+    assert f"the DPU got the copies out of order: {order.group(1)}" in again_out
+    (path,) = traces.glob("*.json")
     assert path.name == "test_app.py_test_app.json"
     procs = check_chrome_trace(path)
     names = sorted(p["name"].split(" (")[0] for p in procs.values())

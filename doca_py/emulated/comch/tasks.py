@@ -269,10 +269,20 @@ class EmuComchProducerTaskSend(_OrderedTask):
 
     def _check_submit(self) -> None:
         if strict.FAULTS:
-            code = strict.draw(self.submit_fault_kind, self.ctx.pe.rng)  # type: ignore[union-attr]
+            # The submit that would be the pool's next task; a submit refused by a fault is tried again
+            # by the application, so the refusals of that task are counted (a refusal for want of
+            # credit, which depends on the peer's timing, is not).
+            pool = self.pool
+            n = pool.submitted
+            at, refused = pool.refused
+            if at != n:
+                refused = 0
+            ident = strict.task_id(pool.uid, n) + (f".{refused}" if refused else "")
+            code = strict.fault(self.submit_fault_kind, ident)
             if code:
-                raise lookup(code)(f"producer send refused: fault injected by DOCA_PY_EMU_FAULTS "
-                                   f"(seed {strict.SEED})")
+                pool.refused = (n, refused + 1)
+                raise lookup(code)(f"producer send refused: fault injected by DOCA_PY_EMU_FAULTS into task "
+                                   f"{ident} (seed {strict.SEED})")
         conn = self.ctx.conn
         cid = self.consumer_id
         with conn.lock:
