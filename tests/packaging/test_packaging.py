@@ -196,7 +196,9 @@ def _fresh_project_tests_with_the_kit(target: Path, project: Path) -> None:
     assert failing.returncode == 1, failing.stdout[-3000:]
     for v in ("2.6", "3.2"):
         assert f"RuntimeError: the dpu side fails under {v}.0000" in failing.stdout
-        assert f"replay with: pytest --doca-seed 99 'test_fresh.py::test_pair[doca{v}]'" in failing.stdout
+        # the replay line cd's into the rootdir (any directory works), then names the seed and the test
+        assert f"replay with: cd {project} && pytest --doca-seed 99 'test_fresh.py::test_pair[doca{v}]'" \
+            in failing.stdout
     assert "dpu side: last task events" in failing.stdout and "=== host side (pid" in failing.stdout
     traces = sorted(p.name for p in (project / "traces").iterdir())
     assert traces == ["test_fresh.py_test_pair_doca2.6.json", "test_fresh.py_test_pair_doca3.2.json"]

@@ -171,3 +171,22 @@ def test_a_seed_replays_a_two_process_rdma_run_under_faults_on_busy_cores(doca_k
     # The run went on for many rounds before the fault, then stopped in the round of the fault.
     assert first["failed in round"] is not None and first["failed in round"] >= 10, first
     assert first["rounds passed"] == (first["failed in round"] - 1,) * 2, first
+
+
+def test_the_replay_line_carries_every_knob_that_differs_from_the_default(tmp_path: Path) -> None:
+    """Each knob off its default appears once in the line, and a default one does not appear; the line
+    starts by going to the rootdir, so it works from any directory."""
+    import shlex
+
+    from doca_py.testing.knobs import Knobs
+
+    plain = Knobs(seed=5).replay("tests/test_x.py::test_y", rootdir=tmp_path)
+    assert plain == f"cd {shlex.quote(str(tmp_path))} && pytest --doca-seed 5 tests/test_x.py::test_y"
+    every = Knobs(seed=5, version="2.6", strict=False, shuffle=False, faults="rdma_read=0.05").replay(
+        "tests/test_x.py::test_y", rootdir=tmp_path / "with space")
+    words = shlex.split(every)
+    assert words[:3] == ["cd", str(tmp_path / "with space"), "&&"]
+    assert words[3] == "DOCA_PY_EMU_SHUFFLE=0" and words[4] == "pytest"
+    for knob in ("--doca-seed", "--doca-version", "--doca-no-strict", "--doca-faults"):
+        assert words.count(knob) + sum(w.startswith(knob + "=") for w in words) == 1, (knob, words)
+    assert "2.6" in every and "rdma_read=0.05" in every and words[-1] == "tests/test_x.py::test_y"
