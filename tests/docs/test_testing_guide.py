@@ -9,6 +9,7 @@ conftest or environment.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,3 +47,31 @@ def test_the_guides_application_tests_pass_under_two_versions_and_a_seed(tmp_pat
         assert unfinished_spans(path) == [], path.name
         names = {ev["args"]["name"] for ev in load_trace(path)["traceEvents"] if ev["name"] == "thread_name"}
         assert {"doca_pair", "kit"} <= names and any(n.startswith("EmuComch") for n in names), names
+
+
+def _outcomes(tmp_path: Path, seed: int, faults: str) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCA_PY_")}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-v", "-rf", "-p", "no:cacheprovider", "-p", "no:randomly",
+                          "--doca-seed", str(seed), "--doca-faults", faults],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in out.stderr, out.stderr[-3000:]
+    # what each test did, and the first line of each failure (pids and times vary between runs)
+    return [re.sub(r"pid \d+|\d+\.\d+s|\[\s*\d+%\]", "", line).strip() for line in out.stdout.splitlines()
+            if line.startswith(("test_offload_app.py::", "FAILED test_offload_app.py::"))]
+
+
+def test_the_guides_application_replays_exactly_under_faults(tmp_path: Path) -> None:
+    """Under injected DMA faults a seed decides which copies fail, not the timing of the two processes: the
+    first seed that fails something fails the same tests, with the same first lines, in two more runs."""
+    for name in ("offload_app.py", "test_offload_app.py"):
+        shutil.copy(GUIDE / name, tmp_path / name)
+    faults = "dma_memcpy=0.5"
+    for seed in range(1, 9):
+        first = _outcomes(tmp_path, seed, faults)
+        if any(line.startswith("FAILED") for line in first):
+            break
+    else:
+        pytest.fail("no seed of 1..8 made a DMA copy fail at a rate of 0.5")
+    assert len([line for line in first if "::" in line and "FAILED" not in line.split()[0]]) == 3, first
+    for _ in range(2):
+        assert _outcomes(tmp_path, seed, faults) == first
