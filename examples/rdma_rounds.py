@@ -277,8 +277,11 @@ def dpu(side: Any) -> dict[str, Any]:
 
 
 def first_failure(host_result: dict[str, Any], dpu_result: dict[str, Any]) -> int | None:
-    """The round in which the run failed (``None``: every round passed)."""
-    rounds = [r["failed"][0] for r in (host_result, dpu_result) if r["failed"] is not None]
+    """The round in which the run failed (``None``: every round passed): that of a side a fault was
+    injected into, when one was (the other side learns of it only later, when its timing allows: it may
+    or may not have finished the same round), else the earliest failure."""
+    failed = [r for r in (host_result, dpu_result) if r["failed"] is not None]
+    rounds = [r["failed"][0] for r in failed if r["faults"]] or [r["failed"][0] for r in failed]
     return min(rounds) if rounds else None
 
 

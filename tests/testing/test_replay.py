@@ -160,7 +160,9 @@ def test_a_seed_replays_a_two_process_rdma_run_under_faults_on_busy_cores(doca_k
         host, dpu = DocaPair(knobs).run(rdma_rounds.host, rdma_rounds.dpu, timeout=120, args=ROUNDS)
         outcomes.append({
             "failed in round": rdma_rounds.first_failure(host, dpu),
-            "rounds passed": (host["rounds"], dpu["rounds"]),
+            # how far a side got is replayed for a side a fault hit; its peer stops when it notices,
+            # which may be before or after it finished that round (timing, not a decision of the seed)
+            "rounds passed": tuple(r["rounds"] if r["faults"] else None for r in (host, dpu)),
             "host faults": sorted(host["faults"]),
             "dpu faults": sorted(dpu["faults"]),
         })
@@ -170,7 +172,7 @@ def test_a_seed_replays_a_two_process_rdma_run_under_faults_on_busy_cores(doca_k
     assert faults, f"seed {SEED} injected no fault in {ROUNDS} rounds: {first}"
     # The run went on for many rounds before the fault, then stopped in the round of the fault.
     assert first["failed in round"] is not None and first["failed in round"] >= 10, first
-    assert first["rounds passed"] == (first["failed in round"] - 1,) * 2, first
+    assert first["failed in round"] - 1 in first["rounds passed"], first  # the faulted side stopped there
 
 
 def test_the_replay_line_carries_every_knob_that_differs_from_the_default(tmp_path: Path) -> None:
