@@ -48,7 +48,11 @@ def test_knobs(doca_knobs, doca_dev, doca_pe, doca_dev_factory):
 @pytest.fixture
 def clean(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No knob in the environment: a user's shell."""
-    for name in (ENV_SEED, ENV_STRICT, ENV_SHUFFLE, ENV_FAULTS, ENV_VERSION, "DOCA_PY_TRACE", "DOCA_PY_TRACE_EVENTS"):
+    import os
+
+    # every doca_py variable a caller may have exported (tasks.py's DOCA_PY_TEST_PYTHONS too), but the
+    # trace log the suite itself sets
+    for name in [k for k in os.environ if k.startswith("DOCA_PY_") and k != "DOCA_PY_TRACE_LOG"]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DOCA_PY_IMPL", "emulated")
     return monkeypatch
