@@ -100,8 +100,6 @@ class EmuRdmaTaskRead(RdmaTask):
         self.dst = buf
 
 
-
-
 class EmuRdmaTaskWrite(RdmaTask):
     """``doca_rdma_task_write`` (and write-with-immediate when *has_imm*): local *src* to remote *dst*
     (its head: the remote side is one buffer)."""
