@@ -98,8 +98,11 @@ def _install(py: Path, free_threaded: bool = False) -> None:
         constraints = ROOT / "build" / "free-threaded-constraints.txt"
         constraints.parent.mkdir(parents=True, exist_ok=True)
         constraints.write_text("\n".join(FREE_THREADED_CONSTRAINTS) + "\n")
+        # pip 26 applies PIP_CONSTRAINT to the install only; PIP_BUILD_CONSTRAINT reaches build environments.
         env = dict(os.environ, PYTHON_ISAL_LINK_DYNAMIC="1", PIP_PREFER_BINARY="1",
-                   PIP_CONSTRAINT=" ".join(filter(None, (os.environ.get("PIP_CONSTRAINT"), str(constraints)))))
+                   PIP_CONSTRAINT=" ".join(filter(None, (os.environ.get("PIP_CONSTRAINT"), str(constraints)))),
+                   PIP_BUILD_CONSTRAINT=" ".join(filter(None, (os.environ.get("PIP_BUILD_CONSTRAINT"),
+                                                               str(constraints)))))
         _sh(py, "-m", "pip", "install", "--quiet", "-e", ".[dev]", env=env)
     else:
         # Without build isolation: an editable install needs only setuptools (setup.py makes it a
