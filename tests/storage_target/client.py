@@ -62,7 +62,11 @@ class TargetProcess:
                          threading.Thread(target=self._read, args=(self.p.stderr, self.err), daemon=True)]
         for t in self._readers:
             t.start()
-        line = self.wait_for(lambda s: s.startswith(LISTENING), "the listening line")
+        try:
+            line = self.wait_for(lambda s: s.startswith(LISTENING), "the listening line")
+        except BaseException:
+            self.kill()  # the caller never gets the object to clean up: no process outlives the test
+            raise
         self.port = int(line[len(LISTENING):])
 
     def _read(self, pipe: Any, into: list[str]) -> None:
