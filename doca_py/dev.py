@@ -15,7 +15,7 @@ from ._args import caller, check_str, wrong_type
 from ._backend import backend
 from ._lifetime import DocaObject, raw_handle
 from ._backend.protocols.core import DevHandle, DevInfoHandle, DevInfoRepHandle, DevRepHandle
-from .errors import DocaNotFound
+from .errors import DocaInvalidValue, DocaNotFound, DocaTypeError
 from .types import DevinfoRepFilter, PciFuncType
 
 __all__ = ["DevInfo", "Dev", "DevInfoRep", "DevRep", "devinfo_create_list"]
@@ -212,6 +212,41 @@ class Dev(DocaObject):
         :raises DocaNotFound: when no device matches.
         """
         return _find("iface", check_str("Dev.open_by_iface_name", "name", name)).open()
+
+    @classmethod
+    def open_from_pd(cls, pd: int) -> Dev:
+        """``doca_rdma_bridge_open_dev_from_pd`` (``doca_rdma_bridge.h``, in DOCA 2.6 and 3.x): open a device
+        on an ibverbs protection domain that rdma-core code of this process allocated, so DOCA and that
+        code share memory registrations.
+
+        :param pd: the address of the ``struct ibv_pd`` (an ``int``, as C code or a ctypes binding of
+            libibverbs gives it). DOCA refuses a PD it handed out itself (``Dev.get_pd``).
+
+        DOCA supports only ``doca_dev_close``, ``doca_rdma_bridge_get_buf_mkey`` and
+        ``doca_rdma_bridge_get_dev_pd`` on such a device, so of this wrapper only ``close`` and
+        [`get_pd`][doca_py.dev.Dev.get_pd] are meaningful. The wrapper owns the device (``close`` closes it).
+
+        :raises DocaInvalidValue: *pd* is not a non-zero 64-bit address.
+        :raises DocaNotSupported: on the emulated backend, which has no ibverbs devices.
+        """
+        if isinstance(pd, bool) or not isinstance(pd, int):  # a bool is an int to isinstance, not an address
+            raise DocaTypeError(f"Dev.open_from_pd: pd must be int, not {type(pd).__name__}")
+        if not 0 < pd < 1 << 64:
+            raise DocaInvalidValue(f"Dev.open_from_pd: pd must be the non-zero address of a struct ibv_pd, "
+                                   f"not {pd:#x}")
+        return cls(backend.dev.open_dev_from_pd(pd))
+
+    def get_pd(self) -> int:
+        """``doca_rdma_bridge_get_dev_pd`` (``doca_rdma_bridge.h``, in DOCA 2.6 and 3.x): the address of the
+        device's ibverbs protection domain (``struct ibv_pd *``), for rdma-core code of this process
+        (a C extension, a ctypes binding of libibverbs) that registers memory or creates queue pairs on the
+        same PD. DOCA owns the PD: it is valid while the device is open.
+
+        :raises DocaBadState: DOCA says the device's PD is not valid.
+        :raises DocaNotSupported: on the emulated backend, which has no ibverbs devices.
+        """
+        self._check_open()
+        return self._h.get_pd()
 
     def as_devinfo(self) -> DevInfo:
         """``doca_dev_as_devinfo``."""

@@ -57,6 +57,7 @@ from .protocols.engines import (
     EcHandle,
     EcMatrixHandle,
 )
+from .protocols.mmap_advise import MmapAdviseBackend
 from .protocols.rdma import RdmaBackend, RdmaHandle
 from .protocols.rdma_sync_event import RdmaSyncEventBackend
 from .protocols.sync_event import SyncEventBackend
@@ -196,6 +197,15 @@ class Backend:
             from ..native import dma as n
             return n
         from ..emulated import dma as e
+        return e
+
+    @cached_property
+    def mmap_advise(self) -> MmapAdviseBackend:
+        """``doca_py.<impl>.mmap_advise``."""
+        if self.native:
+            from ..native import mmap_advise as n
+            return n
+        from ..emulated import mmap_advise as e
         return e
 
     @cached_property
