@@ -15,7 +15,7 @@ from ._args import caller, check_str, wrong_type
 from ._backend import backend
 from ._lifetime import DocaObject, raw_handle
 from ._backend.protocols.core import DevHandle, DevInfoHandle, DevInfoRepHandle, DevRepHandle
-from .errors import DocaInvalidValue, DocaNotFound, DocaTypeError
+from .errors import DocaInvalidValue, DocaNotFound, DocaNotSupported, DocaTypeError
 from .types import DevinfoRepFilter, PciFuncType
 
 __all__ = ["DevInfo", "Dev", "DevInfoRep", "DevRep", "devinfo_create_list"]
@@ -163,6 +163,8 @@ class Dev(DocaObject):
     def __init__(self, handle: DevHandle) -> None:
         super().__init__()
         self._h = handle
+        #: Opened on an application's ibverbs PD (`open_from_pd`): it has no devinfo.
+        self._on_pd = False
         self._arm_finalizer(handle.close)
 
     @classmethod
@@ -222,9 +224,10 @@ class Dev(DocaObject):
         :param pd: the address of the ``struct ibv_pd`` (an ``int``, as C code or a ctypes binding of
             libibverbs gives it). DOCA refuses a PD it handed out itself (``Dev.get_pd``).
 
-        DOCA supports only ``doca_dev_close``, ``doca_rdma_bridge_get_buf_mkey`` and
-        ``doca_rdma_bridge_get_dev_pd`` on such a device, so of this wrapper only ``close`` and
-        [`get_pd`][doca_py.dev.Dev.get_pd] are meaningful. The wrapper owns the device (``close`` closes it).
+        DOCA lists ``doca_dev_close``, ``doca_rdma_bridge_get_buf_mkey`` and ``doca_rdma_bridge_get_dev_pd`` as
+        what such a device supports, besides being added to an mmap (whose buffers then have memory keys on
+        the PD). It has no devinfo: ``as_devinfo`` and ``rep_create_list`` raise ``DocaNotSupported``. The
+        wrapper owns the device (``close`` closes it).
 
         :raises DocaInvalidValue: *pd* is not a non-zero 64-bit address.
         :raises DocaNotSupported: on the emulated backend, which has no ibverbs devices.
@@ -234,7 +237,9 @@ class Dev(DocaObject):
         if not 0 < pd < 1 << 64:
             raise DocaInvalidValue(f"Dev.open_from_pd: pd must be the non-zero address of a struct ibv_pd, "
                                    f"not {pd:#x}")
-        return cls(backend.dev.open_dev_from_pd(pd))
+        dev = cls(backend.dev.open_dev_from_pd(pd))
+        dev._on_pd = True
+        return dev
 
     def get_pd(self) -> int:
         """``doca_rdma_bridge_get_dev_pd`` (``doca_rdma_bridge.h``, in DOCA 2.6 and 3.x): the address of the
@@ -248,13 +253,20 @@ class Dev(DocaObject):
         self._check_open()
         return self._h.get_pd()
 
+    def _check_devinfo(self, what: str) -> None:
+        if self._on_pd:
+            raise DocaNotSupported(f"Dev.{what}: a device opened on an ibverbs PD (Dev.open_from_pd) has no devinfo; "
+                                   f"DOCA supports only close, the PD and memory keys on it")
+
     def as_devinfo(self) -> DevInfo:
         """``doca_dev_as_devinfo``."""
+        self._check_devinfo("as_devinfo")
         return DevInfo(self._h.devinfo)
 
     def rep_create_list(self, filter: DevinfoRepFilter = DevinfoRepFilter.NET) -> list[DevInfoRep]:
         """``doca_devinfo_rep_create_list``: representors of host functions (DPU side)."""
         self._check_open()
+        self._check_devinfo("rep_create_list")
         return [DevInfoRep(h, self) for h in self._h.rep_list(int(filter))]
 
     def open_rep_by_pci_addr(self, pci_addr: str, filter: DevinfoRepFilter = DevinfoRepFilter.NET) -> DevRep:
@@ -274,6 +286,8 @@ class Dev(DocaObject):
         return self
 
     def _repr_facts(self) -> list[str]:
+        if self._on_pd:
+            return [f"pd={self._h.get_pd():#x}"]
         info = self._h.devinfo
         return [f"pci={info.pci_addr_str()}", f"ibdev={info.ibdev_name()}"]
 

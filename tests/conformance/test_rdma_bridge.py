@@ -45,6 +45,11 @@ def test_open_from_an_application_pd(backend: Backend) -> None:
     try:
         dev = d.Dev.open_from_pd(pd)
         assert dev.get_pd() == pd  # the device shares the application's PD
+        assert repr(dev) == f"<Dev open pd={pd:#x}>"
+        with pytest.raises(e.DocaNotSupported, match="Dev.as_devinfo: a device opened on an ibverbs PD"):
+            dev.as_devinfo()
+        with pytest.raises(e.DocaNotSupported, match="Dev.rep_create_list"):
+            dev.rep_create_list()
         dev.close()
     finally:
         dealloc(pd)
