@@ -57,10 +57,19 @@ class MmapAdvise(Ctx):
     the device cannot reach; ``BAD_STATE`` for a stopped map) and, as for any failed task, the ctx stops.
     """
 
-    def __init__(self, dev: Dev, user_data: Any = None) -> None:
+    @classmethod
+    def from_handle(cls, dev: Dev, handle: MmapAdviseHandle | int, user_data: Any = None) -> MmapAdvise:
+        """Wrap an existing ``doca_mmap_advise`` on *dev* without taking ownership, as
+        [`Dma.from_handle`][doca_py.dma.Dma.from_handle] does: *handle* is another wrapper's ``handle`` (the C
+        address on the native backend); ``close`` never destroys the DOCA object."""
+        c = cls(dev, user_data, _handle=backend.borrow_mmap_advise(handle) if isinstance(handle, int) else handle)
+        c._borrow()
+        return c
+
+    def __init__(self, dev: Dev, user_data: Any = None, *, _handle: MmapAdviseHandle | None = None) -> None:
         expect("MmapAdvise", Dev, dev=dev)
         dev._check_open()
-        self._h: MmapAdviseHandle = backend.mmap_advise.mmap_advise_create(dev._h)
+        self._h: MmapAdviseHandle = backend.mmap_advise.mmap_advise_create(dev._h) if _handle is None else _handle
         super().__init__(self._h, user_data)
         dev._adopt(self)
         self._dev = dev

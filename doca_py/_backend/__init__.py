@@ -57,7 +57,7 @@ from .protocols.engines import (
     EcHandle,
     EcMatrixHandle,
 )
-from .protocols.mmap_advise import MmapAdviseBackend
+from .protocols.mmap_advise import MmapAdviseBackend, MmapAdviseHandle
 from .protocols.rdma import RdmaBackend, RdmaHandle
 from .protocols.rdma_sync_event import RdmaSyncEventBackend
 from .protocols.sync_event import SyncEventBackend
@@ -317,6 +317,12 @@ class Backend:
         self._native_only("Dma.from_handle")
         from ..native.dma import NativeDma
         return NativeDma.from_ptr(ptr)
+
+    def borrow_mmap_advise(self, ptr: int) -> MmapAdviseHandle:
+        """A borrowed handle of the ``doca_mmap_advise *`` at *ptr* (native backend only)."""
+        self._native_only("MmapAdvise.from_handle")
+        from ..native.mmap_advise import NativeMmapAdvise
+        return NativeMmapAdvise.from_ptr(ptr)
 
     def borrow_ec(self, ptr: int) -> EcHandle:
         """A borrowed handle of the ``doca_ec *`` at *ptr* (native backend only)."""

@@ -123,3 +123,15 @@ def test_alloc_init_takes_a_buf(backend: str) -> None:
     with advise() as a:
         with pytest.raises(e.DocaTypeError, match="MmapAdvise.task_invalidate_cache_alloc_init"):
             a.adv.task_invalidate_cache_alloc_init(b"bytes")  # type: ignore[arg-type]
+
+
+def test_from_handle_is_a_borrowed_view(backend: str) -> None:
+    with advise(start=False) as a:
+        h = a.adv.handle
+        assert (isinstance(h, int) and h != 0) if backend == "native" else h is a.adv._h
+        view = d.MmapAdvise.from_handle(a.dev, h, user_data="view")
+        assert view.borrowed and view.user_data == "view"
+        a.adv.start()
+        assert view.get_state() == S.RUNNING  # one DOCA ctx, two wrappers
+        view.close()
+        assert a.adv.get_state() == S.RUNNING  # closing the view neither stopped nor destroyed it
