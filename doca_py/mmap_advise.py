@@ -54,7 +54,7 @@ class MmapAdvise(Ctx):
     (not a list), lies in a started mmap (or a live imported one) to which the ctx's device was added,
     and is no larger than [`task_cache_invalidate_get_max_buf_size`][doca_py.mmap_advise.MmapAdvise.task_cache_invalidate_get_max_buf_size].
     Otherwise its error callback runs with DOCA's status (``INVALID_VALUE``; ``NOT_PERMITTED`` for a map
-    the device cannot reach; ``BAD_STATE`` for a stopped map) and, as for any failed task, the ctx stops.
+    the device cannot reach or an import its exporter revoked) and, as for any failed task, the ctx stops.
     """
 
     @classmethod
