@@ -62,3 +62,35 @@ def test_a_released_buffer_is_refused() -> None:
         while adv.get_state() != S.IDLE:
             pe.progress()
         adv.close()
+
+
+def test_an_imported_map_is_advised_until_its_exporter_revokes_it() -> None:
+    """A buffer of a map imported with ``create_from_export`` (the host's memory on the DPU) completes while
+    the export is live; once the exporter stops its map the access check fails: NOT_PERMITTED."""
+    with d.Dev.open_by_pci_addr(HOST_PCI) as host, d.Dev.open_by_pci_addr(DPU_PCI) as dpu, d.Pe() as pe, \
+            d.BufInventory(4) as inv:
+        exported = local_mmap(host, 4096, perms=d.AccessFlag.LOCAL_READ_WRITE | d.AccessFlag.PCI_READ_WRITE)
+        imported = d.Mmap.create_from_export(exported.export_pci(host), dpu)
+        adv = d.MmapAdvise(dpu)
+        pe.connect_ctx(adv)
+        done: list[str] = []
+        adv.task_invalidate_cache_set_conf(lambda *a: done.append("ok"), lambda *a: done.append("err"), 1)
+        adv.start()
+        buf = inv.buf_get_by_data(imported, imported.get_memrange()[0], 64)
+        task = adv.task_invalidate_cache_alloc_init(buf)
+        task.submit()
+        while not done:
+            pe.progress()
+        assert done == ["ok"]
+        exported.stop()  # revokes the import
+        task.submit()
+        while len(done) < 2:
+            pe.progress()
+        assert done[1] == "err" and task.get_status() == d.ErrorCode.NOT_PERMITTED
+        task.free()
+        while adv.get_state() != S.IDLE:
+            pe.progress()
+        buf.dec_refcount()
+        adv.close()
+        imported.close()
+        exported.close()
