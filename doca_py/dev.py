@@ -15,7 +15,7 @@ from ._args import caller, check_str, wrong_type
 from ._backend import backend
 from ._lifetime import DocaObject, raw_handle
 from ._backend.protocols.core import DevHandle, DevInfoHandle, DevInfoRepHandle, DevRepHandle
-from .errors import DocaNotFound
+from .errors import DocaInvalidValue, DocaNotFound, DocaNotSupported, DocaTypeError
 from .types import DevinfoRepFilter, PciFuncType
 
 __all__ = ["DevInfo", "Dev", "DevInfoRep", "DevRep", "devinfo_create_list"]
@@ -163,6 +163,8 @@ class Dev(DocaObject):
     def __init__(self, handle: DevHandle) -> None:
         super().__init__()
         self._h = handle
+        #: Opened on an application's ibverbs PD (`open_from_pd`): it has no devinfo.
+        self._on_pd = False
         self._arm_finalizer(handle.close)
 
     @classmethod
@@ -213,13 +215,58 @@ class Dev(DocaObject):
         """
         return _find("iface", check_str("Dev.open_by_iface_name", "name", name)).open()
 
+    @classmethod
+    def open_from_pd(cls, pd: int) -> Dev:
+        """``doca_rdma_bridge_open_dev_from_pd`` (``doca_rdma_bridge.h``, in DOCA 2.6 and 3.x): open a device
+        on an ibverbs protection domain that rdma-core code of this process allocated, so DOCA and that
+        code share memory registrations.
+
+        :param pd: the address of the ``struct ibv_pd`` (an ``int``, as C code or a ctypes binding of
+            libibverbs gives it). DOCA refuses a PD it handed out itself (``Dev.get_pd``).
+
+        DOCA lists ``doca_dev_close``, ``doca_rdma_bridge_get_buf_mkey`` and ``doca_rdma_bridge_get_dev_pd`` as
+        what such a device supports, besides being added to an mmap (whose buffers then have memory keys on
+        the PD). It has no devinfo: ``as_devinfo`` and ``rep_create_list`` raise ``DocaNotSupported``. The
+        wrapper owns the device (``close`` closes it).
+
+        :raises DocaInvalidValue: *pd* is not a non-zero 64-bit address.
+        :raises DocaNotSupported: on the emulated backend, which has no ibverbs devices.
+        """
+        if isinstance(pd, bool) or not isinstance(pd, int):  # a bool is an int to isinstance, not an address
+            raise DocaTypeError(f"Dev.open_from_pd: pd must be int, not {type(pd).__name__}")
+        if not 0 < pd < 1 << 64:
+            raise DocaInvalidValue(f"Dev.open_from_pd: pd must be the non-zero address of a struct ibv_pd, "
+                                   f"not {pd:#x}")
+        dev = cls(backend.dev.open_dev_from_pd(pd))
+        dev._on_pd = True
+        return dev
+
+    def get_pd(self) -> int:
+        """``doca_rdma_bridge_get_dev_pd`` (``doca_rdma_bridge.h``, in DOCA 2.6 and 3.x): the address of the
+        device's ibverbs protection domain (``struct ibv_pd *``), for rdma-core code of this process
+        (a C extension, a ctypes binding of libibverbs) that registers memory or creates queue pairs on the
+        same PD. DOCA owns the PD: it is valid while the device is open.
+
+        :raises DocaBadState: DOCA says the device's PD is not valid.
+        :raises DocaNotSupported: on the emulated backend, which has no ibverbs devices.
+        """
+        self._check_open()
+        return self._h.get_pd()
+
+    def _check_devinfo(self, what: str) -> None:
+        if self._on_pd:
+            raise DocaNotSupported(f"Dev.{what}: a device opened on an ibverbs PD (Dev.open_from_pd) has no devinfo; "
+                                   f"DOCA supports only close, the PD and memory keys on it")
+
     def as_devinfo(self) -> DevInfo:
         """``doca_dev_as_devinfo``."""
+        self._check_devinfo("as_devinfo")
         return DevInfo(self._h.devinfo)
 
     def rep_create_list(self, filter: DevinfoRepFilter = DevinfoRepFilter.NET) -> list[DevInfoRep]:
         """``doca_devinfo_rep_create_list``: representors of host functions (DPU side)."""
         self._check_open()
+        self._check_devinfo("rep_create_list")
         return [DevInfoRep(h, self) for h in self._h.rep_list(int(filter))]
 
     def open_rep_by_pci_addr(self, pci_addr: str, filter: DevinfoRepFilter = DevinfoRepFilter.NET) -> DevRep:
@@ -239,6 +286,8 @@ class Dev(DocaObject):
         return self
 
     def _repr_facts(self) -> list[str]:
+        if self._on_pd:
+            return [f"pd={self._h.get_pd():#x}"]
         info = self._h.devinfo
         return [f"pci={info.pci_addr_str()}", f"ibdev={info.ibdev_name()}"]
 

@@ -37,6 +37,7 @@ from .comch import ComchClient, ComchConsumer, ComchProducer, ComchServer
 from .compress import Compress, CompressTaskType
 from .dev import DevInfo, devinfo_create_list
 from .dma import Dma
+from .mmap_advise import MmapAdvise
 from .ec import Ec
 from .errors import DocaError
 from .mmap import Mmap
@@ -116,6 +117,10 @@ def _cap_table() -> dict[str, dict[str, CapQuery]]:
             "task_memcpy_get_max_buf_list_len": Dma.cap_task_memcpy_get_max_buf_list_len,
             "get_max_num_tasks": Dma.cap_get_max_num_tasks,
         },
+        "mmap_advise": {
+            "task_cache_invalidate_is_supported": MmapAdvise.cap_task_cache_invalidate_is_supported,
+            "task_cache_invalidate_get_max_buf_size": MmapAdvise.task_cache_invalidate_get_max_buf_size,
+        },
         "ec": {
             "task_create_is_supported": Ec.cap_task_create_is_supported,
             "task_recover_is_supported": Ec.cap_task_recover_is_supported,
@@ -150,7 +155,7 @@ def _cap_table() -> dict[str, dict[str, CapQuery]]:
     }
 
 
-LIBRARIES = ("dev", "mmap", "dma", "ec", "compress", "rdma", "sync_event", "comch")
+LIBRARIES = ("dev", "mmap", "dma", "mmap_advise", "ec", "compress", "rdma", "sync_event", "comch")
 """The libraries whose capabilities ``devices`` reports, in report order."""
 
 

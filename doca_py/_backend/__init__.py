@@ -57,6 +57,7 @@ from .protocols.engines import (
     EcHandle,
     EcMatrixHandle,
 )
+from .protocols.mmap_advise import MmapAdviseBackend, MmapAdviseHandle
 from .protocols.rdma import RdmaBackend, RdmaHandle
 from .protocols.rdma_sync_event import RdmaSyncEventBackend
 from .protocols.sync_event import SyncEventBackend
@@ -199,6 +200,15 @@ class Backend:
         return e
 
     @cached_property
+    def mmap_advise(self) -> MmapAdviseBackend:
+        """``doca_py.<impl>.mmap_advise``."""
+        if self.native:
+            from ..native import mmap_advise as n
+            return n
+        from ..emulated import mmap_advise as e
+        return e
+
+    @cached_property
     def ec(self) -> EcBackend:
         """``doca_py.<impl>.ec``."""
         if self.native:
@@ -307,6 +317,12 @@ class Backend:
         self._native_only("Dma.from_handle")
         from ..native.dma import NativeDma
         return NativeDma.from_ptr(ptr)
+
+    def borrow_mmap_advise(self, ptr: int) -> MmapAdviseHandle:
+        """A borrowed handle of the ``doca_mmap_advise *`` at *ptr* (native backend only)."""
+        self._native_only("MmapAdvise.from_handle")
+        from ..native.mmap_advise import NativeMmapAdvise
+        return NativeMmapAdvise.from_ptr(ptr)
 
     def borrow_ec(self, ptr: int) -> EcHandle:
         """A borrowed handle of the ``doca_ec *`` at *ptr* (native backend only)."""

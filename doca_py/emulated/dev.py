@@ -20,7 +20,15 @@ from .._backend.protocols.core import DevInfoHandle, DevInfoRepHandle
 from ..errors import DocaInvalidValue, DocaNotSupported
 from ..types import DevinfoRepFilter, PciFuncType
 
-__all__ = ["EmuRepSpec", "EmuDeviceSpec", "DEFAULT_DEVICES", "configure", "devinfo_create_list"]
+__all__ = ["EmuRepSpec", "EmuDeviceSpec", "DEFAULT_DEVICES", "DEFAULT_CAPS", "DPU_CAPS", "configure",
+           "devinfo_create_list", "open_dev_from_pd"]
+
+
+#: The capabilities of a device described without ``caps``.
+DEFAULT_CAPS = frozenset({"rep_filter_all", "rep_filter_net", "mmap_export_pci", "mmap_create_from_export_pci"})
+#: A BlueField Arm side's own: DOCA Mmap Advise runs on the BlueField target only (its cache invalidate
+#: task acts on the Arm cores' cache).
+DPU_CAPS = DEFAULT_CAPS | {"mmap_advise_cache_invalidate"}
 
 
 @dataclass(frozen=True)
@@ -50,10 +58,7 @@ class EmuDeviceSpec:
     active_rate: int = 100_000_000_000
     vhca_id: int = 0
     reps: tuple[EmuRepSpec, ...] = ()
-    caps: frozenset[str] = field(
-        default_factory=lambda: frozenset({"rep_filter_all", "rep_filter_net", "mmap_export_pci",
-                                           "mmap_create_from_export_pci"})
-    )
+    caps: frozenset[str] = field(default_factory=lambda: DEFAULT_CAPS)
 
 
 DEFAULT_DEVICES: tuple[EmuDeviceSpec, ...] = (
@@ -63,7 +68,7 @@ DEFAULT_DEVICES: tuple[EmuDeviceSpec, ...] = (
     # The DPU's own PF, with the host PF as its representor.
     EmuDeviceSpec("0000:03:00.0", "mlx5_2", "p0", bytes.fromhex("b8cef6000010"),
                   ipv4_addr="127.0.0.1", vhca_id=0,
-                  reps=(EmuRepSpec("0000:3b:00.0", "pf0hpf", "MT0000000000pf0", vhca_id=2),)),
+                  reps=(EmuRepSpec("0000:3b:00.0", "pf0hpf", "MT0000000000pf0", vhca_id=2),), caps=DPU_CAPS),
 )
 
 _lock = threading.Lock()
@@ -209,6 +214,10 @@ class EmuDev:
             reps = tuple(r for r in reps if r.emulated)
         return [EmuDevInfoRep(r) for r in reps]
 
+    def get_pd(self) -> int:
+        """``doca_rdma_bridge_get_dev_pd``: there is no ibverbs device behind an emulated one."""
+        raise DocaNotSupported(_NO_PD.format(what=f"doca_rdma_bridge_get_dev_pd ({self._info.spec.ibdev_name})"))
+
     def close(self) -> None:
         self.closed = True
 
@@ -256,6 +265,16 @@ class EmuDevRep:
 
     def close(self) -> None:
         pass
+
+
+_NO_PD = ("{what}: the emulated backend has no ibverbs protection domain (struct ibv_pd): its devices are "
+          "software, with no RDMA device (rdma-core) behind them; bridging DOCA and ibverbs needs the native "
+          "backend on a host or BlueField with DOCA installed")
+
+
+def open_dev_from_pd(pd: int) -> EmuDev:
+    """``doca_rdma_bridge_open_dev_from_pd``: no ibverbs PD can name an emulated device."""
+    raise DocaNotSupported(_NO_PD.format(what="doca_rdma_bridge_open_dev_from_pd"))
 
 
 def devinfo_create_list() -> list[DevInfoHandle]:

@@ -20,7 +20,8 @@ from ..types import (
 from ._common import flag, lib
 from .borrow import Borrowable
 
-__all__ = ["NativeDevInfo", "NativeDev", "NativeDevInfoRep", "NativeDevRep", "devinfo_create_list"]
+__all__ = ["NativeDevInfo", "NativeDev", "NativeDevInfoRep", "NativeDevRep", "devinfo_create_list",
+           "open_dev_from_pd"]
 
 _CAPS = {
     "hotplug_manager": "doca_devinfo_cap_is_hotplug_manager_supported",
@@ -141,9 +142,27 @@ class NativeDev(Borrowable):
         keep = _List(arr, l.doca_devinfo_rep_destroy_list)
         return [NativeDevInfoRep(arr[i], keep) for i in range(n.value)]
 
+    def get_pd(self) -> int:
+        """``doca_rdma_bridge_get_dev_pd``: the device's ``struct ibv_pd *`` (an address)."""
+        out = ctypes.c_void_p()
+        check(lib().doca_rdma_bridge_get_dev_pd(self.ptr, ctypes.byref(out)), "doca_rdma_bridge_get_dev_pd")
+        if not out.value:
+            raise DocaInvalidValue("doca_rdma_bridge_get_dev_pd returned no protection domain")
+        return out.value
+
     def close(self) -> None:
         if not self.borrowed:
             check(lib().doca_dev_close(self.ptr), "doca_dev_close")
+
+
+def open_dev_from_pd(pd: int) -> NativeDev:
+    """``doca_rdma_bridge_open_dev_from_pd``: a new ``doca_dev`` (owned: ``doca_dev_close`` closes it)
+    on the protection domain at *pd*."""
+    out = ctypes.c_void_p()
+    check(lib().doca_rdma_bridge_open_dev_from_pd(pd, ctypes.byref(out)), "doca_rdma_bridge_open_dev_from_pd")
+    if not out.value:
+        raise DocaInvalidValue("doca_rdma_bridge_open_dev_from_pd returned no device")
+    return NativeDev(out.value)
 
 
 class NativeDevInfoRep(Borrowable):

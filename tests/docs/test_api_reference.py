@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The modules whose ``__all__`` the reference must cover (each has a ``::: module`` in docs/api.md).
 PUBLIC_MODULES = [
-    "doca_py.dev", "doca_py.mmap", "doca_py.buf", "doca_py.pe", "doca_py.ctx", "doca_py.dma", "doca_py.ec",
+    "doca_py.dev", "doca_py.mmap", "doca_py.buf", "doca_py.pe", "doca_py.ctx", "doca_py.dma", "doca_py.mmap_advise", "doca_py.ec",
     "doca_py.compress", "doca_py.comch", "doca_py.rdma", "doca_py.errors", "doca_py.types", "doca_py.log",
     "doca_py.memory", "doca_py.version", "doca_py.aio",
     "doca_py.engines", "doca_py.engines.checksums", "doca_py.engines.deflate", "doca_py.engines.ec",

@@ -158,6 +158,28 @@ def test_aio_dma_local_copy(env: dict[str, str]) -> None:
     assert 'Destination buffer holds: "copied under asyncio"' in out
 
 
+# -- Mmap Advise (doca_common) --------------------------------------------------------------------
+@pytest.mark.doca_versions("3.0", "3.2")  # doca_mmap_advise exists from DOCA 2.8
+def test_cache_invalidate(env: dict[str, str]) -> None:
+    out = run_one(env, "cache_invalidate.py")
+    lines = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("[CACHE_INVALIDATE")]
+    # The invalidate is submitted from the DMA completion, and completes after it.
+    done = lines.index("DMA completed, Submitting cache invalidate task")
+    assert lines[done + 1] == "Cache invalidate completed"
+    assert "The DMA destination holds the source's 1024 bytes" in lines
+
+
+def test_cache_invalidate_without_mmap_advise(env: dict[str, str]) -> None:
+    """The emulator presenting DOCA 2.6 (no doca_mmap_advise): no device passes the capability check."""
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "cache_invalidate.py")], cwd=ROOT, timeout=TIMEOUT,
+                          env={**env, "DOCA_PY_EMU_VERSION": "2.6"}, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "no device supports both the DMA memcpy task and the cache invalidate task" in out, out
+    assert "Traceback" not in out, out
+
+
 # -- RDMA -----------------------------------------------------------------------------------------
 def _rdma_paths(tmp_path: Path, with_mmap: bool) -> tuple[list[str], list[str]]:
     """(responder args, requester args): each side's local descriptor is the other's remote one."""

@@ -48,6 +48,16 @@ def test_text_report(fake30_dir: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "- doca_pe_set_notification_handle (expected: it exists only on Windows" in out
 
 
+def test_a_2_6_library_lacks_mmap_advise_from_2_8(fake26_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """doca_mmap_advise.h appeared after 2.6: the probe marks its functions absent with the version that has
+    them; doca_rdma_bridge.h's PD calls are in 2.6."""
+    assert probe.main([str(fake26_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "- doca_mmap_advise_create (expected: from 2.8)" in out
+    assert "- doca_mmap_advise_task_invalidate_cache_alloc_init (expected: from 2.8)" in out
+    assert "doca_rdma_bridge_get_dev_pd" not in out and "doca_rdma_bridge_open_dev_from_pd" not in out
+
+
 def test_library_without_table_and_registered_table(
     fake30_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -75,6 +75,9 @@ def test_json_lists_the_emulated_registry_with_every_capability() -> None:
     assert devices[HOST]["caps"]["comch"]["client_is_supported"] is True
     assert devices[DPU]["caps"]["comch"]["server_is_supported"] is True
     assert devices[DPU]["caps"]["comch"]["client_is_supported"] is False
+    # DOCA Mmap Advise runs on the BlueField's Arm side only.
+    assert devices[DPU]["caps"]["mmap_advise"]["task_cache_invalidate_is_supported"] is True
+    assert devices[HOST]["caps"]["mmap_advise"]["task_cache_invalidate_is_supported"] is False
 
 
 def test_text_output_has_the_header_the_device_table_and_the_caps() -> None:

@@ -47,6 +47,9 @@ class DevHandle(Protocol):
     @property
     def devinfo(self) -> DevInfoHandle: ...
     def rep_list(self, filter: int) -> list[DevInfoRepHandle]: ...
+    def get_pd(self) -> int:
+        """``doca_rdma_bridge_get_dev_pd``: the ``struct ibv_pd *`` address."""
+        ...
     def close(self) -> None: ...
 
 
@@ -217,6 +220,9 @@ class DevBackend(Protocol):
     """Module ``doca_py.<impl>.dev``."""
 
     def devinfo_create_list(self) -> list[DevInfoHandle]: ...
+    def open_dev_from_pd(self, pd: int) -> DevHandle:
+        """``doca_rdma_bridge_open_dev_from_pd`` on the ``struct ibv_pd *`` at *pd*."""
+        ...
 
 
 class MmapBackend(Protocol):

@@ -194,6 +194,8 @@ MAY_BLOCK: frozenset[str] = frozenset({
     "doca_rdma_task_receive_get_dst_buf_list_len",
     "doca_rdma_srq_task_receive_set_dst_buf_list_len",
     "doca_rdma_srq_task_receive_get_dst_buf_list_len",
+    # A capability query on a devinfo (the header names it without ``_cap_``).
+    "doca_mmap_advise_task_cache_invalidate_get_max_buf_size",
 })
 """Functions the pattern would keep the GIL for but that are not on the data path: released."""
 

@@ -38,7 +38,7 @@ class Lib(Protocol):
     def has(self, name: str) -> bool: ...
 
 class CommonLib(Lib, Protocol):
-    """libdoca_common: 266 functions."""
+    """libdoca_common: 280 functions."""
 
     doca_error_get_name: CFunc[[int], bytes | None]
     doca_error_get_descr: CFunc[[int], bytes | None]
@@ -306,6 +306,20 @@ class CommonLib(Lib, Protocol):
     doca_sync_event_wait_eq_yield: CFunc[[VoidP, int, int], int]
     doca_sync_event_wait_neq: CFunc[[VoidP, int, int], int]
     doca_sync_event_wait_neq_yield: CFunc[[VoidP, int, int], int]
+    doca_mmap_advise_create: CFunc[[VoidP, Ptr], int]
+    doca_mmap_advise_destroy: CFunc[[VoidP], int]
+    doca_mmap_advise_as_ctx: CFunc[[VoidP], int | None]
+    doca_mmap_advise_cap_task_cache_invalidate_is_supported: CFunc[[VoidP], int]
+    doca_mmap_advise_task_cache_invalidate_get_max_buf_size: CFunc[[VoidP, Ptr], int]
+    doca_mmap_advise_task_invalidate_cache_set_conf: CFunc[[VoidP, Callback, Callback, int], int]
+    doca_mmap_advise_task_invalidate_cache_alloc_init: CFunc[[VoidP, VoidP, int, Ptr], int]
+    doca_mmap_advise_task_invalidate_cache_as_doca_task: CFunc[[VoidP], int | None]
+    doca_mmap_advise_task_invalidate_cache_set_buf: CFunc[[VoidP, VoidP], None]
+    doca_mmap_advise_task_invalidate_cache_get_buf: CFunc[[VoidP], int | None]
+    doca_rdma_bridge_get_dev_pd: CFunc[[VoidP, Ptr], int]
+    doca_rdma_bridge_open_dev_from_pd: CFunc[[VoidP, Ptr], int]
+    doca_rdma_bridge_get_buf_mkey: CFunc[[VoidP, VoidP, Ptr], int]
+    doca_rdma_bridge_get_mmap_mkey_from_pd: CFunc[[VoidP, VoidP, Ptr], int]
     doca_version: Callable[[], bytes | None]
     doca_buf_inventory_buf_get_by_addr: Callable[[VoidP, VoidP, VoidP, int, Ptr], int]
     doca_buf_inventory_buf_get_by_data: Callable[[VoidP, VoidP, VoidP, int, Ptr], int]

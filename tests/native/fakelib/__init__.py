@@ -36,7 +36,7 @@ from pathlib import Path
 from doca_py.errors import ErrorCode, error_descr
 from doca_py.native.capi._decl import Decl, TaskCompletionCb
 
-__all__ = ["FAKE_DECLS", "SOURCE_DIR", "FakeBuildError", "attach_common", "build_fake_common", "c_str",
+__all__ = ["FAKE_DECLS", "MMAP_ADVISE_MAX_BUF_SIZE", "SOURCE_DIR", "FakeBuildError", "attach_common", "build_fake_common", "c_str",
            "compile_library", "compiler_version", "find_compiler"]
 
 SOURCE_DIR = Path(__file__).parent
@@ -145,11 +145,16 @@ def attach_common(lib: ctypes.CDLL, entry: str, common: ctypes.CDLL, names: tupl
     fn(*[ctypes.cast(common[name], ctypes.c_void_p).value for name in names])
 
 
+#: ``doca_mmap_advise_task_cache_invalidate_get_max_buf_size`` of the fake common's devices.
+MMAP_ADVISE_MAX_BUF_SIZE = 1 << 30
+
+
 def common_params(version: str = "3.0.0058", *, reuse_args: bool = False, reuse_data: bool = False) -> dict[str, object]:
     """The ``params.h`` of a fake libdoca_common reporting *version*.
 
     A major version below 3 gets the 2.6 ``double *`` ``doca_devinfo_get_active_rate``.
-    ``reuse_args``/``reuse_data`` export the 3.2 buf re-aim functions.
+    ``reuse_args``/``reuse_data`` export the 3.2 buf re-aim functions; ``doca_mmap_advise.h`` is exported
+    from 2.8.
     """
     codes = sorted(ErrorCode)
     return {
@@ -161,6 +166,8 @@ def common_params(version: str = "3.0.0058", *, reuse_args: bool = False, reuse_
         "RATE_DOUBLE": int(int(version.split(".")[0]) < 3),
         "REUSE_ARGS": int(reuse_args),
         "REUSE_DATA": int(reuse_data),
+        "MMAP_ADVISE": int(tuple(int(p) for p in version.split(".")[:2]) >= (2, 8)),
+        "MA_MAX_BUF_SIZE": f"{MMAP_ADVISE_MAX_BUF_SIZE}ULL",
     }
 
 

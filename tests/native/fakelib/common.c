@@ -8,7 +8,8 @@
  * callback that a *_task_*_set_conf call would register.
  *
  * params.h: FAKE_VERSION, ERROR_NAMES/ERROR_DESCRS (doca_py's table), RATE_DOUBLE
- * (DOCA 2.6's double * active rate), REUSE_ARGS/REUSE_DATA (the 3.2 buf re-aim calls).
+ * (DOCA 2.6's double * active rate), REUSE_ARGS/REUSE_DATA (the 3.2 buf re-aim calls), MMAP_ADVISE (2.8+: doca_mmap_advise.h),
+ * MA_MAX_BUF_SIZE (mmap_advise.c).
  */
 
 #include "fake.h"
@@ -152,7 +153,11 @@ EXPORT doca_error_t doca_mmap_cap_is_export_pci_supported(const struct doca_devi
 EXPORT doca_error_t doca_mmap_cap_is_create_from_export_pci_supported(const struct doca_devinfo *d, uint8_t *v)
 { if (!d || !v) return E_INVALID; *v = 1; return E_OK; }
 
-struct doca_dev { const struct doca_devinfo *info; };
+/* pd: the device's ibverbs protection domain (doca_rdma_bridge.h): DOCA's own, made on the first
+ * doca_rdma_bridge_get_dev_pd, or the application's one it was opened on. */
+struct ibv_pd { uint32_t magic; int from_doca; };
+#define PD_MAGIC 0x70645044u
+struct doca_dev { const struct doca_devinfo *info; struct ibv_pd *pd; };
 static int open_devs;
 
 EXPORT doca_error_t doca_dev_open(struct doca_devinfo *d, struct doca_dev **out)
@@ -160,7 +165,7 @@ EXPORT doca_error_t doca_dev_open(struct doca_devinfo *d, struct doca_dev **out)
 	struct doca_dev *dev;
 	if (d == NULL || out == NULL)
 		return E_INVALID;
-	dev = malloc(sizeof(*dev));
+	dev = calloc(1, sizeof(*dev));
 	if (dev == NULL)
 		return E_NO_MEMORY;
 	dev->info = d;
@@ -173,10 +178,52 @@ EXPORT doca_error_t doca_dev_close(struct doca_dev *dev)
 {
 	if (dev == NULL)
 		return E_INVALID;
+	if (dev->pd != NULL && dev->pd->from_doca)
+		free(dev->pd);
 	free(dev);
 	open_devs--;
 	return E_OK;
 }
+
+/* ---- doca_rdma_bridge.h ---- */
+EXPORT doca_error_t doca_rdma_bridge_get_dev_pd(const struct doca_dev *cdev, struct ibv_pd **pd)
+{
+	struct doca_dev *dev = (struct doca_dev *)cdev;
+	if (dev == NULL || pd == NULL)
+		return E_INVALID;
+	if (dev->pd == NULL) {
+		if ((dev->pd = calloc(1, sizeof(*dev->pd))) == NULL)
+			return E_NO_MEMORY;
+		dev->pd->magic = PD_MAGIC;
+		dev->pd->from_doca = 1;
+	}
+	*pd = dev->pd;
+	return E_OK;
+}
+
+/* DOCA refuses a PD it handed out itself (doca_rdma_bridge.h); the new device has no devinfo. */
+EXPORT doca_error_t doca_rdma_bridge_open_dev_from_pd(struct ibv_pd *pd, struct doca_dev **out)
+{
+	struct doca_dev *dev;
+	if (pd == NULL || out == NULL || pd->magic != PD_MAGIC || pd->from_doca)
+		return E_INVALID;
+	if ((dev = calloc(1, sizeof(*dev))) == NULL)
+		return E_NO_MEMORY;
+	dev->pd = pd;
+	open_devs++;
+	*out = dev;
+	return E_OK;
+}
+
+/* What rdma-core's ibv_alloc_pd/ibv_dealloc_pd would do for the application. */
+EXPORT struct ibv_pd *fake_ibv_alloc_pd(void)
+{
+	struct ibv_pd *pd = calloc(1, sizeof(*pd));
+	if (pd != NULL)
+		pd->magic = PD_MAGIC;
+	return pd;
+}
+EXPORT void fake_ibv_dealloc_pd(struct ibv_pd *pd) { free(pd); }
 
 EXPORT struct doca_devinfo *doca_dev_as_devinfo(const struct doca_dev *dev)
 { return dev ? (struct doca_devinfo *)dev->info : NULL; }
@@ -1079,3 +1126,6 @@ EXPORT doca_error_t doca_buf_inventory_buf_reuse_by_data(struct doca_buf *b, voi
 
 #include "buf_pool.c"
 #include "sync_event.c"
+#if MMAP_ADVISE
+#include "mmap_advise.c"
+#endif
