@@ -7,6 +7,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -241,6 +242,30 @@ def server_side(name: str, num_tasks: int = 64) -> Iterator[tuple[Endpoint, d.De
                                                          lambda c, ok: srv.events.append(("disconnect", c)))
         assert srv.ctx.start() == CtxState.RUNNING
         yield srv, dev
+
+
+def until_loss_queued(conn: ComchConnection, deadline: float = DEADLINE) -> None:
+    """Wait, without progressing any Pe, until the emulated I/O thread has torn *conn* down (its peer
+    died) and posted every event of the loss: they wait in the Pe undelivered, so what the application
+    submits now is launched after the ctxs of the connection learnt of the loss (the order a worker's
+    send has when the loss lands while a callback submits it). Each round trip to the I/O thread is one
+    turn of its loop, which reads what the socket holds; no sleep."""
+    from doca_py.emulated.transport.reactor import reactor
+
+    h = conn._h  # type: ignore[attr-defined]
+    r = reactor()
+
+    def turn() -> None:
+        done = threading.Event()
+        r.call(done.set)  # queued behind the events of the I/O thread's current turn
+        assert done.wait(deadline), "the I/O thread did not answer"
+
+    end = time.monotonic() + deadline
+    while not h.torn_down:
+        if time.monotonic() > end:
+            raise AssertionError("the connection was not dropped before the deadline")
+        turn()
+    turn()  # the teardown that set torn_down has posted all its events
 
 
 @contextmanager
