@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,7 +252,7 @@ def until_loss_queued(conn: ComchConnection, deadline: float = DEADLINE) -> None
     turn of its loop, which reads what the socket holds; no sleep."""
     from doca_py.emulated.transport.reactor import reactor
 
-    h = conn._h  # type: ignore[attr-defined]
+    h: Any = conn._h  # the emulated connection
     r = reactor()
 
     def turn() -> None:
@@ -275,3 +275,21 @@ def child(role: str, name: str, pes: list[d.Pe], rq: int = 1024) -> Iterator[Chi
         yield c
     finally:
         c.close()
+
+
+@contextmanager
+def client_of_child_server(name: str, num_tasks: int,
+                           spawn: Callable[[str, str, list[d.Pe]], AbstractContextManager[Child]] = child
+                           ) -> Iterator[tuple[Endpoint, Child]]:
+    """A client in this process (its Pe is the endpoint's), RUNNING and connected to the server *name* of
+    a child that *spawn* starts (:func:`child` by default)."""
+    with d.Dev.open_by_pci_addr(HOST_PCI) as host, d.Pe() as pe:
+        cli = Endpoint(ComchClient(host, name), pe)
+        pe.connect_ctx(cli.ctx)
+        cli.configure(num_tasks)
+        with spawn("server", name, [pe]) as ch:
+            assert ch.first == "started"
+            assert cli.ctx.start() == CtxState.STARTING
+            pump([pe], lambda: cli.ctx.get_state() == CtxState.RUNNING)
+            assert ch.ask("conn") == "conn"
+            yield cli, ch

@@ -19,7 +19,7 @@ from doca_py.testing import DocaPair, Side
 from doca_py.types import CtxState
 
 from .helpers import DEADLINE, HOST_PCI, Child, Endpoint, child, free_all, local_mmap, pump, server_side, \
-    submit_when_posted, unique_name, until_loss_queued
+    client_of_child_server, submit_when_posted, unique_name, until_loss_queued
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.usefixtures("backend")]
 
@@ -324,23 +324,14 @@ def test_a_message_submitted_as_the_killed_server_is_noticed_fails_with_connecti
         long_window: None) -> None:
     """The client's side of the same race: the server's loss stops the client before a message submitted
     meanwhile is launched; that message fails with CONNECTION_RESET, not IO_FAILED."""
-    name = unique_name()
-    with d.Dev.open_by_pci_addr(HOST_PCI) as host, d.Pe() as pe:
-        cli = Endpoint(ComchClient(host, name), pe)
-        pe.connect_ctx(cli.ctx)
-        cli.configure(4)
-        with child("server", name, [pe]) as ch:
-            assert ch.first == "started"
-            assert cli.ctx.start() == CtxState.STARTING
-            pump([pe], lambda: cli.ctx.get_state() == CtxState.RUNNING)
-            assert ch.ask("conn") == "conn"
-            conn = cli.ctx.get_connection()
-            late = cli.ctx.task_send_alloc_init(conn, b"late")
-            ch.kill()
-            until_loss_queued(conn)
-            late.submit()
-            pump([pe], lambda: len(cli.sent) == 1)
+    with client_of_child_server(unique_name(), 4) as (cli, ch):
+        conn = cli.ctx.get_connection()
+        late = cli.ctx.task_send_alloc_init(conn, b"late")
+        ch.kill()
+        until_loss_queued(conn)
+        late.submit()
+        pump([cli.pe], lambda: len(cli.sent) == 1)
         assert [st for _, _, st in cli.sent] == [d.ErrorCode.CONNECTION_RESET]
         assert cli.ctx.get_state() == CtxState.STOPPING
         free_all(cli.ctx)
-        pump([pe], lambda: cli.ctx.get_state() == CtxState.IDLE)
+        pump([cli.pe], lambda: cli.ctx.get_state() == CtxState.IDLE)
