@@ -360,7 +360,10 @@ class Initiator:
                     w.stop()
                 stopped = True
             if self._peer_lost:
-                next(w for w in workers if not w.finished.is_set()).finished.wait(_TICK)
+                # The last one may have finished since the loop's test: then there is none to wait on.
+                running = next((w for w in workers if not w.finished.is_set()), None)
+                if running is not None:
+                    running.finished.wait(_TICK)
             else:
                 try:
                     self._poll_quiet(_TICK, "during the data path")

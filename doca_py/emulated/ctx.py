@@ -7,7 +7,8 @@ and queues the task on the Pe; the work runs in ``progress()`` (or on an engine
 thread for large work) and becomes visible with its completion, as on hardware.
 ``progress()`` also applies DOCA's stop rules: a task that is launched or completes
 while the ctx is stopping is flushed (error callback, status
-``DOCA_ERROR_IO_FAILED``), a failed task moves a running ctx to STOPPING, and the ctx
+``DOCA_ERROR_IO_FAILED``, or why the ctx stopped when its library knows: :attr:`EmuCtx.flush_status`),
+a failed task moves a running ctx to STOPPING, and the ctx
 goes IDLE on a later progress once nothing is in flight and every task has been
 freed. Strict mode (:mod:`.strict`) pins a task's buffers while it is in flight.
 """
@@ -70,6 +71,10 @@ class EmuCtx:
         self.dev_key = ""  # PCI address of the ctx's device: which maps it can reach
         #: Its identity in fault injection and shuffling: type and creation number (:func:`.strict.ctx_id`).
         self.uid = strict.ctx_id(type(self).__name__)
+        #: The status of the tasks its stop flushes: :data:`FLUSHED`, unless a library knows why the ctx
+        #: stopped (a comch producer or consumer whose peer closed the connection: ``CONNECTION_RESET``,
+        #: not the ``IO_FAILED`` of a retry window). Back to :data:`FLUSHED` when the ctx is IDLE.
+        self.flush_status = FLUSHED
 
     def _configurable(self, what: str) -> None:
         if self.state != _IDLE:
@@ -80,6 +85,8 @@ class EmuCtx:
         """The one path of every state change (the trace records them all): the state callback runs
         on a later ``progress()``, or at once with *now* (a change made inside ``progress()``)."""
         prev, self.state = self.state, new
+        if new == _IDLE:
+            self.flush_status = FLUSHED
         if trace.ON: trace.state(self, prev, new)  # trace hook: ctx state change
         if now:
             self._deliver_state((prev, new))
@@ -292,12 +299,13 @@ def deliver_completion(task: EmuTask) -> None:
     if ctx.state == _RUNNING and task.status == _SUCCESS:
         task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
         return
-    if ctx.state == _STOPPING:
-        task.status = FLUSHED
+    flushed = ctx.state == _STOPPING
+    if flushed:
+        task.status = ctx.flush_status
     elif task.status != _SUCCESS and ctx.state == _RUNNING:
         ctx._set_state(_STOPPING)  # a failed task stops its ctx, as on hardware
         ctx._on_stop()
-    if task.reason and task.status != FLUSHED:
+    if task.reason and not flushed and task.status != FLUSHED:
         logger.warning("%r failed with %s: %s", task, ErrorCode(task.status).name, task.reason)
     cb = task.pool.success if task.status == _SUCCESS else task.pool.error
     assert cb is not None
@@ -323,7 +331,7 @@ _complete = complete_task
 def _flush_or_fault(task: EmuTask) -> bool:
     """Complete a launched task that must not run: its ctx stopped, or a fault is injected."""
     if task.ctx.state != _RUNNING:
-        task.status = FLUSHED  # stopped before the engine took it
+        task.status = task.ctx.flush_status  # stopped before the engine took it
         task._unqueue()
         complete_task(task)
         return True

@@ -7,10 +7,11 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,6 +244,30 @@ def server_side(name: str, num_tasks: int = 64) -> Iterator[tuple[Endpoint, d.De
         yield srv, dev
 
 
+def until_loss_queued(conn: ComchConnection, deadline: float = DEADLINE) -> None:
+    """Wait, without progressing any Pe, until the emulated I/O thread has torn *conn* down (its peer
+    died) and posted every event of the loss: they wait in the Pe undelivered, so what the application
+    submits now is launched after the ctxs of the connection learnt of the loss (the order a worker's
+    send has when the loss lands while a callback submits it). Each round trip to the I/O thread is one
+    turn of its loop, which reads what the socket holds; no sleep."""
+    from doca_py.emulated.transport.reactor import reactor
+
+    h: Any = conn._h  # the emulated connection
+    r = reactor()
+
+    def turn() -> None:
+        done = threading.Event()
+        r.call(done.set)  # queued behind the events of the I/O thread's current turn
+        assert done.wait(deadline), "the I/O thread did not answer"
+
+    end = time.monotonic() + deadline
+    while not h.torn_down:
+        if time.monotonic() > end:
+            raise AssertionError("the connection was not dropped before the deadline")
+        turn()
+    turn()  # the teardown that set torn_down has posted all its events
+
+
 @contextmanager
 def child(role: str, name: str, pes: list[d.Pe], rq: int = 1024) -> Iterator[Child]:
     c = Child(role, name, pes, rq)
@@ -250,3 +275,21 @@ def child(role: str, name: str, pes: list[d.Pe], rq: int = 1024) -> Iterator[Chi
         yield c
     finally:
         c.close()
+
+
+@contextmanager
+def client_of_child_server(name: str, num_tasks: int,
+                           spawn: Callable[[str, str, list[d.Pe]], AbstractContextManager[Child]] = child
+                           ) -> Iterator[tuple[Endpoint, Child]]:
+    """A client in this process (its Pe is the endpoint's), RUNNING and connected to the server *name* of
+    a child that *spawn* starts (:func:`child` by default)."""
+    with d.Dev.open_by_pci_addr(HOST_PCI) as host, d.Pe() as pe:
+        cli = Endpoint(ComchClient(host, name), pe)
+        pe.connect_ctx(cli.ctx)
+        cli.configure(num_tasks)
+        with spawn("server", name, [pe]) as ch:
+            assert ch.first == "started"
+            assert cli.ctx.start() == CtxState.STARTING
+            pump([pe], lambda: cli.ctx.get_state() == CtxState.RUNNING)
+            assert ch.ask("conn") == "conn"
+            yield cli, ch

@@ -8,6 +8,7 @@ step from this process, to stall or SIGKILL it at chosen points."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from doca_py.testing import DocaPair, Side
 from doca_py.types import CtxState
 
 from .helpers import DEADLINE, HOST_PCI, Child, Endpoint, child, free_all, local_mmap, pump, server_side, \
-    submit_when_posted, unique_name
+    client_of_child_server, submit_when_posted, unique_name, until_loss_queued
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.usefixtures("backend")]
 
@@ -252,3 +253,85 @@ def test_server_killed_moves_the_client_to_idle() -> None:
     # The killed server left its socket behind: a new server of that name reclaims (and removes) it.
     with server_side(name):
         pass
+
+
+@pytest.fixture
+def long_window() -> Iterator[None]:
+    """A retry window far beyond every bounded wait: no failure in these tests can come from it."""
+    from doca_py.emulated import comch as emu
+
+    emu.configure(retry_window=600)
+    try:
+        yield
+    finally:
+        emu.configure(retry_window=0)
+
+
+def test_work_submitted_as_the_killed_client_is_noticed_fails_with_connection_reset(
+        transport: str, long_window: None) -> None:
+    """The race of a killed peer: its loss lands on the Pe while the application submits (a worker
+    starting its next IO from a response's callback). The producer and consumer learn of the loss before
+    they launch that work, so it is flushed; it fails as the peer left it, CONNECTION_RESET, never with
+    IO_FAILED, which says the retry window ran out on a peer that is alive but does not answer."""
+    name = unique_name()
+    with server_side(name) as (srv, dev), d.BufInventory(16) as inv, child("client", name, [srv.pe]) as ch:
+        assert ch.ask("conn") == "conn"
+        cid = int(ch.ask("consumer 2 4096").split()[1])
+        pump([srv.pe], lambda: cid in srv.ids("new_consumer"))
+        conn = _conn(srv)
+        mm, _ = local_mmap(dev)
+        pdone: list[Any] = []
+        prod = ComchProducer(conn)
+        srv.pe.connect_ctx(prod)
+        prod.task_send_set_conf(lambda t, u, c: pdone.append(t.get_status()),
+                                lambda t, u, c: pdone.append(t.get_status()), 4)
+        prod.start()
+        rdone: list[Any] = []
+        cons = ComchConsumer(conn, mm)
+        srv.pe.connect_ctx(cons)
+        cons.task_post_recv_set_conf(lambda t, u, c: rdone.append(t.get_status()),
+                                     lambda t, u, c: rdone.append(t.get_status()), 2)
+        cons.start()
+        pump([srv.pe], lambda: cons.get_state() == CtxState.RUNNING)
+        bufs = [inv.buf_get_by_addr(mm, mm.get_memrange()[0] + 4096 * (1 + i), 4096) for i in range(2)]
+        recvs = [cons.task_post_recv_alloc_init(b) for b in bufs]
+        recvs[0].submit()
+        src = inv.buf_get_by_data(mm, mm.get_memrange()[0], 512)
+        first = prod.task_send_alloc_init(src, None, cid)
+        submit_when_posted(first, [srv.pe])
+        pump([srv.pe], lambda: pdone == [d.ErrorCode.SUCCESS])
+        late = prod.task_send_alloc_init(src, None, cid)
+        ch.kill()
+        until_loss_queued(conn)
+        late.submit()  # the consumer's credits died with the connection: accepted, as in flight
+        recvs[1].submit()
+        pump([srv.pe], lambda: len(pdone) == 2 and len(rdone) == 2
+             and any(k == "disconnect" for k, _ in srv.events))
+        assert pdone[1] == d.ErrorCode.CONNECTION_RESET
+        assert rdone == [d.ErrorCode.CONNECTION_RESET] * 2  # the posted receive and the one posted late
+        assert prod.get_state() == CtxState.STOPPING and cons.get_state() == CtxState.STOPPING
+        for ctx in (prod, cons):
+            free_all(ctx)
+        pump([srv.pe], lambda: prod.get_state() == CtxState.IDLE and cons.get_state() == CtxState.IDLE)
+        prod.close()
+        cons.close()
+        for b in (src, *bufs):
+            b.close()
+        mm.close()
+
+
+def test_a_message_submitted_as_the_killed_server_is_noticed_fails_with_connection_reset(
+        long_window: None) -> None:
+    """The client's side of the same race: the server's loss stops the client before a message submitted
+    meanwhile is launched; that message fails with CONNECTION_RESET, not IO_FAILED."""
+    with client_of_child_server(unique_name(), 4) as (cli, ch):
+        conn = cli.ctx.get_connection()
+        late = cli.ctx.task_send_alloc_init(conn, b"late")
+        ch.kill()
+        until_loss_queued(conn)
+        late.submit()
+        pump([cli.pe], lambda: len(cli.sent) == 1)
+        assert [st for _, _, st in cli.sent] == [d.ErrorCode.CONNECTION_RESET]
+        assert cli.ctx.get_state() == CtxState.STOPPING
+        free_all(cli.ctx)
+        pump([cli.pe], lambda: cli.ctx.get_state() == CtxState.IDLE)

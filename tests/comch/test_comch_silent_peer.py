@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 import doca_py as d
-from doca_py.comch import ComchClient, ComchProducer
+from doca_py.comch import ComchProducer
 from doca_py.types import CtxState
 
-from .helpers import HOST_PCI, Child, Endpoint, free_all, local_mmap, pump, server_side, submit_when_posted, \
-    unique_name
+from .helpers import Child, Endpoint, client_of_child_server, free_all, local_mmap, pump, server_side, \
+    submit_when_posted, unique_name
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.usefixtures("backend")]
 
@@ -107,22 +107,15 @@ def test_stopped_client_fails_waiting_sends_and_the_server_keeps_serving(transpo
 def test_stopped_server_moves_the_client_to_idle() -> None:
     name = unique_name()
     window = 0.6
-    with _window(window), d.Dev.open_by_pci_addr(HOST_PCI) as host, d.Pe() as pe:
-        cli = Endpoint(ComchClient(host, name), pe)
-        pe.connect_ctx(cli.ctx)
-        cli.configure(2048)
-        with _child("server", name, [pe]) as ch:
-            assert ch.first == "started"
-            assert cli.ctx.start() == CtxState.STARTING
-            pump([pe], lambda: cli.ctx.get_state() == CtxState.RUNNING)
-            assert ch.ask("conn") == "conn"
-            ch.p.send_signal(signal.SIGSTOP)
-            t0 = time.monotonic()
-            msg = os.urandom(4080)
-            for _ in range(2048):  # 8 MiB: more than the socket holds
-                cli.ctx.task_send_alloc_init(cli.ctx.get_connection(), msg).submit()
-            pump([pe], lambda: cli.ctx.get_state() != CtxState.RUNNING and len(cli.sent) == 2048)
-            assert window * 0.9 <= time.monotonic() - t0 <= window + 5
+    with _window(window), client_of_child_server(name, 2048, spawn=_child) as (cli, ch):
+        pe = cli.pe
+        ch.p.send_signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        msg = os.urandom(4080)
+        for _ in range(2048):  # 8 MiB: more than the socket holds
+            cli.ctx.task_send_alloc_init(cli.ctx.get_connection(), msg).submit()
+        pump([pe], lambda: cli.ctx.get_state() != CtxState.RUNNING and len(cli.sent) == 2048)
+        assert window * 0.9 <= time.monotonic() - t0 <= window + 5
         assert cli.ctx.get_state() == CtxState.STOPPING
         errs = {st for k, _, st in cli.sent if k == "err"}
         assert errs and errs <= {d.ErrorCode.IO_FAILED}

@@ -323,13 +323,44 @@ def test_a_second_client_is_refused() -> None:
 SILENT = 3
 
 
-def test_silent_clients_do_not_keep_the_initiator_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Clients that connect and say nothing wait side by side (at most MAX_PENDING_CLIENTS, here 2:
-    the first is pushed out by the third); the initiator connecting after them gets the session with
-    its query_storage_request, and the silent ones still waiting are then disconnected."""
+@pytest.fixture
+def waiting_room_of_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most two silent clients wait side by side for the session (MAX_PENDING_CLIENTS)."""
     from apps.storage.channels import comch_transport
 
     monkeypatch.setattr(comch_transport, "MAX_PENDING_CLIENTS", 2)
+
+
+def _initiator_after_silent_clients(script: ServerScript, silent: int, expected: object) -> None:
+    """Serve *script*: *silent* clients connect and say nothing, then the initiator connects and sends its
+    query_storage_request; the script's result must be *expected*, and each silent client finds itself
+    refused on its side."""
+    srv = ServerThread(unique_name(), script)
+    srv.thread.start()
+    assert srv.listening.wait(DEADLINE)
+    with d.Dev.open_by_pci_addr(HOST_PCI) as dev:
+        quiet = []
+        for _ in range(silent):
+            qpe = d.Pe()
+            quiet.append((qpe, *connect_comch_client(dev, srv.name, qpe, timeout=DEADLINE)))
+        with d.Pe() as pe:
+            channel, client = connect_comch_client(dev, srv.name, pe, timeout=DEADLINE)
+            channel.send(QUERY)
+            assert isinstance(channel.transport, ComchTransport)
+            assert channel.transport.flush(DEADLINE)
+            assert srv.join() == expected
+            channel.close()
+            client.close()
+        for qpe, qchannel, qclient in quiet:
+            _refused(qchannel, qclient)
+            qpe.close()
+
+
+@pytest.mark.usefixtures("waiting_room_of_two")
+def test_silent_clients_do_not_keep_the_initiator_out() -> None:
+    """Clients that connect and say nothing wait side by side (at most MAX_PENDING_CLIENTS, here 2:
+    the first is pushed out by the third); the initiator connecting after them gets the session with
+    its query_storage_request, and the silent ones still waiting are then disconnected."""
 
     def script(channel: ControlChannel, server: ComchServer, conn: ComchConnection) -> tuple[ControlMessage, int]:
         transport = channel.transport
@@ -339,27 +370,10 @@ def test_silent_clients_do_not_keep_the_initiator_out(monkeypatch: pytest.Monkey
             channel.poll(0.05)
         return msg, transport.refused_clients
 
-    srv = ServerThread(unique_name(), script)
-    srv.thread.start()
-    assert srv.listening.wait(DEADLINE)
-    with d.Dev.open_by_pci_addr(HOST_PCI) as dev:
-        quiet = []
-        for _ in range(SILENT):
-            qpe = d.Pe()
-            quiet.append((qpe, *connect_comch_client(dev, srv.name, qpe, timeout=DEADLINE)))
-        with d.Pe() as pe:
-            channel, client = connect_comch_client(dev, srv.name, pe, timeout=DEADLINE)
-            channel.send(QUERY)
-            assert isinstance(channel.transport, ComchTransport)
-            assert channel.transport.flush(DEADLINE)
-            assert srv.join() == (QUERY, SILENT)
-            channel.close()
-            client.close()
-        for qpe, qchannel, qclient in quiet:
-            _refused(qchannel, qclient)
-            qpe.close()
+    _initiator_after_silent_clients(script, SILENT, (QUERY, SILENT))
 
 
+@pytest.mark.usefixtures("waiting_room_of_two")
 @pytest.mark.parametrize("rings", [False, True], ids=["socket", "rings"])
 def test_a_refused_client_costs_the_server_nothing(monkeypatch: pytest.MonkeyPatch, rings: bool) -> None:
     """Silent clients pushed out of the waiting room, or refused once the session started, stay
@@ -369,12 +383,10 @@ def test_a_refused_client_costs_the_server_nothing(monkeypatch: pytest.MonkeyPat
     import gc
     import time
 
-    from apps.storage.channels import comch_transport
     from doca_py.emulated.comch.connection import EmuComchConnection
 
     from doca_py.emulated.comch import config as comch_config
 
-    monkeypatch.setattr(comch_transport, "MAX_PENDING_CLIENTS", 2)
     monkeypatch.setattr(comch_config, "_shm", rings)  # for the connections this test makes
     silent = 6
 
@@ -403,25 +415,7 @@ def test_a_refused_client_costs_the_server_nothing(monkeypatch: pytest.MonkeyPat
     enabled = gc.isenabled()
     gc.disable()
     try:
-        srv = ServerThread(unique_name(), script)
-        srv.thread.start()
-        assert srv.listening.wait(DEADLINE)
-        with d.Dev.open_by_pci_addr(HOST_PCI) as dev:
-            quiet = []
-            for _ in range(silent):
-                qpe = d.Pe()
-                quiet.append((qpe, *connect_comch_client(dev, srv.name, qpe, timeout=DEADLINE)))
-            with d.Pe() as pe:
-                channel, client = connect_comch_client(dev, srv.name, pe, timeout=DEADLINE)
-                channel.send(QUERY)
-                assert isinstance(channel.transport, ComchTransport)
-                assert channel.transport.flush(DEADLINE)
-                assert srv.join() == (QUERY, silent, 0)
-                channel.close()
-                client.close()
-            for qpe, qchannel, qclient in quiet:
-                _refused(qchannel, qclient)
-                qpe.close()
+        _initiator_after_silent_clients(script, silent, (QUERY, silent, 0))
     finally:
         if enabled:
             gc.enable()

@@ -4,6 +4,7 @@ the §7.3 block byte for byte, fio JSON keys, percentiles, progress lines, and f
 from __future__ import annotations
 
 import json
+import threading
 from array import array
 from pathlib import Path
 
@@ -296,3 +297,48 @@ def test_help_says_what_a_user_meets() -> None:
     help_text = " ".join(build_parser().format_help().split())
     assert "with none, it fails after --control-timeout seconds" in help_text
     assert "2 on a usage error" in help_text
+
+
+# -- the run's control loop ---------------------------------------------------------------------------------
+
+
+class _FinishedMeanwhile(threading.Event):
+    """A worker's ``finished`` that is clear when the run loop tests it and set when it looks again: the
+    worker finished in between (its own thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    def is_set(self) -> bool:
+        self.looks += 1
+        return self.looks > 1
+
+
+def test_the_last_worker_finishing_as_the_lost_service_is_waited_on() -> None:
+    """The service closed the connection; the run loop waits on a worker still running, which finishes
+    between the loop's test and the choice of the worker to wait on: the run ends with its report (it
+    raised StopIteration, printed as a bare ``EXCEPTION:``)."""
+    import io
+    from types import SimpleNamespace
+
+    from apps.initiator.control import Initiator
+    from apps.initiator.worker import Worker
+
+    cfg = parse_args(["-d", "3b:00.0", "--cpu", "0", "--execution-strategy", "read_throughput_test",
+                      "--eta", "never"])
+    init = Initiator(cfg, err=io.StringIO(), out=io.StringIO(), tty=False)
+    plans = plan_workers([0], local_region_size=4 * 4096, capacity=4 * 4096, effective_block_size=4096,
+                         transaction_count=1, run_limit=1)
+    w = Worker(plans[0], steps=strategy_steps("read_throughput_test"), io_size=4096, dev=None,  # type: ignore[arg-type]
+               connection=None, region=memoryview(bytearray(4 * 4096)), expected=None,  # type: ignore[arg-type]
+               pin=False)
+    try:
+        w.finished = _FinishedMeanwhile()
+        init._workers = [w]
+        init._transport = SimpleNamespace(remote_consumer_ids=[7])  # type: ignore[assignment]
+        init._peer_lost = True
+        report = init._run_data_path(plans, 4096, 4096, 4 * 4096)
+    finally:
+        assert w.join(0)
+    assert report.errors == ["the service closed the control connection during the run"]

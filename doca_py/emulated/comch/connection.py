@@ -56,6 +56,10 @@ class EmuComchConnection(ConnectionInput):
         self.pq: deque[EmuComchProducerTaskSend | None] = deque()
         self.want_write = False
         self.closed = False  # no more output (set under lock)
+        #: Why the connection went down (set by :meth:`die`): ``CONNECTION_RESET`` (the peer closed it or
+        #: broke the protocol), ``IO_FAILED`` (the retry window ran out), ``CONNECTION_ABORTED`` (closed
+        #: here); 0 while it is up. The ctxs it stops flush their work with it.
+        self.loss = SUCCESS
         self.torn_down = False  # socket released, events posted (I/O thread)
         self.alive = False  # handshake done
         self.mask = 0
@@ -359,6 +363,7 @@ class EmuComchConnection(ConnectionInput):
         with self.lock:
             self.closed = True
             self.torn_down = True
+            self.loss = code
             wq, self.wq = self.wq, deque()
             pq, self.pq = self.pq, deque()
             for r in self.remote.values():

@@ -12,7 +12,7 @@ from ...errors import (
     DocaNotConnected,
 )
 from ..buf import EmuBuf
-from ..ctx import EmuTask, TaskPool
+from ..ctx import FLUSHED, EmuTask, TaskPool
 from ..mmap import EmuMmap, dev_key
 from .wire import (
     HDR,
@@ -110,7 +110,9 @@ class EmuComchConsumer(OrderedCtx):
         if self.state not in (RUNNING, STARTING) or self.destroyed:
             return
         # Posted receives fail with CONNECTION_RESET while the ctx still runs; whatever the
-        # callbacks re-post is flushed by the stop that follows.
+        # callbacks re-post (or was submitted before the loss and not yet launched) is flushed by the
+        # stop that follows, with the loss's status: a dead peer never reads as a retry window.
+        self.flush_status = self.conn.loss or FLUSHED
         drained = []
         while self.posted:
             drained.append(self.posted.popleft())
@@ -209,6 +211,9 @@ class EmuComchProducer(Sender):
 
     def conn_lost(self, _: object) -> None:
         if self.state == RUNNING and not self.destroyed:
+            # Sends submitted before the loss and launched after it are flushed with the loss's status
+            # (CONNECTION_RESET when the peer closed: not the IO_FAILED of a retry window).
+            self.flush_status = self.conn.loss or FLUSHED
             self._set_state(STOPPING)
             self._on_stop()
             self._maybe_idle()

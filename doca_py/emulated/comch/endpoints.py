@@ -17,7 +17,7 @@ from ...errors import (
     error_name,
 )
 from ...log import logger
-from ..ctx import EmuCtx, TaskPool
+from ..ctx import FLUSHED, EmuCtx, TaskPool
 from ..pe import Lane
 from ..dev import EmuDev
 from ..transport.reactor import reactor
@@ -392,6 +392,7 @@ class EmuComchClient(Endpoint):
         # Also while STARTING: the drop may overtake the event that would have made it RUNNING.
         if self.conn is not conn or self.state not in (RUNNING, STARTING):
             return
+        self.flush_status = conn.loss or FLUSHED  # sends launched from now on fail as the connection did
         self._set_state(STOPPING)
         self._maybe_idle()
 

@@ -18,20 +18,47 @@ from .wire import put_frame
 __all__ = ["EmuRdmaTaskRead", "EmuRdmaTaskWrite", "EmuRdmaTaskAtomic"]
 
 
-class EmuRdmaTaskRead(RdmaTask):
-    """``doca_rdma_task_read``: remote *src* (its head: the remote side is one buffer) into local *dst*."""
+class _DstTask(RdmaTask):
+    """A one-sided task with a destination buffer (local for a read; remote for a write or an atomic),
+    re-aimable between runs."""
 
-    __slots__ = ("src", "dst", "segs")
-    kind = "rdma_read"
+    __slots__ = ("dst",)
+
+    def __init__(self, pool: TaskPool[EmuTask]) -> None:
+        super().__init__(pool)
+        self.dst: EmuBuf | None = None
+
+    def set_dst_buf(self, buf: BufHandle) -> None:
+        assert isinstance(buf, EmuBuf)
+        self.dst = buf
+
+
+class _SrcDstTask(_DstTask):
+    """A one-sided transfer from a source buffer (remote for a read, local for a write) to the destination."""
+
+    __slots__ = ("src",)
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
         self.src: EmuBuf | None = None
-        self.dst: EmuBuf | None = None
-        self.segs: list[memoryview] = []
 
     def _bufs(self) -> tuple[EmuBuf | None, ...]:
         return self.src, self.dst
+
+    def set_src_buf(self, buf: BufHandle) -> None:
+        assert isinstance(buf, EmuBuf)
+        self.src = buf
+
+
+class EmuRdmaTaskRead(_SrcDstTask):
+    """``doca_rdma_task_read``: remote *src* (its head: the remote side is one buffer) into local *dst*."""
+
+    __slots__ = ("segs",)
+    kind = "rdma_read"
+
+    def __init__(self, pool: TaskPool[EmuTask]) -> None:
+        super().__init__(pool)
+        self.segs: list[memoryview] = []
 
     def _start(self) -> None:
         conn = self.conn
@@ -91,31 +118,18 @@ class EmuRdmaTaskRead(RdmaTask):
         grow_data(self.dst, self.nbytes)
         self.segs = []
 
-    def set_src_buf(self, buf: BufHandle) -> None:
-        assert isinstance(buf, EmuBuf)
-        self.src = buf
 
-    def set_dst_buf(self, buf: BufHandle) -> None:
-        assert isinstance(buf, EmuBuf)
-        self.dst = buf
-
-
-class EmuRdmaTaskWrite(RdmaTask):
+class EmuRdmaTaskWrite(_SrcDstTask):
     """``doca_rdma_task_write`` (and write-with-immediate when *has_imm*): local *src* to remote *dst*
     (its head: the remote side is one buffer)."""
 
-    __slots__ = ("src", "dst", "imm", "has_imm")
+    __slots__ = ("imm", "has_imm")
     kind = "rdma_write"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
-        self.src: EmuBuf | None = None
-        self.dst: EmuBuf | None = None
         self.imm = 0
         self.has_imm = False
-
-    def _bufs(self) -> tuple[EmuBuf | None, ...]:
-        return self.src, self.dst
 
     def _start(self) -> None:
         conn = self.conn
@@ -187,24 +201,15 @@ class EmuRdmaTaskWrite(RdmaTask):
         if dst is not None:
             dst.data_len += self.nbytes
 
-    def set_src_buf(self, buf: BufHandle) -> None:
-        assert isinstance(buf, EmuBuf)
-        self.src = buf
 
-    def set_dst_buf(self, buf: BufHandle) -> None:
-        assert isinstance(buf, EmuBuf)
-        self.dst = buf
-
-
-class EmuRdmaTaskAtomic(RdmaTask):
+class EmuRdmaTaskAtomic(_DstTask):
     """``doca_rdma_task_atomic_cmp_swp`` / ``_fetch_add``: 64-bit, at the peer."""
 
-    __slots__ = ("dst", "result", "cmp", "swap", "add", "is_cas", "segs")
+    __slots__ = ("result", "cmp", "swap", "add", "is_cas", "segs")
     kind = "rdma_atomic"
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
-        self.dst: EmuBuf | None = None
         self.result: EmuBuf | None = None
         self.cmp = self.swap = self.add = 0
         self.is_cas = False
@@ -242,10 +247,6 @@ class EmuRdmaTaskAtomic(RdmaTask):
     def succeed(self) -> None:
         grow_data(self.result, 8)
         self.segs = []
-
-    def set_dst_buf(self, buf: BufHandle) -> None:
-        assert isinstance(buf, EmuBuf)
-        self.dst = buf
 
     def set_result_buf(self, buf: BufHandle) -> None:
         assert isinstance(buf, EmuBuf)
