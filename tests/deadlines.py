@@ -12,27 +12,51 @@ work left, both taken from the run itself:
   bound is asked for, the larger one kept) for each process start or teardown the wait includes, and
   for a run of IOs the remaining transactions at the rate the run itself reported (`work_left`).
 
-Each part is multiplied by `SLACK`, because the load can grow during the wait. On a quiet machine
-this gives a few seconds; at a load average of 12 on 2 cores, several times that.
+Each part is multiplied by `SLACK`, because the load can grow during the wait, and process starts by
+`load_growth` as well, because a cost measured on a quiet machine a minute ago does not hold once
+other suites and CPU burners run beside this one. On a quiet machine this gives a few seconds; at a
+load average of 12 on 2 cores, several times that.
+
+The helpers' fixed bounds (``DEADLINE`` of tests/comch/helpers.py and the like: what a step may take
+on a GIL build of CPython) go through `hang`, which stretches them by `INTERPRETER_FACTOR` on a
+free-threaded 3.13, whose interpreter runs Python several times slower.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["SLACK", "process_cost", "processes", "work_left", "bound"]
+__all__ = ["SLACK", "INTERPRETER_FACTOR", "hang", "process_cost", "load_growth", "processes", "work_left", "bound"]
 
 ROOT = Path(__file__).resolve().parents[1]
 SLACK = 4.0
 """How much slower than measured the machine may become during one wait."""
 
+#: How much slower this interpreter runs Python than a GIL build of the same version: a free-threaded
+#: 3.13 has no specialising interpreter (2.3-3.7x measured, docs/performance.md); 3.14t has it back.
+INTERPRETER_FACTOR = 4.0 if sysconfig.get_config_var("Py_GIL_DISABLED") and sys.version_info < (3, 14) else 1.0
+
 _cost = 0.0
 _measured_at = float("-inf")
+_load_at_measure = 1.0
+
+
+def _load_per_core() -> float:
+    """The 1-minute load average per core, at least 1 (a quiet machine)."""
+    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
+def hang(seconds: float) -> float:
+    """A fixed hang bound of the tests' helpers (*seconds*: what a process may take on a GIL build),
+    stretched by `INTERPRETER_FACTOR`; for waits not derived with `bound`."""
+    return seconds * INTERPRETER_FACTOR
 
 
 def _measure() -> float:
@@ -46,16 +70,25 @@ def process_cost() -> float:
     """Seconds this machine takes now to start a Python process that imports the apps (the unit of a
     process's local work: start-up, teardown). Measured at the first call and again at every call
     after a minute, the largest kept: the bound follows the load up, never down within a session."""
-    global _cost, _measured_at
+    global _cost, _measured_at, _load_at_measure
     if time.monotonic() - _measured_at > 60.0:
-        _cost = max(_cost, _measure())
+        cost = _measure()
+        if cost >= _cost:
+            _cost, _load_at_measure = cost, _load_per_core()
         _measured_at = time.monotonic()
     return _cost
 
 
+def load_growth() -> float:
+    """How much busier the machine is now (load per core) than when `process_cost` was measured: a
+    measurement taken on a quiet machine a minute ago says little once two test suites and burners run."""
+    return max(1.0, _load_per_core() / _load_at_measure)
+
+
 def processes(n: int = 1) -> float:
-    """Seconds for *n* processes' start-up or teardown, with `SLACK`."""
-    return SLACK * n * process_cost()
+    """Seconds for *n* processes' start-up or teardown, with `SLACK`, scaled by `load_growth`."""
+    cost = process_cost()
+    return SLACK * n * cost * load_growth()
 
 
 _PROGRESS = re.compile(r"progress: [\d.]+% \((\d+)/(\d+) transactions\).*elapsed ([\d.]+)s")

@@ -21,10 +21,12 @@ from doca_py.comch import ComchClient, ComchConnection, ComchServer, ComchTaskSe
 from doca_py.errors import DocaAgain
 from doca_py.types import CtxState
 
+from tests.deadlines import hang
+
 HOST_PCI = "3b:00.0"
 DPU_PCI = "03:00.0"
 #: Every wait in these tests is bounded by this deadline (seconds); none sleeps.
-DEADLINE = 20.0
+DEADLINE = hang(20.0)
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import hang
+
 ROOT = Path(__file__).resolve().parents[2]
-DEADLINE = 60.0
+DEADLINE = hang(60.0)
 HOST_PCI, DPU_PCI = "3b:00.0", "03:00.0"
 
 

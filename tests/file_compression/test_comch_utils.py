@@ -15,10 +15,12 @@ from doca_py.errors import DocaInvalidValue
 from apps.common.comch_channel import ComchChannel
 from apps.common.errors import PeerClosedError
 
+from tests.deadlines import hang
+
 from .procs import DPU_PCI, HOST_PCI
 
 pytestmark = pytest.mark.usefixtures("backend")
-DEADLINE = 20.0
+DEADLINE = hang(20.0)
 
 
 @pytest.fixture

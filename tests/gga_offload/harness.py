@@ -40,10 +40,12 @@ from apps.storage.wire.control import ControlMessage, ErrorPayload, IdAllocator,
     StorageDetails, check_response
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
 
+from tests.deadlines import hang
+
 ROOT = Path(__file__).resolve().parents[2]
 DPU = "03:00.0"
 HOST = "3b:00.0"
-DEADLINE = 20.0
+DEADLINE = hang(20.0)
 M = MessageType
 W = IoMessageType.WRITE
 

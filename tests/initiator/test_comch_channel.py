@@ -23,11 +23,13 @@ from apps.storage.wire.control import ControlMessage, MessageType, StorageDetail
     make_response
 from apps.common.errors import ControlRequestError, PeerClosedError, ProtocolError, StorageAppError
 
+from tests.deadlines import hang
+
 pytestmark = pytest.mark.usefixtures("backend")
 
 HOST_PCI = "3b:00.0"
 DPU_PCI = "03:00.0"
-DEADLINE = 20.0
+DEADLINE = hang(20.0)
 M = MessageType
 QUERY = ControlMessage(M.QUERY_STORAGE_REQUEST, 0, 0)
 

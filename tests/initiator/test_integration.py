@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import hang
+
 pytestmark = [pytest.mark.multiprocess, pytest.mark.usefixtures("backend")]
 
 ROOT = Path(__file__).resolve().parents[2]
-DEADLINE = 30.0
+DEADLINE = hang(30.0)
 BLOCK = 4096
 BLOCKS = 32
 

@@ -13,11 +13,13 @@ from doca_py.rdma import Rdma, RdmaConnection
 from doca_py.types import AccessFlag as A
 from doca_py.types import CtxState
 
+from tests.deadlines import hang
+
 DPU_PCI = "03:00.0"
 PERMS = A.LOCAL_READ_WRITE | A.RDMA_READ | A.RDMA_WRITE | A.RDMA_ATOMIC
 TASK_TYPES = ("receive", "send", "send_imm", "read", "write", "write_imm", "atomic_cmp_swp", "atomic_fetch_add")
 #: Every wait in these tests is bounded by this deadline (seconds); none sleeps.
-DEADLINE = 20.0
+DEADLINE = hang(20.0)
 
 
 @dataclass

@@ -17,6 +17,7 @@ def test_work_left_follows_the_runs_own_rate() -> None:
 
 def test_a_bound_adds_the_products_time_outs_and_the_measured_process_cost(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(deadlines, "process_cost", lambda: 0.5)
+    monkeypatch.setattr(deadlines, "load_growth", lambda: 1.0)
     assert deadlines.bound(5.0, 1.0) == 6.0
     assert deadlines.bound(5.0, starts=2, work=3.0) == pytest.approx(5.0 + deadlines.SLACK * 2 * 0.5 + 3.0)
 
@@ -30,3 +31,28 @@ def test_the_process_cost_is_measured_and_never_goes_down(monkeypatch: pytest.Mo
     assert deadlines.process_cost() == 2.0  # within a minute: not measured again
     monkeypatch.setattr(deadlines, "_measured_at", float("-inf"))
     assert deadlines.process_cost() == 2.0  # measured again (1.0): the larger one is kept
+
+
+def test_process_starts_follow_the_load_up_from_when_the_cost_was_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    cores = 2
+    load = [1.0]
+    monkeypatch.setattr(deadlines.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(deadlines.os, "getloadavg", lambda: (load[0], 0.0, 0.0))
+    monkeypatch.setattr(deadlines, "_measure", lambda: 0.5)
+    monkeypatch.setattr(deadlines, "_cost", 0.0)
+    monkeypatch.setattr(deadlines, "_measured_at", float("-inf"))
+    assert deadlines.processes(1) == deadlines.SLACK * 0.5  # measured now, on a quiet machine
+    load[0] = 10.0  # five runnable per core: a start takes five times as long
+    assert deadlines.load_growth() == 5.0
+    assert deadlines.processes(1) == pytest.approx(deadlines.SLACK * 0.5 * 5.0)
+    load[0] = 0.5  # quieter than when measured: never below the measured cost
+    assert deadlines.processes(1) == deadlines.SLACK * 0.5
+
+
+def test_fixed_bounds_stretch_on_a_free_threaded_313_only() -> None:
+    import sys
+    import sysconfig
+
+    slow = bool(sysconfig.get_config_var("Py_GIL_DISABLED")) and sys.version_info < (3, 14)
+    assert deadlines.INTERPRETER_FACTOR == (4.0 if slow else 1.0)
+    assert deadlines.hang(20.0) == 20.0 * deadlines.INTERPRETER_FACTOR

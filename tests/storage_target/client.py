@@ -38,9 +38,11 @@ from apps.storage.wire.control import (
 )
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
 
+from tests.deadlines import hang
+
 ROOT = Path(__file__).resolve().parents[2]
 DEVICE = "03:00.0"
-DEADLINE = 20.0
+DEADLINE = hang(20.0)
 LISTENING = "Listening on port "
 PERMS = A.LOCAL_READ_WRITE | A.RDMA_READ | A.RDMA_WRITE
 M = MessageType

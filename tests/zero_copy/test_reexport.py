@@ -27,6 +27,7 @@ from doca_py.emulated.rdma import EmuRdmaConnection
 from doca_py.rdma import RdmaTaskRead, RdmaTaskWrite
 from doca_py.types import AccessFlag as A
 
+from tests.deadlines import hang
 from tests.rdma.helpers import Side, connect_pair, make_side, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +36,7 @@ DPU_PCI = "03:00.0"
 HOST_PERMS = A.LOCAL_READ_WRITE | A.PCI_READ_WRITE | A.RDMA_READ | A.RDMA_WRITE  # as the initiator sets them
 SIZE = 64 << 10
 PATTERN = bytes(i % 251 for i in range(SIZE))
-DEADLINE = 20.0
+DEADLINE = hang(20.0)
 
 
 @dataclasses.dataclass
