@@ -386,7 +386,8 @@ def _preload(b: Backend) -> None:
 # module imported later keeps counted ones, so worker threads running its functions write the same
 # reference counts on every call (measured: CPU per task x1.3-1.8 with two workers). An application
 # imports doca_py before it starts its threads: the library modules, imported on first use elsewhere, are
-# imported here then. (3.14 counts code references per thread: nothing to do there.)
+# imported here then (mostly numpy's time, which the first Mmap takes anyway). CPython 3.14 counts code
+# references per thread (gh-124218).
 if sysconfig.get_config_var("Py_GIL_DISABLED") and sys.version_info[:2] == (3, 13):
     _preload(backend)
 
