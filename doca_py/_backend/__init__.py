@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+import sysconfig
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -384,6 +386,26 @@ impl: str = select()
 
 backend = Backend(impl)
 """The selected backend's library modules."""
+
+
+def _preload(b: Backend) -> None:
+    """Import every library module of *b* now (one that cannot load fails again on its first use)."""
+    for name, attr in vars(Backend).items():
+        if isinstance(attr, cached_property):
+            try:
+                getattr(b, name)
+            except Exception:  # noqa: BLE001 - e.g. a DOCA library this install lacks: raised when used
+                pass
+
+
+# Free-threaded CPython 3.13 makes the code objects that exist when the first thread starts immortal; a
+# module imported later keeps counted ones, so worker threads running its functions write the same
+# reference counts on every call (measured: CPU per task x1.3-1.8 with two workers). An application
+# imports doca_py before it starts its threads: the library modules, imported on first use elsewhere, are
+# imported here then (mostly numpy's time, which the first Mmap takes anyway). CPython 3.14 counts code
+# references per thread (gh-124218).
+if sysconfig.get_config_var("Py_GIL_DISABLED") and sys.version_info[:2] == (3, 13):
+    _preload(backend)
 
 
 @contextmanager

@@ -335,7 +335,7 @@ def _flush_or_fault(task: EmuTask) -> bool:
         task._unqueue()
         complete_task(task)
         return True
-    if strict.FAULTS:
+    if strict.FAULTS_ON:
         ident = strict.task_id(task.pool.uid, task.nth)
         code = strict.fault(task.kind or task.pool.kind, ident)
         if code:
@@ -349,7 +349,7 @@ def _flush_or_fault(task: EmuTask) -> bool:
 
 def _launch(task: EmuTask) -> None:
     """Start a submitted task's work inside ``progress()`` (tasks with their own ``_begin``)."""
-    if task.ctx.state != _RUNNING or strict.FAULTS:
+    if task.ctx.state != _RUNNING or strict.FAULTS_ON:
         if _flush_or_fault(task):
             return
     task.status = _SUCCESS  # a transfer reports only failures
@@ -359,7 +359,7 @@ def _launch(task: EmuTask) -> None:
 def _launch_local(task: EmuTask) -> None:
     """:func:`_launch` for engine tasks, with the default ``_begin`` inlined (the hot path)."""
     ctx = task.ctx
-    if ctx.state != _RUNNING or strict.FAULTS:
+    if ctx.state != _RUNNING or strict.FAULTS_ON:
         if _flush_or_fault(task):
             return
     try:

@@ -46,7 +46,7 @@ from typing import NamedTuple
 from ..errors import DocaUsageError, ErrorCode
 from . import trace
 
-__all__ = ["STRICT", "SHUFFLE", "SEED", "FAULTS", "KINDS", "Fault", "violation", "ctx_id", "task_id", "order_key",
+__all__ = ["STRICT", "SHUFFLE", "SEED", "FAULTS", "FAULTS_ON", "KINDS", "Fault", "violation", "ctx_id", "task_id", "order_key",
            "uniform", "fault_rate", "fault", "injected", "describe", "parse_faults", "configure", "reseed"]
 
 #: Task kinds that fault injection knows, with the status hardware reports for each.
@@ -102,6 +102,11 @@ STRICT = False
 SHUFFLE = False
 SEED = 0
 FAULTS: dict[str, tuple[float, int]] = {}
+#: Whether :data:`FAULTS` holds any kind: the per-task test of the hot paths. A bool, not the dict: on a
+#: free-threaded build reading a module's dict attribute writes the dict's reference count, one cache
+#: line that every worker thread would write on every task (measured: ~5 % CPU per task with two).
+#: :func:`configure` keeps it in step; code that replaces :data:`FAULTS` sets it too.
+FAULTS_ON = False
 _token = ""
 _base = b""  # the hash prefix of every decision: seed and token
 _ctxs_made: dict[str, int] = {}  # ctxs made per type under the current token
@@ -124,10 +129,11 @@ def configure(strict: bool | None = None, shuffle: bool | None = None, faults: s
               seed: int | None = None) -> None:
     """Set the knobs (``None``: from the environment). Tasks already allocated keep
     their pinning behaviour; call before creating objects."""
-    global STRICT, SHUFFLE, SEED, FAULTS
+    global STRICT, SHUFFLE, SEED, FAULTS, FAULTS_ON
     STRICT = _flag("DOCA_PY_STRICT") if strict is None else strict
     SHUFFLE = _flag("DOCA_PY_EMU_SHUFFLE") if shuffle is None else shuffle
     FAULTS = parse_faults(os.environ.get("DOCA_PY_EMU_FAULTS", "") if faults is None else faults)
+    FAULTS_ON = bool(FAULTS)
     if seed is None:
         text = os.environ.get("DOCA_PY_EMU_SEED", "").strip()
         seed = int(text) if text else random.SystemRandom().randrange(1 << 31)

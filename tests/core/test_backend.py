@@ -6,6 +6,7 @@ import importlib
 import os
 import subprocess
 import sys
+import sysconfig
 
 import pytest
 
@@ -34,13 +35,34 @@ def test_backend_attributes_are_the_selected_library_modules() -> None:
         assert getattr(b, lib) is mod  # bound once
 
 
+_FT313 = bool(sysconfig.get_config_var("Py_GIL_DISABLED")) and sys.version_info[:2] == (3, 13)
+
+
 def test_library_modules_are_imported_on_first_use() -> None:
+    """Except on free-threaded 3.13, where ``import doca_py`` imports them all (next test)."""
     code = ("import sys, doca_py\n"
             "from doca_py import _backend\n"
-            "assert 'doca_py.emulated.comch' not in sys.modules\n"
+            f"assert ('doca_py.emulated.comch' in sys.modules) is {_FT313}\n"
             "_backend.backend.comch.cap_get_max_msg_size\n"
             "assert 'doca_py.emulated.comch' in sys.modules\n")
     env = {**os.environ, "DOCA_PY_IMPL": "emulated"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.skipif(not _FT313, reason="free-threaded CPython 3.13 only")
+def test_free_threaded_313_library_code_is_immortal_once_a_thread_started() -> None:
+    """3.13t makes the code objects that exist when the first thread starts immortal, not those of modules
+    imported later: workers running those write one reference count on every call. ``import doca_py``
+    imports every library module, so a thread started after it runs immortal code."""
+    code = ("import sys, threading, doca_py\n"
+            "threading.Thread(target=lambda: None).start()\n"
+            "from doca_py.emulated import ctx, dma, rdma, comch\n"
+            "from doca_py.emulated.rdma import tasks\n"
+            "for f in (ctx.EmuTask.submit, ctx._launch_local, dma.EmuDmaTaskMemcpy._execute,\n"
+            "          tasks.EmuRdmaTaskSend._start):\n"
+            "    assert sys.getrefcount(f.__code__) > 1 << 30, f\n")
+    env = {**os.environ, "DOCA_PY_IMPL": "emulated", "PYTHON_GIL": "0"}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
 

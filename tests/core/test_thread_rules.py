@@ -124,3 +124,56 @@ def test_a_public_mmap_gives_each_thread_its_own_root_view_when_free_threaded(
     kept = theirs[0][100:103]
     m.close()  # another thread's view is alive: the memory goes with the last view, not under it
     assert bytes(kept) == b"xyz"
+
+
+def _module_attrs_loaded(fn: object) -> set[tuple[str, str]]:
+    """The ``module.attribute`` pairs *fn*'s code reads (a global that is a module, then an attribute)."""
+    import dis
+    import types
+
+    code = fn.__code__  # type: ignore[attr-defined]
+    g = fn.__globals__  # type: ignore[attr-defined]
+    out = set()
+    ins = list(dis.get_instructions(code))
+    for a, b in zip(ins, ins[1:]):
+        if a.opname == "LOAD_GLOBAL" and b.opname == "LOAD_ATTR" and isinstance(g.get(a.argval), types.ModuleType):
+            out.add((a.argval, b.argval))
+    return out
+
+
+def test_the_task_hot_path_reads_no_shared_mutable_knob() -> None:
+    """Every worker thread runs these per task: a module attribute they read must be a bool or an int.
+    Reading a dict (or any object that is not immortal) writes its reference count on a free-threaded
+    build, one cache line that two workers then write on every task (strict.FAULTS cost ~5 % CPU per task
+    with two threads, measured with benchmarks/bench_workers.py)."""
+    from doca_py.emulated import ctx as ectx
+    from doca_py.emulated import dma as edma
+    from doca_py.emulated import pe as epe
+
+    hot = [ectx.EmuTask.submit, ectx._launch, ectx._launch_local, ectx.complete_task, epe.EmuPe.progress,
+           edma.EmuDmaTaskMemcpy._execute]
+    seen = set()
+    for fn in hot:
+        for mod, attr in _module_attrs_loaded(fn):
+            value = getattr(fn.__globals__[mod], attr)
+            if callable(value):
+                continue  # a function called: functions are immortal once a thread started
+            seen.add(f"{mod}.{attr}")
+            assert type(value) in (bool, int), f"{fn.__qualname__} reads {mod}.{attr}, a {type(value).__name__}"
+    assert {"strict.FAULTS_ON", "trace.ON", "strict.STRICT"} <= seen
+
+
+def test_faults_on_follows_the_configured_faults() -> None:
+    from doca_py.emulated import strict
+
+    from doca_py.errors import ErrorCode
+
+    spec = ",".join(f"{k}={r}:{ErrorCode(c).name}" for k, (r, c) in strict.FAULTS.items())
+    before = (strict.STRICT, strict.SHUFFLE, spec, strict.SEED)
+    try:
+        strict.configure(faults="dma_memcpy=0.5", seed=1)
+        assert strict.FAULTS_ON and strict.FAULTS
+        strict.configure(faults="", seed=1)
+        assert not strict.FAULTS_ON and not strict.FAULTS
+    finally:
+        strict.configure(strict=before[0], shuffle=before[1], faults=before[2], seed=before[3])

@@ -500,7 +500,7 @@ def test_every_task_pins_its_buffers_while_in_flight(pair: Pair) -> None:
         assert not any(buf._h.pins for buf in bufs)  # type: ignore[attr-defined]
 
 
-def test_task_kinds_are_known_to_fault_injection(pair: Pair) -> None:
+def test_task_kinds_are_known_to_fault_injection(pair: Pair, monkeypatch: pytest.MonkeyPatch) -> None:
     from doca_py.emulated import rdma as emu
     from doca_py.emulated import strict
 
@@ -511,16 +511,12 @@ def test_task_kinds_are_known_to_fault_injection(pair: Pair) -> None:
         assert cls.kind == kind and kind in strict.KINDS
     p, a = pair, pair.a
     assert a.conn is not None
-    saved = dict(strict.FAULTS)
-    strict.FAULTS.clear()
-    strict.FAULTS["rdma_write"] = (1.0, int(e.ErrorCode.CONNECTION_RESET))
-    try:
-        t = a.rdma.task_write_allocate_init(a.conn, p.inv.buf_get_by_data(a.mm, a.base, 8),
-                                            p.inv.buf_get_by_addr(p.remote, p.rbase, 8))
-        assert run(p.pe, a, t) == ["err"]
-    finally:
-        strict.FAULTS.clear()
-        strict.FAULTS.update(saved)
+    monkeypatch.setattr(strict, "FAULTS", {"rdma_write": (1.0, int(e.ErrorCode.CONNECTION_RESET))})
+    monkeypatch.setattr(strict, "FAULTS_ON", True)
+    t = a.rdma.task_write_allocate_init(a.conn, p.inv.buf_get_by_data(a.mm, a.base, 8),
+                                        p.inv.buf_get_by_addr(p.remote, p.rbase, 8))
+    assert run(p.pe, a, t) == ["err"]
+    monkeypatch.undo()
     assert t.get_status() == e.ErrorCode.CONNECTION_RESET and "fault injected" in t.reason
     assert bytes(p.b.mem[:8]) == bytes(8)
 

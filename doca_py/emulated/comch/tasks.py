@@ -268,7 +268,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
         self.credit: Remote | None = None  # the credit taken at submit, until the task runs
 
     def _check_submit(self) -> None:
-        if strict.FAULTS:
+        if strict.FAULTS_ON:
             # The submit that would be the pool's next task; a submit refused by a fault is tried again
             # by the application, so the refusals of that task are counted (a refusal for want of
             # credit, which depends on the peer's timing, is not).
