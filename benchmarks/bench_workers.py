@@ -189,11 +189,16 @@ def child(args: argparse.Namespace) -> int:
             if threads not in best or r["tasks_per_s"] > best[threads]["tasks_per_s"]:
                 best[threads] = r
     gil = getattr(sys, "_is_gil_enabled", lambda: True)()
-    ft = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
-    label = f"{sys.version.split()[0]}{'t' if ft else ''}, GIL {'on' if gil else 'off'}"
-    print(json.dumps({"backend": args.child, "gil": gil, "label": label, "best": best}))
+    print(json.dumps({"backend": args.child, "gil": gil, "label": _label(), "best": best}))
     sys.stdout.flush()
     os._exit(0)  # the native fake cannot stop a ctx: leave without finalizers
+
+
+def _label() -> str:
+    """This interpreter as the tables name it: version, ``t`` for a free-threaded build, the GIL's state."""
+    gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+    ft = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    return f"{sys.version.split()[0]}{'t' if ft else ''}, GIL {'on' if gil else 'off'}"
 
 
 def _free_threaded(python: str) -> bool:
@@ -254,7 +259,8 @@ def _topology_rows(args: argparse.Namespace) -> list[str]:
                 if workers not in best or r.iops > best[workers].iops:
                     best[workers] = r
     one, two = best[1], best[2]
-    rows.append(f"| {sys.version.split()[0]}, GIL on | topology read-4k | {one.iops:,.0f} | {two.iops:,.0f} | "
+    # The topology's processes are this interpreter with this environment (PYTHON_GIL included).
+    rows.append(f"| {_label()} | topology read-4k | {one.iops:,.0f} | {two.iops:,.0f} | "
                 f"**{two.iops / one.iops:.2f}** | {one.cpu_us_per_io('all'):,.0f} µs | "
                 f"{two.cpu_us_per_io('all'):,.0f} µs | {two.cpu_us_per_io('all') / one.cpu_us_per_io('all'):.2f} |")
     return rows
