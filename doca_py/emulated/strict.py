@@ -46,8 +46,8 @@ from typing import NamedTuple
 from ..errors import DocaUsageError, ErrorCode
 from . import trace
 
-__all__ = ["STRICT", "SHUFFLE", "SEED", "FAULTS", "FAULTS_ON", "KINDS", "Fault", "violation", "ctx_id", "task_id", "order_key",
-           "uniform", "fault_rate", "fault", "injected", "describe", "parse_faults", "configure", "reseed"]
+__all__ = ["STRICT", "SHUFFLE", "SEED", "FAULTS", "FAULTS_ON", "KINDS", "Fault", "violation", "ctx_id", "task_id",
+           "order_key", "uniform", "fault_rate", "fault", "injected", "describe", "parse_faults", "configure", "reseed"]
 
 #: Task kinds that fault injection knows, with the status hardware reports for each.
 KINDS: dict[str, int] = {
