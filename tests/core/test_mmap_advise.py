@@ -41,14 +41,20 @@ def test_doca_2_6_has_no_mmap_advise(monkeypatch: pytest.MonkeyPatch) -> None:
             d.MmapAdvise(dev)
 
 
+def _started(dev: d.Dev, pe: d.Pe, done: list[str]) -> d.MmapAdvise:
+    """A running MmapAdvise on *dev* whose completions append "ok" or "err" to *done*."""
+    adv = d.MmapAdvise(dev)
+    pe.connect_ctx(adv)
+    adv.task_invalidate_cache_set_conf(lambda *a: done.append("ok"), lambda *a: done.append("err"), 1)
+    adv.start()
+    return adv
+
+
 def test_a_released_buffer_is_refused() -> None:
     with d.Dev.open_by_pci_addr(DPU_PCI) as dev, d.Pe() as pe, d.BufInventory(4) as inv, \
             local_mmap(dev, 4096) as mm:
-        adv = d.MmapAdvise(dev)
-        pe.connect_ctx(adv)
         done: list[str] = []
-        adv.task_invalidate_cache_set_conf(lambda *a: done.append("ok"), lambda *a: done.append("err"), 1)
-        adv.start()
+        adv = _started(dev, pe, done)
         buf = inv.buf_get_by_data(mm, mm.get_memrange()[0], 64)
         task = adv.task_invalidate_cache_alloc_init(buf)
         buf.dec_refcount()
@@ -71,11 +77,8 @@ def test_an_imported_map_is_advised_until_its_exporter_revokes_it() -> None:
             d.BufInventory(4) as inv:
         exported = local_mmap(host, 4096, perms=d.AccessFlag.LOCAL_READ_WRITE | d.AccessFlag.PCI_READ_WRITE)
         imported = d.Mmap.create_from_export(exported.export_pci(host), dpu)
-        adv = d.MmapAdvise(dpu)
-        pe.connect_ctx(adv)
         done: list[str] = []
-        adv.task_invalidate_cache_set_conf(lambda *a: done.append("ok"), lambda *a: done.append("err"), 1)
-        adv.start()
+        adv = _started(dpu, pe, done)
         buf = inv.buf_get_by_data(imported, imported.get_memrange()[0], 64)
         task = adv.task_invalidate_cache_alloc_init(buf)
         task.submit()
