@@ -301,10 +301,11 @@ def _child(spec: _Spec, ctl: Connection, peer: Connection) -> None:
 
     if _backend.impl != "emulated":
         _backend.use("emulated").__enter__()  # a side is always an emulated one, even where DOCA is installed
-    if spec.environ is not None:
-        from .warm import refresh_from_env
+    # A warm side's imports saw the zygote's environment; a spawned one's may have seen the parent's too
+    # (free-threaded 3.13 imports the emulator with doca_py, before the side's environment is set): re-read.
+    from .warm import refresh_from_env
 
-        refresh_from_env()
+    refresh_from_env()
     spec.knobs.apply(token=spec.role)  # its decisions: a function of the seed, its role and its tasks
     from ..emulated import trace
 
