@@ -43,7 +43,7 @@ import sys
 import venv
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -148,6 +148,16 @@ class Python:
     @property
     def label(self) -> str:
         return "python " + ".".join(map(str, self.version)) + (" free-threaded, GIL off" if self.free_threaded else "")
+
+    @property
+    def caveat(self) -> str:
+        """What to know of this interpreter before reading its results, or ``""``."""
+        if self.free_threaded and self.minor == (3, 13):
+            # Measured by benchmarks/bench_busy_start.py; docs/getting-started.md#a-free-threaded-python.
+            return ("CPython 3.13's free-threaded build spins through sched_yield() at every buffered file's close "
+                    "(3.14 does not, gh-114203): beside other busy processes its processes start tens of times "
+                    "slower, and multi-process tests can miss their bounds; prefer python3.14t")
+        return ""
 
     @property
     def venv_dir(self) -> Path:
@@ -280,6 +290,8 @@ class Run:
     outcome: Outcome
     #: The interpreter that ran it, relative to the checkout.
     python: str = ".venv/bin/python"
+    #: The interpreter's caveat (``Python.caveat``), repeated under a failed run's line.
+    caveat: str = ""
 
     def line(self) -> str:
         if self.returncode == 0:
@@ -299,7 +311,11 @@ def failing_tests(runs: Iterable[Run]) -> dict[str, list[Run]]:
 def summary(title: str, runs: list[Run]) -> list[str]:
     """The closing report: one line per run, then every failing test with the seeds that failed it."""
     bad = [r for r in runs if r.returncode]
-    lines = [f"{title}: {len(runs) - len(bad)} of {len(runs)} passed"] + ["  " + r.line() for r in runs]
+    lines = [f"{title}: {len(runs) - len(bad)} of {len(runs)} passed"]
+    for r in runs:
+        lines.append("  " + r.line())
+        if r.returncode and r.caveat:
+            lines.append("    note: " + r.caveat)
     failing = failing_tests(runs)
     if failing:
         lines.append(f"failing tests, with the {SEED} of each run that failed them:")
@@ -419,8 +435,11 @@ def _on_every_python(args: list[str]) -> list[Run]:
             continue
         seed = os.environ.get(SEED) or distinct_seeds(1)[0]
         skip = [f"--ignore={d}" for d in OTHER_PYTHONS_SKIP]
-        runs.append(_pytest(venv_py, [*skip, *args], py.label, seed, RESULTS / f"{py.venv_dir.name}.xml",
-                            gil_off=py.free_threaded))
+        if py.caveat:
+            print(f"note on {py.label}: {py.caveat}", flush=True)
+        run_ = _pytest(venv_py, [*skip, *args], py.label, seed, RESULTS / f"{py.venv_dir.name}.xml",
+                       gil_off=py.free_threaded)
+        runs.append(replace(run_, caveat=py.caveat))
     return runs
 
 

@@ -162,6 +162,19 @@ def test_a_run_that_failed_without_a_failing_test_still_fails() -> None:
     ]
 
 
+def test_only_a_free_threaded_313_carries_the_busy_machine_caveat_and_a_failed_run_repeats_it() -> None:
+    ft313, ft314 = Python("/a", (3, 13, 5), True), Python("/b", (3, 14, 0), True)
+    assert "sched_yield" in ft313.caveat and "python3.14t" in ft313.caveat
+    assert ft314.caveat == "" and Python("/c", (3, 13, 5)).caveat == ""
+    runs = [Run(ft313.label, "7", 1, Outcome(3, 0, ["tests/a.py::test_x"]), caveat=ft313.caveat),
+            Run(ft313.label, "8", 0, Outcome(4, 0), caveat=ft313.caveat)]
+    lines = tasks.summary("test suite per Python", runs)
+    assert lines[1].startswith("  python 3.13.5 free-threaded, GIL off: FAILED")
+    assert lines[2] == "    note: " + ft313.caveat
+    assert lines[3] == "  python 3.13.5 free-threaded, GIL off: 4 passed, 0 skipped"  # passed: no note
+    assert not any(line.startswith("    note") for line in lines[3:])
+
+
 class _Repeating(random.Random):
     # The values are set after construction: 3.10's Random.__new__ takes a constructor argument
     # as the seed (and cannot hash a list).
