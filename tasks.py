@@ -155,8 +155,8 @@ class Python:
         if self.free_threaded and self.minor == (3, 13):
             # Measured by benchmarks/bench_busy_start.py; docs/getting-started.md#a-free-threaded-python.
             return ("CPython 3.13's free-threaded build spins through sched_yield() at every buffered file's close "
-                    "(3.14 does not, gh-114203): beside other busy processes its processes start tens of times "
-                    "slower, and multi-process tests can miss their bounds; prefer python3.14t")
+                    "(3.14 does not, gh-114203): beside other busy processes its processes start up to hundreds "
+                    "of times slower, and multi-process tests can miss their bounds; prefer python3.14t")
         return ""
 
     @property

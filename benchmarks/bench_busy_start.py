@@ -7,9 +7,9 @@ while its own ``close()`` holds it (``close()`` calls ``flush()``, both critical
 object). 3.13 has no fast path for a lock the thread already holds (3.14 has one, gh-114203), so the
 second take spins 40 times through ``sched_yield()`` before it parks and the first lock is let go. On an
 idle core a ``sched_yield()`` returns at once; beside runnable processes each one hands the core away.
-Every module import reads its file that way, so a process of a free-threaded 3.13 starts tens of times
-slower when the CPU is contended: the suite's multi-process tests saw storage targets, comch children
-and examples silent for 20-30 s. This script measures it on the interpreters given.
+Every module import reads its file that way, so a process of a free-threaded 3.13 starts up to hundreds
+of times slower when the CPU is contended: the suite's multi-process tests saw storage targets, comch
+children and examples silent for 20-30 s. This script measures it on the interpreters given.
 
 * ``close``: µs per ``open(path, "rb")`` / ``read(64)`` / ``close()`` of a small file (median of five
   rounds of ``--closes``);
@@ -81,7 +81,7 @@ def _import_s(python: str, env: dict[str, str], starts: int) -> float:
 
 
 class _Burners:
-    """Busy loops in processes of their own, one per CPU unless told otherwise."""
+    """Busy loops, each in a process of its own, killed on exit."""
 
     def __init__(self, n: int) -> None:
         self.n = n
