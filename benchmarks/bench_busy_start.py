@@ -25,6 +25,7 @@ turn. A free-threaded interpreter runs with ``PYTHON_GIL=0``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -34,6 +35,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import tasks  # noqa: E402 - the checkout's own interpreter probe
 
 _CLOSES = """
 import statistics, sys, time
@@ -48,14 +53,14 @@ for _ in range(5):
 print(statistics.median(rounds) * 1e6)
 """
 
-_PROBE = "import sys, sysconfig; print(sys.version.split()[0], int(bool(sysconfig.get_config_var('Py_GIL_DISABLED'))))"
-
-
 def _describe(python: str) -> tuple[str, bool]:
-    out = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, check=True).stdout.split()
-    free_threaded = out[1] == "1"
+    """*python*'s row label (version, ``t`` for a free-threaded build, where it is) and whether it is
+    free-threaded."""
+    py, why = tasks.probe(python)
+    if py is None:
+        raise SystemExit(f"{python}: {why}")
     name = os.path.relpath(python, ROOT) if python.startswith(str(ROOT)) else python
-    return f"{out[0]}{'t' if free_threaded else ''} {name}", free_threaded
+    return f"{'.'.join(map(str, py.version))}{'t' if py.free_threaded else ''} {name}", py.free_threaded
 
 
 def _env(free_threaded: bool) -> dict[str, str]:
@@ -80,6 +85,11 @@ def _import_s(python: str, env: dict[str, str], starts: int) -> float:
     return statistics.median(times)
 
 
+#: A burner ends by itself after this many seconds, should this script be killed before it kills them.
+BURN_LIMIT = 900
+_BURN = f"import time\nend = time.monotonic() + {BURN_LIMIT}\nwhile time.monotonic() < end:\n    pass\n"
+
+
 class _Burners:
     """Busy loops, each in a process of its own, killed on exit."""
 
@@ -88,7 +98,7 @@ class _Burners:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> _Burners:
-        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.n)]
+        self.procs = [subprocess.Popen([sys.executable, "-c", _BURN, "doca_py-busy-start"]) for _ in range(self.n)]
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -120,12 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             for python in pythons:
                 label, ft = _describe(python)
                 env = _env(ft)
-                if busy:
-                    with _Burners(args.burners):
-                        rows.append((label, "busy", _close_us(python, env, small.name, args.closes),
-                                     _import_s(python, env, args.starts)))
-                else:
-                    rows.append((label, "quiet", _close_us(python, env, small.name, args.closes),
+                with _Burners(args.burners) if busy else contextlib.nullcontext():
+                    rows.append((label, "busy" if busy else "quiet", _close_us(python, env, small.name, args.closes),
                                  _import_s(python, env, args.starts)))
     ref = {cond: (c, i) for label, cond, c, i in rows if label == rows[0][0]}
     print(f"{os.cpu_count()} CPUs, busy = beside {args.burners} busy loops; ratios to {rows[0][0]} in the same "

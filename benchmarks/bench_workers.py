@@ -202,9 +202,10 @@ def _label() -> str:
 
 
 def _free_threaded(python: str) -> bool:
-    out = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_config_var('Py_GIL_DISABLED'))"],
-                         capture_output=True, text=True)
-    return out.stdout.strip() == "1"
+    import tasks  # the checkout's own interpreter probe (ROOT is on sys.path)
+
+    py, _why = tasks.probe(python)
+    return py is not None and py.free_threaded
 
 
 def _threads_rows(python: str, args: argparse.Namespace, libdir: str | None) -> list[str]:

@@ -13,7 +13,7 @@ BENCH = ROOT / "benchmarks" / "bench_busy_start.py"
 
 def _burners() -> list[str]:
     out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
-    return [line for line in out.splitlines() if "while True: pass" in line]
+    return [line for line in out.splitlines() if "doca_py-busy-start" in line]
 
 
 def test_busy_start_reports_quiet_and_busy_rows_and_stops_its_burners() -> None:
