@@ -354,10 +354,12 @@ def build_parser(prog: str = "doca_py") -> argparse.ArgumentParser:
     sub.add_parser("probe", parents=[probe_parser], add_help=False,
                    help="which declared DOCA functions the installed libdoca_*.so export",
                    description=probe_parser.description)
+    sub.add_parser("libdoca", add_help=False, help="build DOCA's C libraries served by the emulator "
+                                                   "(--out DIR [--doca-version V])")
     return parser
 
 
-_COMMANDS = ("devices", "probe")
+_COMMANDS = ("devices", "probe", "libdoca")
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "doca_py") -> int:
@@ -365,6 +367,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "doca_py") -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     if not args_in or (args_in[0] not in _COMMANDS and args_in[0] not in ("-h", "--help", "--version")):
         args_in.insert(0, "devices")
+    if args_in[0] == "libdoca":
+        from . import libdoca
+
+        return libdoca.main(args_in[1:], prog=f"{prog} libdoca")
     args = build_parser(prog).parse_args(args_in)
     if args.command == "probe":
         from .native import probe

@@ -1,0 +1,76 @@
+"""The emulator serving libdoca's C functions (see :mod:`doca_py.libdoca`).
+
+``attach`` is what a libdoca library calls, once, on its first call: it fills the library's slot
+table with one ``ctypes`` callback per exported function, each the serve function registered for it
+(:func:`~doca_py.libdoca.serve._core.impl`) or, for what the emulator does not offer, one returning
+``DOCA_ERROR_NOT_SUPPORTED``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import os
+import threading
+from typing import Any
+
+from . import _core
+
+__all__ = ["attach", "MODULES"]
+
+#: The serve modules, one per DOCA library (imported at the first attach).
+MODULES = ("common", "dma", "compress", "erasure_coding", "rdma", "comch", "sync_event", "buf_pool",
+           "mmap_advise")
+
+_lock = threading.Lock()
+_keep: list[Any] = []  # the slot callbacks: alive for the process, as C holds their addresses
+_loaded = False
+
+
+def _load_modules() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for name in MODULES:
+        try:
+            importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    _loaded = True
+
+
+def _present_version(text: str) -> tuple[int, int]:
+    from ...emulated import version as emu_version
+
+    ver = emu_version.parse(text)
+    emu_version.VERSION = ver
+    os.environ["DOCA_PY_EMU_VERSION"] = f"{ver[0]}.{ver[1]}"  # child processes present the same
+    return ver
+
+
+def attach(slots: int, names: int, count: int, libname: str, version: str) -> None:
+    """Fill the *count* slots at address *slots* of ``libdoca_<libname>`` (DOCA *version*); *names*
+    is the library's ``const char *[]`` of the functions in slot order."""
+    from ...native import capi
+
+    with _lock:
+        ver = _present_version(version)
+        _load_modules()
+        decls = {d.name: d for table in capi.tables().values() for d in table}
+        name_ptrs = (ctypes.c_char_p * count).from_address(names)
+        table = (ctypes.c_void_p * count).from_address(slots)
+        for i in range(count):
+            name = (name_ptrs[i] or b"").decode()
+            decl = decls[name]
+            restype, argtypes = decl.signature((*ver, 0))
+            from ..cgen import cb_type
+
+            proto = ctypes.CFUNCTYPE(cb_type(restype), *(cb_type(t) for t in argtypes))
+            fn = _core.IMPLS.get(name)
+            target = _core.wrap(name, fn, restype) if fn is not None else _core.unserved(name, restype)
+            cb = proto(target)
+            _keep.append(cb)
+            table[i] = ctypes.cast(cb, ctypes.c_void_p).value
+        _core.log.debug("libdoca_%s %s attached: %d functions, %d served", libname, version, count,
+                        sum(1 for i in range(count) if (name_ptrs[i] or b"").decode() in _core.IMPLS))
