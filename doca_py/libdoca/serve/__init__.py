@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-import os
 import threading
 from typing import Any
 
@@ -43,9 +42,10 @@ def _load_modules() -> None:
 def _present_version(text: str) -> tuple[int, int]:
     from ...emulated import version as emu_version
 
+    # The process's emulator presents the library's version (a library of another version loaded
+    # later in the same process, as the conformance tests do, is paired with the emulator by its caller).
     ver = emu_version.parse(text)
     emu_version.VERSION = ver
-    os.environ["DOCA_PY_EMU_VERSION"] = f"{ver[0]}.{ver[1]}"  # child processes present the same
     return ver
 
 
