@@ -298,7 +298,7 @@ def ledger() -> CpuLedger | None:
 
 def unserved(name: str, restype: Any) -> Callable[..., Any]:
     """A DOCA function the emulator does not offer: ``DOCA_ERROR_NOT_SUPPORTED``, logged once."""
-    said = []
+    said: list[bool] = []
 
     def slot(*args: Any) -> Any:
         if not said:
