@@ -63,6 +63,7 @@ def attach(slots: int, names: int, count: int, libname: str, version: str) -> No
         ver = _present_version(version)
         _load_modules()
         decls = {d.name: d for table in capi.tables().values() for d in table}
+        ledger = _core.ledger()
         name_ptrs = (ctypes.c_char_p * count).from_address(names)
         table = (ctypes.c_void_p * count).from_address(slots)
         for i in range(count):
@@ -74,6 +75,8 @@ def attach(slots: int, names: int, count: int, libname: str, version: str) -> No
             proto = ctypes.CFUNCTYPE(cb_type(restype), *(cb_type(t) for t in argtypes))
             fn = _core.IMPLS.get(name)
             target = _core.wrap(name, fn, restype) if fn is not None else _core.unserved(name, restype)
+            if ledger is not None:
+                target = ledger.timed(target)
             cb = proto(target)
             _keep.append(cb)
             table[i] = ctypes.cast(cb, ctypes.c_void_p).value
