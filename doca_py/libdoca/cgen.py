@@ -137,6 +137,22 @@ static void *py_sym(void *lib, const char *name)
 	return p;
 }
 
+static void *exit_lib;
+
+/* At the C program's exit, the exit hooks of the Python libdoca started (the emulator's trace file,
+ * its runtime files): Python itself is never finalised, as the program's threads may still be in it. */
+static void run_python_exit(void)
+{
+	py_gil_ensure_t ensure = (py_gil_ensure_t)dlsym(exit_lib ? exit_lib : RTLD_DEFAULT, "PyGILState_Ensure");
+	py_gil_release_t release = (py_gil_release_t)dlsym(exit_lib ? exit_lib : RTLD_DEFAULT, "PyGILState_Release");
+	py_run_t run = (py_run_t)dlsym(exit_lib ? exit_lib : RTLD_DEFAULT, "PyRun_SimpleString");
+	if (!ensure || !release || !run)
+		return;
+	int gil = ensure();
+	run("__import__('atexit')._run_exitfuncs()");
+	release(gil);
+}
+
 /* Start the emulator's Python when the process has none (a C program), once per process: the
  * first library to boot starts it, the others find it initialised. */
 static int start_python(void **lib)
@@ -171,6 +187,8 @@ static int start_python(void **lib)
 	init(0);
 	run(SYS_PATH_CODE);
 	save(); /* later calls take the GIL with PyGILState_Ensure, from any thread */
+	exit_lib = *lib;
+	atexit(run_python_exit);
 	return 0;
 }
 
@@ -236,7 +254,11 @@ def _function(i: int, entry: Entry, init_error: int) -> str:
 def shim_source(boot: Boot, entries: Iterable[Entry]) -> str:
     """The C of one library: its exported functions, each jumping through its slot."""
     entries = list(entries)
-    path_code = "import sys; sys.path[:0] = [p for p in " + repr(list(boot.sys_path)) + " if p not in sys.path]"
+    # The building interpreter's sys.path first (its venv, its editable checkouts); a site directory's
+    # .pth files are processed too, for installs that hook imports (editable finders) rather than add paths.
+    path_code = ("import os, site, sys; _p = " + repr(list(boot.sys_path)) + "; "
+                 "sys.path[:0] = [p for p in _p if p not in sys.path]; "
+                 "[site.addsitedir(p) for p in _p if os.path.isdir(p) and any(f.endswith('.pth') for f in os.listdir(p))]")
     defines = [
         f"#define NSLOTS {len(entries)}",
         f"#define LIBNAME {_cstr(boot.libname)}",
