@@ -19,7 +19,7 @@ from typing import Any
 from ..native import capi
 from ..native.capi._decl import Decl
 
-__all__ = ["Entry", "LIBRARIES", "exported", "c_type", "cb_type", "shim_source", "Boot"]
+__all__ = ["Entry", "LIBRARIES", "exported", "c_type", "cb_type", "shim_source", "sys_path_code", "Boot"]
 
 #: The libraries built, in load order (``cc`` is DOCA 2.6's comch).
 LIBRARIES = ("common", "dma", "compress", "erasure_coding", "rdma", "comch", "cc")
@@ -251,14 +251,19 @@ def _function(i: int, entry: Entry, init_error: int) -> str:
             f"\t{ret_kw}{fptr}({call});\n}}\n")
 
 
+def sys_path_code(paths: Iterable[str]) -> str:
+    """The one line of Python a started interpreter runs first: *paths* (the building interpreter's
+    ``sys.path``: its venv, its editable checkouts) ahead of its own, and the ``.pth`` files of those
+    directories processed as ``site`` does, for installs that hook imports rather than add paths."""
+    return ("import os, site, sys; _p = " + repr(list(paths)) + "; "
+            "sys.path[:0] = [p for p in _p if p not in sys.path]; "
+            "[site.addsitedir(p) for p in _p if os.path.isdir(p) and any(f.endswith('.pth') for f in os.listdir(p))]")
+
+
 def shim_source(boot: Boot, entries: Iterable[Entry]) -> str:
     """The C of one library: its exported functions, each jumping through its slot."""
     entries = list(entries)
-    # The building interpreter's sys.path first (its venv, its editable checkouts); a site directory's
-    # .pth files are processed too, for installs that hook imports (editable finders) rather than add paths.
-    path_code = ("import os, site, sys; _p = " + repr(list(boot.sys_path)) + "; "
-                 "sys.path[:0] = [p for p in _p if p not in sys.path]; "
-                 "[site.addsitedir(p) for p in _p if os.path.isdir(p) and any(f.endswith('.pth') for f in os.listdir(p))]")
+    path_code = sys_path_code(boot.sys_path)
     defines = [
         f"#define NSLOTS {len(entries)}",
         f"#define LIBNAME {_cstr(boot.libname)}",

@@ -15,6 +15,7 @@ from typing import IO
 
 import pytest
 
+from doca_py.libdoca import cgen
 from doca_py.libdoca.build import find_compiler
 from doca_py.testing import Knobs
 
@@ -89,6 +90,20 @@ def test_a_c_program_runs_the_emulators_exit_hooks(tmp_path: Path, doca_knobs: K
     events = json.loads(traces[0].read_text())
     names = {e.get("name", "") for e in (events["traceEvents"] if isinstance(events, dict) else events)}
     assert {"submit EmuDmaTaskMemcpy", "complete EmuDmaTaskMemcpy"} <= names, names
+
+
+def test_the_started_python_finds_what_the_building_one_found(tmp_path: Path) -> None:
+    # An import-hook install (an editable finder): only its .pth file's code knows where the module is.
+    site_dir, hooked = tmp_path / "site-packages", tmp_path / "elsewhere"
+    site_dir.mkdir()
+    hooked.mkdir()
+    (hooked / "hooked_mod.py").write_text("VALUE = 42\n")
+    (site_dir / "hook.pth").write_text(f"import sys; sys.path.append({str(hooked)!r})\n")
+    code = cgen.sys_path_code([str(site_dir)]) + "; import hooked_mod; print(hooked_mod.VALUE, sys.path[0])"
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=TIMEOUT,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["42", str(site_dir)]
 
 
 def test_doca_log_limits_and_backends(tmp_path: Path, doca_knobs: Knobs) -> None:
