@@ -108,9 +108,12 @@ def test_the_started_python_finds_what_the_building_one_found(tmp_path: Path) ->
 
 def test_doca_log_limits_and_backends(tmp_path: Path, doca_knobs: Knobs) -> None:
     program = compile_c(HERE / "log_levels.c", tmp_path / "log_levels", "3.2", "doca_common")
-    proc = run_c(program, c_env("3.2", doca_knobs))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = [line.split("][", 4)[-1] if line.startswith("buf| [") else line for line in proc.stdout.splitlines()]
+    raw = subprocess.run([str(program)], env=c_env("3.2", doca_knobs), capture_output=True, timeout=TIMEOUT,
+                         check=False)
+    assert raw.returncode == 0, raw.stdout + raw.stderr
+    assert raw.stdout.endswith(b"[main] bytes kept: \xff\xfe\n")
+    stdout = raw.stdout.decode("utf-8", "replace")
+    out = [line.split("][", 4)[-1] if line.startswith("buf| [") else line for line in stdout.splitlines()]
     assert out == [
         "create: DOCA_SUCCESS",
         "limits: 50 20",
@@ -125,8 +128,9 @@ def test_doca_log_limits_and_backends(tmp_path: Path, doca_knobs: Knobs) -> None
         "bad level: DOCA_ERROR_INVALID_VALUE",
         "unknown source: DOCA_ERROR_NOT_FOUND",
         "sdk on app backend: DOCA_ERROR_INVALID_VALUE",
+        "log_levels.c:46][main] bytes kept: \ufffd\ufffd",
     ]
-    record = next(line for line in proc.stdout.splitlines() if line.endswith("info 1"))
+    record = next(line for line in stdout.splitlines() if line.endswith("info 1"))
     assert f"][{proc_pid(record)}][DOCA][INF][log_levels.c:28][main] info 1" in record
 
 

@@ -113,7 +113,7 @@ def _file_writer(stream: int | None) -> Callable[[int, str], None]:
         raise DocaInvalidValue("FILE * is NULL")
 
     def write(level: int, text: str) -> None:
-        _fputs(text.encode(errors="replace"), stream)
+        _fputs(text.encode(errors="surrogateescape"), stream)
         _fflush(stream)
 
     return write
@@ -124,7 +124,7 @@ def _fd_writer(fd: int) -> Callable[[int, str], None]:
         raise DocaInvalidValue(f"file descriptor {fd}")
 
     def write(level: int, text: str) -> None:
-        os.write(fd, text.encode(errors="replace"))
+        os.write(fd, text.encode(errors="surrogateescape"))
 
     return write
 
@@ -135,7 +135,7 @@ def _buf_writer(buf: int | None, capacity: int, handler: int | None) -> Callable
     flush = c_function(_LogFlushCb, handler)
 
     def write(level: int, text: str) -> None:
-        data = text.encode(errors="replace")[:capacity - 1] + b"\0"  # each record at the buffer's start
+        data = text.encode(errors="surrogateescape")[:capacity - 1] + b"\0"  # each record at the buffer's start
         ctypes.memmove(buf, data, len(data))
         flush(buf)
 
@@ -149,12 +149,20 @@ def _syslog_writer(name: int | None) -> Callable[[int, str], None]:
 
     def write(level: int, text: str) -> None:
         syslog.openlog(ident)
-        syslog.syslog(prio.get(level, syslog.LOG_DEBUG), text.rstrip("\n"))
+        line = text.rstrip("\n").encode(errors="surrogateescape").decode(errors="replace")
+        syslog.syslog(prio.get(level, syslog.LOG_DEBUG), line)
 
     return write
 
 
 # -- sources and records -------------------------------------------------------------------------------
+
+def _message(p: int | None) -> str:
+    """The formatted message, its bytes kept as they are (``surrogateescape``: written back unchanged)."""
+    if not p:
+        raise DocaInvalidValue("message: NULL")
+    return ctypes.string_at(p).decode("utf-8", "surrogateescape")
+
 
 @impl("doca_log_register_source")
 def _register_source(name: int | None, out: int | None) -> int:
@@ -182,7 +190,7 @@ def _log(level: int, source: int, fname: int | None, line: int, func: int | None
     # libdoca's variadic entry formatted the message in C: *text* is the finished message.
     _level(level)
     record = format_record(level, read_str(fname, "file name") if fname else "?", line,
-                           read_str(func, "function") if func else "?", read_str(text, "message"))
+                           read_str(func, "function") if func else "?", _message(text))
     for backend in list(_state.backends):
         if not backend.sdk and backend.shows(level):
             backend.write(level, record)

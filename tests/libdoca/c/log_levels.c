@@ -43,5 +43,6 @@ int main(void)
 	step("bad level", doca_log_level_set_global_lower_limit(55));
 	step("unknown source", doca_log_unregister_source(12345));
 	step("sdk on app backend", doca_log_backend_set_sdk_level(backend, DOCA_LOG_LEVEL_INFO));
+	DOCA_LOG_ERR("bytes kept: %s", "\xff\xfe"); /* not UTF-8: written as they are */
 	return 0;
 }
