@@ -560,10 +560,10 @@ def _render(version: tuple[int, int]) -> dict[str, str]:
     defined_in: dict[str, str] = {name: header for name, (header, _) in typedefs.items()}
     defined_in.update({name: header for name, (header, _) in SCALAR_TYPEDEFS.items()})
     defined_in.update({f"enum {e.c_name}": e.header for e in enums})
-    used_typedefs: dict[str, list[Prototype]] = {}
+    typedefs_of: dict[str, list[Prototype]] = {}
     for name, (header, td) in typedefs.items():
-        used_typedefs.setdefault(header, []).append(td)
-    # A typedef is written when a prototype (or another typedef) of this version names it.
+        typedefs_of.setdefault(header, []).append(td)
+    # A scalar typedef is written when a prototype (or a typedef) of this version names it.
     used = set(_WORD.findall(" ".join(p.text for ps in protos.values() for p in ps)))
     for _, td in typedefs.values():
         used |= set(_WORD.findall(td.text)) - {td.name}
@@ -578,7 +578,7 @@ def _render(version: tuple[int, int]) -> dict[str, str]:
         scalars = [f"typedef {t} {n};" for n, (h, t) in SCALAR_TYPEDEFS.items() if h == header and n in used]
         if scalars:
             parts.append("\n".join(scalars))
-        parts += [td.text + ";" for td in used_typedefs.get(header, []) if td.name in used]
+        parts += [td.text + ";" for td in typedefs_of.get(header, [])]  # all: programs name them too
         parts += [p.declaration() for p in funcs]
         parts += _after(header, version)
         body = "\n\n".join(parts)

@@ -145,6 +145,13 @@ def test_the_header_inline_helpers_are_static_inline(include: tuple[str, Path]) 
     assert "static inline const char *doca_version(void)" in (d / "doca_version.h").read_text()
 
 
+def test_the_callback_typedefs_are_declared_even_when_no_prototype_names_them(include: tuple[str, Path]) -> None:
+    _, d = include  # doca_task_completion_cb_t: programs declare their generic callbacks with it
+    assert "typedef void (*doca_task_completion_cb_t)(struct doca_task *task, union doca_data task_user_data, " \
+           "union doca_data ctx_user_data);" in (d / "doca_pe.h").read_text()
+    assert "typedef void (*doca_ctx_state_changed_callback_t)(" in (d / "doca_ctx.h").read_text()
+
+
 def test_a_spelling_that_disagrees_with_its_table_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = tuple(r.replace("doca_dma_create(struct doca_dev *dev, struct doca_dma **dma)",
                            "doca_dma_create(struct doca_dev *dev, uint32_t flags, struct doca_dma **dma)")
