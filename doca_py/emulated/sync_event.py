@@ -17,6 +17,7 @@ the memfd's 8 bytes across processes (the exporter and its remote-PCI importers)
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import fcntl
 import os
@@ -37,7 +38,7 @@ from ..errors import (
     DocaNotSupported,
     DocaUnsupportedVersion,
 )
-from ..memory import HEADER_SIZE, SharedMemory
+from ..memory import HEADER_SIZE, SharedMemory, find_shared
 from ..types import AccessFlag as A
 from . import export as ex
 from . import version as emu_version
@@ -94,7 +95,9 @@ def decode_blob(data: bytes, want: BlobKind) -> ex.Blob:
 
 
 class _Cell:
-    """The 64-bit value and its locks. *at(write)* is a view of its 8 bytes after the access checks."""
+    """The 64-bit value and its locks. *at(write)* is a view of its 8 bytes after the access checks; *fd* is
+    the memfd other processes map the value from (``-1``: memory only this process reaches, the thread lock
+    is enough)."""
 
     __slots__ = ("at", "fd", "off", "lock")
 
@@ -104,6 +107,8 @@ class _Cell:
     def _locked(self, write: bool, fn: Callable[[memoryview], int]) -> int:
         with self.lock:
             view = self.at(write)  # first: a revoked import fails here, before touching the memfd
+            if self.fd < 0:
+                return fn(view)
             try:
                 fcntl.lockf(self.fd, fcntl.LOCK_EX, 8, self.off)
             except OSError as exc:
@@ -134,6 +139,13 @@ class _Cell:
 
 # The owner's cell of each internal mmap: a same-process import shares its locks.
 _owner_cells: weakref.WeakKeyDictionary[EmuMmap, _Cell] = weakref.WeakKeyDictionary()
+
+
+def _needs_26(fn: str) -> None:
+    """DOCA 3.0 dropped *fn* (2.6's wait-greater-than task): refused unless the emulator presents 2.6."""
+    if emu_version.VERSION >= (3, 0):
+        raise DocaNotSupported(f"{fn} exists up to DOCA 2.6 (3.0 has the eq/neq wait tasks); the emulator "
+                               f"presents DOCA {emu_version.VERSION[0]}.{emu_version.VERSION[1]} (DOCA_PY_EMU_VERSION)")
 
 
 def _needs_30(fn: str) -> None:
@@ -179,9 +191,13 @@ class EmuSyncEvent:
         self._view: memoryview | None = None
         self.exports: dict[tuple[BlobKind, str], tuple[EmuMmap, bytes]] = {}
         self.ctx: EmuSyncEventCtx | None = None
+        #: The value's address in this process (the event's own shared memory, or what ``set_addr`` /
+        #: ``set_doca_buf`` gave); 0 for an import.
+        self.addr = 0
         if cell is None:
             self.shm = SharedMemory(8)
             self._view = self.shm.buffer[:8]
+            self.addr = self.shm.address
             cell = _Cell(self._own_view, self.shm.fd, HEADER_SIZE, threading.Lock())
         self.cell = cell
 
@@ -218,6 +234,52 @@ class EmuSyncEvent:
 
     def add_subscriber_location_remote_pci(self) -> None:
         self._location(self.subscribers, "add_subscriber_location_remote_pci", "remote_pci")
+
+    def set_addr(self, addr: int) -> None:
+        """``doca_sync_event_set_addr``: keep the value in the caller's 8 bytes at *addr* (this process's
+        memory, 64-bit aligned) instead of the event's own. Another process reaches it through an export
+        only when the memory is shareable (a doca_py :class:`~doca_py.memory.SharedMemory`)."""
+        self._configurable("set_addr")
+        if not addr or addr % 8:
+            raise DocaInvalidValue(f"set_addr: the value needs 8 bytes aligned to 8, got address {addr:#x}")
+        view = memoryview((ctypes.c_char * 8).from_address(addr)).cast("B")
+        self._place(addr, lambda write: view, view)
+
+    def set_doca_buf(self, buf: object) -> None:
+        """``doca_sync_event_set_doca_buf``: keep the value in *buf*'s 8-byte data section (one buffer of a
+        started local mmap that grants writes); every access checks the map is still there."""
+        from .buf import EmuBuf
+
+        self._configurable("set_doca_buf")
+        if not isinstance(buf, EmuBuf) or not buf.refcount or buf.mmap is None:
+            raise DocaInvalidValue("set_doca_buf needs an allocated doca_buf")
+        if buf.next is not None or buf.prev is not None:
+            raise DocaInvalidValue("set_doca_buf takes one buffer, not a buffer list")
+        m, addr = buf.mmap, buf.data
+        if buf.data_len != 8:
+            raise DocaNotPermitted(f"set_doca_buf: the buffer's data section is {buf.data_len} bytes, not 8")
+        if m.from_export or not m.writable:
+            raise DocaNotPermitted("set_doca_buf: the buffer's mmap must be local and grant writes "
+                                   "(read, write and atomic permissions)")
+        if addr % 8:
+            raise DocaInvalidValue(f"set_doca_buf: the value needs 8 bytes aligned to 8, got address {addr:#x}")
+        m.view(addr, 8, True)  # the map reaches it now
+        self._place(addr, lambda write: m.view(addr, 8, write), None)
+
+    def _place(self, addr: int, at: Callable[[bool], memoryview], view: memoryview | None) -> None:
+        shared = find_shared(addr, 8)
+        fd, off = (shared.fd, HEADER_SIZE + addr - shared.address) if shared is not None else (-1, 0)
+        self._release_own()
+        self._view, self.addr = view, addr
+        self.cell = _Cell(at, fd, off, threading.Lock())
+
+    def _release_own(self) -> None:
+        if self._view is not None:
+            self._view.release()
+            self._view = None
+        if self.shm is not None:
+            self.shm.close()
+            self.shm = None
 
     # -- stand-alone use and the ctx -------------------------------------------------------------
     def start(self) -> None:
@@ -293,9 +355,8 @@ class EmuSyncEvent:
         hit = self.exports.get(key)
         if hit is not None:
             return hit[1]
-        assert self.shm is not None
         m = EmuMmap()
-        m.set_memrange(self.shm.address, 8)
+        m.set_memrange(self.addr, 8)
         m.set_permissions(_PERMS)
         m.add_dev(dev)
         m.start()
@@ -323,12 +384,9 @@ class EmuSyncEvent:
             self.ctx.destroy()
         if self.imported is not None:
             self.imported.destroy()
-        if self._view is not None:
-            self._view.release()
-            self._view = None
-        if self.shm is not None:
-            self.shm.close()
-            self.shm = None
+        self._release_own()
+        if self.imported is None:  # a placed value's memory is the caller's: the event no longer reaches it
+            self.cell = _Cell(self._own_view, -1, 0, threading.Lock())
         self.started = False
         self.destroyed = True
 
@@ -472,6 +530,13 @@ class EmuSyncEventTaskWaitNeq(EmuSyncEventTaskWait):
     op = "neq"
 
 
+class EmuSyncEventTaskWaitGt(EmuSyncEventTaskWait):
+    """DOCA 2.6's ``doca_sync_event_task_wait_gt`` (3.0 replaced it with the eq/neq waits)."""
+
+    __slots__ = ()
+    op = "gt"
+
+
 class _Waiters:
     """The ctx's wait tasks in flight, polled by every progress of its Pe (a Pe poller)."""
 
@@ -515,9 +580,12 @@ class EmuSyncEventCtx(EmuCtx):
         self.notify_add = TaskPool(self, EmuSyncEventTaskNotifyAdd, "sync_event")
         self.wait_eq = TaskPool(self, EmuSyncEventTaskWait, "sync_event")
         self.wait_neq = TaskPool(self, EmuSyncEventTaskWaitNeq, "sync_event")
-        if emu_version.VERSION < (3, 0):  # 2.6 has wait_gt tasks instead (not offered: 3.0 dropped them)
+        #: DOCA 2.6's wait-greater-than task type (C only: the Python API follows 3.0's eq/neq waits).
+        self.wait_gt: TaskPool[EmuTask] | None = None
+        if emu_version.VERSION < (3, 0):  # 2.6 has wait_gt tasks instead
             self.wait_eq = cast(Any, _Pool26("doca_sync_event_task_wait_eq_set_conf"))
             self.wait_neq = cast(Any, _Pool26("doca_sync_event_task_wait_neq_set_conf"))
+            self.wait_gt = TaskPool(self, EmuSyncEventTaskWaitGt, "sync_event")
         self.waiting = _Waiters(self)
 
     def destroy(self) -> None:
@@ -554,6 +622,12 @@ class EmuSyncEventCtx(EmuCtx):
     def task_wait_neq_alloc_init(self, value: int, mask: int) -> _SeTask:
         _needs_30("doca_sync_event_task_wait_neq_alloc_init")
         return self._alloc(self.wait_neq, value, mask)
+
+    def task_wait_gt_alloc_init(self, value: int, mask: int) -> _SeTask:
+        """DOCA 2.6's ``doca_sync_event_task_wait_gt_alloc_init`` (refused when presenting 3.0 or later)."""
+        _needs_26("doca_sync_event_task_wait_gt_alloc_init")
+        assert self.wait_gt is not None  # made in 2.6 mode
+        return self._alloc(self.wait_gt, value, mask)
 
 
 # -- creation ---------------------------------------------------------------------------------------
