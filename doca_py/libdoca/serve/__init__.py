@@ -18,7 +18,7 @@ from . import _core
 __all__ = ["attach", "MODULES"]
 
 #: The serve modules, one per DOCA library (imported at the first attach).
-MODULES = ("common", "dma", "compress", "erasure_coding", "rdma", "comch", "sync_event", "buf_pool",
+MODULES = ("common", "dma", "compress", "erasure_coding", "rdma", "comch", "comch_fastpath", "sync_event", "buf_pool",
            "mmap_advise")
 
 _lock = threading.Lock()
