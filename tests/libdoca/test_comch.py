@@ -162,6 +162,7 @@ def test_a_message_reaches_the_peer_s_callback_from_inside_progress_with_its_con
     count = ctypes.c_uint64()
     assert comch.doca_comch_connection_update_info(cconn) == OK
     assert comch.doca_comch_connection_get_counter(cconn, 1, byref(count)) == OK and count.value == 1
+    _producer_task_fields(common, comch, pe, host, cconn)
     # The client goes: the server's disconnect callback names the connection, whose handle dies with it.
     assert common.doca_ctx_stop(P(cctx)) in (OK, IN_PROGRESS)
     _progress(common, pe, lambda: len(events) == 2 and _state(common, cctx) == IDLE)
@@ -175,6 +176,43 @@ def test_a_message_reaches_the_peer_s_callback_from_inside_progress_with_its_con
     assert common.doca_dev_rep_close(P(rep)) == OK
     for dev in (dpu, host):
         assert common.doca_dev_close(P(dev)) == OK
+
+
+def _producer_task_fields(common: Any, comch: Any, pe: P, dev: int, conn: P) -> None:
+    """A producer send task's fields through the 3.x ABI: immediate data copied at allocation and at
+    set_imm_data, a pointer to it that stays valid, the consumer id as C set it."""
+    mem = ctypes.create_string_buffer(64)
+    mm, inv, buf, prod, task = P(), P(), P(), P(), P()
+    assert common.doca_mmap_create(byref(mm)) == OK
+    assert common.doca_mmap_set_memrange(mm, ctypes.addressof(mem), ctypes.c_size_t(64)) == OK
+    assert common.doca_mmap_add_dev(mm, P(dev)) == OK and common.doca_mmap_start(mm) == OK
+    assert common.doca_buf_inventory_create(ctypes.c_size_t(1), byref(inv)) == OK
+    assert common.doca_buf_inventory_start(inv) == OK
+    assert common.doca_buf_inventory_buf_get_by_args(inv, mm, P(ctypes.addressof(mem)), ctypes.c_size_t(64),
+                                                     P(ctypes.addressof(mem)), ctypes.c_size_t(8), byref(buf)) == OK
+    fail = TaskCompletionCb(lambda task, ud, ctx_ud: None)
+    assert comch.doca_comch_producer_create(conn, byref(prod)) == OK
+    assert comch.doca_comch_producer_task_send_set_conf(prod, fail, fail, 2) == OK
+    pctx = comch.doca_comch_producer_as_ctx(prod)
+    assert common.doca_pe_connect_ctx(pe, P(pctx)) == OK and common.doca_ctx_start(P(pctx)) == OK
+    imm = ctypes.create_string_buffer(b"imm!", 4)
+    assert comch.doca_comch_producer_task_send_alloc_init(prod, buf, imm, 4, 9, byref(task)) == OK
+    imm[0] = b"X"
+    ptr = comch.doca_comch_producer_task_send_get_imm_data(task)
+    assert ctypes.string_at(ptr, comch.doca_comch_producer_task_send_get_imm_data_len(task)) == b"imm!"
+    assert comch.doca_comch_producer_task_send_get_imm_data(task) == ptr  # stable while the data is
+    comch.doca_comch_producer_task_send_set_imm_data(task, b"other", 5)
+    ptr = comch.doca_comch_producer_task_send_get_imm_data(task)
+    assert ctypes.string_at(ptr, comch.doca_comch_producer_task_send_get_imm_data_len(task)) == b"other"
+    assert comch.doca_comch_producer_task_send_get_consumer_id(task) == 9
+    comch.doca_comch_producer_task_send_set_consumer_id(task, 0)  # names no consumer: taken, not ignored
+    assert comch.doca_comch_producer_task_send_get_consumer_id(task) == 0
+    assert comch.doca_comch_producer_task_send_get_buf(task) == buf.value
+    common.doca_task_free(comch.doca_comch_producer_task_send_as_task(task))
+    assert common.doca_ctx_stop(P(pctx)) == OK and comch.doca_comch_producer_destroy(prod) == OK
+    assert common.doca_buf_dec_refcount(buf, None) == OK
+    assert common.doca_buf_inventory_destroy(inv) == OK
+    assert common.doca_mmap_destroy(mm) == OK
 
 
 # -- one side native, the other emulated -------------------------------------------------------------

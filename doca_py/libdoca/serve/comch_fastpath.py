@@ -9,14 +9,15 @@ producer ``task_send_alloc_init`` has no immediate-data parameters; the one func
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 
 from ...emulated import comch as emu
 from ...emulated.comch import (EmuComchConsumer, EmuComchConsumerTaskPostRecv, EmuComchProducer,
                                EmuComchProducerTaskSend)
 from ...emulated.ctx import EmuTask
 from ...emulated.mmap import EmuMmap
-from ...errors import DocaInvalidValue
-from ._core import handle, obj, out_ptr, out_u32
+from ...errors import DocaError, DocaInvalidValue
+from ._core import handle, log, obj, out_ptr, out_u32
 from .comch import conn_of, serves, supported, u32_cap
 from .common import TaskRec, alloc_or_fail, buf_of, ctx_extra, forget_ctx, task_set_conf
 
@@ -133,13 +134,19 @@ def _recv_get_buf(p: int | None) -> int | None:
     return handle(b) if b is not None else None
 
 
+def _void(what: str, fn: Callable[[], None]) -> None:
+    """A ``void`` setter: C learns nothing of a refusal, so it is logged where it can be seen (the slot
+    wrapper logs DocaErrors at debug level only)."""
+    try:
+        fn()
+    except DocaError as exc:
+        log.warning("libdoca: %s refused: %s", what, exc)
+
+
 @serves("doca_comch_consumer_task_post_recv_set_buf")
 def _recv_set_buf(p: int | None, buf: int | None) -> None:
-    t = _recv_task(p)
-    b = buf_of(buf)
-    if b.mmap is not t.ctx.mmap:
-        raise DocaInvalidValue("the receive buffer must belong to the consumer's mmap")
-    t.set_buf(b)
+    # A buffer of another mmap is taken: the submit refuses it (INVALID_VALUE), as DOCA checks it there.
+    _void("doca_comch_consumer_task_post_recv_set_buf", lambda: _recv_task(p).set_buf(buf_of(buf)))
 
 
 @serves("doca_comch_consumer_task_post_recv_get_producer_id")
@@ -218,7 +225,7 @@ def _send_get_buf(p: int | None) -> int | None:
 
 @serves("doca_comch_producer_task_send_set_buf")
 def _send_set_buf(p: int | None, buf: int | None) -> None:
-    _send_task(p).set_buf(buf_of(buf))
+    _void("doca_comch_producer_task_send_set_buf", lambda: _send_task(p).set_buf(buf_of(buf)))
 
 
 @serves("doca_comch_producer_task_send_get_consumer_id")
@@ -228,7 +235,10 @@ def _send_consumer(p: int | None) -> int:
 
 @serves("doca_comch_producer_task_send_set_consumer_id")
 def _send_set_consumer(p: int | None, cid: int) -> None:
-    _send_task(p).set_consumer_id(cid)
+    t = _send_task(p)
+    # Any uint32_t is taken; 0 names no consumer: the send fails at the peer as an unknown id (NOT_FOUND)
+    # instead of going, unnoticed by C, to the consumer set before.
+    t.consumer_id = cid
 
 
 @serves("doca_comch_producer_task_send_get_imm_data")
@@ -244,4 +254,4 @@ def _send_imm_len(p: int | None) -> int:
 
 @serves("doca_comch_producer_task_send_set_imm_data")
 def _send_set_imm(p: int | None, data: int | None, n: int) -> None:
-    _send_task(p).set_imm_data(_read_imm(data, n))
+    _void("doca_comch_producer_task_send_set_imm_data", lambda: _send_task(p).set_imm_data(_read_imm(data, n)))
