@@ -22,6 +22,13 @@ instead; ``DOCA_PY_TEST_PYTHONS=`` (empty) runs none.
 instead (``tools/arm64.py``; root, several minutes the first time; docs/arm64.md). Arguments
 after ``--`` replace its folders.
 
+``test`` also runs the native pass on ``.venv``'s Python: the folders of ``NATIVE_PASS`` with
+``DOCA_PY_IMPL=native`` over ``libdoca`` (DOCA's C libraries served by the emulator, built once per
+run into ``build/libdoca``: ``python -m doca_py libdoca``), so every example, the app tests and the
+conformance tests run through ``doca_py/native`` as on a BlueField. Its summary line says so. A machine
+with real DOCA (``DOCA_PY_LIBDIR`` or the DOCA install directories) runs the whole suite natively
+instead, and this pass is left out. ``DOCA_PY_TEST_NATIVE=0`` leaves it out too.
+
 ``test --repeat N`` runs the suite N times on ``.venv``'s Python only, each run with a
 ``DOCA_PY_EMU_SEED`` of its own, and ends with every failing test and the seeds that
 failed it.
@@ -65,6 +72,14 @@ _VERSIONED = re.compile(r"python3\.(\d+)t?")
 #: have none and would be built from source, which needs Rust and crates.io: mypy 1.19+ (its librt and
 #: ast-serialize) and pydantic-core after 2.41.4 (pydantic 2.12's).
 FREE_THREADED_CONSTRAINTS = ("mypy<1.19", "pydantic-core<=2.41.4")
+
+
+#: The native pass: what runs again with ``DOCA_PY_IMPL=native`` over libdoca (see the docstring).
+NATIVE_PASS = ("tests/conformance", "tests/examples", "tests/libdoca", "tests/storage_target", "tests/gga_offload",
+               "tests/zero_copy", "tests/initiator", "tests/file_compression", "tests/secure_channel",
+               "tests/topology/test_topology.py::test_main_job_runs_the_three_default_tests")
+NATIVE_NAMES = ("conformance", "examples", "libdoca", "the app tests", "the main job")
+NATIVE_ENV = "DOCA_PY_TEST_NATIVE"
 
 
 class UsageError(Exception):
@@ -406,13 +421,14 @@ def parse_test_args(args: list[str]) -> tuple[int, list[str]]:
     return repeat, rest
 
 
-def _pytest(py: Path, args: list[str], label: str, seed: str, report: Path, gil_off: bool = False) -> Run:
+def _pytest(py: Path, args: list[str], label: str, seed: str, report: Path, gil_off: bool = False,
+            extra_env: dict[str, str] | None = None) -> Run:
     report.unlink(missing_ok=True)
     print(f"{label}: {SEED}={seed}", flush=True)
     # -n auto: pytest-xdist, one worker per core. xunit1: the report names each test's file.
     cmd = [str(py), "-m", "pytest", "-n", "auto", "-q", f"--junitxml={report}", "-o", "junit_family=xunit1", *args]
     print("+", " ".join(cmd), flush=True)
-    env = dict(os.environ, **{SEED: seed})
+    env = dict(os.environ, **{SEED: seed}, **(extra_env or {}))
     if gil_off:
         env["PYTHON_GIL"] = "0"
     returncode = subprocess.run(cmd, cwd=ROOT, env=env).returncode
@@ -443,6 +459,36 @@ def _on_every_python(args: list[str]) -> list[Run]:
     return runs
 
 
+def real_doca(py: Path) -> bool:
+    """Whether *py*'s doca_py finds a DOCA of its own (then the whole suite already runs natively)."""
+    probe_ = "from doca_py.native import loader; loader.load('common')"
+    env = dict(os.environ)
+    return subprocess.run([str(py), "-c", probe_], cwd=ROOT, env=env, capture_output=True).returncode == 0
+
+
+def _native_pass(args: list[str]) -> list[Run]:
+    """The native pass (see the module's docstring), or nothing when it does not apply."""
+    if os.environ.get(NATIVE_ENV, "1").strip() == "0" or real_doca(PY):
+        return []
+    if any(os.path.exists(a.split("::")[0]) for a in args if not a.startswith("-")):
+        return []  # tests named on the command line: they run once, on the selected backend
+    lib = ROOT / "build" / "libdoca"
+    proc = subprocess.run([str(PY), "-m", "doca_py", "libdoca", "--out", str(lib)], cwd=ROOT,
+                          capture_output=True, text=True)
+    label = "native path over libdoca"
+    if proc.returncode == 2:  # no C compiler: said once, not a failure of the suite
+        print(f"{label}: left out: {proc.stderr.strip()}", flush=True)
+        return []
+    if proc.returncode != 0:
+        return [Run(label, "-", proc.returncode, Outcome(problem=f"libdoca build failed: {proc.stderr.strip()[-400:]}"))]
+    version = subprocess.run([str(PY), "-c", "from doca_py.libdoca.build import default_version as v; print(v())"],
+                             cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    seed = os.environ.get(SEED) or distinct_seeds(1)[0]
+    env = {"DOCA_PY_IMPL": "native", "DOCA_PY_LIBDIR": proc.stdout.strip().splitlines()[-1]}
+    return [_pytest(PY, [*NATIVE_PASS, *args], f"{label} {version} (DOCA_PY_IMPL=native: {', '.join(NATIVE_NAMES)})",
+                    seed, RESULTS / "native.xml", extra_env=env)]
+
+
 def _repeated(n: int, args: list[str]) -> list[Run]:
     if os.environ.get(SEED):
         print(f"--repeat draws a seed per run: the exported {SEED}={os.environ[SEED]} is not used", flush=True)
@@ -469,7 +515,9 @@ def test(args: list[str]) -> int:
         runs, title = _repeated(repeat, pytest_args), f"{repeat} runs"
     else:
         runs = _on_every_python(pytest_args)
-        title = f"test suite per Python (after the first without {', '.join(OTHER_PYTHONS_SKIP)})"
+        runs[1:1] = _native_pass(pytest_args)
+        title = (f"test suite per Python (after the first without {', '.join(OTHER_PYTHONS_SKIP)}), "
+                 f"and the native pass")
     print("\n".join(summary(title, runs)), flush=True)
     return 1 if any(r.returncode for r in runs) else 0
 

@@ -1,7 +1,8 @@
 """The whole DOCA storage topology on one machine: ``python -m apps.topology``.
 
 Five kinds of process, started as the real deployment would run them, on the
-emulated backend:
+emulated backend (or, with ``DOCA_PY_IMPL=native``, through the native backend: over
+``libdoca``, DOCA's C libraries served by the emulator, when ``DOCA_PY_LIBDIR`` points at one):
 
 * ``apps.sbc_generator`` makes the data_1 / data_2 / data_p ``.sbc`` files from a
   generated sample (or ``--input``);
@@ -87,7 +88,7 @@ def _version() -> str:
         version = importlib.metadata.version("doca_py")
     except importlib.metadata.PackageNotFoundError:  # a checkout on PYTHONPATH
         version = "unknown"
-    return f"%(prog)s: v{version} (doca_py, emulated backend)"
+    return f"%(prog)s: v{version} (doca_py, {backend_path()} backend)"
 
 
 def build_parser() -> UsageParser:
@@ -96,7 +97,7 @@ def build_parser() -> UsageParser:
         prog="python -m apps.topology",
         description="Run the DOCA storage topology (3 targets, the gga offload bridge, the initiator; or one "
                     "target, the zero-copy bridge, the initiator) as separate processes on this machine with the "
-                    "emulated backend, and report each test.",
+                    "emulated backend (DOCA_PY_IMPL=native: the native one), and report each test.",
     )
     p.add_argument("--version", action="version", version=_version(),
                    help="print the program version and exit")
@@ -331,9 +332,10 @@ def _run_test(test: Test, args: argparse.Namespace, files: dict[str, Path], plai
 
 
 def environment(shuffle: bool = False, faults: str | None = None, seed: int | None = None) -> dict[str, str]:
-    """The child processes' environment: emulated backend in strict mode (unless
-    ``DOCA_PY_STRICT`` says otherwise), the knobs asked for, this checkout importable."""
-    env = dict(os.environ, DOCA_PY_IMPL="emulated")
+    """The child processes' environment: the emulated backend (the native one when ``DOCA_PY_IMPL=native``
+    asks for it) in strict mode (unless ``DOCA_PY_STRICT`` says otherwise), the knobs asked for, this
+    checkout importable."""
+    env = dict(os.environ, DOCA_PY_IMPL=backend_path())
     env.setdefault("DOCA_PY_STRICT", "1")
     if shuffle:
         env["DOCA_PY_EMU_SHUFFLE"] = "1"
@@ -346,9 +348,16 @@ def environment(shuffle: bool = False, faults: str | None = None, seed: int | No
     return env
 
 
+def backend_path() -> str:
+    """The backend the processes run on: ``native`` when ``DOCA_PY_IMPL=native`` asks for it, else ``emulated``
+    (``auto`` included: the main job is the emulated topology unless told otherwise)."""
+    return "native" if os.environ.get("DOCA_PY_IMPL", "").strip().lower() == "native" else "emulated"
+
+
 def _knobs(env: dict[str, str]) -> str:
-    names = ("DOCA_PY_STRICT", "DOCA_PY_EMU_SHUFFLE", "DOCA_PY_EMU_FAULTS", "DOCA_PY_EMU_SEED")
-    return " ".join(f"{n}={env[n]}" for n in names if env.get(n))
+    names = ("DOCA_PY_IMPL", "DOCA_PY_LIBDIR", "DOCA_PY_STRICT", "DOCA_PY_EMU_SHUFFLE", "DOCA_PY_EMU_FAULTS",
+             "DOCA_PY_EMU_SEED")
+    return " ".join(f"{n}={env[n]}" for n in names if env.get(n) and (n != "DOCA_PY_LIBDIR" or env["DOCA_PY_IMPL"] == "native"))
 
 
 def prepare(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> tuple[Path, dict[str, Path]]:

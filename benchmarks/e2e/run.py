@@ -30,6 +30,15 @@ Recovery and degraded scenarios exist only for the GGA bridge.
 
     .venv/bin/python benchmarks/e2e/run.py --bridge both --scenario read-4k --scenario read-64k \
         --scenario write-4k --scenario write-64k --repeat 3 --pick median --no-ceiling
+
+``--path native`` runs the processes through the native backend over ``libdoca`` (DOCA's C libraries
+served by the emulator, built on first use) and splits each process's CPU in two: what libdoca's
+emulator spends (time inside its slot functions, from its CPU ledger, plus the threads that never
+call into libdoca: the emulator's I/O and engine threads) and what doca_py's native layer and the
+app spend — the Python a BlueField's cores would run. ``--path both`` runs each scenario on the
+emulated backend and then natively, back to back, and prints the two side by side.
+
+    .venv/bin/python benchmarks/e2e/run.py --scenario read-4k --scenario read-64k --path both --no-ceiling
 """
 
 from __future__ import annotations
@@ -116,6 +125,9 @@ class Result:
     pe_hit_rate: str
     profiles: dict[str, Path] = field(default_factory=dict)
     bridge: str = "gga-offload"
+    path: str = "emulated"
+    #: Native path: per process, (CPU s of libdoca's emulator, CPU s of doca_py's native layer + the app).
+    split: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def procs(self) -> tuple[str, ...]:
@@ -149,6 +161,38 @@ def proc_cpu_seconds(pid: int) -> tuple[float, float]:
         return 0.0, 0.0
     fields = text[text.rindex(")") + 2:].split()
     return int(fields[11]) / _TICK, int(fields[12]) / _TICK
+
+
+def ledger_sample(pid: int, ledger_dir: Path) -> tuple[float, float]:
+    """(CPU s inside libdoca's slot functions, CPU s of the threads that call into libdoca) of *pid*, from
+    its CPU ledger (``doca_py.libdoca.serve._core.CpuLedger``) and ``/proc/<pid>/task/<tid>/stat``."""
+    try:
+        raw = (ledger_dir / str(pid)).read_bytes()
+    except FileNotFoundError:
+        return 0.0, 0.0
+    cells = memoryview(raw).cast("Q")
+    slot_ns, threads = 0, 0.0
+    for i in range(0, len(cells), 2):
+        tid, ns = cells[i], cells[i + 1]
+        if not tid:
+            continue
+        slot_ns += ns
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except FileNotFoundError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        threads += (int(fields[11]) + int(fields[12])) / _TICK
+    return slot_ns / 1e9, threads
+
+
+def native_env(env: dict[str, str], ledger_dir: Path) -> dict[str, str]:
+    """*env* for the native path over libdoca (built on first use), with the CPU ledger on."""
+    from doca_py import libdoca
+
+    ledger_dir.mkdir(parents=True, exist_ok=True)
+    return dict(env, DOCA_PY_IMPL="native", DOCA_PY_LIBDIR=str(libdoca.cached()), DOCA_PY_LIBDOCA_CPU=str(ledger_dir))
 
 
 def machine_cpu() -> tuple[int, int]:
@@ -252,7 +296,10 @@ def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, wo
         ready = _wait_line(initiator, _READY, deadline)
         if ready is None:
             raise RuntimeError(f"the initiator did not start its data path\n{initiator.tail()}\n{bridge.tail()}")
+        ledger = Path(env["DOCA_PY_LIBDOCA_CPU"]) if env.get("DOCA_PY_IMPL") == "native" and env.get(
+            "DOCA_PY_LIBDOCA_CPU") else None
         cpu0 = {k: proc_cpu_seconds(p.popen.pid) for k, p in procs.items()}
+        led0 = {k: ledger_sample(p.popen.pid, ledger) for k, p in procs.items()} if ledger else {}
         m0, t0 = machine_cpu(), time.monotonic()
         if sc.kill is not None:  # every measured read is served by the two survivors
             if _wait_line(bridge, _BRIDGE_RUNNING, deadline) is None:
@@ -262,6 +309,7 @@ def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, wo
         if done is None:
             raise RuntimeError(f"the initiator did not report\n{initiator.tail()}\n{bridge.tail()}")
         cpu1 = {k: proc_cpu_seconds(p.popen.pid) for k, p in procs.items()}
+        led1 = {k: ledger_sample(p.popen.pid, ledger) for k, p in procs.items()} if ledger else {}
         m1, t1 = machine_cpu(), time.monotonic()
         rc = initiator.popen.wait(max(1.0, deadline - time.monotonic()))
         if initiator._pump is not None:
@@ -276,8 +324,37 @@ def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, wo
     finally:
         topo.close()
     busy = (m1[0] - m0[0]) / max(1, m1[1] - m0[1])
-    return Result(sc, duration, count, t1 - t0, {k: sum(cpu1[k]) - sum(cpu0[k]) for k in procs_of},
-                  {k: cpu1[k][1] - cpu0[k][1] for k in procs_of}, busy, mean, hit, dict(topo.profiles), bridge_kind)
+    cpu = {k: sum(cpu1[k]) - sum(cpu0[k]) for k in procs_of}
+    split: dict[str, tuple[float, float]] = {}
+    for k in (procs_of if led1 else ()):
+        slot, callers = led1[k][0] - led0[k][0], led1[k][1] - led0[k][1]
+        app = max(0.0, callers - slot)  # the callers' CPU outside libdoca: doca_py/native and the app
+        split[k] = (cpu[k] - app, app)
+    return Result(sc, duration, count, t1 - t0, cpu, {k: cpu1[k][1] - cpu0[k][1] for k in procs_of}, busy, mean,
+                  hit, dict(topo.profiles), bridge_kind, "native" if ledger else "emulated", split)
+
+
+def path_tables(emulated: dict[str, Result], native: dict[str, Result]) -> str:
+    """The emulated and the native path side by side, and the native path's CPU split per process."""
+    out = ["| scenario | emulated IO/s | native IO/s | native ÷ emulated | µs CPU per IO, all: emulated | native "
+           "| of it libdoca's emulator | of it doca_py native + app |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for key, n in native.items():
+        e = emulated.get(key)
+        emu_all = sum(n.split[k][0] for k in n.split) / n.operations * 1e6
+        app_all = sum(n.split[k][1] for k in n.split) / n.operations * 1e6
+        out.append(f"| {n.scenario.title} | {_fmt_int(e.iops) if e else '-'} | {_fmt_int(n.iops)} | "
+                   f"{n.iops / e.iops:.2f} | " if e else f"| {n.scenario.title} | - | {_fmt_int(n.iops)} | - | ")
+        out[-1] += (f"{e.cpu_us_per_io('all'):.0f} | " if e else "- | ") + (
+            f"{n.cpu_us_per_io('all'):.0f} | {emu_all:.0f} | {app_all:.0f} |")
+    procs = next(iter(native.values())).procs if native else PROCS
+    out += ["", "Native path, µs CPU per IO of doca_py's native layer + the app (what a BlueField's cores run) / of "
+                "libdoca's emulator, per process:", "",
+            "| scenario | " + " | ".join(procs) + " |", "|---|" + "---:|" * len(procs)]
+    for n in native.values():
+        out.append(f"| {n.scenario.title} | " + " | ".join(
+            f"{n.split[k][1] / n.operations * 1e6:.0f} / {n.split[k][0] / n.operations * 1e6:.0f}" for k in procs) + " |")
+    return "\n".join(out)
 
 
 def pins_for(bridge_kind: str, pins: dict[str, int]) -> dict[str, int]:
@@ -444,6 +521,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layout", choices=(*LAYOUTS, "both"),
                    help="CPU layout: one-core (every worker on cpu 0), bridge-own-core (the bridge's worker on "
                         "cpu 1), or both one after the other; --pin applies on top (default: the --pin ones)")
+    p.add_argument("--path", choices=("emulated", "native", "both"), default="emulated",
+                   help="the backend the processes run on: emulated (default), native (over libdoca, with the CPU "
+                        "split between libdoca's emulator and doca_py's native layer + app), or both, back to back")
     p.add_argument("--repeat", type=int, default=1, help="runs per scenario (default: 1)")
     p.add_argument("--retries", type=int, default=0,
                    help="run a topology run that failed again, up to this many times (default: 0)")
@@ -480,9 +560,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         layouts = [(n, {**LAYOUTS[n], **extra}) for n in names]
     env = environment()
     env["DOCA_PY_STRICT"] = os.environ.get("DOCA_PY_STRICT", "0")  # measure the data path, not the sanitizer
+    env["DOCA_PY_IMPL"] = "emulated"
     own_tmp = args.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="doca_py_e2e_")) if own_tmp else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
+    paths = ["emulated", "native"] if args.path == "both" else [args.path]
+    envs = {"emulated": env}
+    if "native" in paths:
+        envs["native"] = native_env(env, workdir / "ledger")
     keys = args.scenario or list(SCENARIOS)
     bridges = list(BRIDGES) if args.bridge == "both" else [args.bridge]
     skipped = [k for k in keys if not set(bridges) & set(SCENARIOS[k].bridges)]
@@ -495,7 +580,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         prepared: dict[tuple[str, int], tuple[Path, dict[str, Path]]] = {}
         for layout, pins in layouts:
-            results: dict[str, dict[str, Result]] = {b: {} for b in bridges}
+            by_path: dict[str, dict[str, dict[str, Result]]] = {p: {b: {} for b in bridges} for p in paths}
+            results = by_path[paths[0]]
             ceilings: dict[str, CeilingResult] = {}
             for key in keys:
                 sc = SCENARIOS[key]
@@ -507,15 +593,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         ns = argparse.Namespace(input=None, block_size=sc.block_size, block_count=args.block_count,
                                                 matrix_type="vandermonde", timeout=args.timeout, bridge=kind)
                         prepared[kind, sc.block_size] = prepare(ns, d, env)
-                runs: dict[str, list[Result]] = {b: [] for b in kinds}
+                runs: dict[tuple[str, str], list[Result]] = {(b, p): [] for b in kinds for p in paths}
                 cruns: list[CeilingResult] = []
                 for i in range(args.repeat):
-                    for kind in kinds:  # back to back: the machine's drift hits both bridges alike
+                    # back to back: the machine's drift hits both bridges (and both paths) alike
+                    for kind, path in ((b, p) for b in kinds for p in paths):
                         plain, files = prepared[kind, sc.block_size]
-                        tag = f"[{layout}] {sc.title}" + (f", {_BRIDGE_TITLE[kind]}" if len(bridges) > 1 else "")
+                        tag = f"[{layout}] {sc.title}" + (f", {_BRIDGE_TITLE[kind]}" if len(bridges) > 1 else "") + (
+                            f", {path} path" if len(paths) > 1 or path != "emulated" else "")
                         for attempt in range(args.retries + 1):
                             try:
-                                r = run_scenario(sc, args.operations, files, plain, plain.parent, env, pins,
+                                r = run_scenario(sc, args.operations, files, plain, plain.parent, envs[path], pins,
                                                  set(args.profile), args.timeout, args.switch_interval, kind)
                                 break
                             except RuntimeError as exc:
@@ -523,18 +611,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     raise
                                 why = [ln.strip() for ln in str(exc).splitlines() if "failed" in ln] or [str(exc)]
                                 print(f"{tag} (run {i + 1}) FAILED, retrying: {why[0]}", flush=True)
-                        runs[kind].append(r)
+                        runs[kind, path].append(r)
                         print(f"{tag} (run {i + 1}): {_fmt_int(r.iops)} IO/s, {r.gibs:.3f} GiB/s, CPU s "
                               + ", ".join(f"{k} {v:.2f}" for k, v in r.cpu_s.items()), flush=True)
-                        if args.ceiling and sc.ceiling and kind == "gga-offload":
+                        if args.ceiling and sc.ceiling and kind == "gga-offload" and path == paths[0]:
                             c = run_ceiling(sc.block_size, args.ceiling_operations, args.block_count, pins, layout,
                                             args.timeout)
                             cruns.append(c)
                             print(f"{tag} (run {i + 1}) ceiling: {_fmt_int(c.iops)} IO/s, "
                                   f"{c.gibs:.3f} GiB/s, {c.cpu_us_per_io_all:.1f} µs CPU per IO; topology ÷ "
                                   f"ceiling {r.iops / c.iops:.3f}", flush=True)
-                for kind in kinds:
-                    results[kind][key] = pick(runs[kind], args.pick, lambda x: x.iops)
+                for kind, path in runs:
+                    by_path[path][kind][key] = pick(runs[kind, path], args.pick, lambda x: x.iops)
                 if cruns:
                     ceilings[key] = pick(cruns, args.pick, lambda x: x.iops)
             print()
@@ -561,6 +649,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("Zero-copy vs GGA bridge (same run, each scenario's runs back to back):")
                 print()
                 print(bridge_tables(results["gga-offload"], results["zero-copy"]))
+            if "native" in paths:
+                for kind in bridges:
+                    if by_path["native"][kind]:
+                        print()
+                        print(f"Emulated and native path ({_BRIDGE_TITLE[kind]} bridge, back to back):"
+                              if len(paths) > 1 else f"Native path ({_BRIDGE_TITLE[kind]} bridge):")
+                        print()
+                        print(path_tables(by_path["emulated"][kind] if len(paths) > 1 else {}, by_path["native"][kind]))
             for per_bridge in results.values():
                 for r in per_bridge.values():
                     for name, path in r.profiles.items():

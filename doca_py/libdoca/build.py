@@ -144,8 +144,10 @@ def build(out: Path, version: str | None = None) -> Path:
 
 
 def _write_headers(out: Path, version: tuple[int, int]) -> None:
+    import importlib
+
     try:
-        from . import headers
+        headers = importlib.import_module(f"{__package__}.headers")
     except ImportError:  # the headers generator is optional until it lands
         return
     headers.write(out / "include", version)

@@ -52,6 +52,8 @@ def exported(version: tuple[int, int]) -> dict[str, list[Entry]]:
     present = {d.name for decls in tables.values() for d in decls if _present(d, version)}
     out: dict[str, list[Entry]] = {}
     for lib in LIBRARIES:
+        if lib == ("comch" if version < (3, 0) else "cc"):
+            continue  # one comch library per version: DOCA 2.6 ships libdoca_cc, 3.0 renamed it libdoca_comch
         entries = []
         for decl in tables.get(lib, ()):
             if decl.name in present:

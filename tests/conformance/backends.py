@@ -6,12 +6,12 @@ use. :func:`bound` points that object (and ``doca_py.impl``) at another backend 
 test and restores it afterwards, so one process runs the same test on the emulated
 backend and on the native one.
 
-Without real DOCA libraries the native backend runs over the fake libraries of
-``tests/native/fakelib`` (the ``all32`` build: a DOCA 3.2-like common, comch, rdma, dma, erasure_coding,
-compress with the DOCA 3.x ABI). The fakes model only part of DOCA, so a test that calls a
-function they do not export is skipped at that call, naming the function; a test whose
-rule the fakes export the functions for but do not enforce carries
-``@pytest.mark.fakes_cannot("why")`` and is skipped up front with that reason.
+Without real DOCA libraries the native backend runs over ``libdoca`` (:mod:`doca_py.libdoca`): DOCA's
+C libraries generated from the declaration tables and served by the emulator in this process, built for
+the DOCA version the test's emulator presents, so the whole native path (declarations, trampolines,
+object layer) runs against DOCA's semantics. :func:`over_fakes` (the per-call fakes of
+``tests/native/fakelib``, which model only part of DOCA: a missing function skips the test naming it,
+``@pytest.mark.fakes_cannot("why")`` skips a rule they do not enforce) remains for tests that want them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import NoReturn
 import pytest
 
 import doca_py
-from doca_py import _backend
+from doca_py import _backend, libdoca
 from doca_py.native import capi, loader
 from doca_py.native.capi._decl import MissingFunction
 
@@ -34,7 +34,7 @@ from ..native.fakelib import engines as fake_engines
 from ..native.fakelib import rdma as fake_rdma
 from ..native.fakelib.plugin import FakeLibs
 
-__all__ = ["Backend", "bound", "over_fakes", "select", "MARK_CONFORMANCE", "MARK_FAKES_CANNOT"]
+__all__ = ["Backend", "bound", "over_fakes", "over_libdoca", "select", "MARK_CONFORMANCE", "MARK_FAKES_CANNOT"]
 
 #: Marks a test that runs on every backend (given to everything under tests/conformance).
 MARK_CONFORMANCE = "conformance"
@@ -44,14 +44,22 @@ MARK_FAKES_CANNOT = "fakes_cannot"
 
 class Backend(str):
     """The backend a test runs on: ``"emulated"`` or ``"native"`` (it compares as that string),
-    with :attr:`fakes`, the fake library directory when native means the fakes."""
+    with :attr:`fakes`, the fake library directory when native means the fakes, and :attr:`libdoca`,
+    the libdoca directory when native means libdoca over the emulator."""
 
     fakes: Path | None = None
+    libdoca: Path | None = None
 
-    def __new__(cls, name: str, fakes: Path | None = None) -> Backend:
+    def __new__(cls, name: str, fakes: Path | None = None, libdoca: Path | None = None) -> Backend:
         self = super().__new__(cls, name)
         self.fakes = fakes
+        self.libdoca = libdoca
         return self
+
+    @property
+    def over_libdoca(self) -> bool:
+        """Whether this is the native backend over libdoca (the emulator behind DOCA's C API)."""
+        return self.libdoca is not None
 
     @property
     def over_fakes(self) -> bool:
@@ -95,6 +103,29 @@ def over_fakes(fakelibs: FakeLibs, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         loader.reset()
 
 
+@contextmanager
+def over_libdoca(monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
+    """The native backend over libdoca, built for the DOCA version the emulator presents now (the test's
+    ``@doca_versions`` or ``--doca-version``), for the duration."""
+    from doca_py.emulated import version as emu_version
+
+    major, minor = emu_version.VERSION
+    try:
+        d = libdoca.cached(f"{major}.{minor}")
+    except libdoca.NoCompiler as exc:
+        pytest.skip(f"native over libdoca: {exc}")
+    monkeypatch.setenv(loader.ENV_LIBDIR, str(d))
+    loader.reset()
+    try:
+        with bound("native"):
+            try:
+                yield Backend("native", libdoca=d)
+            finally:
+                gc.collect()  # native handles the test dropped are finalized while its libdoca is loaded
+    finally:
+        loader.reset()
+        emu_version.VERSION = (major, minor)  # a first attach sets it; the test's knobs own it
+
 
 def select(name: str, request: pytest.FixtureRequest, fakelibs: FakeLibs,
            monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
@@ -102,7 +133,7 @@ def select(name: str, request: pytest.FixtureRequest, fakelibs: FakeLibs,
 
     The backend ``doca_py`` selected at import runs every test. A conformance test also
     runs on the other one: the emulated backend is always there; native without DOCA
-    libraries means the fakes. Other tests skip the backend not in use.
+    libraries means libdoca over the emulator. Other tests skip the backend not in use.
     """
     if name == doca_py.impl:
         yield Backend(name)
@@ -118,10 +149,7 @@ def select(name: str, request: pytest.FixtureRequest, fakelibs: FakeLibs,
             finally:
                 gc.collect()
         return
-    cannot = request.node.get_closest_marker(MARK_FAKES_CANNOT)
-    if cannot is not None:
-        pytest.skip(f"native over the fakes: {cannot.args[0]}")
-    with over_fakes(fakelibs, monkeypatch) as b:
+    with over_libdoca(monkeypatch) as b:
         yield b
 
 
@@ -137,5 +165,5 @@ def describe() -> str:
         return f"native (DOCA {loader.runtime_version_string()}), {emulated}"
     cc = compiler_version()
     if cc is None:
-        return f"{emulated}; native: skipped, no C compiler to build the fakes"
-    return f"{emulated}, native over the fakes ({cc}; tests/conformance only)"
+        return f"{emulated}; native: skipped, no C compiler to build libdoca"
+    return f"{emulated}, native over libdoca ({cc}; tests/conformance only)"

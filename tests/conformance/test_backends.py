@@ -8,6 +8,7 @@ import doca_py as d
 from doca_py import _backend
 
 from . import backends
+from ..native.fakelib.plugin import FakeLibs
 from .backends import Backend
 
 
@@ -27,11 +28,22 @@ def test_bound_restores_the_selected_backend() -> None:
     assert _backend.backend.pe.__name__ == f"doca_py.{before[0]}.pe"
 
 
-def test_a_function_the_fakes_lack_skips_the_test_naming_it(backend: Backend) -> None:
-    if not backend.over_fakes:
-        pytest.skip("about the native backend over the fakes")
+def test_a_function_the_fakes_lack_skips_the_test_naming_it(fakelibs: FakeLibs, monkeypatch: pytest.MonkeyPatch) -> None:
+    if d.impl == "native" or FakeLibs.compiler() is None:
+        pytest.skip("about the native backend over the fakes (no real DOCA, a C compiler)")
     from doca_py.native._common import lib
 
-    # Skipped is a BaseException: pytest.raises(DocaNotSupported) or `except Exception` cannot swallow it.
-    with pytest.raises(pytest.skip.Exception, match="do not export doca_mmap_set_dmabuf_memrange"):
-        lib().doca_mmap_set_dmabuf_memrange(None, 0, None, 0, 0)
+    with backends.over_fakes(fakelibs, monkeypatch):
+        # Skipped is a BaseException: pytest.raises(DocaNotSupported) or `except Exception` cannot swallow it.
+        with pytest.raises(pytest.skip.Exception, match="do not export doca_mmap_set_dmabuf_memrange"):
+            lib().doca_mmap_set_dmabuf_memrange(None, 0, None, 0, 0)
+
+
+def test_the_native_half_runs_over_libdoca_without_doca(backend: Backend) -> None:
+    if backend != "native" or d.impl == "native":
+        pytest.skip("about the native half of a run without DOCA")
+    from doca_py.native import loader
+
+    assert backend.over_libdoca and backend.libdoca is not None
+    assert loader.loaded_path("common") is not None
+    assert str(backend.libdoca) in str(loader.loaded_path("common"))

@@ -13,13 +13,18 @@ from doca_py import errors as e
 from doca_py.native import loader
 
 from ..core.helpers import DPU_PCI
-from .backends import Backend
+from ..native.fakelib.plugin import FakeLibs
+from .backends import Backend, over_fakes
 
 
 def test_a_device_s_pd(backend: Backend) -> None:
     with d.Dev.open_by_pci_addr(DPU_PCI) as dev:
         if backend == "emulated":
             with pytest.raises(e.DocaNotSupported, match="doca_rdma_bridge_get_dev_pd.*no ibverbs protection domain"):
+                dev.get_pd()
+            return
+        if backend.over_libdoca:  # the emulator behind DOCA's C API: the same refusal, as a code
+            with pytest.raises(e.DocaNotSupported, match="doca_rdma_bridge_get_dev_pd"):
                 dev.get_pd()
             return
         pd = dev.get_pd()
@@ -35,8 +40,20 @@ def test_open_from_an_application_pd(backend: Backend) -> None:
         with pytest.raises(e.DocaNotSupported, match="doca_rdma_bridge_open_dev_from_pd.*no ibverbs"):
             d.Dev.open_from_pd(0x1000)
         return
-    if not backend.over_fakes:
-        pytest.skip("a real ibv_pd needs libibverbs; the fakes allocate one")
+    if not backend.over_libdoca:
+        pytest.skip("a real ibv_pd needs libibverbs (test_open_from_an_application_pd_over_the_fakes has one)")
+    with pytest.raises(e.DocaNotSupported, match="doca_rdma_bridge_open_dev_from_pd"):
+        d.Dev.open_from_pd(0x1000)
+
+
+def test_open_from_an_application_pd_over_the_fakes(fakelibs: FakeLibs, monkeypatch: pytest.MonkeyPatch) -> None:
+    if d.impl == "native" or FakeLibs.compiler() is None:
+        pytest.skip("the fakes allocate an ibv_pd (no real DOCA, a C compiler)")
+    with over_fakes(fakelibs, monkeypatch):
+        _open_from_a_fake_pd()
+
+
+def _open_from_a_fake_pd() -> None:
     common = loader.load("common")
     alloc, dealloc = common["fake_ibv_alloc_pd"], common["fake_ibv_dealloc_pd"]
     alloc.restype, alloc.argtypes = ctypes.c_void_p, []

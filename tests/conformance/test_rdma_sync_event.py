@@ -112,7 +112,6 @@ def test_a_revoked_event_fails_the_task(r: Rig) -> None:
     assert g.get_status() is d.ErrorCode.NOT_PERMITTED
 
 
-@pytest.mark.fakes_cannot("the fake rdma has no peer whose permissions could refuse the access")
 def test_the_responder_grants_the_access(backend: str) -> None:
     gen = _rig(b_perms=A.LOCAL_READ_WRITE | A.RDMA_READ)
     r = next(gen)

@@ -26,6 +26,7 @@ import lz4.frame
 import pytest
 
 from doca_py.testing import Knobs
+from ..impl import CHILD_IMPL
 
 pytestmark = pytest.mark.multiprocess
 
@@ -119,7 +120,7 @@ def env(doca_knobs: Knobs) -> Iterator[dict[str, str]]:
     with tempfile.TemporaryDirectory(prefix="doca-ex-") as comch_dir:
         e = dict(os.environ)
         e.update(doca_knobs.env())
-        e.update(DOCA_PY_IMPL="emulated", DOCA_PY_STRICT="1", DOCA_PY_EMU_SHUFFLE="1", DOCA_PY_COMCH_DIR=comch_dir,
+        e.update(DOCA_PY_IMPL=CHILD_IMPL, DOCA_PY_STRICT="1", DOCA_PY_EMU_SHUFFLE="1", DOCA_PY_COMCH_DIR=comch_dir,
                  PYTHONWARNINGS="error::ResourceWarning")
         yield e
 

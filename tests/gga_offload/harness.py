@@ -41,6 +41,7 @@ from apps.storage.wire.control import ControlMessage, ErrorPayload, IdAllocator,
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
 
 from tests.deadlines import hang
+from ..impl import CHILD_IMPL
 
 ROOT = Path(__file__).resolve().parents[2]
 DPU = "03:00.0"
@@ -54,7 +55,7 @@ class Proc:
     """A child ``python -m`` process with its output collected line by line."""
 
     def __init__(self, module: str, *args: str, env: dict[str, str] | None = None) -> None:
-        full_env = dict(os.environ, DOCA_PY_IMPL="emulated", PYTHONUNBUFFERED="1", **(env or {}))
+        full_env = dict(os.environ, DOCA_PY_IMPL=CHILD_IMPL, PYTHONUNBUFFERED="1", **(env or {}))
         self.module = module
         self.p = subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env)

@@ -39,6 +39,7 @@ from apps.storage.wire.control import (
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
 
 from tests.deadlines import hang
+from ..impl import CHILD_IMPL
 
 ROOT = Path(__file__).resolve().parents[2]
 DEVICE = "03:00.0"
@@ -54,7 +55,7 @@ class TargetProcess:
     def __init__(self, *args: str, cpus: Sequence[int] = (0,), env: dict[str, str] | None = None) -> None:
         cmd = [sys.executable, "-m", "apps.storage_target", "-d", DEVICE, "--listen-port", "0",
                *[f"--cpu={c}" for c in cpus], *args]
-        full_env = dict(os.environ, DOCA_PY_IMPL="emulated", PYTHONUNBUFFERED="1", **(env or {}))
+        full_env = dict(os.environ, DOCA_PY_IMPL=CHILD_IMPL, PYTHONUNBUFFERED="1", **(env or {}))
         self.p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=full_env)
         self._cond = threading.Condition()

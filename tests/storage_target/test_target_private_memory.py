@@ -19,6 +19,7 @@ import pytest
 
 from doca_py.memory import HEADER_SIZE
 
+from ..impl import CHILD_IMPL
 from .client import DEADLINE, DEVICE, LISTENING, ROOT
 
 pytestmark = pytest.mark.multiprocess
@@ -84,7 +85,7 @@ def test_a_neighbour_of_the_same_user_cannot_open_the_targets_storage(dumpable: 
         raw.write_bytes(content)
         raw.chmod(0o644)
         env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", DUMPABLE_ENV)}
-        env.update(DOCA_PY_IMPL="emulated", PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", HOME=tmp)
+        env.update(DOCA_PY_IMPL=CHILD_IMPL, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", HOME=tmp)
         if dumpable:
             env[DUMPABLE_ENV] = "1"
         try:

@@ -15,6 +15,7 @@ import pytest
 from apps.storage.channels.control_channel import connect_tcp
 from apps.storage.wire.control import ControlMessage, MessageType
 
+from ..impl import CHILD_IMPL
 from .client import DEADLINE, ROOT, Requester, TargetProcess
 
 pytestmark = pytest.mark.multiprocess
@@ -66,7 +67,7 @@ def test_client_killed_mid_run(cleanup: list[TargetProcess | Requester | subproc
     cleanup.append(target)
     child = subprocess.Popen([sys.executable, "-m", "tests.storage_target.client", str(target.port), "2"], cwd=ROOT,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             env=dict(os.environ, DOCA_PY_IMPL="emulated"))
+                             env=dict(os.environ, DOCA_PY_IMPL=CHILD_IMPL))
     cleanup.append(child)
     assert _read_line(child) == "ready"
     child.kill()  # its sockets close: TCP control and every RDMA stream

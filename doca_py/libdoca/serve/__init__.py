@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-import os
 import threading
 from typing import Any
 
@@ -43,9 +42,10 @@ def _load_modules() -> None:
 def _present_version(text: str) -> tuple[int, int]:
     from ...emulated import version as emu_version
 
+    # The process's emulator presents the library's version (a library of another version loaded
+    # later in the same process, as the conformance tests do, is paired with the emulator by its caller).
     ver = emu_version.parse(text)
     emu_version.VERSION = ver
-    os.environ["DOCA_PY_EMU_VERSION"] = f"{ver[0]}.{ver[1]}"  # child processes present the same
     return ver
 
 
@@ -58,6 +58,7 @@ def attach(slots: int, names: int, count: int, libname: str, version: str) -> No
         ver = _present_version(version)
         _load_modules()
         decls = {d.name: d for table in capi.tables().values() for d in table}
+        ledger = _core.ledger()
         name_ptrs = (ctypes.c_char_p * count).from_address(names)
         table = (ctypes.c_void_p * count).from_address(slots)
         for i in range(count):
@@ -69,6 +70,8 @@ def attach(slots: int, names: int, count: int, libname: str, version: str) -> No
             proto = ctypes.CFUNCTYPE(cb_type(restype), *(cb_type(t) for t in argtypes))
             fn = _core.IMPLS.get(name)
             target = _core.wrap(name, fn, restype) if fn is not None else _core.unserved(name, restype)
+            if ledger is not None:
+                target = ledger.timed(target)
             cb = proto(target)
             _keep.append(cb)
             table[i] = ctypes.cast(cb, ctypes.c_void_p).value

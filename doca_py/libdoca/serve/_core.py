@@ -17,6 +17,7 @@ import ctypes
 import itertools
 import mmap as _mmap
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -224,9 +225,80 @@ def wrap(name: str, fn: Callable[..., Any], restype: Any) -> Callable[..., Any]:
     return slot
 
 
+class CpuLedger:
+    """Where the CPU of a libdoca process goes, for ``benchmarks/e2e`` (``DOCA_PY_LIBDOCA_CPU=DIR``).
+
+    ``DIR/<pid>`` is a small shared file of ``(thread id, nanoseconds)`` pairs: one per thread that called
+    into libdoca, with the thread CPU time (``time.thread_time_ns``) it spent inside the emulator's slot
+    functions. A reader adds the CPU of the process's other threads (the emulator's I/O and engine threads)
+    to get the emulator's share; the rest of those threads' CPU is the native layer and the application:
+    the Python a BlueField's cores would run. Chosen at attach: a process without the variable pays nothing.
+    """
+
+    SLOTS = 64
+
+    def __init__(self, directory: str) -> None:
+        import os
+
+        self.path = os.path.join(directory, str(os.getpid()))
+        with open(self.path, "wb") as f:
+            f.write(b"\0" * (16 * self.SLOTS))
+        self._file = open(self.path, "r+b")  # noqa: SIM115 - mapped for the process's life
+        self._map = _mmap.mmap(self._file.fileno(), 16 * self.SLOTS)
+        self._cells = (ctypes.c_uint64 * (2 * self.SLOTS)).from_buffer(self._map)
+        self._local = threading.local()
+        self._used = 0
+        self._lock = threading.Lock()
+
+    def cell(self) -> int:
+        """This thread's index (registered on first use)."""
+        i: int | None = getattr(self._local, "i", None)
+        if i is None:
+            with self._lock:
+                i = self._used if self._used < self.SLOTS else self.SLOTS - 1
+                self._used += 1
+            self._cells[2 * i] = threading.get_native_id()
+            self._local.i = i
+            self._local.depth = 0
+        return i
+
+    def timed(self, slot: Callable[..., Any]) -> Callable[..., Any]:
+        now = time.thread_time_ns
+        cells, local = self._cells, self._local
+
+        def timed_slot(*args: Any) -> Any:
+            i = self.cell()
+            if local.depth:  # a DOCA call from a C callback inside progress: counted by the outer call
+                return slot(*args)
+            local.depth = 1
+            t0 = now()
+            try:
+                return slot(*args)
+            finally:
+                cells[2 * i + 1] += now() - t0
+                local.depth = 0
+
+        timed_slot.__name__ = slot.__name__
+        return timed_slot
+
+
+_ledger: CpuLedger | None = None
+
+
+def ledger() -> CpuLedger | None:
+    """The process's :class:`CpuLedger` when ``DOCA_PY_LIBDOCA_CPU`` names a directory, else ``None``."""
+    global _ledger
+    import os
+
+    d = os.environ.get("DOCA_PY_LIBDOCA_CPU", "").strip()
+    if d and _ledger is None:
+        _ledger = CpuLedger(d)
+    return _ledger
+
+
 def unserved(name: str, restype: Any) -> Callable[..., Any]:
     """A DOCA function the emulator does not offer: ``DOCA_ERROR_NOT_SUPPORTED``, logged once."""
-    said = []
+    said: list[bool] = []
 
     def slot(*args: Any) -> Any:
         if not said:

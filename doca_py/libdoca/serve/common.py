@@ -267,6 +267,7 @@ def _mmap_destroy(p: int | None) -> None:
     rng = m.get_memrange() if m.range_set and not m.from_export else None
     m.destroy()
     e = _mmap_extra.pop(id(m), None)
+    _exports.pop(id(m), None)
     forget(m)
     if e is not None and e.free_cb is not None and rng is not None:
         e.free_cb(rng[0], rng[1], e.free_cookie)
@@ -539,8 +540,10 @@ def _inv_create(n: int, out: int | None) -> None:
 @impl("doca_buf_inventory_destroy")
 def _inv_destroy(p: int | None) -> None:
     inv = _inv(p)
-    inv.destroy()
+    inv.destroy()  # refused while a buf is out: every descriptor is in inv.free now
     _inv_ud.pop(id(inv), None)
+    for b in inv.free:
+        forget(b)
     forget(inv)
 
 
@@ -690,8 +693,11 @@ def ctx_extra(c: EmuCtx) -> _CtxExtra:
 
 
 def forget_ctx(c: EmuCtx) -> None:
-    """A library's ``*_destroy`` ran: drop the ctx's handle and C state."""
+    """A library's ``*_destroy`` ran: drop the handles of the ctx and its tasks, and its C state."""
     _ctx_extra.pop(id(c), None)
+    for pool in c.pools:
+        for t in pool.free:
+            forget(t)
     forget(c)
 
 
