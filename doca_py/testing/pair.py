@@ -31,9 +31,11 @@ from typing import Any, TypeVar
 
 from .child import STACKS as _STACKS
 from .child import _child, _fn_name, _Spec
-from .knobs import Knobs
+from .knobs import Knobs, check_impl
+from .native import NativeDoca
+from .native import resolve as resolve_native
 from .leaks import describe_leaks, open_objects  # noqa: F401 - re-exported: their home was this module
-from .report import PairError, SideReport, _exit_text, _what
+from .report import PairError, SideReport, _exit_text, first_failure, headline
 from .side import ROLES, FnRef, PeerGone, Side, open_side  # noqa: F401 - re-exported
 
 __all__ = ["Side", "DocaPair", "PairError", "PeerGone", "SideReport", "FnRef", "open_side", "ROLES",
@@ -58,11 +60,18 @@ class DocaPair:
     :param knobs: the emulator knobs of both sides (default: from the environment, strict on).
     :param start_method: ``"warm"`` (default), ``"spawn"``, ``"forkserver"`` or ``"fork"``
         (``START_METHODS``).
+    :param impl: the sides' path, ``"emulated"`` or ``"native"`` (default: the knobs', ``--doca-impl``):
+        a native side runs the native backend over a real DOCA when one loads, else over libdoca served by
+        the emulator in the side's process, under the same knobs (``doca_py.testing.native``).
     """
 
-    def __init__(self, knobs: Knobs | None = None, start_method: str = "warm") -> None:
+    def __init__(self, knobs: Knobs | None = None, start_method: str = "warm", impl: str | None = None) -> None:
         self.knobs = knobs if knobs is not None else Knobs.resolve()
         self.start_method = _check_method(start_method)
+        #: The sides' path, ``"emulated"`` or ``"native"``.
+        self.impl = check_impl(impl or self.knobs.impl)
+        #: The path of one side (``{"dpu": "native"}``), over ``impl``: a pair with a side on each path.
+        self.side_impl: dict[str, str] = {}
         #: The ``SideReport`` of each side of the last ``run``, host first.
         self.reports: list[SideReport] = []
         #: Every run's reports, in order (the trace file of a test holds them all).
@@ -81,6 +90,8 @@ class DocaPair:
         self.leak_check = True
         #: The kit's own events of every run, as Chrome trace events (see ``trace_events``).
         self.timeline: list[dict[str, Any]] = []
+        #: Where the native sides' DOCA came from, per DOCA version (``doca_py.testing.native``).
+        self.natives: dict[str, NativeDoca] = {}
 
     def trace_events(self, process: bool = True) -> list[dict[str, Any]]:
         """Every run as Chrome trace events: the kit's track in this process (sides started, ended,
@@ -153,6 +164,14 @@ class DocaPair:
             except Exception as exc:  # noqa: BLE001 - pickle raises many kinds
                 raise TypeError(f"doca_pair{f' ({self.name})' if self.name else ''}: args={args!r} cannot be sent "
                                 f"to the sides ({exc}); under {method!r} they must be picklable") from None
+        impls = {role: check_impl(self.side_impl.get(role, self.impl)) for role in ROLES}
+        native_env = self._native_env() if "native" in impls.values() else {}
+        if native_env and method == "warm":
+            from .warm import start
+
+            start(native=True)  # a zygote started now preloads the native backend too
+        if os.environ.get("DOCA_PY_TRACE", "").strip():
+            _trace_at_exit(self)  # the sides' events go into the process's trace file (DOCA_PY_TRACE)
         token = secrets.token_hex(6)
         with tempfile.TemporaryDirectory(prefix="doca-pair-") as tmp:
             env = {"DOCA_PY_COMCH_DIR": os.environ.get("DOCA_PY_COMCH_DIR") or str(Path(tmp) / "comch"), **self.env}
@@ -163,15 +182,17 @@ class DocaPair:
             self.reports = [SideReport(role) for role in ROLES]
             self.history.append(self.reports)
             self._kit(f"doca_pair run {len(self.history)}", host=_fn_name(host_fn), dpu=_fn_name(dpu_fn),
-                      timeout=timeout, start_method=method)
+                      timeout=timeout, start_method=method, impl=impls["host"] if len(set(impls.values())) == 1
+                      else impls, **({"native": self._native_text()} if native_env else {}))
             try:
                 for role in ROLES:
                     log_path = str(Path(tmp) / f"{role}.log")
                     Path(log_path).touch()
                     mine, theirs = ctx.Pipe(duplex=False)
-                    spec = _Spec(role, targets[role], args, self.knobs, {**env, **self.side_env.get(role, {})},
-                                 log_path, token, dict(os.environ) if method == "warm" else None,
-                                 _level(self.log_level), self.leak_check)
+                    side_env = {**env, **(native_env if impls[role] == "native" else {}), **self.side_env.get(role, {})}
+                    spec = _Spec(role, targets[role], args, self.knobs, side_env, log_path, token,
+                                 dict(os.environ) if method == "warm" else None, _level(self.log_level),
+                                 self.leak_check, impls[role])
                     p = process_cls(target=_child, args=(spec, theirs, peers[role]), name=f"doca_pair-{role}",
                                     daemon=True)
                     p.start()
@@ -215,6 +236,7 @@ class DocaPair:
         rep.tail = extra.get("tail", rep.tail)
         rep.findings = extra.get("findings", rep.findings)
         rep.trace = extra.get("trace", rep.trace)
+        rep.raised_in_callbacks = extra.get("raised_in_callbacks", rep.raised_in_callbacks)
 
     def _wait(self, procs: dict[str, Any], ctls: dict[str, Connection], timeout: float) -> None:
         self._results: dict[str, Any] = {}
@@ -263,7 +285,7 @@ class DocaPair:
                     procs[role].join()
                     rep.status = "crashed"
                     rep.detail = f"the process died: {_exit_text(procs[role].exitcode)}"
-                    self._kit(f"{role} side crashed", role=role, detail=rep.detail)
+                    rep.crashed_at = self._kit(f"{role} side crashed", role=role, detail=rep.detail)["ts"]
                     self._first = role
                     return
 
@@ -312,20 +334,73 @@ class DocaPair:
                 else:  # it died by itself, unnoticed while the other side's failure was handled
                     rep.status = "crashed"
                     rep.detail = f"the process died: {_exit_text(p.exitcode)}"
-                    self._kit(f"{role} side crashed", role=role, detail=rep.detail)
+                    rep.crashed_at = self._kit(f"{role} side crashed", role=role, detail=rep.detail)["ts"]
 
     def _message(self, failed: list[SideReport]) -> str:
-        first = self._report(self._first)
-        crashed = [r for r in self.reports if r.status == "crashed"]
-        if crashed and "PeerGone" in first.detail:  # the peer's death came first; this side only saw it
-            first = crashed[0]
+        # The side whose first failure (a strict-mode finding, an injected fault, an exception, a crash)
+        # came first, from the sides' traces; the side that ended first otherwise (both timed out …).
+        found = first_failure(self.reports)
+        if found is not None:
+            first, failure = found
+        else:
+            first, failure = self._report(self._first), None
+            crashed = [r for r in self.reports if r.status == "crashed"]
+            if crashed and "PeerGone" in first.detail:  # the peer's death came first; this side only saw it
+                first = crashed[0]
         # The first line is pytest's summary line: which side, and what it raised.
-        both = all(r.status == "timed out" for r in self.reports)
-        head = (f"both sides {_what(first)}" if both
-                else f"{first.role} side {_what(first)}")
-        knobs = f"doca_pair: knobs: {self.knobs.describe()}; replay: {self.replay}"
-        return "\n".join([head, knobs] + [r.format() for r in sorted(self.reports, key=lambda r: r is not first)])
+        knobs = f"doca_pair: knobs: {self.knobs.describe()}"
+        if "native" in (self.impl, *self.side_impl.values()):
+            knobs += f" ({self._native_text()})"
+        lines = [*headline(first, failure, self.reports), f"{knobs}; replay: {self.replay}"]
+        return "\n".join(lines + [r.format() for r in sorted(self.reports, key=lambda r: r is not first)])
 
+    # -- the native path ---------------------------------------------------------------------------------
+    def _native_version(self) -> str:
+        from ..emulated import version as emu_version
+
+        return self.knobs.version or "{}.{}".format(*emu_version._DEFAULT)
+
+    def _native_env(self) -> dict[str, str]:
+        """The environment of a native side for this run's DOCA version (built on first use)."""
+        version = self._native_version()
+        native = self.natives.get(version)
+        if native is None:
+            native = self.natives[version] = resolve_native(version)
+        return native.env()
+
+    def _native_text(self) -> str:
+        native = self.natives.get(self._native_version())
+        return f"native sides: {native.describe()}" if native is not None else "native sides: not resolved yet"
+
+
+_traced: list[DocaPair] = []
+
+
+def _trace_at_exit(pair: DocaPair) -> None:
+    """Under ``DOCA_PY_TRACE`` (outside pytest's ``--doca-trace``): this process's trace file, written at its
+    exit, holds *pair*'s runs too: the kit's track and the events each side sent (a side started by
+    ``fork`` or from the zygote runs no ``atexit``, one the kit ended neither)."""
+    from ..emulated import trace
+
+    if pair in _traced:
+        return
+    if not _traced:
+        trace.add_exit_events(_traced_events)
+    _traced.append(pair)
+
+
+def _traced_events() -> list[dict[str, Any]]:
+    pid = os.getpid()
+    kit = sorted((ev for pair in _traced for ev in pair.timeline), key=lambda ev: ev["ts"])
+    out: list[dict[str, Any]] = []
+    if kit:
+        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": KIT_TID, "args": {"name": "doca_pair"}})
+        out += kit
+    for pair in _traced:
+        for run in pair.history:
+            for rep in run:
+                out += rep.trace
+    return out
 
 
 def _level(level: int | str) -> int:
