@@ -137,8 +137,10 @@ def headline(first: SideReport, failure: Failure | None, reports: list[SideRepor
         return lines
     if ended_by_itself and not failure.ends:
         lines.append(f"its first failure: {failure.text}")
+    elif first.status == "timed out":
+        lines.append(f"then the {first.role} side {_what(first)}")
     for other in reports:
-        if other is first:
+        if other is first or other.status == "ok":
             continue
         later = failures(other)
         if other.status == "raised" and _peer_gone(other) and not later:  # it saw this side end, nothing more

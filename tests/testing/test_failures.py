@@ -4,6 +4,7 @@ raised by callbacks, leaks held by reference cycles, where an ended side was."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,43 @@ def test_python_random_is_seeded_from_the_seed_in_each_side(doca_knobs: Knobs) -
     assert first == again and first != other
     assert first[0] == [r.random() for r in [random.Random("5/host")] for _ in range(3)]  # the seed and its role
     assert first[1] == [r.random() for r in [random.Random("5/dpu")] for _ in range(3)]
+
+
+def _report(role: str, status: str, detail: str = "", events: tuple[tuple[float, str, str], ...] = ()) -> Any:
+    from doca_py.testing import SideReport
+
+    trace = [{"ph": "i", "ts": ts, "cat": cat, "name": name, "args": {"what": name}} for ts, cat, name in events]
+    return SideReport(role, status=status, detail=detail, trace=trace)
+
+
+def test_the_headline_rules() -> None:
+    from doca_py.testing.report import first_failure, headline
+
+    def lines(*reports: Any) -> list[str]:
+        found = first_failure(list(reports))
+        assert found is not None
+        return headline(*found, list(reports))
+
+    # A side that hung after an injected fault, the other timed out too: the fault, then the time-out.
+    assert lines(_report("host", "timed out", "timed out after 60 s; it was at:\n...",
+                         ((10.0, "fault", "fault injected into task EmuDma#0/0#0 (dma_memcpy): IO_FAILED"),)),
+                 _report("dpu", "timed out", "timed out after 60 s; it was at:\n...")) == [
+        "host side: fault injected into task EmuDma#0/0#0 (dma_memcpy): IO_FAILED",
+        "then the host side timed out after 60 s"]
+    # A side that raised after an earlier finding: its exception first, the finding next; an ok side's own
+    # (handled) fault is no failure of the run; a PeerGone is no failure of its own.
+    raised = _report("dpu", "raised", "Traceback (most recent call last):\n  ...\nValueError: boom",
+                     ((5.0, "strict", "<Pe>: a rule"), (9.0, "kit", "dpu side raised ValueError")))
+    assert lines(_report("host", "ok", events=((1.0, "fault", "fault injected into task X"),)), raised) == [
+        "dpu side raised ValueError: boom", "its first failure: strict mode: <Pe>: a rule"]
+    gone = _report("host", "raised", "Traceback (most recent call last):\n  ...\n"
+                   "doca_py.testing.PeerGone: host side: the dpu side has ended",
+                   ((12.0, "kit", "host side raised PeerGone"),))
+    assert lines(gone, raised) == ["dpu side raised ValueError: boom", "its first failure: strict mode: <Pe>: a rule"]
+    # The side whose function ended first is not the side that failed first.
+    ended = _report("host", "ended", "it was at:\n...", ((2000.0, "raised", "KeyError raised by a callback inside "
+                                                                             "progress(): 'x'"),))
+    late = _report("dpu", "raised", "Traceback (most recent call last):\nRuntimeError: late",
+                   ((7000.0, "kit", "dpu side raised RuntimeError"),))
+    assert lines(ended, late) == ["host side: KeyError raised by a callback inside progress(): 'x'",
+                                  "the dpu side's failure followed 5.0 ms later: raised RuntimeError: late"]
