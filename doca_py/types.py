@@ -157,17 +157,24 @@ class MtuSize(NamedIntEnum):
     """``enum doca_mtu_size``."""
 
     MTU_256B = 0
-    """``DOCA_MTU_256B``."""
+    """``DOCA_MTU_SIZE_256_BYTES``."""
     MTU_512B = 1
-    """``DOCA_MTU_512B``."""
+    """``DOCA_MTU_SIZE_512_BYTES``."""
     MTU_1K = 2
-    """``DOCA_MTU_1K``."""
+    """``DOCA_MTU_SIZE_1K_BYTES``."""
     MTU_2K = 3
-    """``DOCA_MTU_2K``."""
+    """``DOCA_MTU_SIZE_2K_BYTES``."""
     MTU_4K = 4
-    """``DOCA_MTU_4K``."""
+    """``DOCA_MTU_SIZE_4K_BYTES``."""
     RAW_ETHERNET = 5
-    """``DOCA_RAW_ETHERNET``."""
+    """``DOCA_MTU_SIZE_RAW_ETHERNET`` (reserved)."""
+
+    @property
+    def c_name(self) -> str:
+        """The C enumerator name (doca_types.h): ``DOCA_MTU_SIZE_1K_BYTES`` …"""
+        if self is MtuSize.RAW_ETHERNET:
+            return "DOCA_MTU_SIZE_RAW_ETHERNET"
+        return f"DOCA_MTU_SIZE_{self.name.removeprefix('MTU_').removesuffix('B')}_BYTES"
 
 
 # Caller-buffer sizes of the devinfo string getters (doca_dev.h).

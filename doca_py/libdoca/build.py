@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import DocaPyError, ErrorCode
-from . import cgen
+from . import cgen, headers
 
 __all__ = ["NoCompiler", "BuildError", "build", "cached", "find_compiler", "default_version", "parse_version",
            "libpython", "VERSIONS", "CACHE_ENV"]
@@ -90,10 +90,20 @@ def _sources(version: tuple[int, int]) -> dict[str, str]:
     return out
 
 
-def _digest(cc: str, sources: dict[str, str], version: tuple[int, int]) -> str:
+def _headers(version: tuple[int, int]) -> dict[str, str]:
+    """The text of ``include/``'s headers; a prototype that disagrees with its table is a ``BuildError``."""
+    try:
+        return headers.render(version)
+    except headers.HeaderError as exc:
+        raise BuildError(str(exc)) from None
+
+
+def _digest(cc: str, sources: dict[str, str], version: tuple[int, int], includes: dict[str, str]) -> str:
     h = hashlib.sha256(f"{cc}\0{' '.join(_FLAGS)}\0{version}\0".encode())
     for lib in sorted(sources):
         h.update(lib.encode() + b"\0" + sources[lib].encode() + b"\0")
+    for name in sorted(includes):  # a changed header is a new build too
+        h.update(name.encode() + b"\0" + includes[name].encode() + b"\0")
     return h.hexdigest()
 
 
@@ -131,26 +141,17 @@ def build(out: Path, version: str | None = None) -> Path:
     ver = parse_version(version or default_version())
     cc = _needs(find_compiler())
     sources = _sources(ver)
-    digest = _digest(cc, sources, ver)
+    includes = _headers(ver)
+    digest = _digest(cc, sources, ver, includes)
     stamp = out / "lib" / _STAMP
     if stamp.exists() and stamp.read_text() == digest:
         return out / "lib"
     if (out / "lib").exists():
         shutil.rmtree(out / "lib")
     _compile(cc, ver, sources, out)
-    _write_headers(out, ver)
+    headers.write(out / "include", ver)
     stamp.write_text(digest)
     return out / "lib"
-
-
-def _write_headers(out: Path, version: tuple[int, int]) -> None:
-    import importlib
-
-    try:
-        headers = importlib.import_module(f"{__package__}.headers")
-    except ImportError:  # the headers generator is optional until it lands
-        return
-    headers.write(out / "include", version)
 
 
 def cached(version: str | None = None) -> Path:
@@ -162,7 +163,8 @@ def cached(version: str | None = None) -> Path:
     ver = parse_version(version or default_version())
     cc = _needs(find_compiler())
     sources = _sources(ver)
-    digest = _digest(cc, sources, ver)
+    includes = _headers(ver)
+    digest = _digest(cc, sources, ver, includes)
     root = Path(os.environ.get(CACHE_ENV) or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
                 / "doca_py" / "libdoca")
     final = root / f"{ver[0]}.{ver[1]}-{digest[:16]}"
@@ -172,7 +174,7 @@ def cached(version: str | None = None) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
     try:
         _compile(cc, ver, sources, tmp)
-        _write_headers(tmp, ver)
+        headers.write(tmp / "include", ver)
         (tmp / "lib" / _STAMP).write_text(digest)
         try:
             os.rename(tmp, final)

@@ -19,7 +19,7 @@ from typing import Any
 from ..native import capi
 from ..native.capi._decl import Decl
 
-__all__ = ["Entry", "LIBRARIES", "exported", "c_type", "cb_type", "shim_source", "Boot"]
+__all__ = ["Entry", "LIBRARIES", "exported", "c_type", "cb_type", "shim_source", "sys_path_code", "Boot"]
 
 #: The libraries built, in load order (``cc`` is DOCA 2.6's comch).
 LIBRARIES = ("common", "dma", "compress", "erasure_coding", "rdma", "comch", "cc")
@@ -137,6 +137,22 @@ static void *py_sym(void *lib, const char *name)
 	return p;
 }
 
+static void *exit_lib;
+
+/* At the C program's exit, the exit hooks of the Python libdoca started (the emulator's trace file,
+ * its runtime files): Python itself is never finalised, as the program's threads may still be in it. */
+static void run_python_exit(void)
+{
+	py_gil_ensure_t ensure = (py_gil_ensure_t)dlsym(exit_lib ? exit_lib : RTLD_DEFAULT, "PyGILState_Ensure");
+	py_gil_release_t release = (py_gil_release_t)dlsym(exit_lib ? exit_lib : RTLD_DEFAULT, "PyGILState_Release");
+	py_run_t run = (py_run_t)dlsym(exit_lib ? exit_lib : RTLD_DEFAULT, "PyRun_SimpleString");
+	if (!ensure || !release || !run)
+		return;
+	int gil = ensure();
+	run("__import__('atexit')._run_exitfuncs()");
+	release(gil);
+}
+
 /* Start the emulator's Python when the process has none (a C program), once per process: the
  * first library to boot starts it, the others find it initialised. */
 static int start_python(void **lib)
@@ -171,6 +187,8 @@ static int start_python(void **lib)
 	init(0);
 	run(SYS_PATH_CODE);
 	save(); /* later calls take the GIL with PyGILState_Ensure, from any thread */
+	exit_lib = *lib;
+	atexit(run_python_exit);
 	return 0;
 }
 
@@ -233,10 +251,19 @@ def _function(i: int, entry: Entry, init_error: int) -> str:
             f"\t{ret_kw}{fptr}({call});\n}}\n")
 
 
+def sys_path_code(paths: Iterable[str]) -> str:
+    """The one line of Python a started interpreter runs first: *paths* (the building interpreter's
+    ``sys.path``: its venv, its editable checkouts) ahead of its own, and the ``.pth`` files of those
+    directories processed as ``site`` does, for installs that hook imports rather than add paths."""
+    return ("import os, site, sys; _p = " + repr(list(paths)) + "; "
+            "sys.path[:0] = [p for p in _p if p not in sys.path]; "
+            "[site.addsitedir(p) for p in _p if os.path.isdir(p) and any(f.endswith('.pth') for f in os.listdir(p))]")
+
+
 def shim_source(boot: Boot, entries: Iterable[Entry]) -> str:
     """The C of one library: its exported functions, each jumping through its slot."""
     entries = list(entries)
-    path_code = "import sys; sys.path[:0] = [p for p in " + repr(list(boot.sys_path)) + " if p not in sys.path]"
+    path_code = sys_path_code(boot.sys_path)
     defines = [
         f"#define NSLOTS {len(entries)}",
         f"#define LIBNAME {_cstr(boot.libname)}",

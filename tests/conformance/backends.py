@@ -127,6 +127,16 @@ def over_libdoca(monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
         emu_version.VERSION = (major, minor)  # a first attach sets it; the test's knobs own it
 
 
+def libdoca_in_use() -> Path | None:
+    """The libdoca directory the native backend of this process loaded (a native pass over libdoca), or
+    ``None`` (a real DOCA, or nothing loaded)."""
+    path = loader.loaded_path("common")
+    if path is None or not Path(path).is_absolute():
+        return None
+    d = Path(path).parent
+    return d if (d / ".libdoca-digest").exists() else None
+
+
 def select(name: str, request: pytest.FixtureRequest, fakelibs: FakeLibs,
            monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
     """The ``backend`` fixture: run the requesting test on backend *name*.
@@ -136,7 +146,7 @@ def select(name: str, request: pytest.FixtureRequest, fakelibs: FakeLibs,
     libraries means libdoca over the emulator. Other tests skip the backend not in use.
     """
     if name == doca_py.impl:
-        yield Backend(name)
+        yield Backend(name, libdoca=libdoca_in_use() if name == "native" else None)
         return
     if request.node.get_closest_marker(MARK_CONFORMANCE) is None:
         pytest.skip(f"{name} backend not in use (DOCA_PY_IMPL selected {doca_py.impl}); "

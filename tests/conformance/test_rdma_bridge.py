@@ -17,13 +17,21 @@ from ..native.fakelib.plugin import FakeLibs
 from .backends import Backend, over_fakes
 
 
+def _over_libdoca(backend: Backend) -> bool:
+    """Native over libdoca: the conformance pass's second backend, or the backend of a native pass whose
+    DOCA_PY_LIBDIR is libdoca (the emulator serves this process's DOCA calls)."""
+    from doca_py.libdoca import serve
+
+    return backend.over_libdoca or (backend == "native" and serve.attached())
+
+
 def test_a_device_s_pd(backend: Backend) -> None:
     with d.Dev.open_by_pci_addr(DPU_PCI) as dev:
         if backend == "emulated":
             with pytest.raises(e.DocaNotSupported, match="doca_rdma_bridge_get_dev_pd.*no ibverbs protection domain"):
                 dev.get_pd()
             return
-        if backend.over_libdoca:  # the emulator behind DOCA's C API: the same refusal, as a code
+        if _over_libdoca(backend):  # the emulator behind DOCA's C API: the same refusal, as a code
             with pytest.raises(e.DocaNotSupported, match="doca_rdma_bridge_get_dev_pd"):
                 dev.get_pd()
             return
@@ -40,7 +48,7 @@ def test_open_from_an_application_pd(backend: Backend) -> None:
         with pytest.raises(e.DocaNotSupported, match="doca_rdma_bridge_open_dev_from_pd.*no ibverbs"):
             d.Dev.open_from_pd(0x1000)
         return
-    if not backend.over_libdoca:
+    if not _over_libdoca(backend):
         pytest.skip("a real ibv_pd needs libibverbs (test_open_from_an_application_pd_over_the_fakes has one)")
     with pytest.raises(e.DocaNotSupported, match="doca_rdma_bridge_open_dev_from_pd"):
         d.Dev.open_from_pd(0x1000)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import queue
+import random
 import re
 import subprocess
 import sys
@@ -229,11 +230,29 @@ def _peer_output_on_failure(peer: Sample) -> Iterator[None]:
 
 def _cm_server(started: list[Sample], env: dict[str, str], script: str, *args: str,
                stdin: bool = False) -> tuple[Sample, list[str]]:
-    """Start *script* as the RDMA-CM server on any free port; (it, the client's address flags)."""
-    server = run(started, env, script, "-cm", "-lp", "0", *args, stdin=stdin)
-    server.wait_for_line("listening on port")
-    port = next(m.group(1) for line in server.lines if (m := re.search(r"listening on port (\d+)", line)))
-    return server, ["-cm", "-sa", "127.0.0.1", "-lp", port]
+    """Start *script* as the RDMA-CM server on any free port; (it, the client's address flags).
+
+    The emulated backend listens on a port of its choice for port 0 and the sample prints which. DOCA's C
+    API cannot report the port it picked, so the native backend gets a random port below the ephemeral
+    range (the kernel gives those to no connection), and another if the sample finds it in use."""
+    if CHILD_IMPL == "emulated":
+        server = run(started, env, script, "-cm", "-lp", "0", *args, stdin=stdin)
+        server.wait_for_line("listening on port")
+        port = next(m.group(1) for line in server.lines if (m := re.search(r"listening on port (\d+)", line)))
+        return server, ["-cm", "-sa", "127.0.0.1", "-lp", port]
+    rng = random.Random()
+    for _ in range(16):
+        port = str(rng.randrange(20000, 32768))
+        server = run(started, env, script, "-cm", "-lp", port, *args, stdin=stdin)
+        try:
+            server.wait_for_line("listening on port")
+        except AssertionError:
+            if "DOCA_ERROR_IN_USE" not in server.output:
+                raise
+            server.kill()
+            continue
+        return server, ["-cm", "-sa", "127.0.0.1", "-lp", port]
+    raise AssertionError("no free port in [20000, 32768) after 16 tries")
 
 
 def test_rdma_cm_write(env: dict[str, str]) -> None:

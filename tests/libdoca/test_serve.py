@@ -74,6 +74,18 @@ def test_an_unexpected_exception_becomes_unknown_with_its_traceback_logged(caplo
     assert _core.wrap("doca_z", broken, None)() is None
 
 
+def test_a_strict_mode_finding_is_a_bad_state_with_its_message_logged(caplog: pytest.LogCaptureFixture) -> None:
+    from doca_py.emulated import strict
+
+    def refused(*args: object) -> int:
+        raise strict.violation("<buf>", "re-aimed while a task reads it")
+
+    with caplog.at_level(logging.WARNING, logger="doca_py.libdoca"):
+        assert _core.wrap("doca_x", refused, ctypes.c_int)(1) == int(ErrorCode.BAD_STATE)
+        assert _core.wrap("doca_y", refused, None)() is None
+    assert "re-aimed while a task reads it" in caplog.text and "Traceback" not in caplog.text
+
+
 def _dev(common: Any) -> int:
     lst, n = ctypes.POINTER(P)(), ctypes.c_uint32()
     assert common.doca_devinfo_create_list(ctypes.byref(lst), ctypes.byref(n)) == OK and n.value >= 1

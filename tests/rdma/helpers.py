@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 import doca_py as d
+from doca_py import errors as e
 from doca_py.rdma import Rdma, RdmaConnection
 from doca_py.types import AccessFlag as A
 from doca_py.types import CtxState
@@ -20,6 +24,27 @@ PERMS = A.LOCAL_READ_WRITE | A.RDMA_READ | A.RDMA_WRITE | A.RDMA_ATOMIC
 TASK_TYPES = ("receive", "send", "send_imm", "read", "write", "write_imm", "atomic_cmp_swp", "atomic_fetch_add")
 #: Every wait in these tests is bounded by this deadline (seconds); none sleeps.
 DEADLINE = hang(20.0)
+
+
+def backing(x: Any) -> Any:
+    """The emulator's object behind *x* (a public object or its backend handle), for the tests that look at
+    the emulator's state: the handle itself on the emulated backend; on the native backend over libdoca the
+    object libdoca serves the handle's C pointer from (the emulator runs in this process). Skips on a real DOCA."""
+    h = getattr(x, "_h", x)
+    if type(h).__module__.startswith("doca_py.emulated"):
+        return h
+    from doca_py.libdoca.serve._core import HANDLES
+
+    o = HANDLES.get(getattr(h, "ptr", None))
+    if o is None:
+        pytest.skip("the emulator's state behind a native handle: the native backend is not libdoca here")
+    return o
+
+
+def reason(t: d.Task) -> str:
+    """Why the emulator failed *t* (``Task.reason``; over libdoca, the reason of the emulator's task behind it:
+    DOCA's C API carries only the status)."""
+    return str(backing(t).reason)
 
 
 @dataclass
@@ -101,6 +126,25 @@ def rig(num_bufs: int = 64) -> Iterator[tuple[d.Dev, d.Pe, d.BufInventory]]:
         yield dev, pe, inv
         pe.close()
         inv.close()
+
+
+def listen(rdma: Rdma) -> int:
+    """Start listening for RDMA-CM requests on a free port of *rdma*; the port.
+
+    The emulated backend picks one for port 0 and says which. DOCA's C API cannot report the port it
+    picked, so on the native backend take a random port below the ephemeral range (no connection is ever
+    given one of those by the kernel) and another if a listener has it already (``DocaInUse``, reported
+    by the listen itself)."""
+    if d.impl == "emulated":
+        return rdma.start_listen_to_port(0)
+    rng = random.Random()
+    for _ in range(64):
+        port = rng.randrange(20000, 32768)
+        try:
+            return rdma.start_listen_to_port(port)
+        except e.DocaInUse:
+            continue
+    raise AssertionError("no free port in [20000, 32768) after 64 tries")
 
 
 def close_side(s: Side) -> None:

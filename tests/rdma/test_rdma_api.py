@@ -14,7 +14,7 @@ from doca_py.rdma import Rdma, RdmaAddr, RdmaAddrType, RdmaConnection, RdmaTrans
 from doca_py.types import AccessFlag as A
 from doca_py.types import CtxState, MtuSize
 
-from .helpers import PERMS, Side, close_side, connect_pair, make_side, rig, run, wait_for
+from .helpers import PERMS, Side, close_side, connect_pair, listen, make_side, rig, run, wait_for
 
 
 @pytest.fixture
@@ -197,7 +197,7 @@ def test_cm_accept_establishes_both_sides(env: tuple[d.Dev, d.Pe, d.BufInventory
         lambda c, u, cu: ev.append(("client", "disconnection", u)))
     server.rdma.start()
     client.rdma.start()
-    port = server.rdma.start_listen_to_port(0)
+    port = listen(server.rdma)
     addr = RdmaAddr(RdmaAddrType.IPv4, "127.0.0.1", port)
     assert addr.get_params() == (RdmaAddrType.IPv4, "127.0.0.1", port)
     cconn = client.rdma.connect_to_addr(addr, user_data="mine")
@@ -231,7 +231,7 @@ def test_cm_reject_and_unreachable_report_failure(env: tuple[d.Dev, d.Pe, d.BufI
                                                lambda c, u, cu: ev.append(f"failure {u}"), None)
     server.rdma.start()
     client.rdma.start()
-    port = server.rdma.start_listen_to_port(0)
+    port = listen(server.rdma)
     client.rdma.connect_to_addr(RdmaAddr(RdmaAddrType.IPv4, "127.0.0.1", port), user_data=1)
     wait_for(pe, lambda: ev, "failure callback")
     # DOCA 3.x: the ctx is RUNNING without any connection; 2.6: it waits for a connection in STARTING.

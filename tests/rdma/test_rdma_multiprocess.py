@@ -30,7 +30,7 @@ from doca_py.testing import DocaPair
 from doca_py.testing import Side as PairSide
 from doca_py.types import CtxState
 
-from .helpers import DEADLINE, Side, close_side, make_side, rig, run, wait_for
+from .helpers import DEADLINE, Side, backing, close_side, make_side, rig, run, wait_for
 
 pytestmark = pytest.mark.multiprocess
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def parent(backend: str, request: pytest.FixtureRequest) -> Iterator[Parent]:
         with rig(128) as (dev, pe, inv):
             par = Parent(dev, pe, inv, peer)
             assert par.side.conn is not None
-            assert par.side.conn._h.same_host is (request.param == "same")
+            assert backing(par.side.conn).same_host is (request.param == "same")
             yield par
             peer.quit()
             par.close()
@@ -155,7 +155,7 @@ def _host_sends_then_receives(side: PairSide) -> dict[str, Any]:
     side.send("posted 2")
     wait_for(pe, lambda: len(s.done) == 5, "receives")
     r0, r1 = recvs
-    out = {"outcomes": outcomes, "big": big, "same_host": s.conn._h.same_host,
+    out = {"outcomes": outcomes, "big": big, "same_host": backing(s.conn).same_host,
            "r0": (r0.get_result_opcode(), r0.get_result_len(), bytes(r0.get_dst_buf().data_view())),  # type: ignore[union-attr]
            "r1": (r1.get_result_opcode(), r1.get_result_immediate_data(), bytes(r1.get_dst_buf().data_view())),  # type: ignore[union-attr]
            "same_conn": r0.get_result_rdma_connection() is s.conn}
@@ -255,8 +255,8 @@ def test_owner_refuses_out_of_range_and_forged_access(parent: Parent) -> None:
     assert s.conn is not None
     sentinel = b"\x5a" * 32
     assert p.peer.ask(f"fill 0 {sentinel.hex()}") == "filled"
-    h = p.remote._h
-    h.blob = dataclasses.replace(h.blob, key=bytes(16))  # type: ignore[attr-defined]
+    h = backing(p.remote)
+    h.blob = dataclasses.replace(h.blob, key=bytes(16))
     src = p.inv.buf_get_by_data(s.mm, s.base, 32)
     dst = p.inv.buf_get_by_addr(p.remote, p.rbase, 32)
     t = s.rdma.task_write_allocate_init(s.conn, src, dst)
@@ -320,8 +320,8 @@ def test_two_hosts_in_network_namespaces(backend: str) -> None:
             with rig(64) as (dev, pe, inv):
                 par = Parent(dev, pe, inv, peer)
                 s = par.side
-                assert s.conn is not None and not s.conn._h.same_host
-                assert s.conn._h.peer_addr[0] == f"{net}.2"
+                assert s.conn is not None and not backing(s.conn).same_host
+                assert backing(s.conn).peer_addr[0] == f"{net}.2"
                 s.mem[:6] = b"veth!!"
                 dst = inv.buf_get_by_addr(par.remote, par.rbase + 64, 6)
                 assert run(pe, s, s.rdma.task_write_allocate_init(s.conn, inv.buf_get_by_data(s.mm, s.base, 6),

@@ -19,7 +19,7 @@ from doca_py.rdma import RdmaOpcode
 from doca_py.types import AccessFlag as A
 from doca_py.types import CtxState
 
-from .helpers import PERMS, Side, close_side, connect_pair, make_side, rig, run, wait_for
+from .helpers import PERMS, Side, backing, close_side, connect_pair, make_side, rig, run, wait_for
 
 SENTINEL = b"\xa5" * 64
 
@@ -52,7 +52,7 @@ def _pair(backend: str, mode: str, a_perms: A = PERMS, b_perms: A = PERMS, b_mm:
         finally:
             emu.configure(host_id="")
         assert a.conn is not None
-        assert a.conn._h.same_host is (mode == "same")
+        assert backing(a.conn).same_host is (mode == "same")
         remote = d.Mmap.create_from_export(b.mm.export_rdma(dev), dev)
         p = Pair(dev, pe, inv, a, b, remote)
         yield p
@@ -176,7 +176,7 @@ def test_chained_source_and_destination_lists(pair: Pair) -> None:
     wait_for(p.pe, lambda: a.rdma.get_state() == b.rdma.get_state() == CtxState.IDLE, "IDLE")
     a.rdma.set_max_send_buf_list_len(4)
     b.rdma.task_receive_set_dst_buf_list_len(4)
-    mode_same = a.conn is not None and a.conn._h.same_host
+    mode_same = a.conn is not None and backing(a.conn).same_host
     from doca_py.emulated import rdma as emu
 
     try:
@@ -218,7 +218,7 @@ def test_out_of_range_access_is_refused(pair: Pair) -> None:
     a.mem[:64] = b"\x11" * 64
     src = p.inv.buf_get_by_data(a.mm, a.base, 64)
     dst = p.inv.buf_get_by_addr(p.remote, p.rbase, 64)
-    dst._h.head = dst._h.data = p.rbase + (2 << 20) - 16  # type: ignore[attr-defined]  # a forged descriptor
+    backing(dst).head = backing(dst).data = p.rbase + (2 << 20) - 16  # a forged descriptor
     t = a.rdma.task_write_allocate_init(a.conn, src, dst)
     assert run(p.pe, a, t) == ["err"] and t.get_status() == e.ErrorCode.INVALID_VALUE
     _untouched(p)
@@ -245,8 +245,8 @@ def test_forged_mmap_key_is_refused_by_the_owner(backend: str) -> None:
         for p in _pair(backend, "cross"):
             assert p.a.conn is not None
             _sentinel(p)
-            h = p.remote._h
-            h.blob = dataclasses.replace(h.blob, key=bytes(16))  # type: ignore[attr-defined]
+            h = backing(p.remote)
+            h.blob = dataclasses.replace(h.blob, key=bytes(16))
             local = p.inv.buf_get_by_addr(p.a.mm, p.a.base + 4096, 64)
             if op == "write":
                 t: d.Task = p.a.rdma.task_write_allocate_init(p.a.conn, p.inv.buf_get_by_data(p.a.mm, p.a.base, 64),

@@ -15,11 +15,11 @@ from typing import Any
 
 from . import _core
 
-__all__ = ["attach", "MODULES"]
+__all__ = ["attach", "attached", "MODULES"]
 
 #: The serve modules, one per DOCA library (imported at the first attach).
-MODULES = ("common", "dma", "compress", "erasure_coding", "rdma", "comch", "sync_event", "buf_pool",
-           "mmap_advise")
+MODULES = ("common", "log", "dma", "compress", "erasure_coding", "rdma", "rdma_tasks", "rdma_sync_event",
+           "rdma_bridge", "comch", "sync_event", "buf_pool", "mmap_advise")
 
 _lock = threading.Lock()
 _keep: list[Any] = []  # the slot callbacks: alive for the process, as C holds their addresses
@@ -47,6 +47,11 @@ def _present_version(text: str) -> tuple[int, int]:
     ver = emu_version.parse(text)
     emu_version.VERSION = ver
     return ver
+
+
+def attached() -> bool:
+    """Whether libdoca serves this process's DOCA calls (a libdoca library attached to the emulator)."""
+    return bool(_keep)
 
 
 def attach(slots: int, names: int, count: int, libname: str, version: str) -> None:

@@ -4,7 +4,8 @@ Rules every slot function follows (they are called from C, through ``ctypes`` ca
 
 * Arguments arrive as C passes them: pointers as ``int | None``, integers as ``int``.
 * A ``doca_error_t`` function returns the code; a [`DocaError`][doca_py.errors.DocaError] raised inside
-  becomes its code, any other exception ``DOCA_ERROR_UNKNOWN`` with its traceback logged. Nothing
+  becomes its code, a strict-mode finding of the emulator (``DocaUsageError``) ``DOCA_ERROR_BAD_STATE``
+  with its message logged, any other exception ``DOCA_ERROR_UNKNOWN`` with its traceback logged. Nothing
   propagates into C. Pointer-returning functions return ``NULL`` (``None``) on failure, ``void`` ones
   log and return.
 * Every object C sees is a stable handle: an address in a reserved range no one can touch
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ...errors import DocaError, DocaInvalidValue, ErrorCode
+from ...errors import DocaError, DocaInvalidValue, DocaUsageError, ErrorCode
 from ...log import logger
 
 __all__ = ["IMPLS", "impl", "HANDLES", "Handles", "obj", "opt", "handle", "forget", "out_ptr", "out_u8",
@@ -32,6 +33,7 @@ log = logger.getChild("libdoca")
 
 _UNKNOWN = int(ErrorCode.UNKNOWN)
 _INVALID = int(ErrorCode.INVALID_VALUE)
+_BAD_STATE = int(ErrorCode.BAD_STATE)
 
 #: C function name -> the Python that serves it (the serve modules register with :func:`impl`).
 IMPLS: dict[str, Callable[..., Any]] = {}
@@ -208,6 +210,9 @@ def wrap(name: str, fn: Callable[..., Any], restype: Any) -> Callable[..., Any]:
             except DocaError as exc:
                 log.debug("%s: %s", name, exc)
                 return int(exc.code)
+            except DocaUsageError as exc:  # a strict-mode finding: a refusal C can only see as a state error
+                log.warning("%s: %s", name, exc)
+                return _BAD_STATE
             except Exception:  # noqa: BLE001 - nothing may escape into C
                 log.exception("libdoca: %s failed", name)
                 return _UNKNOWN
@@ -218,6 +223,8 @@ def wrap(name: str, fn: Callable[..., Any], restype: Any) -> Callable[..., Any]:
                 return fn(*args)
             except DocaError as exc:
                 log.debug("%s: %s", name, exc)
+            except DocaUsageError as exc:
+                log.warning("%s: %s", name, exc)
             except Exception:  # noqa: BLE001 - nothing may escape into C
                 log.exception("libdoca: %s failed", name)
             return None if restype is None else 0

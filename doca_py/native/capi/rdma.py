@@ -36,6 +36,7 @@ import ctypes
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
 from typing import TYPE_CHECKING, Any, cast
 
+from ...types import NamedIntEnum
 from ._decl import Decl, TaskCompletionCb, pre3, register
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "LIBNAME",
     "CONNECTION_MARKER",
     "DocaRdmaGid",
+    "RdmaSrqType",
     "RdmaConnectionRequestCb",
     "RdmaConnectionEventCb",
     "load_rdma",
@@ -75,6 +77,15 @@ class DocaRdmaGid(ctypes.Structure):
     """``struct doca_rdma_gid``: ``uint8_t raw[16]`` (array argument of ``doca_rdma_cap_get_gid``)."""
 
     _fields_ = [("raw", c_uint8 * 16)]
+
+
+class RdmaSrqType(NamedIntEnum):
+    """``enum doca_rdma_srq_type`` of DOCA 2.6 (``doca_rdma_srq_set_type``/``_get_type``; gone with the SRQ API in 3.0)."""
+
+    LINKED_LIST = 0
+    """``DOCA_RDMA_SRQ_TYPE_LINKED_LIST``."""
+    CYCLIC = 1
+    """``DOCA_RDMA_SRQ_TYPE_CYCLIC``."""
 
 
 RdmaConnectionRequestCb = ctypes.CFUNCTYPE(None, c_void_p, c_uint64)
