@@ -114,10 +114,11 @@ def failures(rep: SideReport) -> list[Failure]:
 
 
 def first_failure(reports: list[SideReport]) -> tuple[SideReport, Failure] | None:
-    """The side that failed first and its first failure: of the sides that did not end ``ok``, the one
-    whose first failure came first; ``None`` when no failing side has a failure with a time (both timed
-    out, say)."""
-    found = [(fs[0], r) for r in reports if r.status != "ok" for fs in [failures(r)] if fs]
+    """The side that failed first and its first failure: the side whose first failure came first, however
+    it ended (a side the kit ended while it handled its failure would have returned ``ok`` a moment later:
+    how a side ended depends on timing, which failures came first does not); ``None`` when no side has a
+    failure with a time (both timed out, say)."""
+    found = [(fs[0], r) for r in reports for fs in [failures(r)] if fs]
     if not found:
         return None
     f, r = min(found, key=lambda x: x[0].ts)
@@ -140,18 +141,16 @@ def headline(first: SideReport, failure: Failure | None, reports: list[SideRepor
     elif first.status == "timed out":
         lines.append(f"then the {first.role} side {_what(first)}")
     for other in reports:
-        if other is first or other.status == "ok":
+        if other is first:
             continue
         later = failures(other)
-        if other.status == "raised" and _peer_gone(other) and not later:  # it saw this side end, nothing more
-            continue
         if other.status == "crashed" or (other.status == "raised" and not _peer_gone(other)):
-            what = _what(other)
-        elif later:
-            what = later[0].text
+            what = f"{other.role} side {_what(other)}"
+        elif later:  # a PeerGone is no failure of its own: the side saw this one end
+            what = f"{other.role} side: {later[0].text}"
         else:
             continue
-        when = f" {(later[0].ts - failure.ts) / 1000:.1f} ms later" if later else ""
+        when = f", {(later[0].ts - failure.ts) / 1000:.1f} ms later" if later else ""
         lines.append(f"the {other.role} side's failure followed{when}: {what}")
     return lines
 

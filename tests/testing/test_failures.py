@@ -38,8 +38,8 @@ def test_the_headline_names_the_side_whose_failure_came_first_not_the_one_that_e
     assert host.status in ("ended", "raised") and dpu.status == "raised"
     head, followed = str(err).splitlines()[:2]
     assert re.fullmatch(first, head), head
-    assert re.fullmatch(r"the dpu side's failure followed \d+\.\d ms later: raised RuntimeError: receive failed: "
-                        r"CONNECTION_RESET", followed), followed
+    assert re.fullmatch(r"the dpu side's failure followed, \d+\.\d ms later: dpu side raised RuntimeError: receive "
+                        r"failed: CONNECTION_RESET", followed), followed
     assert "=== host side" in str(err).split("=== dpu side")[0]  # the first side's report comes first
 
 
@@ -143,20 +143,27 @@ def test_the_headline_rules() -> None:
                  _report("dpu", "timed out", "timed out after 60 s; it was at:\n...")) == [
         "host side: fault injected into task EmuDma#0/0#0 (dma_memcpy): IO_FAILED",
         "then the host side timed out after 60 s"]
-    # A side that raised after an earlier finding: its exception first, the finding next; an ok side's own
-    # (handled) fault is no failure of the run; a PeerGone is no failure of its own.
+    # A side that raised after an earlier finding: its exception first, the finding next; a PeerGone is no
+    # failure of its own.
     raised = _report("dpu", "raised", "Traceback (most recent call last):\n  ...\nValueError: boom",
                      ((5.0, "strict", "<Pe>: a rule"), (9.0, "kit", "dpu side raised ValueError")))
-    assert lines(_report("host", "ok", events=((1.0, "fault", "fault injected into task X"),)), raised) == [
-        "dpu side raised ValueError: boom", "its first failure: strict mode: <Pe>: a rule"]
     gone = _report("host", "raised", "Traceback (most recent call last):\n  ...\n"
                    "doca_py.testing.PeerGone: host side: the dpu side has ended",
                    ((12.0, "kit", "host side raised PeerGone"),))
     assert lines(gone, raised) == ["dpu side raised ValueError: boom", "its first failure: strict mode: <Pe>: a rule"]
+    # However a side ended (ok, or ended by the kit a moment before it would have returned: timing), its
+    # failure counts: an injected fault that came first is named, what the other side raised follows.
+    later = _report("dpu", "raised", "Traceback (most recent call last):\n  ...\nValueError: boom",
+                    ((3000.0, "kit", "dpu side raised ValueError"),))
+    for status in ("ok", "ended"):
+        faulted = _report("host", status, events=((1000.0, "fault", "fault injected into task X (dma_memcpy): "
+                                                                      "IO_FAILED"),))
+        assert lines(faulted, later) == ["host side: fault injected into task X (dma_memcpy): IO_FAILED",
+                                         "the dpu side's failure followed, 2.0 ms later: dpu side raised ValueError: boom"]
     # The side whose function ended first is not the side that failed first.
     ended = _report("host", "ended", "it was at:\n...", ((2000.0, "raised", "KeyError raised by a callback inside "
                                                                              "progress(): 'x'"),))
     late = _report("dpu", "raised", "Traceback (most recent call last):\nRuntimeError: late",
                    ((7000.0, "kit", "dpu side raised RuntimeError"),))
     assert lines(ended, late) == ["host side: KeyError raised by a callback inside progress(): 'x'",
-                                  "the dpu side's failure followed 5.0 ms later: raised RuntimeError: late"]
+                                  "the dpu side's failure followed, 5.0 ms later: dpu side raised RuntimeError: late"]

@@ -16,7 +16,7 @@ from . import sides
 pytestmark = pytest.mark.multiprocess
 
 ROOT = Path(__file__).resolve().parents[2]
-NEEDS_SERVING = pytest.mark.xfail(strict=False, reason="needs libdoca comch/rdma serving")
+NEEDS_SERVING = pytest.mark.xfail(strict=False, reason="needs libdoca comch serving")
 
 
 @pytest.fixture(autouse=True)
@@ -106,7 +106,7 @@ def test_the_trace_of_a_native_side_holds_its_task_events(doca_knobs: Knobs) -> 
     assert len(submits) == sides.N_TASKS and all(e["name"] == "submit EmuDmaTaskMemcpy" for e in submits)
 
 
-# -- comch and RDMA: the libraries libdoca serves next ------------------------------------------------------
+# -- comch and RDMA between the sides ------------------------------------------------------------------------
 sys.path.insert(0, str(ROOT / "docs" / "testing"))  # the testing guide's application (comch and DMA)
 sys.path.insert(0, str(ROOT / "examples"))  # rdma_rounds: an RDMA application built to replay
 import rdma_rounds  # noqa: E402
@@ -122,7 +122,6 @@ def test_the_guides_comch_and_dma_application_on_native_sides(doca_knobs: Knobs)
     assert copied == data and crc == zlib.crc32(data)
 
 
-@NEEDS_SERVING
 def test_a_seed_replays_an_rdma_run_under_faults_on_native_sides(doca_knobs: Knobs) -> None:
     knobs = doca_knobs.replace(seed=1090, faults="rdma_read=0.05,rdma_send=0.05,rdma_receive=0.05", shuffle=True)
     outcomes: list[Any] = []
