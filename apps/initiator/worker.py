@@ -36,13 +36,13 @@ from apps.storage.wire.io_message import IO_MESSAGE_SIZE
 
 from .plan import Action, WorkerPlan
 from .transactions import (  # noqa: F401 - re-exported: their home was this module
-    _IDLE_SLEEP,
-    DRAIN_TIMEOUT,
-    HEX_WINDOW,
-    TIMED_OUT_SHOWN,
-    DataPath,
-    WorkerResult,
-    _Txn,
+    _IDLE_SLEEP as _IDLE_SLEEP,
+    DRAIN_TIMEOUT as DRAIN_TIMEOUT,
+    HEX_WINDOW as HEX_WINDOW,
+    TIMED_OUT_SHOWN as TIMED_OUT_SHOWN,
+    DataPath as DataPath,
+    WorkerResult as WorkerResult,
+    _Txn as _Txn,
 )
 
 __all__ = ["Worker", "WorkerResult", "DRAIN_TIMEOUT", "HEX_WINDOW", "TIMED_OUT_SHOWN"]

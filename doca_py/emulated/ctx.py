@@ -26,31 +26,32 @@ from ..errors import DocaBadState, DocaInvalidValue, DocaNoMemory, DocaNotConnec
 from ..types import CtxState
 from . import strict, trace
 from .completion import (  # noqa: F401 - re-exported: their home was this module
-    _IDLE,
-    _RUNNING,
-    _STARTING,
-    _STOPPING,
-    _SUCCESS,
-    _UNEXPECTED,
-    FLUSHED,
-    OFFLOAD,
-    _buf_chain,
-    _engine_pool,
-    _flush_or_fault,
-    _in_order,
-    _launch,
-    _launch_local,
-    _release,
-    _release_later,
-    complete_in_order,
-    complete_task,
-    deliver_completion,
-    pin_bufs,
-    unpin_bufs,
-    unreachable_ok,
+    _IDLE as _IDLE,
+    _RUNNING as _RUNNING,
+    _STARTING as _STARTING,
+    _STOPPING as _STOPPING,
+    _SUCCESS as _SUCCESS,
+    _UNEXPECTED as _UNEXPECTED,
+    FLUSHED as FLUSHED,
+    OFFLOAD as OFFLOAD,
+    _buf_chain as _buf_chain,
+    _engine_pool as _engine_pool,
+    _flush_or_fault as _flush_or_fault,
+    _in_order as _in_order,
+    _launch as _launch,
+    _launch_local as _launch_local,
+    _release as _release,
+    _release_later as _release_later,
+    complete_in_order as complete_in_order,
+    complete_task as complete_task,
+    deliver_completion as deliver_completion,
+    pin_bufs as pin_bufs,
+    unpin_bufs as unpin_bufs,
+    unreachable_ok as unreachable_ok,
 )
 from .pe import EmuPe
-from .task import OFFLOAD_BYTES, EmuSrcDstTask, EmuTask  # noqa: F401 - re-exported
+from .task import OFFLOAD_BYTES as OFFLOAD_BYTES  # noqa: F401 - re-exported
+from .task import EmuSrcDstTask, EmuTask
 
 __all__ = ["EmuCtx", "EmuTask", "EmuSrcDstTask", "TaskPool", "FLUSHED", "OFFLOAD", "complete_task",
            "complete_in_order", "deliver_completion", "pin_bufs", "unpin_bufs", "unreachable_ok"]

@@ -20,42 +20,46 @@ The value and its blob format (:mod:`.sync_event_value`) and the ctx with its ta
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
+from collections.abc import Callable
 
 from .._backend.protocols.core import DevHandle, DevInfoHandle
 from ..errors import DocaBadState, DocaInvalidValue, DocaNotPermitted, DocaNotSupported
-from ..memory import HEADER_SIZE, SharedMemory
+from ..memory import HEADER_SIZE, SharedMemory, find_shared
 from ..types import AccessFlag as A
 from . import export as ex
 from .mmap import EmuMmap, dev_key, mmap_create_from_export
 from .sync_event_ctx import (  # noqa: F401 - re-exported: their home was this module
-    _RUNNING,
-    EmuSyncEventCtx,
-    EmuSyncEventTaskGet,
-    EmuSyncEventTaskNotifyAdd,
-    EmuSyncEventTaskNotifySet,
-    EmuSyncEventTaskWait,
-    EmuSyncEventTaskWaitNeq,
-    _needs_30,
-    _Pool26,
-    _SeTask,
-    _Waiters,
+    _RUNNING as _RUNNING,
+    EmuSyncEventCtx as EmuSyncEventCtx,
+    EmuSyncEventTaskGet as EmuSyncEventTaskGet,
+    EmuSyncEventTaskNotifyAdd as EmuSyncEventTaskNotifyAdd,
+    EmuSyncEventTaskNotifySet as EmuSyncEventTaskNotifySet,
+    EmuSyncEventTaskWait as EmuSyncEventTaskWait,
+    EmuSyncEventTaskWaitGt as EmuSyncEventTaskWaitGt,
+    EmuSyncEventTaskWaitNeq as EmuSyncEventTaskWaitNeq,
+    _needs_26 as _needs_26,
+    _needs_30 as _needs_30,
+    _Pool26 as _Pool26,
+    _SeTask as _SeTask,
+    _Waiters as _Waiters,
 )
 from .sync_event_value import (  # noqa: F401 - re-exported
-    _CRC,
-    _HEAD,
-    _MASK,
-    _U64,
-    MAGIC,
-    VERSION,
-    BlobKind,
-    _Cell,
-    _owner_cells,
-    decode_blob,
-    encode_blob,
-    holds,
+    _CRC as _CRC,
+    _HEAD as _HEAD,
+    _MASK as _MASK,
+    _U64 as _U64,
+    MAGIC as MAGIC,
+    VERSION as VERSION,
+    BlobKind as BlobKind,
+    _Cell as _Cell,
+    _owner_cells as _owner_cells,
+    decode_blob as decode_blob,
+    encode_blob as encode_blob,
+    holds as holds,
 )
 
 __all__ = ["EmuSyncEvent", "EmuSyncEventCtx", "EmuSyncEventRemoteNet", "BlobKind", "encode_blob", "decode_blob",
@@ -80,9 +84,13 @@ class EmuSyncEvent:
         self._view: memoryview | None = None
         self.exports: dict[tuple[BlobKind, str], tuple[EmuMmap, bytes]] = {}
         self.ctx: EmuSyncEventCtx | None = None
+        #: The value's address in this process (the event's own shared memory, or what ``set_addr`` /
+        #: ``set_doca_buf`` gave); 0 for an import.
+        self.addr = 0
         if cell is None:
             self.shm = SharedMemory(8)
             self._view = self.shm.buffer[:8]
+            self.addr = self.shm.address
             cell = _Cell(self._own_view, self.shm.fd, HEADER_SIZE, threading.Lock())
         self.cell = cell
 
@@ -119,6 +127,52 @@ class EmuSyncEvent:
 
     def add_subscriber_location_remote_pci(self) -> None:
         self._location(self.subscribers, "add_subscriber_location_remote_pci", "remote_pci")
+
+    def set_addr(self, addr: int) -> None:
+        """``doca_sync_event_set_addr``: keep the value in the caller's 8 bytes at *addr* (this process's
+        memory, 64-bit aligned) instead of the event's own. Another process reaches it through an export
+        only when the memory is shareable (a doca_py :class:`~doca_py.memory.SharedMemory`)."""
+        self._configurable("set_addr")
+        if not addr or addr % 8:
+            raise DocaInvalidValue(f"set_addr: the value needs 8 bytes aligned to 8, got address {addr:#x}")
+        view = memoryview((ctypes.c_char * 8).from_address(addr)).cast("B")
+        self._place(addr, lambda write: view, view)
+
+    def set_doca_buf(self, buf: object) -> None:
+        """``doca_sync_event_set_doca_buf``: keep the value in *buf*'s 8-byte data section (one buffer of a
+        started local mmap that grants writes); every access checks the map is still there."""
+        from .buf import EmuBuf
+
+        self._configurable("set_doca_buf")
+        if not isinstance(buf, EmuBuf) or not buf.refcount or buf.mmap is None:
+            raise DocaInvalidValue("set_doca_buf needs an allocated doca_buf")
+        if buf.next is not None or buf.prev is not None:
+            raise DocaInvalidValue("set_doca_buf takes one buffer, not a buffer list")
+        m, addr = buf.mmap, buf.data
+        if buf.data_len != 8:
+            raise DocaNotPermitted(f"set_doca_buf: the buffer's data section is {buf.data_len} bytes, not 8")
+        if m.from_export or not m.writable:
+            raise DocaNotPermitted("set_doca_buf: the buffer's mmap must be local and grant writes "
+                                   "(read, write and atomic permissions)")
+        if addr % 8:
+            raise DocaInvalidValue(f"set_doca_buf: the value needs 8 bytes aligned to 8, got address {addr:#x}")
+        m.view(addr, 8, True)  # the map reaches it now
+        self._place(addr, lambda write: m.view(addr, 8, write), None)
+
+    def _place(self, addr: int, at: Callable[[bool], memoryview], view: memoryview | None) -> None:
+        shared = find_shared(addr, 8)
+        fd, off = (shared.fd, HEADER_SIZE + addr - shared.address) if shared is not None else (-1, 0)
+        self._release_own()
+        self._view, self.addr = view, addr
+        self.cell = _Cell(at, fd, off, threading.Lock())
+
+    def _release_own(self) -> None:
+        if self._view is not None:
+            self._view.release()
+            self._view = None
+        if self.shm is not None:
+            self.shm.close()
+            self.shm = None
 
     # -- stand-alone use and the ctx -------------------------------------------------------------
     def start(self) -> None:
@@ -194,9 +248,8 @@ class EmuSyncEvent:
         hit = self.exports.get(key)
         if hit is not None:
             return hit[1]
-        assert self.shm is not None
         m = EmuMmap()
-        m.set_memrange(self.shm.address, 8)
+        m.set_memrange(self.addr, 8)
         m.set_permissions(_PERMS)
         m.add_dev(dev)
         m.start()
@@ -224,12 +277,9 @@ class EmuSyncEvent:
             self.ctx.destroy()
         if self.imported is not None:
             self.imported.destroy()
-        if self._view is not None:
-            self._view.release()
-            self._view = None
-        if self.shm is not None:
-            self.shm.close()
-            self.shm = None
+        self._release_own()
+        if self.imported is None:  # a placed value's memory is the caller's: the event no longer reaches it
+            self.cell = _Cell(self._own_view, -1, 0, threading.Lock())
         self.started = False
         self.destroyed = True
 

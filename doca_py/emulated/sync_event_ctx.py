@@ -14,9 +14,16 @@ if TYPE_CHECKING:
     from .sync_event import EmuSyncEvent
 
 __all__ = ["EmuSyncEventCtx", "EmuSyncEventTaskGet", "EmuSyncEventTaskNotifySet", "EmuSyncEventTaskNotifyAdd",
-           "EmuSyncEventTaskWait", "EmuSyncEventTaskWaitNeq"]
+           "EmuSyncEventTaskWait", "EmuSyncEventTaskWaitNeq", "EmuSyncEventTaskWaitGt"]
 
 _RUNNING = 2
+
+
+def _needs_26(fn: str) -> None:
+    """DOCA 3.0 dropped *fn* (2.6's wait-greater-than task): refused unless the emulator presents 2.6."""
+    if emu_version.VERSION >= (3, 0):
+        raise DocaNotSupported(f"{fn} exists up to DOCA 2.6 (3.0 has the eq/neq wait tasks); the emulator "
+                               f"presents DOCA {emu_version.VERSION[0]}.{emu_version.VERSION[1]} (DOCA_PY_EMU_VERSION)")
 
 
 def _needs_30(fn: str) -> None:
@@ -160,6 +167,13 @@ class EmuSyncEventTaskWaitNeq(EmuSyncEventTaskWait):
     op = "neq"
 
 
+class EmuSyncEventTaskWaitGt(EmuSyncEventTaskWait):
+    """DOCA 2.6's ``doca_sync_event_task_wait_gt`` (3.0 replaced it with the eq/neq waits)."""
+
+    __slots__ = ()
+    op = "gt"
+
+
 class _Waiters:
     """The ctx's wait tasks in flight, polled by every progress of its Pe (a Pe poller)."""
 
@@ -203,9 +217,12 @@ class EmuSyncEventCtx(EmuCtx):
         self.notify_add = TaskPool(self, EmuSyncEventTaskNotifyAdd, "sync_event")
         self.wait_eq = TaskPool(self, EmuSyncEventTaskWait, "sync_event")
         self.wait_neq = TaskPool(self, EmuSyncEventTaskWaitNeq, "sync_event")
-        if emu_version.VERSION < (3, 0):  # 2.6 has wait_gt tasks instead (not offered: 3.0 dropped them)
+        #: DOCA 2.6's wait-greater-than task type (C only: the Python API follows 3.0's eq/neq waits).
+        self.wait_gt: TaskPool[EmuTask] | None = None
+        if emu_version.VERSION < (3, 0):  # 2.6 has wait_gt tasks instead
             self.wait_eq = cast(Any, _Pool26("doca_sync_event_task_wait_eq_set_conf"))
             self.wait_neq = cast(Any, _Pool26("doca_sync_event_task_wait_neq_set_conf"))
+            self.wait_gt = TaskPool(self, EmuSyncEventTaskWaitGt, "sync_event")
         self.waiting = _Waiters(self)
 
     def destroy(self) -> None:
@@ -242,3 +259,9 @@ class EmuSyncEventCtx(EmuCtx):
     def task_wait_neq_alloc_init(self, value: int, mask: int) -> _SeTask:
         _needs_30("doca_sync_event_task_wait_neq_alloc_init")
         return self._alloc(self.wait_neq, value, mask)
+
+    def task_wait_gt_alloc_init(self, value: int, mask: int) -> _SeTask:
+        """DOCA 2.6's ``doca_sync_event_task_wait_gt_alloc_init`` (refused when presenting 3.0 or later)."""
+        _needs_26("doca_sync_event_task_wait_gt_alloc_init")
+        assert self.wait_gt is not None  # made in 2.6 mode
+        return self._alloc(self.wait_gt, value, mask)

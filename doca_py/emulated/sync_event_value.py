@@ -62,7 +62,9 @@ def decode_blob(data: bytes, want: BlobKind) -> ex.Blob:
 
 
 class _Cell:
-    """The 64-bit value and its locks. *at(write)* is a view of its 8 bytes after the access checks."""
+    """The 64-bit value and its locks. *at(write)* is a view of its 8 bytes after the access checks; *fd* is
+    the memfd other processes map the value from (``-1``: memory only this process reaches, the thread lock
+    is enough)."""
 
     __slots__ = ("at", "fd", "off", "lock")
 
@@ -72,6 +74,8 @@ class _Cell:
     def _locked(self, write: bool, fn: Callable[[memoryview], int]) -> int:
         with self.lock:
             view = self.at(write)  # first: a revoked import fails here, before touching the memfd
+            if self.fd < 0:
+                return fn(view)
             try:
                 fcntl.lockf(self.fd, fcntl.LOCK_EX, 8, self.off)
             except OSError as exc:

@@ -253,10 +253,12 @@ def _function(i: int, entry: Entry, init_error: int) -> str:
 
 def sys_path_code(paths: Iterable[str]) -> str:
     """The one line of Python a started interpreter runs first: *paths* (the building interpreter's
-    ``sys.path``: its venv, its editable checkouts) ahead of its own, and the ``.pth`` files of those
-    directories processed as ``site`` does, for installs that hook imports rather than add paths."""
+    ``sys.path``: its venv, its editable checkouts) lead ``sys.path`` in their order, whatever the program's
+    environment put there (a ``PYTHONPATH`` naming one of them must not push the others, say an installed
+    doca_py, ahead of it: the slots are this build's doca_py's), and the ``.pth`` files of those directories
+    are processed as ``site`` does, for installs that hook imports rather than add paths."""
     return ("import os, site, sys; _p = " + repr(list(paths)) + "; "
-            "sys.path[:0] = [p for p in _p if p not in sys.path]; "
+            "sys.path[:] = list(dict.fromkeys(_p)) + [p for p in sys.path if p not in _p]; "
             "[site.addsitedir(p) for p in _p if os.path.isdir(p) and any(f.endswith('.pth') for f in os.listdir(p))]")
 
 

@@ -14,7 +14,7 @@ from .._backend.protocols.core import DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, DocaNotPermitted, check
 from ._common import lib
 from .ctx import NativeCtx
-from .engine import EngineTask, EngineTaskPool, init_ctx, is_supported
+from .engine import EngineTask, EngineTaskPool, devinfo_ptr, init_ctx, is_supported
 
 __all__ = ["NativeSyncEvent", "NativeSyncEventCtx", "NativeSyncEventRemoteNet", "sync_event_create",
            "sync_event_create_from_export", "sync_event_remote_net_create_from_export", "cap"]
@@ -329,7 +329,13 @@ def sync_event_remote_net_create_from_export(dev: DevHandle, blob: bytes) -> Nat
 
 
 def cap(name: str, devinfo: DevInfoHandle) -> bool:
+    """``doca_sync_event_cap_<name>``. A query the loaded DOCA does not export (2.6's eq/neq wait tasks) raises
+    ``DocaNotSupported`` naming the versions that have it, as the emulator's 2.6 mode does: a ``False`` would
+    claim the device lacks a task the library cannot even ask about."""
     fn_name = CAP_FNS.get(name)
     if fn_name is None:
         raise DocaInvalidValue(f"no sync event capability {name!r}")
-    return is_supported(_fn(fn_name), devinfo)
+    fn = _fn(fn_name)
+    if not fn:
+        fn(devinfo_ptr(devinfo))  # the missing function's stub raises DocaNotSupported
+    return is_supported(fn, devinfo)

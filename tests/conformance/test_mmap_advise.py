@@ -45,6 +45,26 @@ def advise(num_tasks: int = 2, start: bool = True) -> Iterator[Advise]:
         yield a
 
 
+@pytest.fixture(autouse=True)
+def _from_doca_28(request: pytest.FixtureRequest) -> None:
+    """The header exists from DOCA 2.8: a session presenting 2.6 runs only the test of its absence."""
+    from doca_py.emulated import version
+
+    if version.VERSION < (2, 8) and getattr(request.node, "originalname", "") != "test_doca_26_has_no_mmap_advise":
+        pytest.skip("doca_mmap_advise.h exists from DOCA 2.8 (the session presents 2.6)")
+
+
+def test_doca_26_has_no_mmap_advise(backend: str) -> None:
+    from doca_py.emulated import version
+
+    if version.VERSION >= (2, 8):
+        pytest.skip("the session presents DOCA 2.8 or later (run with --doca-version 2.6)")
+    infos = {i.get_pci_addr_str(): i for i in d.devinfo_create_list()}
+    assert not d.MmapAdvise.cap_task_cache_invalidate_is_supported(infos["0000:" + DPU_PCI])
+    with d.Dev.open_by_pci_addr(DPU_PCI) as dev, pytest.raises(e.DocaNotSupported):
+        d.MmapAdvise(dev)
+
+
 def test_capability_is_the_bluefield_side_s(backend: str) -> None:
     infos = {i.get_pci_addr_str(): i for i in d.devinfo_create_list()}
     assert d.MmapAdvise.cap_task_cache_invalidate_is_supported(infos["0000:" + DPU_PCI])

@@ -23,11 +23,15 @@ def dev(backend: str) -> Iterator[d.Dev]:
 
 
 def _eq_waits(backend: str) -> bool:
-    """Whether the eq/neq waits exist: DOCA 2.6 waits only for greater-than (the emulator's 2.6 mode too;
-    the fakes are 3.0)."""
-    from doca_py.emulated import version
+    """Whether the eq/neq waits exist: DOCA 2.6 waits only for greater-than (the emulator's 2.6 mode too, and
+    libdoca built for 2.6); a native library says by exporting them."""
+    if backend == "emulated":
+        from doca_py.emulated import version
 
-    return backend != "emulated" or version.VERSION >= (3, 0)
+        return version.VERSION >= (3, 0)
+    from doca_py.native import capi
+
+    return capi.load_common().has("doca_sync_event_wait_eq")
 
 
 def _needs_eq_waits(backend: str) -> None:

@@ -172,9 +172,15 @@ def test_cache_invalidate(env: dict[str, str]) -> None:
 
 
 def test_cache_invalidate_without_mmap_advise(env: dict[str, str]) -> None:
-    """The emulator presenting DOCA 2.6 (no doca_mmap_advise): no device passes the capability check."""
+    """The emulator presenting DOCA 2.6 (no doca_mmap_advise): no device passes the capability check. The
+    native path runs over libdoca built for 2.6 (a library presents its own version, whatever the variable)."""
+    env = {**env, "DOCA_PY_EMU_VERSION": "2.6"}
+    if CHILD_IMPL == "native":
+        from ..libdoca.env import lib_dir
+
+        env["DOCA_PY_LIBDIR"] = str(lib_dir("2.6"))
     proc = subprocess.run([sys.executable, str(EXAMPLES / "cache_invalidate.py")], cwd=ROOT, timeout=TIMEOUT,
-                          env={**env, "DOCA_PY_EMU_VERSION": "2.6"}, stdin=subprocess.DEVNULL,
+                          env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out

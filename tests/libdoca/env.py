@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from doca_py import libdoca
 from doca_py.native import loader
 
-__all__ = ["lib_dir", "native_env"]
+__all__ = ["lib_dir", "native_env", "native_is_libdoca"]
 
 
 def lib_dir(version: str | None = None) -> Path:
@@ -30,3 +31,12 @@ def native_env(version: str | None = None, base: dict[str, str] | None = None) -
     if version is not None:
         env["DOCA_PY_EMU_VERSION"] = version
     return env
+
+
+def native_is_libdoca() -> bool:
+    """Whether the native backend of this process loads libdoca (``DOCA_PY_LIBDIR`` names a libdoca build):
+    the emulator then serves both ends of what crosses processes (export hand-overs, comch names)."""
+    build = importlib.import_module("doca_py.libdoca.build")  # the module (the package's `build` is its function)
+
+    d = os.environ.get(loader.ENV_LIBDIR, "").strip()
+    return bool(d) and (Path(d) / build._STAMP).is_file()
