@@ -40,6 +40,11 @@ def raw_handle(h: object) -> object:
     return ptr if isinstance(ptr, int) else h
 
 
+collected_open: Callable[[str], object] | None = None
+"""If set, called with the class name of every DOCA object garbage collected without ``close()`` (the test
+kit's leak check, whichever type it is: only top-level objects warn)."""
+
+
 def _release(pid: int, name: str, warn: bool, release: Callable[[], object]) -> None:
     if os.getpid() != pid or sys.is_finalizing():
         return
@@ -47,6 +52,9 @@ def _release(pid: int, name: str, warn: bool, release: Callable[[], object]) -> 
         release()
     except Exception:  # noqa: BLE001 - nothing sensible to do in a finalizer
         pass
+    hook = collected_open
+    if hook is not None:
+        hook(name)
     if warn:
         warnings.warn(f"unclosed {name}", ResourceWarning, stacklevel=1)
 
