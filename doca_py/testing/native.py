@@ -14,14 +14,12 @@ device and its own version: the knobs do not reach it.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
 import os
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["NativeDoca", "NativeUnavailable", "resolve", "find_real", "is_libdoca"]
@@ -107,25 +105,6 @@ def find_real() -> NativeDoca | None:
         return found
 
 
-@contextlib.contextmanager
-def _stable_sys_path() -> Iterator[None]:
-    """``sys.path`` reduced to what imports doca_py (its own root, the interpreter's directories) while libdoca is
-    built: a build records ``sys.path`` for C programs that start Python, and its content cache keys on it, so
-    a test directory or a checkout that a session puts on the path would build a copy per session (a Python
-    process that loads libdoca uses its own path)."""
-    import doca_py
-
-    root = str(Path(doca_py.__file__).resolve().parents[1])
-    prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
-    saved = sys.path[:]
-    kept = [root] + [p for p in saved if p and p != root and os.path.abspath(p).startswith(prefixes)]
-    sys.path[:] = list(dict.fromkeys(kept))
-    try:
-        yield
-    finally:
-        sys.path[:] = saved
-
-
 def resolve(version: str) -> NativeDoca:
     """The DOCA of a native side for DOCA *version* (``"3.2"``): a real DOCA if one loads (whatever its
     version), else ``libdoca`` for *version*, built on first use (seconds; then cached on disk, shared by
@@ -140,8 +119,7 @@ def resolve(version: str) -> NativeDoca:
     from .. import libdoca
 
     try:
-        with _stable_sys_path():
-            lib_dir = libdoca.cached(version)
+        lib_dir = libdoca.cached(version)  # keyed on doca_py's root and venv, not this session's sys.path
     except libdoca.NoCompiler as exc:
         raise NativeUnavailable(f"the native path needs a real DOCA or a C compiler to build libdoca: no DOCA "
                                 f"loads (DOCA_PY_LIBDIR, the DOCA install directories, the system loader) and "

@@ -16,9 +16,6 @@ from . import sides
 pytestmark = pytest.mark.multiprocess
 
 ROOT = Path(__file__).resolve().parents[2]
-NEEDS_SERVING = pytest.mark.xfail(strict=False, reason="needs libdoca comch serving")
-
-
 @pytest.fixture(autouse=True)
 def _libdoca(doca_knobs: Knobs) -> None:
     """A C compiler builds libdoca (cached); without one and without a real DOCA the native path cannot run."""
@@ -113,7 +110,6 @@ import rdma_rounds  # noqa: E402
 import test_offload_app as offload  # noqa: E402
 
 
-@NEEDS_SERVING
 def test_the_guides_comch_and_dma_application_on_native_sides(doca_knobs: Knobs) -> None:
     import zlib
 
