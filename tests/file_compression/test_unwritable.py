@@ -130,6 +130,7 @@ def _unshare_works() -> bool:
     return probe.returncode == 0
 
 
+needs_unshare = pytest.mark.skipif(not _unshare_works(), reason="unshare -m is not allowed here")
 Start = Callable[..., Proc]
 
 
@@ -180,7 +181,7 @@ def test_a_server_refused_by_the_kernel_fails_before_any_transfer(start: Start) 
 
 
 @pytest.mark.multiprocess
-@pytest.mark.skipif(not _unshare_works(), reason="unshare -m is not allowed here")
+@needs_unshare
 def test_a_read_only_output_directory_fails_before_any_transfer(start: Start, tmp_path: Path) -> None:
     out = tmp_path / "ro" / "out.bin"
     out.parent.mkdir()
@@ -191,7 +192,7 @@ def test_a_read_only_output_directory_fails_before_any_transfer(start: Start, tm
 
 
 @pytest.mark.multiprocess
-@pytest.mark.skipif(not _unshare_works(), reason="unshare -m is not allowed here")
+@needs_unshare
 def test_a_full_output_directory_fails_before_any_transfer(start: Start, tmp_path: Path) -> None:
     out = tmp_path / "full" / "out.bin"
     out.parent.mkdir()
@@ -203,7 +204,7 @@ def test_a_full_output_directory_fails_before_any_transfer(start: Start, tmp_pat
 
 
 @pytest.mark.multiprocess
-@pytest.mark.skipif(not _unshare_works(), reason="unshare -m is not allowed here")
+@needs_unshare
 def test_a_disk_that_fills_up_during_the_write_fails_the_file_without_success(start: Start, tmp_path: Path) -> None:
     """The check passes (a tmpfs of 64 KiB with room), the file does not fit: the server writes no
     SUCCESS, leaves nothing in the directory, and its answer tells the client why."""
