@@ -124,7 +124,7 @@ class DocaObject:
 
     @property
     def handle(self) -> object:
-        """The backend handle this object wraps: on the native backend the address of the C object
+        """Python-only: the backend handle this object wraps: on the native backend the address of the C object
         (``struct doca_<x> *`` as an ``int``), on the emulated backend the backend object itself.
 
         Valid while this object is open; ownership stays with this object (use the class's
@@ -136,7 +136,7 @@ class DocaObject:
 
     @property
     def borrowed(self) -> bool:
-        """Whether this wrapper was made by ``from_handle`` (it never destroys the DOCA object)."""
+        """Python-only: whether this wrapper was made by ``from_handle`` (it never destroys the DOCA object)."""
         return self._borrowed
 
     def _adopt(self, child: DocaObject) -> None:
@@ -149,11 +149,12 @@ class DocaObject:
 
     @property
     def closed(self) -> bool:
-        """Whether `close` has run."""
+        """Python-only: whether `close` has run."""
         return self._closed
 
     def close(self) -> None:
-        """Release the DOCA object, closing every child first. Idempotent."""
+        """``doca_<object>_destroy`` / ``doca_dev_close`` / ``doca_dev_rep_close``: release the DOCA object
+        (devices and representors are closed), closing every child first. Idempotent."""
         if self._closed:
             return
         errors: list[BaseException] = []

@@ -54,9 +54,9 @@ class Proc:
             if text in got:
                 return got
 
-    def finish(self) -> tuple[int, str, str]:
-        """Exit status, all stdout, stderr once the child exits (bounded)."""
-        rc = self.proc.wait(DEADLINE)
+    def finish(self, within: float = DEADLINE) -> tuple[int, str, str]:
+        """Exit status, all stdout, stderr once the child exits (within *within* seconds)."""
+        rc = self.proc.wait(max(within, DEADLINE))
         assert self.proc.stdout is not None
         rest = (self.buf + self.proc.stdout.read()).decode(errors="replace")
         return rc, "\n".join(self.lines) + "\n" + rest, self.errpath.read_text()
