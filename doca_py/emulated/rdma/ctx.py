@@ -28,7 +28,7 @@ from ..transport.shmring import usable as rings_usable
 from ..transport.stream import Listener, Stream
 from .config import (
     C_BROKEN, C_CLOSED, C_CONNECTING, C_ESTABLISHED, C_NEW, C_REQUESTED, DEFAULT_QUEUE_SIZE, EV_DISCONNECTION,
-    EV_ESTABLISHED, EV_FAILURE, EV_REQUEST, ABORTED, IDLE, LOCAL_RW, RESET, RUNNING, STARTING, TIME_OUT,
+    EV_ESTABLISHED, EV_FAILURE, EV_REQUEST, ABORTED, BAD_STATE, IDLE, LOCAL_RW, RESET, RUNNING, STARTING, TIME_OUT,
     cfg, host_id, rnr_window,
 )
 from .wire import (
@@ -78,6 +78,10 @@ class EmuRdma(RdmaTaskAlloc):
         self.posted: deque[EmuRdmaTaskReceive] = deque()
         self.stalled: deque[Stream] = deque()
         self.conns: list[EmuRdmaConnection] = []
+        #: Keys of every connection this ctx made (all its starts: a restarted ctx's Unix listener keeps its
+        #: path, so a blob from before the restart reaches it): a dial naming one that is no longer held is late
+        #: (the connection failed, was released or the ctx restarted since), one naming a key never issued is forged.
+        self.issued: set[bytes] = set()
         self.next_conn_id = 0
         self.listener: Listener | None = None
         self.unix: Listener | None = None  # same-host peers dial it (rings can be handed over on it)
@@ -205,12 +209,17 @@ class EmuRdma(RdmaTaskAlloc):
         if self.state not in (STARTING, RUNNING):
             raise DocaBadState("rdma connections are made after start (ctx STARTING or RUNNING)")
         with self.lock:
-            live = sum(1 for c in self.conns if c.state not in (C_BROKEN, C_CLOSED))
-            if live >= self.max_conns:
-                raise DocaFull(f"all {self.max_conns} connections of this ctx are in use (set_max_num_connections)")
+            # A failed connection keeps its slot until it is disconnected (DOCA: the application
+            # releases it, typically from its disconnection callback).
+            if len(self.conns) >= self.max_conns:
+                dead = sum(1 for c in self.conns if c.state in (C_BROKEN, C_CLOSED))
+                hint = (f"; {dead} of them failed: RdmaConnection.disconnect() releases a failed connection's slot"
+                        if dead else "; set_max_num_connections (before start) allows more")
+                raise DocaFull(f"all {self.max_conns} connection slot(s) of this ctx are held{hint}")
             c = EmuRdmaConnection(self, self.next_conn_id)
             self.next_conn_id += 1
             self.conns.append(c)
+            self.issued.add(c.key)
         return c
 
     def export(self) -> tuple[bytes, EmuRdmaConnection]:
@@ -226,7 +235,7 @@ class EmuRdma(RdmaTaskAlloc):
             raise DocaInvalidValue("the connection was not exported by this rdma ctx")
         if self.state not in (STARTING, RUNNING):
             raise DocaBadState("connect needs a started rdma ctx")
-        if conn.state != C_NEW or conn.req is not None:
+        if conn.joined or conn.cm_addr is not None:
             raise DocaBadState("this connection is already connected (a new connection needs a new export)")
         if not blob:
             raise DocaInvalidValue("empty connection blob")
@@ -236,9 +245,18 @@ class EmuRdma(RdmaTaskAlloc):
                 raise DocaConnectionAborted("this connection blob was already used for a connection (replayed)")
         if conn.peer_key is not None and conn.peer_key != b.key:
             raise DocaConnectionAborted("another peer already connected to this connection's export")
+        if conn.state in (C_BROKEN, C_CLOSED):
+            conn.joined = True
+            # The peer connected to our export, then left (its ctx stopped) before this call:
+            # doca_rdma_connect only moves the local QP and succeeds; the loss was reported by the
+            # failure callback and fails the connection's tasks.
+            with used_lock:
+                used_keys.add(b.key)
+            return
         # Same host: dial the peer's Unix listener, which can hand over a shared-memory ring.
         unix = unix_path(b.pid, b.serial) if b.host == self.host and self.unix is not None else ""
         self.dial(conn, (b.ip, b.port), b.key, unix)
+        conn.joined = True
         if not self.v3 and self.state == STARTING:  # 2.6: the next progress moves the ctx to RUNNING
             assert self.pe is not None
             self.pe.post(self._to_running, self.epoch)
@@ -251,10 +269,19 @@ class EmuRdma(RdmaTaskAlloc):
                             self.perms, int(rnr_window(self.rnr_retry) * 1000), conn.id, ip, self.listener.addr[1],
                             family)
         try:
-            reply = exchange(addr, hello, cfg.connect_timeout, unix)
-        except Unreachable:
-            reply = exchange(addr, hello, cfg.connect_timeout)
+            try:
+                reply = exchange(addr, hello, cfg.connect_timeout, unix)
+            except Unreachable:
+                reply = exchange(addr, hello, cfg.connect_timeout)
+        except DocaConnectionAborted as exc:  # no listener, or it closed: the peer's ctx stopped or its process ended
+            self._peer_gone(conn, peer_key, str(exc).split(": ", 1)[-1])
+            return
         sock, (magic, version, status, phost, ppid, pperms, prnr), fds = reply
+        if status in (BAD_STATE, RESET):
+            close_all(sock, fds)
+            self._peer_gone(conn, peer_key, "its ctx is not running" if status == BAD_STATE else
+                            "its side of this connection failed or was disconnected")
+            return
         if status:
             close_all(sock, fds)
             name = ErrorCode(status).name if status in ErrorCode._value2member_map_ else status
@@ -287,6 +314,17 @@ class EmuRdma(RdmaTaskAlloc):
                 conn.state = C_CONNECTING
             self._maybe_established(conn)
         st.start()
+
+    def _peer_gone(self, conn: EmuRdmaConnection, peer_key: bytes, why: str) -> None:
+        """The peer's side of *conn* is gone (its ctx stopped or restarted since it exported, or it released
+        the connection): the connection fails as on hardware, where ``doca_rdma_connect`` only moves the
+        local QP and succeeds, and the loss shows through the failure callback and the connection's tasks.
+        A peer that stops right after exporting (one of its own tasks failed) is a race an application
+        meets in its reconnections; refusing the connect here made it fail where DOCA does not."""
+        with used_lock:
+            used_keys.add(peer_key)
+        self.break_connection(conn, RESET, reason=f"the peer's side of the connection is gone ({why}): it "
+                                                 f"stopped or released it before the connection was established")
 
     def _maybe_established(self, conn: EmuRdmaConnection) -> None:
         """Both streams up: the connection is established (ctx.lock held)."""
@@ -379,8 +417,11 @@ class EmuRdma(RdmaTaskAlloc):
                     status = int(ErrorCode.BAD_STATE)
                 else:
                     conn = next((c for c in self.conns if c.key == target), None)
-                    if conn is None or conn.state in (C_BROKEN, C_CLOSED):
-                        status = ABORTED  # unknown, stale or closed key
+                    if conn is None and target in self.issued or conn is not None and \
+                            conn.state in (C_BROKEN, C_CLOSED):
+                        status, conn = RESET, None  # ours, but it failed or was released (a late dial)
+                    elif conn is None:
+                        status = ABORTED  # a key this ctx never issued
                     elif conn.srv is not None:
                         status = ABORTED  # replayed: the connection already has its peer
                     elif conn.peer_key is not None and conn.peer_key != key:
