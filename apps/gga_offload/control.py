@@ -347,13 +347,29 @@ def _watch_while_listening(targets: Sequence[TargetLink], abort: threading.Event
 
 
 def _connect_targets(config: GgaOffloadConfig, abort: threading.Event) -> list[TargetLink]:
+    """Connect to data_1, data_2 and data_p in turn, retrying each while it refuses, all within
+    ``--target-connect-timeout`` seconds of the call (0: for ever); the attempts go to the log."""
     links: list[TargetLink] = []
+    limit = float(config.target_connect_timeout)
+    deadline = time.monotonic() + limit if limit > 0 else None
     try:
         for role, ep in zip(TargetRole, (config.data_1_storage, config.data_2_storage, config.data_p_storage)):
             log.info("connecting to storage target %s at %s", role.name.lower(), ep)
-            retries = RetryLog(log, f"storage target {role.name.lower()} ({ep})", CONNECT_RETRY_INTERVAL)
-            channel = connect_tcp(ep.host, ep.port, timeout=None, retry_interval=CONNECT_RETRY_INTERVAL,
-                                  should_abort=abort.is_set, retries=retries)
+            what = f"storage target {role.name.lower()} ({ep})"
+            retries = RetryLog(log, what, CONNECT_RETRY_INTERVAL, bound=f"for up to {limit:g} s from the start "
+                               f"(--target-connect-timeout)" if deadline is not None else "")
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                channel = connect_tcp(ep.host, ep.port, timeout=left, retry_interval=CONNECT_RETRY_INTERVAL,
+                                      should_abort=abort.is_set, retries=retries)
+            except StorageAppError as exc:
+                if exc.code != ErrorCode.TIME_OUT:
+                    raise
+                reached = ", ".join(link.name for link in links) or "none"
+                raise StorageAppError(ErrorCode.TIME_OUT, f"{what} was not reachable within {limit:g} s "
+                                      f"(--target-connect-timeout): {retries.attempts} attempt(s) failed, the "
+                                      f"last with {retries.last_reason or 'a time-out'}; targets reached: "
+                                      f"{reached}") from None
             links.append(TargetLink(role, ep, channel))
     except BaseException:
         for link in links:
