@@ -63,3 +63,38 @@ def test_a_stopped_bridge_makes_the_initiator_time_out(mid_run: tuple[list[Proc]
         initiator.tail(40)
     assert "The service does not answer; shutdown skipped" in text, initiator.tail(40)
     assert "| Test failed!!" in text and "Traceback" not in text, initiator.tail(40)
+
+
+TARGET_SILENCE = 3.0
+"""``--control-timeout`` of the targets in the test below (seconds of silence they allow the bridge)."""
+
+
+def test_a_stopped_bridge_is_noticed_by_the_targets_it_was_sending_io(tmp_path: Path) -> None:
+    """Issue 35 item 19: a bridge stopped with SIGSTOP mid-run kept the targets waiting without bound. The
+    targets it sent io to (data_1 and data_2 in a read run) end once it has been silent for their
+    --control-timeout, with a message that says so; data_p, sent nothing in a read run, cannot tell an idle
+    bridge from a stopped one (docs/storage-target.md, "A silent requester")."""
+    args = build_parser().parse_args(["--block-count", "32", "--workdir", str(tmp_path)])
+    env = environment()
+    env["DOCA_PY_COMCH_RETRY_WINDOW"] = str(3 * _ending())  # the initiator's own ending is not the subject
+    plain, files = prepare(args, tmp_path, env)
+    silence = ("--control-timeout", f"{TARGET_SILENCE:g}")
+    test = TopologyTest("long read", "read_throughput_test", 10_000_000,
+                        target_args={role: silence for role in ("data_1", "data_2", "data_p")})
+    with topology(tmp_path, env) as topo:
+        targets, bridge, initiator = start(topo, test, args, files, plain, initiator_marker=PROGRESS)
+        initiator.wait_marker(PROGRESS, deadlines.bound(CONTROL_TIMEOUT, 1.0, starts=5))
+        bridge.popen.send_signal(signal.SIGSTOP)
+        try:
+            rcs = [t.popen.wait(deadlines.bound(TARGET_SILENCE, starts=1)) for t in targets[:2]]
+        finally:
+            bridge.popen.send_signal(signal.SIGCONT)
+            bridge.popen.kill()
+        for t, rc in zip(targets[:2], rcs):
+            if t._pump is not None:
+                t._pump.join(deadlines.bound(starts=1))
+            text = "\n".join(t.lines)
+            assert rc == 1, t.tail(20)
+            assert f"sent no io message for {TARGET_SILENCE:g} s (--control-timeout) since its last one, and no " \
+                   "stop_storage_request, while the data path ran; ending the session" in text, t.tail(20)
+            assert "| Operation count: " in text and "Traceback" not in text, t.tail(20)

@@ -1,0 +1,79 @@
+"""Noticing that this process itself did not run (SIGSTOP, a suspended VM, a starved CPU).
+
+A time-out says the peer did not answer in time; that is true only if this process was there to
+hear it. A process that was stopped and then resumed finds every deadline it had long past and, unless
+it looks, blames its peers for its own pause. A loop that comes round every *interval* seconds tells
+the difference: if far more time went by since its last round than its interval (`STALL_MIN`, or
+`STALL_FACTOR` intervals, whichever is longer), the process did not run in between.
+
+`LoopClock` is that check for one loop (`tick` once per round, `restart` when the loop resumes
+after work of its own that may take long); every stall it sees is also recorded process-wide, so
+that another thread can add to a peer-blaming message that this process had just been stopped
+(`stall_note`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+__all__ = ["LoopClock", "STALL_MIN", "STALL_FACTOR", "last_stall", "stall_note", "describe_stall"]
+
+STALL_MIN = 2.0
+"""Seconds a loop may come round late without being called stalled (a loaded machine delays a
+100 ms round by a second or so; a stop of a few seconds is what matters)."""
+STALL_FACTOR = 20.0
+"""How many of its intervals a loop may take before a round is called stalled."""
+
+_lock = threading.Lock()
+_last: tuple[float, float] = (0.0, float("-inf"))  # (length, when it ended), monotonic
+
+
+def last_stall() -> tuple[float, float]:
+    """``(seconds, ended_at)`` of the last stall any loop of this process saw (``(0, -inf)``: none)."""
+    return _last
+
+
+def _record(length: float, ended: float) -> None:
+    global _last
+    with _lock:
+        _last = (length, ended)
+
+
+def describe_stall(seconds: float) -> str:
+    """``this process did not run for 12.3 s (stopped, e.g. by SIGSTOP, suspended or starved of CPU)``."""
+    return f"this process did not run for {seconds:.1f} s (stopped, e.g. by SIGSTOP, suspended or starved of CPU)"
+
+
+def stall_note(within: float) -> str:
+    """``"; note: this process did not run for 12.3 s until 0.4 s before"`` if a stall ended at most
+    *within* seconds ago (what a message blaming a peer adds: the pause may be the cause), else ``""``."""
+    length, ended = _last
+    ago = time.monotonic() - ended
+    if length <= 0 or ago > within:
+        return ""
+    return f"; note: {describe_stall(length)} until {ago:.1f} s before, which may be why"
+
+
+class LoopClock:
+    """The rounds of one loop that should come round every *interval* seconds."""
+
+    def __init__(self, interval: float, *, minimum: float = STALL_MIN) -> None:
+        self.interval = interval
+        self.threshold = max(minimum, STALL_FACTOR * interval)
+        """A round later than this after the previous one is a stall."""
+        self._last = time.monotonic()
+
+    def restart(self) -> None:
+        """The loop starts (again) now: what it did since its last round was its own work, not a stall."""
+        self._last = time.monotonic()
+
+    def tick(self) -> float:
+        """One round: the seconds this process did not run since the previous round if that is a stall,
+        else 0."""
+        now = time.monotonic()
+        gap, self._last = now - self._last, now
+        if gap <= self.threshold:
+            return 0.0
+        _record(gap, now)
+        return gap
