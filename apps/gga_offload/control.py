@@ -54,6 +54,7 @@ from apps.storage.runtime.service_control import (
     open_host_representor, serve_session,
 )
 from apps.common.runtime.retry_log import RetryLog
+from apps.common.runtime.stall import LoopClock, describe_stall, stall_note
 from apps.common.runtime.stats import WorkerStats
 
 from .config import GgaOffloadConfig
@@ -121,7 +122,7 @@ class GgaService(BridgeControl[Worker]):
     def _lose_target(self, link: TargetLink, error: StorageAppError) -> None:
         """*link* failed: take it out (degraded mode) if possible, else end the service."""
         if not self.may_degrade(link):
-            raise TargetFailure(error.code, str(error)) from None
+            raise TargetFailure(error.code, str(error) + stall_note()) from None
         self.health.mark_out(link.role, f"was lost ({error})")
 
     def live_targets(self) -> list[TargetLink]:
@@ -172,7 +173,14 @@ class GgaService(BridgeControl[Worker]):
         # so the initiator's own wait for this answer does not run out first.
         io_limit = float(self.config.target_io_timeout) if self.data_path_started else 0.0
         degrade_at = min(deadline, time.monotonic() + io_limit) if io_limit > 0 else deadline
+        clock = LoopClock(_TICK)
         while True:
+            stall = clock.tick()
+            if stall:  # this process did not run: the targets had no chance to be heard meanwhile
+                deadline += stall
+                degrade_at += stall
+                log.warning("%s; the wait for the %s of the targets starts again", describe_stall(stall),
+                            mtype.response_type.wire_name)
             for mid in [m for m, (link, _r) in requests.items() if link.role in self.health.out]:
                 del requests[mid]  # taken out meanwhile (here or by a worker): not awaited any more
             if all(m in responses for m in requests):
@@ -216,7 +224,8 @@ class GgaService(BridgeControl[Worker]):
             if now >= deadline:
                 waiting = [f"{requests[m][0].name} mid {m}" for m in requests if m not in responses]
                 raise TargetFailure(ErrorCode.TIME_OUT, f"Timed out after {self.timeout:g} s waiting for the "
-                                                        f"{mtype.response_type.wire_name} of {', '.join(waiting)}")
+                                                        f"{mtype.response_type.wire_name} of {', '.join(waiting)}"
+                                                        + stall_note())
             # Sleep on the sockets (and keep the comch Pe moving, watching the initiator) for a tick.
             self._relay_idle()
             fds = [link.channel.transport.fileno() for link, _ in requests.values()

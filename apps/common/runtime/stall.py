@@ -17,13 +17,17 @@ from __future__ import annotations
 import threading
 import time
 
-__all__ = ["LoopClock", "STALL_MIN", "STALL_FACTOR", "last_stall", "stall_note", "describe_stall"]
+__all__ = ["LoopClock", "STALL_MIN", "STALL_FACTOR", "RECENT", "last_stall", "stall_note", "describe_stall"]
 
 STALL_MIN = 2.0
 """Seconds a loop may come round late without being called stalled (a loaded machine delays a
 100 ms round by a second or so; a stop of a few seconds is what matters)."""
 STALL_FACTOR = 20.0
 """How many of its intervals a loop may take before a round is called stalled."""
+
+RECENT = 10.0
+"""Seconds after a stall during which a message blaming a peer mentions it (`stall_note`): longer than
+the transports' retry windows (4 s), whose time-outs a stall of this process can trip."""
 
 _lock = threading.Lock()
 _last: tuple[float, float] = (0.0, float("-inf"))  # (length, when it ended), monotonic
@@ -45,7 +49,7 @@ def describe_stall(seconds: float) -> str:
     return f"this process did not run for {seconds:.1f} s (stopped, e.g. by SIGSTOP, suspended or starved of CPU)"
 
 
-def stall_note(within: float) -> str:
+def stall_note(within: float = RECENT) -> str:
     """``"; note: this process did not run for 12.3 s until 0.4 s before"`` if a stall ended at most
     *within* seconds ago (what a message blaming a peer adds: the pause may be the cause), else ``""``."""
     length, ended = _last
