@@ -177,6 +177,8 @@ class TargetSession:
         ``--control-timeout`` seconds (see the module's endings), ``CONNECTION_ABORTED`` on Ctrl-C."""
         limit = float(self.config.control_timeout)
         clock = self._clock
+        log.debug("waiting for a %s (the requester may stay silent for %s)", expected.wire_name,
+                  f"{limit:g} s" if limit else "ever")
         while True:
             if self.abort.is_set():
                 raise _aborted()

@@ -29,6 +29,7 @@ class _Clock:
 
     def __init__(self) -> None:
         self.now = 1000.0
+        self.cpu = 5.0  # the process's CPU time
 
     def __call__(self) -> float:
         return self.now
@@ -38,6 +39,7 @@ class _Clock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
     c = _Clock()
     monkeypatch.setattr(stall.time, "monotonic", c)
+    monkeypatch.setattr(stall.time, "process_time", lambda: c.cpu)
     monkeypatch.setattr(stall, "_last", (0.0, float("-inf")))
     return c
 
@@ -51,6 +53,12 @@ def test_a_round_far_later_than_the_interval_is_a_stall_and_work_before_a_restar
     clock.now += 12.5  # stopped
     assert loop.tick() == 12.5
     assert stall.last_stall() == (12.5, clock.now)
+    clock.now += 6.0
+    clock.cpu += 5.5  # a long round of a busy process (it ran): not a stall
+    assert loop.tick() == 0.0
+    clock.now += 6.0
+    clock.cpu += 1.0  # the machine gave it 1 s of CPU in 6: it did not run for 5
+    assert loop.tick() == 5.0
     clock.now += 30.0  # the loop's own work (a request handled) ...
     loop.restart()     # ... before it waits again
     clock.now += 0.1

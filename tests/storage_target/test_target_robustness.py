@@ -170,11 +170,12 @@ def test_a_stop_of_the_target_itself_is_not_blamed_on_the_requester(
     """Issue 35 item 21: the target stopped (SIGSTOP) for longer than its --control-timeout, then resumed, saw
     its requester silent for that long and blamed it. It now sees its own stop (its loop came round far too
     late), says so and counts the requester's silence from its resumption."""
-    target = TargetProcess("--control-timeout", "2")
+    target = TargetProcess("--control-timeout", "2", "-l", "debug")
     cleanup.append(target)
     with connect_tcp("127.0.0.1", target.port, timeout=DEADLINE) as ch:
         ch.request(ControlMessage(M.QUERY_STORAGE_REQUEST, 0, 0), timeout=DEADLINE)
-        target.p.send_signal(signal.SIGSTOP)
+        target.wait_for(lambda s: "waiting for a init_storage_request" in s, "the target waiting for the init")
+        target.p.send_signal(signal.SIGSTOP)  # while it counts the requester's silence
         try:
             _wait_for_time(target_stopped_for=4.0)
         finally:

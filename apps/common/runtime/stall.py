@@ -4,7 +4,10 @@ A time-out says the peer did not answer in time; that is true only if this proce
 hear it. A process that was stopped and then resumed finds every deadline it had long past and, unless
 it looks, blames its peers for its own pause. A loop that comes round every *interval* seconds tells
 the difference: if far more time went by since its last round than its interval (`STALL_MIN`, or
-`STALL_FACTOR` intervals, whichever is longer), the process did not run in between.
+`STALL_FACTOR` intervals, whichever is longer) **and** the process used little CPU meanwhile, the
+process did not run in between. The CPU time tells a stop (or a machine that gave the process no CPU)
+from a round that was merely long because the process was busy: a busy process's CPU time keeps up with
+the clock, a stopped one's does not move.
 
 `LoopClock` is that check for one loop (`tick` once per round, `restart` when the loop resumes
 after work of its own that may take long); every stall it sees is also recorded process-wide, so
@@ -65,19 +68,21 @@ class LoopClock:
     def __init__(self, interval: float, *, minimum: float = STALL_MIN) -> None:
         self.interval = interval
         self.threshold = max(minimum, STALL_FACTOR * interval)
-        """A round later than this after the previous one is a stall."""
+        """Seconds without running (wall time less the process's CPU time) that make a stall."""
         self._last = time.monotonic()
+        self._cpu = time.process_time()
 
     def restart(self) -> None:
         """The loop starts (again) now: what it did since its last round was its own work, not a stall."""
-        self._last = time.monotonic()
+        self._last, self._cpu = time.monotonic(), time.process_time()
 
     def tick(self) -> float:
-        """One round: the seconds this process did not run since the previous round if that is a stall,
-        else 0."""
-        now = time.monotonic()
-        gap, self._last = now - self._last, now
-        if gap <= self.threshold:
+        """One round: the seconds this process did not run since the previous round (the time gone by less
+        the CPU time it used) if that is a stall, else 0."""
+        now, cpu = time.monotonic(), time.process_time()
+        idle = (now - self._last) - (cpu - self._cpu)
+        self._last, self._cpu = now, cpu
+        if idle <= self.threshold:
             return 0.0
-        _record(gap, now)
-        return gap
+        _record(idle, now)
+        return idle
