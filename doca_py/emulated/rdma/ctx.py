@@ -32,8 +32,8 @@ from .config import (
     cfg, host_id, rnr_window,
 )
 from .wire import (
-    ConnBlob, Unreachable, HELLO, HELLO_MAGIC, K_CM_REQUEST, K_CONNECT, REPLY, REPLY_MAGIC, VERSION,
-    advertised, close_all, drop_data, exchange, pack_ip, serials, unpack_ip, used_keys, used_lock,
+    ConnBlob, HELLO, HELLO_MAGIC, K_CM_REQUEST, K_CONNECT, REPLY, REPLY_MAGIC, VERSION,
+    advertised, close_all, dial_peer, drop_data, pack_ip, serials, unpack_ip, used_keys, used_lock,
     decode_blob, encode_blob, unix_path,
 )
 from .connection import EmuRdmaConnection, Fifo, fifo_retry, ignore_close, send_reply_and_close
@@ -78,9 +78,8 @@ class EmuRdma(RdmaTaskAlloc):
         self.posted: deque[EmuRdmaTaskReceive] = deque()
         self.stalled: deque[Stream] = deque()
         self.conns: list[EmuRdmaConnection] = []
-        #: Keys of every connection this ctx made (all its starts: a restarted ctx's Unix listener keeps its
-        #: path, so a blob from before the restart reaches it): a dial naming one that is no longer held is late
-        #: (the connection failed, was released or the ctx restarted since), one naming a key never issued is forged.
+        #: Keys of every connection this ctx made, over all its starts (a restarted ctx keeps its Unix socket path):
+        #: a dial naming one no longer held is late (failed, released, restarted since), any other key forged.
         self.issued: set[bytes] = set()
         self.next_conn_id = 0
         self.listener: Listener | None = None
@@ -144,15 +143,16 @@ class EmuRdma(RdmaTaskAlloc):
         for t in claimed:
             t.status = FLUSHED
             pe.post_item(t.done)
-        if self.listener is not None:
-            self.listener.close()
-            self.listener = None
-        if self.unix is not None:
-            self.unix.close()
-            self.unix = None
+        self._close_listeners()
         for lst in self.cm_listeners.values():
             lst.close()
         self.cm_listeners.clear()
+
+    def _close_listeners(self) -> None:
+        for lst in (self.listener, self.unix):
+            if lst is not None:
+                lst.close()
+        self.listener = self.unix = None
 
     def _close_conn(self, c: EmuRdmaConnection) -> list[Work]:
         """Detach *c* from its streams (any thread); returns the tasks that waited on it."""
@@ -196,12 +196,7 @@ class EmuRdma(RdmaTaskAlloc):
 
     def destroy(self) -> None:
         super().destroy()
-        if self.listener is not None:
-            self.listener.close()
-            self.listener = None
-        if self.unix is not None:
-            self.unix.close()
-            self.unix = None
+        self._close_listeners()
         self.poller.close()
 
     # -- export / connect ---------------------------------------------------------------------------
@@ -209,9 +204,7 @@ class EmuRdma(RdmaTaskAlloc):
         if self.state not in (STARTING, RUNNING):
             raise DocaBadState("rdma connections are made after start (ctx STARTING or RUNNING)")
         with self.lock:
-            # A failed connection keeps its slot until it is disconnected (DOCA: the application
-            # releases it, typically from its disconnection callback).
-            if len(self.conns) >= self.max_conns:
+            if len(self.conns) >= self.max_conns:  # a failed connection holds its slot until disconnected (DOCA)
                 dead = sum(1 for c in self.conns if c.state in (C_BROKEN, C_CLOSED))
                 hint = (f"; {dead} of them failed: RdmaConnection.disconnect() releases a failed connection's slot"
                         if dead else "; set_max_num_connections (before start) allows more")
@@ -245,11 +238,8 @@ class EmuRdma(RdmaTaskAlloc):
                 raise DocaConnectionAborted("this connection blob was already used for a connection (replayed)")
         if conn.peer_key is not None and conn.peer_key != b.key:
             raise DocaConnectionAborted("another peer already connected to this connection's export")
-        if conn.state in (C_BROKEN, C_CLOSED):
-            conn.joined = True
-            # The peer connected to our export, then left (its ctx stopped) before this call:
-            # doca_rdma_connect only moves the local QP and succeeds; the loss was reported by the
-            # failure callback and fails the connection's tasks.
+        if conn.state in (C_BROKEN, C_CLOSED):  # the peer connected to our export, then left: doca_rdma_connect
+            conn.joined = True                     # only moves the local QP and succeeds; the tasks report the loss
             with used_lock:
                 used_keys.add(b.key)
             return
@@ -269,10 +259,7 @@ class EmuRdma(RdmaTaskAlloc):
                             self.perms, int(rnr_window(self.rnr_retry) * 1000), conn.id, ip, self.listener.addr[1],
                             family)
         try:
-            try:
-                reply = exchange(addr, hello, cfg.connect_timeout, unix)
-            except Unreachable:
-                reply = exchange(addr, hello, cfg.connect_timeout)
+            reply = dial_peer(addr, hello, cfg.connect_timeout, unix)
         except DocaConnectionAborted as exc:  # no listener, or it closed: the peer's ctx stopped or its process ended
             self._peer_gone(conn, peer_key, str(exc).split(": ", 1)[-1])
             return
@@ -316,11 +303,9 @@ class EmuRdma(RdmaTaskAlloc):
         st.start()
 
     def _peer_gone(self, conn: EmuRdmaConnection, peer_key: bytes, why: str) -> None:
-        """The peer's side of *conn* is gone (its ctx stopped or restarted since it exported, or it released
-        the connection): the connection fails as on hardware, where ``doca_rdma_connect`` only moves the
-        local QP and succeeds, and the loss shows through the failure callback and the connection's tasks.
-        A peer that stops right after exporting (one of its own tasks failed) is a race an application
-        meets in its reconnections; refusing the connect here made it fail where DOCA does not."""
+        """The peer's side of *conn* is gone (its ctx stopped or restarted since it exported, or it released the
+        connection): *conn* fails, as on hardware, where ``doca_rdma_connect`` only moves the local QP and succeeds
+        (refusing it made reconnections under faults fail at random where DOCA does not)."""
         with used_lock:
             used_keys.add(peer_key)
         self.break_connection(conn, RESET, reason=f"the peer's side of the connection is gone ({why}): it "
@@ -417,8 +402,7 @@ class EmuRdma(RdmaTaskAlloc):
                     status = int(ErrorCode.BAD_STATE)
                 else:
                     conn = next((c for c in self.conns if c.key == target), None)
-                    if conn is None and target in self.issued or conn is not None and \
-                            conn.state in (C_BROKEN, C_CLOSED):
+                    if (target in self.issued) if conn is None else conn.state in (C_BROKEN, C_CLOSED):
                         status, conn = RESET, None  # ours, but it failed or was released (a late dial)
                     elif conn is None:
                         status = ABORTED  # a key this ctx never issued
