@@ -301,8 +301,12 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
 
     # -- connections (after start) ------------------------------------------------------------
     def export(self) -> tuple[bytes, RdmaConnection]:
-        """``doca_rdma_export``: a new connection and the blob describing it to the peer
-        (``DocaFull`` when ``max_num_connections`` are in use)."""
+        """``doca_rdma_export``: a new connection and the blob describing it to the peer.
+
+        :raises DocaFull: when ``max_num_connections`` connections are held. A failed connection holds its
+            slot until [`RdmaConnection.disconnect`][doca_py.rdma_connection.RdmaConnection.disconnect]
+            releases it (a stop releases every connection); the message says when one does.
+        """
         self._check_open()
         blob, h = self._h.export()
         return bytes(blob), self._conn(h)
@@ -311,8 +315,11 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         """``doca_rdma_connect``: join *connection* to the peer's exported connection.
 
         Tasks on the connection may be submitted right after: they wait until the peer
-        has connected too. A malformed, truncated, stale or replayed blob raises
+        has connected too. A malformed, truncated, forged or replayed blob raises
         ``DocaConnectionAborted``; a second connect of one connection ``DocaBadState``.
+        Like ``doca_rdma_connect``, which only sets up the local side, it succeeds when the peer
+        stopped, restarted or released its connection since it exported the blob: the connection
+        then fails (failure callback; its tasks fail with ``CONNECTION_RESET``).
         """
         self._check_open()
         if not isinstance(peer_blob, (bytes, bytearray, memoryview)):

@@ -111,7 +111,16 @@ class RdmaConnection:
         self._h.reject()
 
     def disconnect(self) -> None:
-        """``doca_rdma_connection_disconnect``: tear the connection down; the peer gets its disconnection callback."""
+        """``doca_rdma_connection_disconnect``: tear the connection down (the peer gets its disconnection
+        callback) and release its slot of ``max_num_connections``.
+
+        A connection that failed (its peer left, its tasks failed) keeps its slot until disconnected, as
+        in DOCA, whose samples disconnect from the disconnection callback; disconnecting it only releases
+        the slot. See "Reconnecting after a failure" in the RDMA guide.
+
+        :raises DocaBadState: when the connection was released already (disconnected before, or its ctx
+            stopped since: a stop releases every connection).
+        """
         self._h.disconnect()
 
     def get_addr(self) -> RdmaAddr | None:

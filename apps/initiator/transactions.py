@@ -31,6 +31,7 @@ from doca_py.comch import ComchConsumerTaskPostRecv, ComchProducerTaskSend
 from doca_py.errors import DocaError, ErrorCode
 
 from apps.common.errors import StorageAppError
+from apps.common.runtime.stall import LoopClock, describe_stall, stall_note
 from apps.common.runtime.worker_thread import WorkerThread
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_message_from
 
@@ -146,6 +147,7 @@ class DataPath(WorkerThread):
         self._local_pool: AddressPool = plan.local_pool(self.io_size)
         self._storage_pool: AddressPool = plan.storage_pool(self.io_size)
         self._timeout_ns = int(self.io_timeout * 1e9)
+        self._clock = LoopClock(_IDLE_SLEEP)  # the deadline checks: a stop of this process is not a late service
         self._busy = _BUSY_CHECK
         self._running = True
         self._phase = self._data_round
@@ -216,7 +218,16 @@ class DataPath(WorkerThread):
         self._end_phase()
 
     def _check_deadlines(self, timeout_ns: int) -> bool:
-        """Fail the worker if an IO has been in flight for longer than the IO deadline; whether it did."""
+        """Fail the worker if an IO has been in flight for longer than the IO deadline; whether it did. After a
+        stop of this process (the check came far too late) the IOs in flight get the whole deadline again."""
+        stall = self._clock.tick()
+        if stall:
+            waiting = [t for t in self._txns if t.refs > 0]
+            for t in waiting:
+                t.io_start_ns += int(stall * 1e9)
+            _log.warning("%s: %s%s", self.name, describe_stall(stall),
+                         f"; its {len(waiting)} IO(s) in flight get their --io-timeout again from now" if waiting else "")
+            return False
         now = _now_ns()
         late = [t for t in self._txns if t.refs > 0 and now - t.io_start_ns >= timeout_ns]
         if not late:
@@ -382,7 +393,7 @@ class DataPath(WorkerThread):
             self.unanswered = True
             self.error = None
             self._timed_out(late or [txn], "the service did not answer within the comch retry window (the "
-                                           "connection was dropped)")
+                                           "connection was dropped)" + stall_note())
         elif self._running:
             self._fail(f"producer send of transaction {txn.index} failed: {status.name}")
 

@@ -12,7 +12,9 @@ process (:mod:`tests.gga_offload.harness`).
 
 from __future__ import annotations
 
+import re
 import signal
+import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,7 +27,7 @@ from apps.storage.wire.control import ControlMessage, ErrorPayload, MessageType 
 
 from tests import deadlines
 
-from .harness import DEADLINE, Deployment, TestInitiator, make_sbc_files, plain_content
+from .harness import DEADLINE, DPU, HOST, Deployment, Proc, TestInitiator, make_sbc_files, plain_content
 
 pytestmark = pytest.mark.multiprocess
 
@@ -171,3 +173,33 @@ def test_a_target_stalling_during_a_relay_gets_the_initiator_a_timeout_naming_it
         _ended(dep)
     finally:
         ini.close()
+
+
+def test_unreachable_targets_end_the_service_at_the_connect_deadline() -> None:
+    """Issue 35 item 20: the service used to retry an unreachable target for ever. data_1 accepts (a listening
+    socket), data_2 refuses every attempt: after ``--target-connect-timeout`` the service ends with status 1,
+    saying which target, how many attempts failed and why, and which targets it had reached."""
+    up, down = socket.socket(), socket.socket()
+    try:
+        up.bind(("127.0.0.1", 0))
+        up.listen(4)
+        down.bind(("127.0.0.1", 0))  # bound, not listening: refused
+        a, b = (f"127.0.0.1:{s.getsockname()[1]}" for s in (up, down))
+        svc = Proc("apps.gga_offload", "-d", DPU, "-r", HOST, "--cpu", "0", "--command-channel-name",
+                   f"connect-deadline-{b.split(':')[1]}", "--data-1-storage", a, "--data-2-storage", b,
+                   "--data-p-storage", b, "--target-connect-timeout", "1")
+        try:
+            assert svc.wait(DEADLINE) == 1, svc.output
+        finally:
+            svc.kill()
+    finally:
+        up.close()
+        down.close()
+    assert f"storage target data_2 ({b}) is not reachable: ECONNREFUSED (Connection refused); retrying every " \
+           f"0.1 s for up to 1 s from the start (--target-connect-timeout)" in svc.output, svc.output
+    last = svc.stderr.strip().splitlines()[-1]
+    m = re.fullmatch(rf"EXCEPTION: storage target data_2 \({b}\) was not reachable within 1 s "
+                     rf"\(--target-connect-timeout\): (\d+) attempt\(s\) failed, the last with ECONNREFUSED "
+                     rf"\(Connection refused\); targets reached: data_1 \({a}\)", last)
+    assert m is not None and int(m.group(1)) >= 1, last
+    assert "Traceback" not in svc.output

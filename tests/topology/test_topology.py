@@ -65,6 +65,27 @@ def test_main_job_runs_the_three_default_tests(tmp_path: Path) -> None:
         assert (tmp_path / f"{role}.log").exists()
 
 
+def test_every_process_line_is_printed_as_it_comes_with_its_name(tmp_path: Path) -> None:
+    """Issue 35 item 22: the lines of the five processes come as they are written, each prefixed with
+    its process's name, the reports included; not an initiator log printed whole once it ended. The
+    order across processes shows it: the initiator's configuration (printed at its start) comes before
+    the targets' statistics (printed once the session is over), and its report after them is whole."""
+    out = _run(tmp_path, "--strategy", "read_throughput_test")
+    _passed(out, 1)
+    lines = out.stdout.splitlines()
+
+    def first(prefix: str, text: str) -> int:
+        found = [i for i, line in enumerate(lines) if line.startswith(prefix) and text in line]
+        assert found, f"no {prefix!r} line with {text!r}:\n{out.stdout[-4000:]}"
+        return found[0]
+
+    started = first("initiator    | ", "Configuration: {")
+    for role in ("target-data_1", "target-data_2", "target-data_p", "gga_offload  "):
+        assert started < first(f"{role}| ", "| Operation count: "), out.stdout[-4000:]
+    assert first("initiator    | ", "clat percentiles") < first("--- PASSED", "")
+    assert not [line for line in lines if line.startswith("    ")], "the initiator's log printed again at the end"
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_each_execution_strategy(tmp_path: Path, strategy: str) -> None:
     _passed(_run(tmp_path, "--strategy", strategy), 1)
