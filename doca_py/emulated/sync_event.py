@@ -144,14 +144,24 @@ def _needs_30(fn: str) -> None:
                                f"{emu_version.VERSION[0]}.{emu_version.VERSION[1]} (DOCA_PY_EMU_VERSION)")
 
 
-class _Pool26:
-    """A task type DOCA 2.6 lacks, in the emulator's 2.6 mode: configuring it is refused."""
+def _only_26(fn: str) -> None:
+    """DOCA 3.0 dropped the 2.6 wait_gt task (wait_eq and wait_neq replace it): refused from 3.0 on, as the
+    native backend refuses the function a 3.x library does not export."""
+    if emu_version.VERSION >= (3, 0):
+        raise DocaNotSupported(f"{fn} is exported up to DOCA 2.6 (3.0 replaced the wait_gt task with wait_eq and "
+                               f"wait_neq); the emulator presents DOCA {emu_version.VERSION[0]}."
+                               f"{emu_version.VERSION[1]} (DOCA_PY_EMU_VERSION)")
 
-    def __init__(self, fn: str) -> None:
+
+class _Pool26:
+    """A task type the presented DOCA lacks (2.6's eq/neq waits, 3.x's gt wait): configuring it is refused."""
+
+    def __init__(self, fn: str, refuse: Callable[[str], None] = _needs_30) -> None:
         self.fn = fn
+        self.refuse = refuse
 
     def set_conf(self, *args: object) -> None:
-        _needs_30(self.fn)
+        self.refuse(self.fn)
 
 
 def holds(op: str, current: int, value: int, mask: int) -> bool:
@@ -460,7 +470,7 @@ class EmuSyncEventTaskWait(_SeTask):
             else:
                 return False
         except DocaError as exc:
-            self.status, self.reason = exc.code, str(exc)
+            self.status, self.reason = exc.code, exc.detail
         complete_task(self)
         return True
 
@@ -470,6 +480,13 @@ class EmuSyncEventTaskWaitNeq(EmuSyncEventTaskWait):
 
     __slots__ = ()
     op = "neq"
+
+
+class EmuSyncEventTaskWaitGt(EmuSyncEventTaskWait):
+    """``doca_sync_event_task_wait_gt`` (DOCA 2.6; 3.0 replaced it with wait_eq and wait_neq)."""
+
+    __slots__ = ()
+    op = "gt"
 
 
 class _Waiters:
@@ -515,9 +532,12 @@ class EmuSyncEventCtx(EmuCtx):
         self.notify_add = TaskPool(self, EmuSyncEventTaskNotifyAdd, "sync_event")
         self.wait_eq = TaskPool(self, EmuSyncEventTaskWait, "sync_event")
         self.wait_neq = TaskPool(self, EmuSyncEventTaskWaitNeq, "sync_event")
-        if emu_version.VERSION < (3, 0):  # 2.6 has wait_gt tasks instead (not offered: 3.0 dropped them)
+        if emu_version.VERSION < (3, 0):  # 2.6 has wait_gt tasks instead
             self.wait_eq = cast(Any, _Pool26("doca_sync_event_task_wait_eq_set_conf"))
             self.wait_neq = cast(Any, _Pool26("doca_sync_event_task_wait_neq_set_conf"))
+            self.wait_gt = TaskPool(self, EmuSyncEventTaskWaitGt, "sync_event")
+        else:
+            self.wait_gt = cast(Any, _Pool26("doca_sync_event_task_wait_gt_set_conf", _only_26))
         self.waiting = _Waiters(self)
 
     def destroy(self) -> None:
@@ -526,7 +546,7 @@ class EmuSyncEventCtx(EmuCtx):
 
     def _configurable(self, what: str) -> None:
         if self.state != 0:  # doca_sync_event.h: the task set_conf of a ctx not idle is NOT_PERMITTED
-            raise DocaNotPermitted(f"{what}: configure the sync event's ctx while it is idle")
+            raise DocaNotPermitted(f"{what}: " * bool(what) + "configure the sync event's ctx while it is idle")
 
     def _on_start(self) -> None:
         if self.event.destroyed:
@@ -554,6 +574,10 @@ class EmuSyncEventCtx(EmuCtx):
     def task_wait_neq_alloc_init(self, value: int, mask: int) -> _SeTask:
         _needs_30("doca_sync_event_task_wait_neq_alloc_init")
         return self._alloc(self.wait_neq, value, mask)
+
+    def task_wait_gt_alloc_init(self, value: int, mask: int) -> _SeTask:
+        _only_26("doca_sync_event_task_wait_gt_alloc_init")
+        return self._alloc(self.wait_gt, value, mask)
 
 
 # -- creation ---------------------------------------------------------------------------------------
@@ -599,6 +623,7 @@ _CAPS: dict[str, str | None] = {
     "task_notify_add_is_supported": None,
     "task_wait_eq_is_supported": None,
     "task_wait_neq_is_supported": None,
+    "task_wait_gt_is_supported": None,
     "is_export_to_dpa_supported": "",
     "is_export_to_gpu_supported": "",
 }
@@ -611,6 +636,8 @@ def cap(name: str, devinfo: DevInfoHandle) -> bool:
         raise DocaInvalidValue(f"no sync event capability {name!r}")
     if name in ("task_wait_eq_is_supported", "task_wait_neq_is_supported"):
         _needs_30(f"doca_sync_event_cap_{name}")
+    elif name == "task_wait_gt_is_supported" and emu_version.VERSION >= (3, 0):
+        return False  # as the native backend answers for a task type of another DOCA version
     need = _CAPS[name]
     return need is None or (bool(need) and devinfo.cap(need))
 
