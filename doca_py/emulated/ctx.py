@@ -75,10 +75,14 @@ class EmuCtx:
         #: stopped (a comch producer or consumer whose peer closed the connection: ``CONNECTION_RESET``,
         #: not the ``IO_FAILED`` of a retry window). Back to :data:`FLUSHED` when the ctx is IDLE.
         self.flush_status = FLUSHED
+        #: Why the ctx is stopping, as its flushed tasks report it (``Task.flushed_by``); "" when it runs.
+        self.stop_cause = ""
 
     def _configurable(self, what: str) -> None:
+        """Refuse configuring (*what*: the call, "" when the public layer names it) unless idle."""
         if self.state != _IDLE:
-            raise DocaBadState(f"{what}: configure the ctx while it is idle (state {CtxState(self.state).name})")
+            raise DocaBadState(f"{what}: " * bool(what) +
+                               f"configure the ctx while it is idle (state {CtxState(self.state).name})")
 
     # -- state machine -------------------------------------------------------------------------
     def _set_state(self, new: int, *, now: bool = False) -> None:
@@ -87,6 +91,7 @@ class EmuCtx:
         prev, self.state = self.state, new
         if new == _IDLE:
             self.flush_status = FLUSHED
+            self.stop_cause = ""
         if trace.ON: trace.state(self, prev, new)  # trace hook: ctx state change
         if now:
             self._deliver_state((prev, new))
@@ -122,12 +127,18 @@ class EmuCtx:
             self._on_stop()
             self._set_state(_IDLE)
         else:
+            self.stopped_by("its ctx was stopped (stop()) while it was in flight")
             self._set_state(_STOPPING)
             self._on_stop()
         return self.state
 
     def _on_stop(self) -> None:
         """Library hook: drop connections, stop worker threads."""
+
+    def stopped_by(self, cause: str) -> None:
+        """Record why the ctx stops (the first cause wins), for the tasks its stop flushes."""
+        if not self.stop_cause:
+            self.stop_cause = cause
 
     def _maybe_idle(self) -> None:
         # Never inside free() or a callback: DOCA moves STOPPING -> IDLE on a later progress.
@@ -192,7 +203,7 @@ class TaskPool(Generic[T]):
         ctx.pools.append(self)  # type: ignore[arg-type]
 
     def set_conf(self, success: Completion, error: Completion, num_tasks: int) -> None:
-        self.ctx._configurable("set_conf")
+        self.ctx._configurable("")  # Ctx._set_conf names the public *_set_conf
         if num_tasks <= 0:
             raise DocaInvalidValue("num_tasks must be positive")
         self.success, self.error, self.size = success, error, num_tasks
@@ -302,9 +313,14 @@ def deliver_completion(task: EmuTask) -> None:
     flushed = ctx.state == _STOPPING
     if flushed:
         task.status = ctx.flush_status
-    elif task.status != _SUCCESS and ctx.state == _RUNNING:
-        ctx._set_state(_STOPPING)  # a failed task stops its ctx, as on hardware
-        ctx._on_stop()
+        task.flushed_by = ctx.stop_cause or "its ctx stopped while it was in flight"
+    else:
+        task.flushed_by = ""
+        if task.status != _SUCCESS and ctx.state == _RUNNING:
+            ctx.stopped_by(f"the ctx stopped after {type(task.owner).__name__} failed with "
+                           f"{ErrorCode(task.status).name}")
+            ctx._set_state(_STOPPING)  # a failed task stops its ctx, as on hardware
+            ctx._on_stop()
     if task.reason and not flushed and task.status != FLUSHED:
         logger.warning("%r failed with %s: %s", task, ErrorCode(task.status).name, task.reason)
     cb = task.pool.success if task.status == _SUCCESS else task.pool.error
@@ -366,7 +382,7 @@ def _launch_local(task: EmuTask) -> None:
         status = task._execute()
     except DocaError as exc:
         status = exc.code
-        task.reason = str(exc)
+        task.reason = exc.detail  # the status carries the code: no second "DOCA_ERROR_X: " prefix
     except Exception as exc:  # noqa: BLE001 - an engine bug fails its task; it must not strand it in flight
         logger.exception("emulated engine failed")
         status = _UNEXPECTED
@@ -379,7 +395,7 @@ def _launch_local(task: EmuTask) -> None:
         complete_task(task)
         return
     task.status = 0
-    if task.pinned:  # strict mode; the ctx is still RUNNING: engine work runs no user code
+    if task.pinned or task.lane is not None:  # strict mode, or a lane's order (an ordered DMA ctx) to keep
         complete_task(task)
         return
     # complete_task's success path, inlined: the one completion every engine task takes.
@@ -418,8 +434,16 @@ def _buf_chain(bufs: tuple[EmuBuf | None, ...]) -> list[EmuBuf]:
 
 
 def pin_bufs(task: EmuTask) -> None:
-    """Strict mode: mark the task's buffers (and their maps and inventories) busy."""
-    for b in _buf_chain(task._bufs()):
+    """Strict mode: mark the task's buffers (and their maps and inventories) busy. All or none: a retired
+    wrapper's descriptor (it raises ``DocaBadState`` when read) fails the chain's walk, and a descriptor
+    returned to its inventory the check below, before any pin."""
+    chain = _buf_chain(task._bufs())
+    for b in chain:
+        if b.mmap is None and not task.released_ok:  # returned to its inventory since the task was given it
+            raise strict.violation(task, "a task was submitted with a buffer that was freed (its reference count "
+                                         "reached 0) after the task was given it; DOCA would read or write "
+                                         "whichever holder has the descriptor now")
+    for b in chain:
         b.pins += 1
         b.inv.pins += 1
         if b.mmap is not None:
@@ -439,11 +463,14 @@ def unpin_bufs(task: EmuTask) -> None:
 class EmuTask:
     """Base of emulated tasks: submission, status, ownership."""
 
-    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "on_engine",
-                 "launch", "done", "lane", "seq", "nth")
+    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "flushed_by",
+                 "on_engine", "launch", "done", "lane", "seq", "nth")
     offload_bytes = OFFLOAD_BYTES
     #: The task kind of fault injection (:data:`strict.KINDS`); empty: the pool's kind.
     kind = ""
+    #: Whether DOCA defines what the task does with a buffer released after it was given it (it fails the
+    #: task): strict mode then lets it run instead of refusing the submit.
+    released_ok = False
     _checks_submit = False
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
@@ -456,6 +483,8 @@ class EmuTask:
         self.pinned = False
         #: Why the task failed, when the backend knows more than the status code.
         self.reason = ""
+        #: Why its ctx stopped, when the task failed only because of that (set with its error completion).
+        self.flushed_by = ""
         self.on_engine = False  # running on an engine thread (its _execute must not offload again)
         #: The Pe queue item that starts this task, built once: submit appends it without allocating.
         self.launch: tuple[Callable[[Any], object], EmuTask] = (pool.launcher, self)
@@ -500,6 +529,8 @@ class EmuTask:
             self._refuse_submit()
         if self._checks_submit:
             self._check_submit()
+        if strict.STRICT:
+            pin_bufs(self)  # refuses a freed buffer before anything counts the task as submitted
         pool = self.pool
         self.nth = pool.submitted
         pool.submitted += 1
@@ -512,8 +543,6 @@ class EmuTask:
         if trace.ON: trace.submit(self)  # trace hook: task submit
         if self.reason:
             self.reason = ""
-        if strict.STRICT:
-            pin_bufs(self)
         # EmuPe.post, inlined (one frame less per IO) with the prebuilt item (no tuple per IO), and
         # unlocked: a submit runs on the Pe's own thread, which is not asleep (EmuPe.armed).
         pe: EmuPe = ctx.pe  # type: ignore[assignment]  # running implies connected
@@ -542,7 +571,7 @@ class EmuTask:
             self.status = self._execute()
         except DocaError as exc:
             self.status = exc.code
-            self.reason = str(exc)
+            self.reason = exc.detail
         except Exception:  # noqa: BLE001 - a bug must fail the task, not kill the thread silently
             logger.exception("emulated engine failed")
             self.status = _UNEXPECTED
