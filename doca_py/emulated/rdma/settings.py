@@ -27,7 +27,7 @@ class RdmaSettings(RdmaSettingMethods, EmuCtx):
               "rnr_retry_count": "rnr_retry", "connection_request_timeout": "cm_timeout_ms"}
 
     def _set(self, name: str, value: int) -> None:
-        self._configurable(f"set_{name}")
+        self._configurable("task_receive_set_dst_buf_list_len" if name == "receive_dst_buf_list_len" else f"set_{name}")
         attr = self._ATTRS[name]
         v = int(value)
         if v < 0:
