@@ -25,6 +25,7 @@ from ..errors import DocaBadState, DocaError, DocaInvalidValue, DocaNoMemory, Do
 from ..log import logger
 from ..types import CtxState
 from . import strict, trace
+from . import version as emu_version
 from .pe import SHUFFLED, EmuPe, Lane
 
 from .buf import EmuBuf
@@ -562,6 +563,7 @@ class EmuTask:
         """``doca_task_try_submit`` checks; raise ``DocaInvalidValue`` on a malformed task."""
 
     def submit_ex(self, flags: int) -> None:
+        emu_version.require("doca_task_submit_ex", (3, 0), "added after 2.6")
         self.submit()
 
     def free(self) -> None:
