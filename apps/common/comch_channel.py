@@ -82,7 +82,7 @@ class ComchChannel:
         """Whether a send failed with ``IO_FAILED``: the peer did not answer within the transport's retry
         window (stopped, hung or unreachable) and the connection was dropped."""
         self.refused_clients = 0
-        """Clients disconnected because one was already connected (server)."""
+        """Clients refused because one was already connected (server): disconnected, or ignored on DOCA 2.6."""
         # DOCA 2.6 has no doca_comch_server_disconnect: there a refused client stays connected, ignored.
         self._can_disconnect = doca_features().comch_server_disconnect
         self._on_message = on_message
@@ -177,10 +177,12 @@ class ComchChannel:
             log.error("Connection event unsuccessful")
             return
         if self.connection is not None:
-            log.error("A connection already exists on the server - rejecting new attempt")
             self.refused_clients += 1
             if not self._can_disconnect:
+                log.error("A connection already exists on the server - ignoring new attempt (DOCA 2.6 has no "
+                          "doca_comch_server_disconnect)")
                 return
+            log.error("A connection already exists on the server - rejecting new attempt")
             try:
                 assert isinstance(self.ctx, ComchServer)
                 self.ctx.disconnect(conn)
