@@ -40,6 +40,11 @@ def raw_handle(h: object) -> object:
     return ptr if isinstance(ptr, int) else h
 
 
+collected_open: Callable[[str], object] | None = None
+"""If set, called with the class name of every DOCA object garbage collected without ``close()`` (the test
+kit's leak check, whichever type it is: only top-level objects warn)."""
+
+
 def _release(pid: int, name: str, warn: bool, release: Callable[[], object]) -> None:
     if os.getpid() != pid or sys.is_finalizing():
         return
@@ -47,6 +52,9 @@ def _release(pid: int, name: str, warn: bool, release: Callable[[], object]) -> 
         release()
     except Exception:  # noqa: BLE001 - nothing sensible to do in a finalizer
         pass
+    hook = collected_open
+    if hook is not None:
+        hook(name)
     if warn:
         warnings.warn(f"unclosed {name}", ResourceWarning, stacklevel=1)
 
@@ -116,7 +124,7 @@ class DocaObject:
 
     @property
     def handle(self) -> object:
-        """The backend handle this object wraps: on the native backend the address of the C object
+        """Python-only: the backend handle this object wraps: on the native backend the address of the C object
         (``struct doca_<x> *`` as an ``int``), on the emulated backend the backend object itself.
 
         Valid while this object is open; ownership stays with this object (use the class's
@@ -128,7 +136,7 @@ class DocaObject:
 
     @property
     def borrowed(self) -> bool:
-        """Whether this wrapper was made by ``from_handle`` (it never destroys the DOCA object)."""
+        """Python-only: whether this wrapper was made by ``from_handle`` (it never destroys the DOCA object)."""
         return self._borrowed
 
     def _adopt(self, child: DocaObject) -> None:
@@ -141,11 +149,12 @@ class DocaObject:
 
     @property
     def closed(self) -> bool:
-        """Whether `close` has run."""
+        """Python-only: whether `close` has run."""
         return self._closed
 
     def close(self) -> None:
-        """Release the DOCA object, closing every child first. Idempotent."""
+        """``doca_<object>_destroy`` / ``doca_dev_close`` / ``doca_dev_rep_close``: release the DOCA object
+        (devices and representors are closed), closing every child first. Idempotent."""
         if self._closed:
             return
         errors: list[BaseException] = []

@@ -46,7 +46,7 @@ class BufInventory(DocaObject):
 
     @classmethod
     def from_handle(cls, handle: BufInventoryHandle | int) -> BufInventory:
-        """Wrap an existing ``doca_buf_inventory`` without taking ownership (it is used as it is: started
+        """Python-only: wrap an existing ``doca_buf_inventory`` without taking ownership (it is used as it is: started
         or not).
 
         *handle* is another wrapper's ``handle``: on the native backend
@@ -88,22 +88,23 @@ class BufInventory(DocaObject):
         return wrap_buf(h, self, mmap)
 
     def buf_get_by_args(self, mmap: Mmap, addr: int, length: int, data: int, data_len: int) -> Buf:
-        """Window ``[addr, addr+length)`` with data ``[data, data+data_len)``."""
+        """``doca_buf_inventory_buf_get_by_args``: window ``[addr, addr+length)`` with data ``[data,
+        data+data_len)``."""
         self._check_open()
         if not isinstance(mmap, Mmap):
             raise wrong_type("BufInventory.buf_get_by_args", Mmap, mmap=mmap)
         return self._wrap(self._h.get_by_args(mmap._h, addr, length, data, data_len), mmap)
 
     def buf_get_by_addr(self, mmap: Mmap, addr: int, length: int) -> Buf:
-        """An empty buffer (destination): data at *addr*, data_len 0."""
+        """``doca_buf_inventory_buf_get_by_addr``: an empty buffer (destination): data at *addr*, data_len 0."""
         return self.buf_get_by_args(mmap, addr, length, addr, 0)
 
     def buf_get_by_data(self, mmap: Mmap, data: int, data_len: int) -> Buf:
-        """A full buffer (source): window = data region."""
+        """``doca_buf_inventory_buf_get_by_data``: a full buffer (source): window = data region."""
         return self.buf_get_by_args(mmap, data, data_len, data, data_len)
 
     def buf_dup(self, buf: Buf) -> Buf:
-        """A new descriptor list with the same geometry (the bytes are shared)."""
+        """``doca_buf_inventory_buf_dup``: a new descriptor list with the same geometry (the bytes are shared)."""
         if not isinstance(buf, Buf):
             raise wrong_type("BufInventory.buf_dup", Buf, buf=buf)
         return self._wrap(self._h.dup(buf._h), buf._mmap)
@@ -233,7 +234,7 @@ class Buf(DocaObject):
 
     @classmethod
     def from_handle(cls, inventory: BufInventory, mmap: Mmap, handle: BufHandle | int) -> Buf:
-        """Wrap an existing ``doca_buf`` taken from *inventory* and pointing into *mmap*, without taking a
+        """Python-only: wrap an existing ``doca_buf`` taken from *inventory* and pointing into *mmap*, without taking a
         reference (its reference count stays what it is).
 
         *handle* is another wrapper's ``handle``: on the native backend the address of a C ``doca_buf`` (one
@@ -278,7 +279,7 @@ class Buf(DocaObject):
         return self._h.get_data_len()
 
     def set_data(self, data: int, data_len: int) -> None:
-        """Move the data region; it must stay inside the window (checked)."""
+        """``doca_buf_set_data``: move the data region; it must stay inside the window (checked)."""
         self._h.set_data(data, data_len)
 
     def set_data_len(self, data_len: int) -> None:
@@ -294,23 +295,23 @@ class Buf(DocaObject):
         self._h.reset_data_len()
 
     def reuse_by_addr(self, addr: int, length: int) -> None:
-        """Re-aim at a new window in the same mmap, with empty data."""
+        """``doca_buf_inventory_buf_reuse_by_addr``: re-aim at a new window in the same mmap, with empty data."""
         self._h.reuse_by_args(addr, length, addr, 0)
 
     def reuse_by_data(self, data: int, data_len: int) -> None:
-        """Re-aim so that window = data region = ``[data, data+data_len)``."""
+        """``doca_buf_inventory_buf_reuse_by_data``: re-aim so that window = data region = ``[data, data+data_len)``."""
         self._h.reuse_by_args(data, data_len, data, data_len)
 
     def inc_refcount(self) -> int:
-        """Add a reference; returns the count before.
+        """``doca_buf_inc_refcount``: add a reference; returns the count before.
 
         :raises DocaBadState: when the buffer was freed (no one holds it).
         """
         return self._h.inc_refcount()
 
     def dec_refcount(self) -> int:
-        """Drop a reference; returns the count before. At 0 the list returns to the inventory and this
-        wrapper is retired.
+        """``doca_buf_dec_refcount``: drop a reference; returns the count before. At 0 the list returns to the
+        inventory and this wrapper is retired.
 
         :raises DocaBadState: when the buffer was freed already.
         """
@@ -357,28 +358,28 @@ class Buf(DocaObject):
         return self._h.is_in_list()
 
     def chain_list(self, other: Buf) -> None:
-        """Append the list headed by *other* (reference count 1) to this list."""
+        """``doca_buf_chain_list``: append the list headed by *other* (reference count 1) to this list."""
         if not isinstance(other, Buf):
             raise wrong_type("Buf.chain_list", Buf, other=other)
         self._h.chain_list(other._h)
 
     def unchain_list(self, other: Buf) -> None:
-        """Split this list before *other*, which becomes a head with reference count 1."""
+        """``doca_buf_unchain_list``: split this list before *other*, which becomes a head with reference count 1."""
         if not isinstance(other, Buf):
             raise wrong_type("Buf.unchain_list", Buf, other=other)
         self._h.unchain_list(other._h)
 
     @property
     def mmap(self) -> Mmap:
-        """The [`Mmap`][doca_py.mmap.Mmap] the buffer points into."""
+        """Python-only: the [`Mmap`][doca_py.mmap.Mmap] the buffer points into."""
         return self._mmap
 
     def data_view(self) -> memoryview:
-        """CPU view of the data region (locally backed mmaps only)."""
+        """Python-only: a CPU view of the data region (locally backed mmaps only)."""
         return self._mmap.view(self._h.get_data(), self._h.get_data_len())
 
     def window_view(self) -> memoryview:
-        """CPU view of the whole window."""
+        """Python-only: a CPU view of the whole window."""
         return self._mmap.view(self._h.get_head(), self._h.get_len())
 
     def _close(self) -> None:

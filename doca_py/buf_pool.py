@@ -115,7 +115,7 @@ class BufPool(DocaObject):
 
     @property
     def mmap(self) -> Mmap:
-        """The [`Mmap`][doca_py.mmap.Mmap] the elements are carved from."""
+        """Python-only: the [`Mmap`][doca_py.mmap.Mmap] the elements are carved from."""
         return self._mmap
 
     def _close(self) -> None:

@@ -78,27 +78,27 @@ __all__ = [
 
 # -- capabilities (doca_comch_cap_*) -----------------------------------------------------------------
 def cap_get_max_name_len(devinfo: DevInfo) -> int:
-    """Longest server name, counting the terminating NUL as DOCA does."""
+    """``doca_comch_cap_get_max_name_len``: longest server name, counting the terminating NUL as DOCA does."""
     return backend.comch.cap_get_max_name_len(devinfo_handle(devinfo))
 
 
 def cap_get_max_msg_size(devinfo: DevInfo) -> int:
-    """Largest control message."""
+    """``doca_comch_cap_get_max_msg_size``: largest control message."""
     return backend.comch.cap_get_max_msg_size(devinfo_handle(devinfo))
 
 
 def cap_get_max_recv_queue_size(devinfo: DevInfo) -> int:
-    """Deepest receive queue of a server or client."""
+    """``doca_comch_cap_get_max_recv_queue_size``: deepest receive queue of a server or client."""
     return backend.comch.cap_get_max_recv_queue_size(devinfo_handle(devinfo))
 
 
 def cap_get_max_clients(devinfo: DevInfo) -> int:
-    """Clients one server accepts."""
+    """``doca_comch_cap_get_max_clients``: clients one server accepts."""
     return backend.comch.cap_get_max_clients(devinfo_handle(devinfo))
 
 
 def cap_get_max_send_tasks(devinfo: DevInfo) -> int:
-    """Send tasks a server or client may configure."""
+    """``doca_comch_cap_get_max_send_tasks``: send tasks a server or client may configure."""
     return backend.comch.cap_get_max_send_tasks(devinfo_handle(devinfo))
 
 
@@ -134,7 +134,7 @@ class _Endpoint(Ctx):
             self.configure(options)
 
     def configure(self, options: ComchOptions) -> None:
-        """Apply every setting of *options* that is not ``None`` through its DOCA-named setter
+        """Python-only: apply every setting of *options* that is not ``None`` through its DOCA-named setter
         (``set_max_msg_size``, ``set_recv_queue_size``).
 
         :raises DocaBadState: when the ctx is not IDLE.
@@ -154,34 +154,39 @@ class _Endpoint(Ctx):
 
     # -- configuration (IDLE) ----------------------------------------------------------------------
     def set_max_msg_size(self, size: int) -> None:
-        """Largest message this side sends or accepts; a connection uses the smaller of both sides'."""
+        """``doca_comch_server_set_max_msg_size`` / ``doca_comch_client_set_max_msg_size``: largest message this side
+        sends or accepts; a connection uses the smaller of both sides'."""
         self._check_open()
         self._h.set_max_msg_size(size)
 
     def get_max_msg_size(self) -> int:
-        """``doca_comch_server/client_get_max_msg_size``: the max msg size."""
+        """``doca_comch_server_get_max_msg_size`` / ``doca_comch_client_get_max_msg_size``: the max msg size."""
         return self._h.get_max_msg_size()
 
     def set_recv_queue_size(self, size: int) -> None:
-        """Messages that may wait for ``Pe.progress`` before the link stops reading (back-pressure)."""
+        """``doca_comch_server_set_recv_queue_size`` / ``doca_comch_client_set_recv_queue_size``: messages that may
+        wait for ``Pe.progress`` before the link stops reading (back-pressure)."""
         self._check_open()
         self._h.set_recv_queue_size(size)
 
     def get_recv_queue_size(self) -> int:
-        """``doca_comch_server/client_get_recv_queue_size``: the recv queue size."""
+        """``doca_comch_server_get_recv_queue_size`` / ``doca_comch_client_get_recv_queue_size``: the recv queue
+        size."""
         return self._h.get_recv_queue_size()
 
     def get_device(self) -> Dev:
-        """``doca_comch_server/client_get_device``: the device."""
+        """``doca_comch_server_get_device`` / ``doca_comch_client_get_device``: the device."""
         return self._dev
 
     def task_send_set_conf(self, success: TaskCallback[ComchTaskSend], error: TaskCallback[ComchTaskSend],
                            num_tasks: int) -> None:
-        """Register the send completion callbacks and size the task pool (before start)."""
+        """``doca_comch_server_task_send_set_conf`` / ``doca_comch_client_task_send_set_conf``: register the send
+        completion callbacks and size the task pool (before start)."""
         self._set_conf(self._h.send, success, error, num_tasks)
 
     def event_msg_recv_register(self, cb: MsgRecvCallback) -> None:
-        """``cb(msg, connection)`` for each message received (from ``Pe.progress``).
+        """``doca_comch_server_event_msg_recv_register`` / ``doca_comch_client_event_msg_recv_register``: ``cb(msg,
+        connection)`` for each message received (from ``Pe.progress``).
 
         *msg* is a read-only ``memoryview`` released when *cb* returns: copy it
         (``bytes(msg)``) to keep it."""
@@ -189,15 +194,17 @@ class _Endpoint(Ctx):
         self._h.set_event_cb("msg_recv", cb)
 
     def event_consumer_register(self, new_consumer: ConsumerCallback, expired_consumer: ConsumerCallback) -> None:
-        """``cb(connection, remote_consumer_id)`` when the peer starts / stops a consumer."""
+        """``doca_comch_server_event_consumer_register`` / ``doca_comch_client_event_consumer_register``:
+        ``cb(connection, remote_consumer_id)`` when the peer starts / stops a consumer."""
         self._check_open()
         self._h.set_event_cb("new_consumer", new_consumer)
         self._h.set_event_cb("expired_consumer", expired_consumer)
 
     # -- tasks (RUNNING) ---------------------------------------------------------------------------------
     def task_send_alloc_init(self, connection: ComchConnection, data: Any, user_data: Any = None) -> ComchTaskSend:
-        """A send task carrying a copy of *data* (bytes-like, at most the connection's max
-        message size: ``DocaInvalidValue`` otherwise; ``DocaNoMemory`` when the pool is empty)."""
+        """``doca_comch_server_task_send_alloc_init`` / ``doca_comch_client_task_send_alloc_init``: a send task
+        carrying a copy of *data* (bytes-like, at most the connection's max message size: ``DocaInvalidValue``
+        otherwise; ``DocaNoMemory`` when the pool is empty)."""
         if connection.__class__ is not ComchConnection or connection._ctx is not self:
             if not isinstance(connection, ComchConnection):
                 raise wrong_type(f"{type(self).__name__}.task_send_alloc_init", ComchConnection, connection=connection)
@@ -223,7 +230,8 @@ class ComchServer(_Endpoint):
     @classmethod
     def from_handle(cls, dev: Dev, rep: DevRep, name: str, handle: ComchServerHandle | int,
                     user_data: Any = None) -> ComchServer:
-        """Wrap an existing ``doca_comch_server`` serving *name* on *dev* / *rep*, without taking ownership.
+        """Python-only: wrap an existing ``doca_comch_server`` serving *name* on *dev* / *rep*, without taking
+        ownership.
 
         *handle* is another wrapper's ``handle``: on the native backend the address of a C ``doca_comch_server``, on the
         emulated backend the backend object. The wrapper is borrowed: its ``close`` never stops or destroys
@@ -255,8 +263,9 @@ class ComchServer(_Endpoint):
 
     def event_connection_status_changed_register(self, connect: ConnectionStatusCallback,
                                                  disconnect: ConnectionStatusCallback) -> None:
-        """``connect(connection, True)`` when a client connects, ``disconnect(connection, True)``
-        when it goes away (closed, crashed, or [`disconnect`][doca_py.comch.ComchServer.disconnect] ed)."""
+        """``doca_comch_server_event_connection_status_changed_register``: ``connect(connection, True)`` when a client
+        connects, ``disconnect(connection, True)`` when it goes away (closed, crashed, or
+        [`disconnect`][doca_py.comch.ComchServer.disconnect] ed)."""
         self._check_open()
         self._h.set_event_cb("connect", connect)
         self._h.set_event_cb("disconnect", disconnect)
@@ -270,7 +279,7 @@ class ComchServer(_Endpoint):
         self._h.disconnect(connection._h)
 
     def get_connections(self) -> list[ComchConnection]:
-        """The connected clients (not in DOCA, which reports them through the callbacks)."""
+        """Python-only: the connected clients (not in DOCA, which reports them through the callbacks)."""
         return [self._conn(h) for h in self._h.get_connections()]
 
     def get_device_rep(self) -> DevRep:
@@ -295,7 +304,7 @@ class ComchClient(_Endpoint):
 
     @classmethod
     def from_handle(cls, dev: Dev, name: str, handle: ComchClientHandle | int, user_data: Any = None) -> ComchClient:
-        """Wrap an existing ``doca_comch_client`` of *name* on *dev*, without taking ownership.
+        """Python-only: wrap an existing ``doca_comch_client`` of *name* on *dev*, without taking ownership.
 
         *handle* is another wrapper's ``handle``: on the native backend the address of a C ``doca_comch_client``, on the
         emulated backend the backend object. The wrapper is borrowed: its ``close`` never stops or destroys

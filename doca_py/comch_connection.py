@@ -19,7 +19,8 @@ __all__ = ["ComchConnection", "ComchCounter", "MsgRecvCallback", "ConnectionStat
 
 
 class ComchCounter(NamedIntEnum):
-    """``enum doca_comch_counter`` (read with [`ComchConnection.get_counter`][doca_py.comch.ComchConnection.get_counter])."""
+    """``enum doca_comch_counter`` (read with
+    [`ComchConnection.get_counter`][doca_py.comch.ComchConnection.get_counter])."""
 
     SENT_MESSAGES = 1
     """``DOCA_COMCH_COUNTER_SENT_MESSAGES``."""
@@ -53,7 +54,7 @@ class ComchConnection:
 
     @property
     def handle(self) -> object:
-        """The backend handle (the C address as an ``int`` on the native backend, the backend object on the
+        """Python-only: the backend handle (the C address as an ``int`` on the native backend, the backend object on the
         emulated one); see ``DocaObject.handle``."""
         return raw_handle(self._h)
 
@@ -73,19 +74,19 @@ class ComchConnection:
         return self._user_data
 
     def get_server_ctx(self) -> ComchServer | None:
-        """The server owning this connection (``None`` on the client side)."""
+        """``doca_comch_server_get_server_ctx``: the server owning this connection (``None`` on the client side)."""
         return cast("ComchServer", self._ctx) if self._h.is_server_side() else None
 
     def get_client_ctx(self) -> ComchClient | None:
-        """The client owning this connection (``None`` on the server side)."""
+        """``doca_comch_client_get_client_ctx``: the client owning this connection (``None`` on the server side)."""
         return None if self._h.is_server_side() else cast("ComchClient", self._ctx)
 
     def get_ctx(self) -> ComchServer | ComchClient:
-        """The server or client owning this connection."""
+        """Python-only: the server or client owning this connection."""
         return self._ctx
 
     def is_connected(self) -> bool:
-        """Whether the link is up (not in DOCA: there it is known from the events)."""
+        """Python-only: whether the link is up (not in DOCA: there it is known from the events)."""
         return self._h.is_connected()
 
     def update_info(self) -> None:
@@ -93,7 +94,8 @@ class ComchConnection:
         self._h.update_info()
 
     def get_counter(self, counter: ComchCounter) -> int:
-        """One counter as of the last [`update_info`][doca_py.comch.ComchConnection.update_info] (control messages only)."""
+        """``doca_comch_connection_get_counter``: one counter as of the last
+        [`update_info`][doca_py.comch.ComchConnection.update_info] (control messages only)."""
         return self._h.get_counter(int(counter))
 
     def __repr__(self) -> str:

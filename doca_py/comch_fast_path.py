@@ -32,8 +32,8 @@ class ComchConsumer(Ctx):
     @classmethod
     def from_handle(cls, connection: ComchConnection, mmap: Mmap, handle: ComchConsumerHandle | int,
                     user_data: Any = None) -> ComchConsumer:
-        """Wrap an existing ``doca_comch_consumer`` made on *connection* with *mmap*, without taking ownership
-        (it keeps its state, configuration and Pe).
+        """Python-only: wrap an existing ``doca_comch_consumer`` made on *connection* with *mmap*, without taking
+        ownership (it keeps its state, configuration and Pe).
 
         *handle* is another wrapper's ``handle``: on the native backend the address of a C
         ``doca_comch_consumer``, on the emulated backend the backend object. DOCA cannot tell a consumer's
@@ -69,11 +69,12 @@ class ComchConsumer(Ctx):
         return self._h.get_id()
 
     def get_connection(self) -> ComchConnection:
-        """``doca_comch_consumer_get_connection``: the connection."""
+        """Python-only: the connection this consumer was created on (DOCA has no getter for it)."""
         return self._connection
 
     def set_imm_data_len(self, n: int) -> None:
-        """Largest immediate data accepted (before start; default: the capability)."""
+        """``doca_comch_consumer_set_imm_data_len``: largest immediate data accepted (before start; default: the
+        capability)."""
         self._check_open()
         self._h.set_imm_data_len(n)
 
@@ -83,11 +84,13 @@ class ComchConsumer(Ctx):
 
     def task_post_recv_set_conf(self, success: TaskCallback[ComchConsumerTaskPostRecv],
                                 error: TaskCallback[ComchConsumerTaskPostRecv], num_tasks: int) -> None:
-        """Register the receive completion callbacks and size the task pool (before start)."""
+        """``doca_comch_consumer_task_post_recv_set_conf``: register the receive completion callbacks and size the
+        task pool (before start)."""
         self._set_conf(self._h.post_recv, success, error, num_tasks)
 
     def task_post_recv_alloc_init(self, buf: Buf, user_data: Any = None) -> ComchConsumerTaskPostRecv:
-        """A receive task for *buf* (a buffer of the consumer's mmap)."""
+        """``doca_comch_consumer_task_post_recv_alloc_init``: a receive task for *buf* (a buffer of the consumer's
+        mmap)."""
         if not isinstance(buf, Buf):
             raise wrong_type("ComchConsumer.task_post_recv_alloc_init", Buf, buf=buf)
         if buf.mmap is not self._mmap:
@@ -137,8 +140,8 @@ class ComchProducer(Ctx):
     @classmethod
     def from_handle(cls, connection: ComchConnection, handle: ComchProducerHandle | int,
                     user_data: Any = None) -> ComchProducer:
-        """Wrap an existing ``doca_comch_producer`` made on *connection*, without taking ownership (it keeps
-        its state, configuration and Pe).
+        """Python-only: wrap an existing ``doca_comch_producer`` made on *connection*, without taking ownership (it
+        keeps its state, configuration and Pe).
 
         *handle* is another wrapper's ``handle``: on the native backend the address of a C
         ``doca_comch_producer``, on the emulated backend the backend object. DOCA cannot tell a producer's
@@ -170,18 +173,19 @@ class ComchProducer(Ctx):
         return self._h.get_id()
 
     def get_connection(self) -> ComchConnection:
-        """``doca_comch_producer_get_connection``: the connection."""
+        """Python-only: the connection this producer was created on (DOCA has no getter for it)."""
         return self._connection
 
     def task_send_set_conf(self, success: TaskCallback[ComchProducerTaskSend],
                            error: TaskCallback[ComchProducerTaskSend], num_tasks: int) -> None:
-        """Register the send completion callbacks and size the task pool (before start)."""
+        """``doca_comch_producer_task_send_set_conf``: register the send completion callbacks and size the task pool
+        (before start)."""
         self._set_conf(self._h.send, success, error, num_tasks)
 
     def task_send_alloc_init(self, buf: Buf, imm_data: bytes | None, consumer_id: int,
                              user_data: Any = None) -> ComchProducerTaskSend:
-        """A send of *buf*'s data (and *imm_data*, copied) to the remote consumer *consumer_id*
-        (its ``submit`` raises ``DocaAgain`` while that consumer has no receive posted)."""
+        """``doca_comch_producer_task_send_alloc_init``: a send of *buf*'s data (and *imm_data*, copied) to the remote
+        consumer *consumer_id* (its ``submit`` raises ``DocaAgain`` while that consumer has no receive posted)."""
         if not isinstance(buf, Buf):
             raise wrong_type("ComchProducer.task_send_alloc_init", Buf, buf=buf)
         h = self._h.task_send_alloc_init(buf._h, bytes(imm_data or b""), consumer_id)

@@ -27,7 +27,7 @@ class ComchTaskSend(Task):
     _conn: ComchConnection
 
     def get_connection(self) -> ComchConnection:
-        """``doca_comch_task_send_get_connection``: the connection."""
+        """Python-only: the connection the task sends on (DOCA has no getter for it)."""
         return self._conn
 
 
@@ -43,7 +43,7 @@ class _BufTask(Task):
         return self._buf
 
     def set_buf(self, buf: Buf) -> None:
-        """Replace the buffer (not while in flight)."""
+        """``doca_comch_<task>_set_buf``: replace the buffer (not while in flight)."""
         if not isinstance(buf, Buf):
             raise wrong_type(f"{type(self).__name__}.set_buf", Buf, buf=buf)
         self._h.set_buf(buf._h)
@@ -60,11 +60,12 @@ class ComchConsumerTaskPostRecv(_BufTask):
     _h: ComchConsumerTaskPostRecvHandle
 
     def get_producer_id(self) -> int:
-        """The producer that filled the buffer (0 if none)."""
+        """``doca_comch_consumer_task_post_recv_get_producer_id``: the producer that filled the buffer (0 if none)."""
         return int(self._h.producer_id)
 
     def get_imm_data(self) -> bytes:
-        """The immediate data sent with the buffer (empty if none)."""
+        """``doca_comch_consumer_task_post_recv_get_imm_data``: the immediate data sent with the buffer (empty if
+        none)."""
         return bytes(self._h.imm)
 
     def get_imm_data_len(self) -> int:
@@ -104,5 +105,6 @@ class ComchProducerTaskSend(_BufTask):
         return len(self._h.imm)
 
     def set_imm_data(self, imm_data: bytes) -> None:
-        """Copy *imm_data* (at most ``ComchConsumer.cap_get_max_imm_data_len`` bytes) into the task."""
+        """``doca_comch_producer_task_send_set_imm_data``: copy *imm_data* (at most
+        ``ComchConsumer.cap_get_max_imm_data_len`` bytes) into the task."""
         self._h.set_imm_data(bytes(imm_data))

@@ -76,7 +76,7 @@ class _CompressTask(Task):
         self._dst = buf
 
     def get_crc_cs(self) -> int:
-        """CRC-32 of the uncompressed data (valid after success)."""
+        """``doca_compress_task_<type>_get_crc_cs``: CRC-32 of the uncompressed data (valid after success)."""
         return self._h.crc_cs
 
 
@@ -86,7 +86,8 @@ class CompressTaskCompressDeflate(_CompressTask):
     __slots__ = ()
 
     def get_adler_cs(self) -> int:
-        """Adler-32 of the uncompressed data (valid after success)."""
+        """``doca_compress_task_compress_deflate_get_adler_cs``: Adler-32 of the uncompressed data (valid after
+        success)."""
         return self._h.adler_cs
 
 
@@ -106,7 +107,8 @@ class CompressTaskDecompressLz4Stream(_CompressTask):
     __slots__ = ()
 
     def get_xxh_cs(self) -> int:
-        """xxHash-32 of the uncompressed data (valid after success)."""
+        """``doca_compress_task_decompress_lz4_stream_get_xxh_cs``: xxHash-32 of the uncompressed data (valid after
+        success)."""
         return self._h.xxh_cs
 
     def get_has_block_checksum(self) -> bool:
@@ -148,8 +150,9 @@ class Compress(Ctx):
 
     @classmethod
     def from_handle(cls, dev: Dev, handle: CompressHandle | int, user_data: Any = None) -> Compress:
-        """Wrap an existing ``doca_compress`` on *dev* without taking ownership (it keeps its state, configuration
-        and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not connected).
+        """Python-only: wrap an existing ``doca_compress`` on *dev* without taking ownership (it keeps its state,
+        configuration and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not
+        connected).
 
         *handle* is another wrapper's ``handle``: on the native backend
         the address of a C ``doca_compress`` (one made by C code, say), on the emulated backend the backend object.
@@ -264,7 +267,8 @@ class Compress(Ctx):
         return self._wrap(h, CompressTaskDecompressLz4Block, src, dst, user_data)
 
     def cap_get_max_num_tasks(self) -> int:
-        """Tasks of all types this context can hold (DOCA asks the ctx, not the device)."""
+        """``doca_compress_cap_get_max_num_tasks``: tasks of all types this context can hold (DOCA asks the ctx, not
+        the device)."""
         return self._h.cap_get_max_num_tasks()
 
     @staticmethod

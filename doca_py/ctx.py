@@ -49,7 +49,7 @@ class Ctx(DocaObject):
         self._arm_finalizer(handle.destroy)
 
     def start(self, *, wait: float | None = None) -> CtxState:
-        """Start (``doca_ctx_start``); returns RUNNING (synchronous libraries) or STARTING.
+        """``doca_ctx_start``: start; returns RUNNING (synchronous libraries) or STARTING.
 
         With *wait* (seconds), progress the ctx's Pe until it is RUNNING instead of
         returning STARTING: [`DocaTimeout`][doca_py.errors.DocaTimeout] when it does not get
@@ -62,7 +62,7 @@ class Ctx(DocaObject):
         return state
 
     def stop(self, *, wait: float | None = None) -> CtxState:
-        """Begin stopping (``doca_ctx_stop``); returns IDLE, or STOPPING while tasks are flushed.
+        """``doca_ctx_stop``: begin stopping; returns IDLE, or STOPPING while tasks are flushed.
 
         With *wait* (seconds), progress the Pe until IDLE (flushed tasks still need
         freeing, in their callbacks: an allocated task keeps the ctx STOPPING)."""
@@ -89,13 +89,14 @@ class Ctx(DocaObject):
             pe.wait(min(left, 0.1))
 
     async def started(self, timeout: float | None = None) -> None:
-        """asyncio: return once RUNNING (the Pe must be attached with [`doca_py.aio.attach`][doca_py.aio.attach])."""
+        """Python-only (asyncio): return once RUNNING (the Pe must be attached with
+        [`doca_py.aio.attach`][doca_py.aio.attach])."""
         from .aio import wait_state
 
         await wait_state(self, CtxState.RUNNING, timeout)
 
     async def stopped(self, timeout: float | None = None) -> None:
-        """asyncio: return once IDLE again (after [`stop`][doca_py.ctx.Ctx.stop])."""
+        """Python-only (asyncio): return once IDLE again (after [`stop`][doca_py.ctx.Ctx.stop])."""
         from .aio import wait_state
 
         await wait_state(self, CtxState.IDLE, timeout)
@@ -109,7 +110,8 @@ class Ctx(DocaObject):
         return self._ctx_h.get_num_inflight_tasks()
 
     def set_state_changed_cb(self, cb: StateChangedCallback) -> None:
-        """Call ``cb(user_data, ctx, prev, next)`` on each transition (from ``progress``)."""
+        """``doca_ctx_set_state_changed_cb``: call ``cb(user_data, ctx, prev, next)`` on each transition (from
+        ``progress``)."""
 
         def changed(prev: int, nxt: int) -> None:
             cb(self.user_data, self, _STATES[prev], _STATES[nxt])
@@ -181,7 +183,7 @@ class Task:
 
     @property
     def handle(self) -> object:
-        """The backend handle (the C address as an ``int`` on the native backend, the backend object on the
+        """Python-only: the backend handle (the C address as an ``int`` on the native backend, the backend object on the
         emulated one); see ``DocaObject.handle``."""
         return raw_handle(self._h)
 
@@ -201,11 +203,11 @@ class Task:
         return (yield from wait_task(self))
 
     def submit(self) -> None:
-        """Hand the task to its ctx; on success DOCA owns it until its callback runs."""
+        """``doca_task_submit``: hand the task to its ctx; on success DOCA owns it until its callback runs."""
         self._h.submit()
 
     def try_submit(self) -> None:
-        """Validate, then submit (``DocaInvalidValue`` for a malformed task)."""
+        """``doca_task_try_submit``: validate, then submit (``DocaInvalidValue`` for a malformed task)."""
         self._h.try_submit()
 
     def submit_ex(self, flags: TaskSubmitFlag = TaskSubmitFlag.FLUSH) -> None:
@@ -219,7 +221,7 @@ class Task:
         self._h.submit_ex(int(flags))
 
     def free(self) -> None:
-        """Return the task to its ctx pool (not while in flight)."""
+        """``doca_task_free``: return the task to its ctx pool (not while in flight)."""
         self._h.free()
         self._allocated = False
 
@@ -231,11 +233,12 @@ class Task:
 
     @property
     def reason(self) -> str:
-        """Why the task failed, when the backend knows more than its status (else ``""``)."""
+        """Python-only: why the task failed, when the backend knows more than its status (else ``""``)."""
         return self._h.reason
 
     def exception(self) -> DocaError | None:
-        """The status as an exception instance (with [`reason`][doca_py.ctx.Task.reason]), ``None`` on success."""
+        """Python-only: the status as an exception instance (with [`reason`][doca_py.ctx.Task.reason]), ``None`` on
+        success."""
         code = self._h.get_status()
         if code == 0:
             return None
@@ -261,7 +264,7 @@ class Task:
 
 
 def completion(ctx: Ctx, cb: Callable[[Any, Any, Any], None]) -> Callable[[object], None]:
-    """The function a backend calls for a completed task: ``cb(task, task.user_data, ctx.user_data)``."""
+    """Python-only: the function a backend calls for a completed task: ``cb(task, task.user_data, ctx.user_data)``."""
 
     def done(task: Any) -> None:
         try:

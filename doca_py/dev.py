@@ -27,7 +27,7 @@ class DevInfo:
 
     @property
     def handle(self) -> object:
-        """The backend handle (the C address as an ``int`` on the native backend, the backend object on the
+        """Python-only: the backend handle (the C address as an ``int`` on the native backend, the backend object on the
         emulated one); see ``DocaObject.handle``."""
         return raw_handle(self._h)
 
@@ -36,7 +36,7 @@ class DevInfo:
 
     @classmethod
     def from_handle(cls, handle: DevInfoHandle | int) -> DevInfo:
-        """Wrap an existing ``doca_devinfo`` (an element of a ``doca_devinfo_create_list`` list, or what
+        """Python-only: wrap an existing ``doca_devinfo`` (an element of a ``doca_devinfo_create_list`` list, or what
         ``doca_dev_as_devinfo`` returns).
 
         *handle* is another wrapper's ``handle``: on the native backend the address of a C ``doca_devinfo``,
@@ -46,11 +46,12 @@ class DevInfo:
         return cls(backend.borrow_devinfo(handle) if isinstance(handle, int) else handle)
 
     def get_pci_addr_str(self) -> str:
-        """PCI address, ``XXXX:XX:XX.X``."""
+        """``doca_devinfo_get_pci_addr_str``: PCI address, ``XXXX:XX:XX.X``."""
         return self._h.pci_addr_str()
 
     def is_equal_pci_addr(self, pci_addr: str) -> bool:
-        """Whether *pci_addr* (``XXXX:XX:XX.X`` or ``XX:XX.X``) names this device."""
+        """``doca_devinfo_is_equal_pci_addr``: whether *pci_addr* (``XXXX:XX:XX.X`` or ``XX:XX.X``) names this
+        device."""
         return self._h.is_equal_pci_addr(check_str("DevInfo.is_equal_pci_addr", "pci_addr", pci_addr))
 
     def get_ipv4_addr(self) -> ipaddress.IPv4Address:
@@ -78,7 +79,7 @@ class DevInfo:
         return self._h.lid()
 
     def get_active_rate(self) -> int:
-        """Link rate in bits per second."""
+        """``doca_devinfo_get_active_rate``: link rate in bits per second."""
         return self._h.active_rate()
 
     def get_vhca_id(self) -> int:
@@ -169,7 +170,7 @@ class Dev(DocaObject):
 
     @classmethod
     def from_handle(cls, handle: DevHandle | int) -> Dev:
-        """Wrap an open ``doca_dev`` without taking ownership.
+        """Python-only: wrap an open ``doca_dev`` without taking ownership.
 
         *handle* is another wrapper's ``handle``: on the native backend
         the address of a C ``doca_dev`` (one made by C code, say), on the emulated backend the backend object.
@@ -182,7 +183,7 @@ class Dev(DocaObject):
 
     @classmethod
     def open_by_pci_addr(cls, pci_addr: str) -> Dev:
-        """Open the device at PCI address *pci_addr* (``"03:00.0"`` or ``"0000:03:00.0"``).
+        """``doca_dev_open`` of the device at PCI address *pci_addr* (``"03:00.0"`` or ``"0000:03:00.0"``).
 
         DOCA has no single call: this walks ``doca_devinfo_create_list`` with ``doca_devinfo_is_equal_pci_addr``
         and opens the match with ``doca_dev_open``.
@@ -195,8 +196,8 @@ class Dev(DocaObject):
 
     @classmethod
     def open_by_ibdev_name(cls, name: str) -> Dev:
-        """Open the device whose IB device name (``doca_devinfo_get_ibdev_name``) is *name*, e.g. ``"mlx5_0"``,
-        with ``doca_dev_open``.
+        """``doca_dev_open`` of the device whose IB device name (``doca_devinfo_get_ibdev_name``) is *name*, e.g.
+        ``"mlx5_0"``, with ``doca_dev_open``.
 
         :param name: the IB device name.
 
@@ -206,8 +207,8 @@ class Dev(DocaObject):
 
     @classmethod
     def open_by_iface_name(cls, name: str) -> Dev:
-        """Open the device whose network interface (``doca_devinfo_get_iface_name``) is *name*, e.g. ``"p0"``, with
-        ``doca_dev_open``.
+        """``doca_dev_open`` of the device whose network interface (``doca_devinfo_get_iface_name``) is *name*, e.g.
+        ``"p0"``, with ``doca_dev_open``.
 
         :param name: the interface name.
 
@@ -270,7 +271,7 @@ class Dev(DocaObject):
         return [DevInfoRep(h, self) for h in self._h.rep_list(int(filter))]
 
     def open_rep_by_pci_addr(self, pci_addr: str, filter: DevinfoRepFilter = DevinfoRepFilter.NET) -> DevRep:
-        """Open the representor whose PCI address is *pci_addr*."""
+        """``doca_dev_rep_open`` of the representor whose PCI address is *pci_addr*."""
         check_str("Dev.open_rep_by_pci_addr", "pci_addr", pci_addr)
         reps = self.rep_create_list(filter)
         for rep in reps:
@@ -297,7 +298,7 @@ class DevInfoRep:
 
     @property
     def handle(self) -> object:
-        """The backend handle (the C address as an ``int`` on the native backend, the backend object on the
+        """Python-only: the backend handle (the C address as an ``int`` on the native backend, the backend object on the
         emulated one); see ``DocaObject.handle``."""
         return raw_handle(self._h)
 
@@ -307,7 +308,8 @@ class DevInfoRep:
 
     @classmethod
     def from_handle(cls, dev: Dev, handle: DevInfoRepHandle | int) -> DevInfoRep:
-        """Wrap an existing ``doca_devinfo_rep`` (an element of a ``doca_devinfo_rep_create_list`` list) of *dev*.
+        """Python-only: wrap an existing ``doca_devinfo_rep`` (an element of a ``doca_devinfo_rep_create_list`` list)
+        of *dev*.
 
         *handle* is another wrapper's ``handle``: on the native backend the address of a C ``doca_devinfo_rep``,
         on the emulated backend the backend object. It holds no resources, so there is nothing to own or
@@ -374,7 +376,7 @@ class DevRep(DocaObject):
 
     @classmethod
     def from_handle(cls, handle: DevRepHandle | int) -> DevRep:
-        """Wrap an open ``doca_dev_rep`` without taking ownership.
+        """Python-only: wrap an open ``doca_dev_rep`` without taking ownership.
 
         *handle* is another wrapper's ``handle``: on the native backend
         the address of a C ``doca_dev_rep`` (one made by C code, say), on the emulated backend the backend object.
@@ -386,9 +388,8 @@ class DevRep(DocaObject):
         return d
 
     def get_pci_addr_str(self) -> str:
-        """The PCI address of the opened representor (``doca_devinfo_rep_get_pci_addr_str`` of
-        ``doca_dev_rep_as_devinfo``).
-        """
+        """``doca_devinfo_rep_get_pci_addr_str`` (of ``doca_dev_rep_as_devinfo``): the PCI address of the
+        opened representor."""
         return self._h.devinfo_rep.pci_addr_str()
 
     def _close(self) -> None:

@@ -57,8 +57,9 @@ class Dma(Ctx):
 
     @classmethod
     def from_handle(cls, dev: Dev, handle: DmaHandle | int, user_data: Any = None) -> Dma:
-        """Wrap an existing ``doca_dma`` on *dev* without taking ownership (it keeps its state, configuration
-        and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not connected).
+        """Python-only: wrap an existing ``doca_dma`` on *dev* without taking ownership (it keeps its state,
+        configuration and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not
+        connected).
 
         *handle* is another wrapper's ``handle``: on the native backend
         the address of a C ``doca_dma`` (one made by C code, say), on the emulated backend the backend object.
@@ -79,7 +80,8 @@ class Dma(Ctx):
 
     def task_memcpy_set_conf(self, success: TaskCallback[DmaTaskMemcpy], error: TaskCallback[DmaTaskMemcpy],
                              num_tasks: int) -> None:
-        """Register the completion callbacks and size the task pool (before start)."""
+        """``doca_dma_task_memcpy_set_conf``: register the completion callbacks and size the task pool (before
+        start)."""
         self._set_conf(self._h.memcpy, success, error, num_tasks)
 
     def set_ordered_completions(self, ordered: bool = True) -> None:
@@ -93,7 +95,7 @@ class Dma(Ctx):
         self._h.set_ordered_completions(ordered)
 
     def task_memcpy_alloc_init(self, src: Buf, dst: Buf, user_data: Any = None) -> DmaTaskMemcpy:
-        """A memcpy task from the pool (``DocaNoMemory`` when it is empty)."""
+        """``doca_dma_task_memcpy_alloc_init``: a memcpy task from the pool (``DocaNoMemory`` when it is empty)."""
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Dma.task_memcpy_alloc_init", Buf, src=src, dst=dst)
         h = self._h.task_memcpy_alloc_init(src._h, dst._h)

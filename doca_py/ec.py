@@ -54,7 +54,7 @@ class EcMatrix(DocaObject):
 
     @classmethod
     def from_handle(cls, ec: Ec, handle: EcMatrixHandle | int, k_in: int, r_out: int) -> EcMatrix:
-        """Wrap an existing ``doca_ec_matrix`` of *ec* without taking ownership.
+        """Python-only: wrap an existing ``doca_ec_matrix`` of *ec* without taking ownership.
 
         *handle* is another wrapper's ``handle``: on the native backend the address of a C
         ``doca_ec_matrix`` (made by ``doca_ec_matrix_create`` on the ``doca_ec`` *ec* wraps), on the emulated
@@ -162,7 +162,7 @@ class EcTaskRecover(_EcTask):
         self._set_src(buf)
 
     def set_recovered_data(self, buf: Buf) -> None:
-        """``doca_ec_task_recover_set_recovered_data``: where the missing blocks are appended."""
+        """``doca_ec_task_recover_set_recovered_data_blocks``: where the missing blocks are appended."""
         self._set_dst(buf)
 
 
@@ -234,8 +234,9 @@ class Ec(Ctx):
 
     @classmethod
     def from_handle(cls, dev: Dev, handle: EcHandle | int, user_data: Any = None) -> Ec:
-        """Wrap an existing ``doca_ec`` on *dev* without taking ownership (it keeps its state, configuration
-        and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not connected).
+        """Python-only: wrap an existing ``doca_ec`` on *dev* without taking ownership (it keeps its state,
+        configuration and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not
+        connected).
 
         *handle* is another wrapper's ``handle``: on the native backend
         the address of a C ``doca_ec`` (one made by C code, say), on the emulated backend the backend object.
@@ -260,27 +261,28 @@ class Ec(Ctx):
         return mat
 
     def matrix_create(self, matrix_type: EcMatrixType, k: int, m: int) -> EcMatrix:
-        """A coding matrix for *k* data and *m* redundancy blocks."""
+        """``doca_ec_matrix_create``: a coding matrix for *k* data and *m* redundancy blocks."""
         self._check_open()
         return self._matrix(self._h.matrix_create(int(matrix_type), k, m), k, m)
 
     def matrix_create_from_raw(self, data: bytes, k: int, m: int) -> EcMatrix:
-        """A coding matrix from ``k*m`` coefficients: k rows (one per data block) of m."""
+        """``doca_ec_matrix_create_from_raw``: a coding matrix from ``k*m`` coefficients: k rows (one per data block)
+        of m."""
         self._check_open()
         return self._matrix(self._h.matrix_create_from_raw(bytes(data), k, m), k, m)
 
     def matrix_create_recover(self, coding_matrix: EcMatrix, missing: Sequence[int]) -> EcMatrix:
-        """A recover matrix for the ascending block indices *missing* (data ``0..k-1``,
-        redundancy ``k..k+m-1``). The recover task then takes the first k surviving blocks
-        in index order and writes the missing ones in ascending order."""
+        """``doca_ec_matrix_create_recover``: a recover matrix for the ascending block indices *missing* (data
+        ``0..k-1``, redundancy ``k..k+m-1``). The recover task then takes the first k surviving blocks in index order
+        and writes the missing ones in ascending order."""
         self._check_open()
         expect("Ec.matrix_create_recover", EcMatrix, coding_matrix=coding_matrix)
         idx = [int(i) for i in missing]
         return self._matrix(self._h.matrix_create_recover(coding_matrix._h, idx), coding_matrix.k_in, len(idx))
 
     def matrix_create_update(self, coding_matrix: EcMatrix, updated: Sequence[int]) -> EcMatrix:
-        """An update matrix for the ascending data block indices *updated*. The update task
-        takes ``(old, new)`` per updated block, then the m old redundancy blocks."""
+        """``doca_ec_matrix_create_update``: an update matrix for the ascending data block indices *updated*. The
+        update task takes ``(old, new)`` per updated block, then the m old redundancy blocks."""
         self._check_open()
         expect("Ec.matrix_create_update", EcMatrix, coding_matrix=coding_matrix)
         idx = [int(i) for i in updated]
@@ -338,14 +340,15 @@ class Ec(Ctx):
 
     def task_create_allocate_init(self, coding_matrix: EcMatrix, original_data_blocks: Buf, rdnc_blocks: Buf,
                            user_data: Any = None) -> EcTaskCreate:
-        """Encode: *original_data_blocks* holds k blocks back to back; m blocks are appended
-        after *rdnc_blocks*' data."""
+        """``doca_ec_task_create_allocate_init``: encode: *original_data_blocks* holds k blocks back to back; m blocks
+        are appended after *rdnc_blocks*' data."""
         return self._alloc(self._h.task_create_allocate_init, EcTaskCreate, coding_matrix,
                            original_data_blocks, rdnc_blocks, user_data)
 
     def task_recover_allocate_init(self, recover_matrix: EcMatrix, available_blocks: Buf, recovered_data: Buf,
                            user_data: Any = None) -> EcTaskRecover:
-        """Recover: *available_blocks* (a buffer or a list) holds k surviving blocks."""
+        """``doca_ec_task_recover_allocate_init``: recover: *available_blocks* (a buffer or a list) holds k surviving
+        blocks."""
         return self._alloc(self._h.task_recover_allocate_init, EcTaskRecover, recover_matrix,
                            available_blocks, recovered_data, user_data)
 

@@ -209,7 +209,7 @@ class DocaError(DocaPyError):
 
     @property
     def name(self) -> str:
-        """The C enumerator name of [`code`][doca_py.errors.DocaError.code]."""
+        """``doca_error_get_name``: the C enumerator name of [`code`][doca_py.errors.DocaError.code]."""
         return error_name(self.code)
 
 
@@ -399,18 +399,18 @@ class DocaSkipped(DocaError, code=ErrorCode.SKIPPED):
 
 
 def lookup(code: int) -> type[DocaError]:
-    """The exception class registered for *code* (the base class if none is)."""
+    """Python-only: the exception class registered for *code* (the base class if none is)."""
     return DocaError._registry.get(code, DocaError)
 
 
 def raise_for(code: int, detail: str = "") -> NoReturn:
-    """Raise the exception registered for a non-zero *code*."""
+    """Python-only: raise the exception registered for a non-zero *code*."""
     cls = lookup(code)
     raise cls(detail, code=code)
 
 
 def check(code: int, detail: str = "") -> None:
-    """Raise for *code* unless it is ``DOCA_SUCCESS`` (``DOCA_IS_ERROR``)."""
+    """Python-only: raise for *code* unless it is ``DOCA_SUCCESS`` (``DOCA_IS_ERROR``)."""
     if code:
         raise_for(code, detail)
 

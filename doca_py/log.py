@@ -50,12 +50,12 @@ _TO_PY = {
 
 
 def to_python_level(level: int) -> int:
-    """Python logging level for a DOCA level (10–70)."""
+    """Python-only: the Python logging level for a DOCA level (10–70)."""
     return _TO_PY[LogLevel(level)]
 
 
 def to_doca_level(level: int) -> LogLevel:
-    """The most verbose DOCA level that still shows records of Python *level*."""
+    """Python-only: the most verbose DOCA level that still shows records of Python *level*."""
     for doca, py in sorted(_TO_PY.items(), key=lambda kv: kv[1]):
         if py >= level:
             return doca
@@ -63,7 +63,7 @@ def to_doca_level(level: int) -> LogLevel:
 
 
 def parse_level(text: str) -> LogLevel:
-    """Parse a level given by name (``info``, ``DEBUG``, ``critical``) or DOCA number.
+    """Python-only: parse a level given by name (``info``, ``DEBUG``, ``critical``) or DOCA number.
 
     Raises ``ValueError`` with the accepted names for anything else.
     """

@@ -70,7 +70,7 @@ class Mmap(DocaObject):
 
     @classmethod
     def from_handle(cls, handle: MmapHandle | int, user_data: Any = None) -> Mmap:
-        """Wrap an existing ``doca_mmap`` without taking ownership.
+        """Python-only: wrap an existing ``doca_mmap`` without taking ownership.
 
         *handle* is another wrapper's ``handle``: on the native backend
         the address of a C ``doca_mmap`` (one made by C code, say), on the emulated backend the backend object.
@@ -83,7 +83,8 @@ class Mmap(DocaObject):
 
     # -- configuration ----------------------------------------------------------------------
     def set_memrange(self, buffer: Any) -> None:
-        """Register a writable, contiguous buffer (``bytearray``, ``mmap``, numpy array …)."""
+        """``doca_mmap_set_memrange``: register a writable, contiguous buffer (``bytearray``, ``mmap``, numpy array
+        …)."""
         self._check_open()
         addr, n, pin = buffer_address(buffer, "Mmap.set_memrange: buffer")
         if n == 0:
@@ -98,7 +99,8 @@ class Mmap(DocaObject):
         self._pin, self._addr = pin, addr
 
     def allocate(self, size: int) -> memoryview:
-        """Allocate *size* bytes of zeroed, page-aligned, shareable memory as the range.
+        """``doca_mmap_set_memrange`` on a new allocation: *size* bytes of zeroed, page-aligned, shareable memory as
+        the range.
 
         The memory belongs to the mmap and is freed by [`close`][doca_py.mmap.Mmap.close].
         """
@@ -114,7 +116,7 @@ class Mmap(DocaObject):
         return self.buffer
 
     def get_memrange(self) -> tuple[int, int]:
-        """``(address, length)``; for an imported map, the exporter's addresses."""
+        """``doca_mmap_get_memrange``: ``(address, length)``; for an imported map, the exporter's addresses."""
         return self._h.get_memrange()
 
     def set_permissions(self, flags: AccessFlag | int) -> None:
@@ -164,7 +166,8 @@ class Mmap(DocaObject):
         return self._h.get_max_num_devices()
 
     def enable_thread_safety(self) -> None:
-        """Make buffer allocation on this map thread-safe (disables buffer counting)."""
+        """``doca_mmap_enable_thread_safety``: make buffer allocation on this map thread-safe (disables buffer
+        counting)."""
         self._h.enable_thread_safety()
 
     def start(self) -> None:
@@ -179,19 +182,19 @@ class Mmap(DocaObject):
         self._started = True  # for repr() only: DOCA has no getter
 
     def stop(self) -> None:
-        """Stop; invalidates every mmap imported from this one."""
+        """``doca_mmap_stop``: stop; invalidates every mmap imported from this one."""
         self._h.stop()
         self._started = False
 
     # -- export / import --------------------------------------------------------------------
     def export_pci(self, dev: Dev) -> bytes:
-        """Blob for a peer on the same PCIe (host ↔ DPU). Needs a ``PCI_*`` permission."""
+        """``doca_mmap_export_pci``: the blob for a peer on the same PCIe (host ↔ DPU). Needs a ``PCI_*`` permission."""
         self._check_open()
         expect("Mmap.export_pci", Dev, dev=dev)
         return bytes(self._h.export_pci(dev._h))
 
     def export_rdma(self, dev: Dev) -> bytes:
-        """Blob for an RDMA peer. Needs an ``RDMA_*`` permission."""
+        """``doca_mmap_export_rdma``: the blob for an RDMA peer. Needs an ``RDMA_*`` permission."""
         self._check_open()
         expect("Mmap.export_rdma", Dev, dev=dev)
         return bytes(self._h.export_rdma(dev._h))
@@ -233,7 +236,7 @@ class Mmap(DocaObject):
 
     # -- CPU access ---------------------------------------------------------------------------
     def view(self, addr: int, length: int) -> memoryview:
-        """CPU view of ``[addr, addr+length)`` of a locally backed map."""
+        """Python-only: a CPU view of ``[addr, addr+length)`` of a locally backed map."""
         pin = self._pin
         if pin is None:
             if self._h.get_from_export():
@@ -247,7 +250,7 @@ class Mmap(DocaObject):
 
     @property
     def buffer(self) -> memoryview:
-        """The whole registered memory (on a free-threaded build, a view of this thread's own: slice it
+        """Python-only: the whole registered memory (on a free-threaded build, a view of this thread's own: slice it
         in this thread only)."""
         pin = self._pin
         if pin is None:

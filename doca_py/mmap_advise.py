@@ -59,7 +59,7 @@ class MmapAdvise(Ctx):
 
     @classmethod
     def from_handle(cls, dev: Dev, handle: MmapAdviseHandle | int, user_data: Any = None) -> MmapAdvise:
-        """Wrap an existing ``doca_mmap_advise`` on *dev* without taking ownership, as
+        """Python-only: wrap an existing ``doca_mmap_advise`` on *dev* without taking ownership, as
         [`Dma.from_handle`][doca_py.dma.Dma.from_handle] does: *handle* is another wrapper's ``handle`` (the C
         address on the native backend); ``close`` never destroys the DOCA object."""
         c = cls(dev, user_data, _handle=backend.borrow_mmap_advise(handle) if isinstance(handle, int) else handle)

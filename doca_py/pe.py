@@ -49,7 +49,7 @@ class Pe(DocaObject):
 
     @classmethod
     def from_handle(cls, handle: PeHandle | int) -> Pe:
-        """Wrap an existing ``doca_pe`` without taking ownership.
+        """Python-only: wrap an existing ``doca_pe`` without taking ownership.
 
         *handle* is another wrapper's ``handle``: on the native backend
         the address of a C ``doca_pe`` (one made by C code, say), on the emulated backend the backend object.
@@ -61,11 +61,11 @@ class Pe(DocaObject):
         return pe
 
     def progress(self) -> bool:
-        """Run pending completions, events and state changes; ``True`` if any ran."""
+        """``doca_pe_progress``: run pending completions, events and state changes; ``True`` if any ran."""
         return self._h.progress()
 
     def connect_ctx(self, ctx: Ctx) -> None:
-        """Bind an idle ctx to this engine (once, for the ctx's lifetime)."""
+        """``doca_pe_connect_ctx``: bind an idle ctx to this engine (once, for the ctx's lifetime)."""
         from .ctx import Ctx  # ctx imports pe
 
         self._check_open()
@@ -76,19 +76,20 @@ class Pe(DocaObject):
         ctx._pe = self
 
     def get_notification_handle(self) -> int:
-        """A file descriptor that becomes readable when an armed engine has work."""
+        """``doca_pe_get_notification_handle``: a file descriptor that becomes readable when an armed engine has
+        work."""
         return self._h.get_notification_handle()
 
     def fileno(self) -> int:
-        """The notification handle (``doca_pe_get_notification_handle``), so a Pe can be passed to ``select``."""
+        """``doca_pe_get_notification_handle``: the notification handle, so a Pe can be passed to ``select``."""
         return self._h.get_notification_handle()
 
     def request_notification(self) -> None:
-        """Arm: the next completion makes the handle readable."""
+        """``doca_pe_request_notification``: arm: the next completion makes the handle readable."""
         self._h.request_notification()
 
     def clear_notification(self, handle: int | None = None) -> None:
-        """Acknowledge a wake-up before re-arming."""
+        """``doca_pe_clear_notification``: acknowledge a wake-up before re-arming."""
         self._h.clear_notification(self._h.get_notification_handle() if handle is None else handle)
 
     @overload
@@ -98,7 +99,7 @@ class Pe(DocaObject):
     def wait(self, timeout: float | None = None, *, extra_fds: Sequence[int]) -> list[int]: ...
 
     def wait(self, timeout: float | None = None, *, extra_fds: Sequence[int] | None = None) -> bool | list[int]:
-        """Progress, sleeping on the notification handle up to *timeout* seconds if idle.
+        """``doca_pe_progress``, sleeping on the notification handle up to *timeout* seconds if idle.
 
         Returns whether anything ran. With *extra_fds* (file descriptors such as a worker's
         wake-up eventfd) the sleep also ends when one of them is readable, and the result is

@@ -94,8 +94,9 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
 
     @classmethod
     def from_handle(cls, dev: Dev, handle: RdmaHandle | int, user_data: Any = None) -> Rdma:
-        """Wrap an existing ``doca_rdma`` on *dev* without taking ownership (it keeps its state, configuration
-        and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not connected).
+        """Python-only: wrap an existing ``doca_rdma`` on *dev* without taking ownership (it keeps its state,
+        configuration and Pe; connect this wrapper to that Pe's wrapper with ``Pe.connect_ctx`` only if it is not
+        connected).
 
         *handle* is another wrapper's ``handle``: on the native backend
         the address of a C ``doca_rdma`` (one made by C code, say), on the emulated backend the backend object.
@@ -120,7 +121,7 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
             self.configure(options)
 
     def configure(self, options: RdmaOptions) -> None:
-        """Apply every setting of *options* that is not ``None``, in field order, through the DOCA-named
+        """Python-only: apply every setting of *options* that is not ``None``, in field order, through the DOCA-named
         setters (``set_permissions`` …); the first refused value raises (the ones before it stay set).
 
         :raises DocaBadState: when the ctx is not IDLE.
@@ -156,8 +157,8 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
 
     # -- configuration (IDLE) ----------------------------------------------------------------
     def set_permissions(self, flags: AccessFlag | int) -> None:
-        """Remote access this ctx grants its peers (``RDMA_READ``/``RDMA_WRITE``/``RDMA_ATOMIC``, plus
-        ``LOCAL_*``); ``PCI_*`` flags are ``DocaInvalidValue``."""
+        """``doca_rdma_set_permissions``: remote access this ctx grants its peers
+        (``RDMA_READ``/``RDMA_WRITE``/``RDMA_ATOMIC``, plus ``LOCAL_*``); ``PCI_*`` flags are ``DocaInvalidValue``."""
         self._h.set_permissions(int(flags))
 
     def get_permissions(self) -> AccessFlag:
@@ -181,7 +182,7 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         return self._h.get_gid_index()
 
     def set_max_num_connections(self, n: int) -> None:
-        """How many connections (exports or CM) this ctx may hold (default 1)."""
+        """``doca_rdma_set_max_num_connections``: how many connections (exports or CM) this ctx may hold (default 1)."""
         self._h.set_max_num_connections(n)
 
     def get_max_num_connections(self) -> int:
@@ -197,7 +198,7 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         return MtuSize(self._h.get_mtu())
 
     def set_recv_queue_size(self, n: int) -> None:
-        """Receive queue depth (rounded up to a power of two)."""
+        """``doca_rdma_set_recv_queue_size``: receive queue depth (rounded up to a power of two)."""
         self._h.set_recv_queue_size(n)
 
     def get_recv_queue_size(self) -> int:
@@ -205,7 +206,7 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         return self._h.get_recv_queue_size()
 
     def set_send_queue_size(self, n: int) -> None:
-        """Send queue depth (rounded up to a power of two)."""
+        """``doca_rdma_set_send_queue_size``: send queue depth (rounded up to a power of two)."""
         self._h.set_send_queue_size(n)
 
     def get_send_queue_size(self) -> int:
@@ -213,7 +214,8 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         return self._h.get_send_queue_size()
 
     def set_max_send_buf_list_len(self, n: int) -> None:
-        """Longest chained local buffer list of send, write and read tasks (default 1)."""
+        """``doca_rdma_set_max_send_buf_list_len``: longest chained local buffer list of send, write and read tasks
+        (default 1)."""
         self._h.set_max_send_buf_list_len(n)
 
     def get_max_send_buf_list_len(self) -> int:
@@ -221,7 +223,8 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         return self._h.get_max_send_buf_list_len()
 
     def task_receive_set_dst_buf_list_len(self, n: int) -> None:
-        """Longest chained destination list of receive tasks (default 1)."""
+        """``doca_rdma_task_receive_set_dst_buf_list_len``: longest chained destination list of receive tasks (default
+        1)."""
         self._h.set_receive_dst_buf_list_len(n)
 
     def task_receive_get_dst_buf_list_len(self) -> int:
@@ -245,7 +248,8 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         return self._h.get_sl()
 
     def set_rnr_retry_count(self, count: int) -> None:
-        """Receiver-not-ready retries (0–7): how long a send waits for a posted receive."""
+        """``doca_rdma_set_rnr_retry_count``: receiver-not-ready retries (0–7): how long a send waits for a posted
+        receive."""
         self._h.set_rnr_retry_count(count)
 
     def get_rnr_retry_count(self) -> int:
@@ -253,7 +257,8 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         return self._h.get_rnr_retry_count()
 
     def set_connection_request_timeout(self, timeout_ms: int) -> None:
-        """How long [`connect_to_addr`][doca_py.rdma.Rdma.connect_to_addr] waits for the server (milliseconds)."""
+        """``doca_rdma_set_connection_request_timeout``: how long
+        [`connect_to_addr`][doca_py.rdma.Rdma.connect_to_addr] waits for the server (milliseconds)."""
         self._h.set_connection_request_timeout(timeout_ms)
 
     def get_connection_request_timeout(self) -> int:
@@ -264,7 +269,7 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
                                        established: ConnectionCallback | None,
                                        failure: ConnectionCallback | None,
                                        disconnection: ConnectionCallback | None) -> None:
-        """Register the connection callbacks (run inside ``Pe.progress``).
+        """``doca_rdma_set_connection_state_callbacks``: register the connection callbacks (run inside ``Pe.progress``).
 
         ``request(conn, ctx_user_data)`` (CM server: accept or reject; ``None`` accepts
         every request); ``established/failure/disconnection(conn, conn_user_data,
@@ -296,8 +301,12 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
 
     # -- connections (after start) ------------------------------------------------------------
     def export(self) -> tuple[bytes, RdmaConnection]:
-        """``doca_rdma_export``: a new connection and the blob describing it to the peer
-        (``DocaFull`` when ``max_num_connections`` are in use)."""
+        """``doca_rdma_export``: a new connection and the blob describing it to the peer.
+
+        :raises DocaFull: when ``max_num_connections`` connections are held. A failed connection holds its
+            slot until [`RdmaConnection.disconnect`][doca_py.rdma_connection.RdmaConnection.disconnect]
+            releases it (a stop releases every connection); the message says when one does.
+        """
         self._check_open()
         blob, h = self._h.export()
         return bytes(blob), self._conn(h)
@@ -306,8 +315,11 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         """``doca_rdma_connect``: join *connection* to the peer's exported connection.
 
         Tasks on the connection may be submitted right after: they wait until the peer
-        has connected too. A malformed, truncated, stale or replayed blob raises
+        has connected too. A malformed, truncated, forged or replayed blob raises
         ``DocaConnectionAborted``; a second connect of one connection ``DocaBadState``.
+        Like ``doca_rdma_connect``, which only sets up the local side, it succeeds when the peer
+        stopped, restarted or released its connection since it exported the blob: the connection
+        then fails (failure callback; its tasks fail with ``CONNECTION_RESET``).
         """
         self._check_open()
         if not isinstance(peer_blob, (bytes, bytearray, memoryview)):
@@ -319,7 +331,8 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         self._h.connect(bytes(peer_blob), connection._h)
 
     def start_listen_to_port(self, port: int) -> int:
-        """RDMA-CM server: listen on *port*; returns the port (useful with 0 = any, emulated)."""
+        """``doca_rdma_start_listen_to_port``: RDMA-CM server: listen on *port*; returns the port (useful with 0 =
+        any, emulated)."""
         self._check_open()
         return self._h.start_listen_to_port(port)
 
@@ -328,7 +341,7 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
         self._h.stop_listen_to_port(port)
 
     def connect_to_addr(self, addr: RdmaAddr, user_data: Any = None) -> RdmaConnection:
-        """RDMA-CM client: request a connection from a listening server.
+        """``doca_rdma_connect_to_addr``: RDMA-CM client: request a connection from a listening server.
 
         The outcome arrives through the established or failure callback, with
         *user_data* as the connection user data.
@@ -370,7 +383,7 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
 
     @staticmethod
     def cap_get_gid(devinfo: DevInfo, start_index: int, num_entries: int) -> list[bytes]:
-        """``num_entries`` 16-byte GIDs from *start_index*."""
+        """``doca_rdma_cap_get_gid``: ``num_entries`` 16-byte GIDs from *start_index*."""
         return backend.rdma.cap_get_gid(devinfo_handle(devinfo), start_index, num_entries)
 
     @staticmethod

@@ -78,7 +78,7 @@ class RdmaConnection:
 
     @property
     def handle(self) -> object:
-        """The backend handle (the C address as an ``int`` on the native backend, the backend object on the
+        """Python-only: the backend handle (the C address as an ``int`` on the native backend, the backend object on the
         emulated one); see ``DocaObject.handle``."""
         return raw_handle(self._h)
 
@@ -103,25 +103,34 @@ class RdmaConnection:
         return self._user_data
 
     def accept(self, private_data: bytes | None = None) -> None:
-        """Accept a CM connection request (call from the request callback or later)."""
+        """``doca_rdma_connection_accept``: accept a CM connection request (call from the request callback or later)."""
         self._h.accept(None if private_data is None else bytes(private_data))
 
     def reject(self) -> None:
-        """Reject a CM connection request."""
+        """``doca_rdma_connection_reject``: reject a CM connection request."""
         self._h.reject()
 
     def disconnect(self) -> None:
-        """Tear the connection down; the peer gets its disconnection callback."""
+        """``doca_rdma_connection_disconnect``: tear the connection down (the peer gets its disconnection
+        callback) and release its slot of ``max_num_connections``.
+
+        A connection that failed (its peer left, its tasks failed) keeps its slot until disconnected, as
+        in DOCA, whose samples disconnect from the disconnection callback; disconnecting it only releases
+        the slot. See "Reconnecting after a failure" in the RDMA guide.
+
+        :raises DocaBadState: when the connection was released already (disconnected before, or its ctx
+            stopped since: a stop releases every connection).
+        """
         self._h.disconnect()
 
     def get_addr(self) -> RdmaAddr | None:
-        """The peer's address for a CM connection (``None`` for export/connect)."""
+        """``doca_rdma_connection_get_addr``: the peer's address for a CM connection (``None`` for export/connect)."""
         a = self._h.get_addr()
         return None if a is None else RdmaAddr(RdmaAddrType(a[0]), a[1], a[2])
 
     @property
     def rdma(self) -> Rdma:
-        """The [`Rdma`][doca_py.rdma.Rdma] context of the connection."""
+        """Python-only: the [`Rdma`][doca_py.rdma.Rdma] context of the connection."""
         return self._rdma
 
     def __repr__(self) -> str:

@@ -85,19 +85,22 @@ class RdmaTaskReceive(Task):
         self._dst = dst
 
     def get_result_opcode(self) -> RdmaOpcode:
-        """Which peer operation filled the receive (valid after success)."""
+        """``doca_rdma_task_receive_get_result_opcode``: which peer operation filled the receive (valid after
+        success)."""
         return RdmaOpcode(self._h.opcode)
 
     def get_result_len(self) -> int:
-        """Bytes received (for ``RECV_WRITE_WITH_IMM``: bytes the peer wrote)."""
+        """``doca_rdma_task_receive_get_result_len``: bytes received (for ``RECV_WRITE_WITH_IMM``: bytes the peer
+        wrote)."""
         return int(self._h.result_len)
 
     def get_result_immediate_data(self) -> int:
-        """The immediate of a ``*_WITH_IMM`` opcode (``doca_be32_t``, as sent)."""
+        """``doca_rdma_task_receive_get_result_immediate_data``: the immediate of a ``*_WITH_IMM`` opcode
+        (``doca_be32_t``, as sent)."""
         return int(self._h.imm)
 
     def get_result_rdma_connection(self) -> RdmaConnection | None:
-        """The connection the message arrived on."""
+        """``doca_rdma_task_receive_get_result_rdma_connection``: the connection the message arrived on."""
         h = self._h.result_conn
         return None if h is None else cast(RdmaConnection, h.owner)
 
@@ -149,22 +152,22 @@ class _OneSidedTask(_ConnTask):
     _dst: Buf
 
     def get_src_buf(self) -> Buf:
-        """``doca_rdma_task_<read|write>_get_src_buf``: the src buf."""
+        """``doca_rdma_task_<type>_get_src_buf``: the src buf."""
         return self._src
 
     def set_src_buf(self, src: Buf) -> None:
-        """``doca_rdma_task_<read|write>_set_src_buf``: set the src buf to *src*."""
+        """``doca_rdma_task_<type>_set_src_buf``: set the src buf to *src*."""
         if not isinstance(src, Buf):
             raise wrong_type(f"{type(self).__name__}.set_src_buf", Buf, src=src)
         self._h.set_src_buf(src._h)
         self._src = src
 
     def get_dst_buf(self) -> Buf:
-        """``doca_rdma_task_<read|write>_get_dst_buf``: the dst buf."""
+        """``doca_rdma_task_<type>_get_dst_buf``: the dst buf."""
         return self._dst
 
     def set_dst_buf(self, dst: Buf) -> None:
-        """``doca_rdma_task_<read|write>_set_dst_buf``: set the dst buf to *dst*."""
+        """``doca_rdma_task_<type>_set_dst_buf``: set the dst buf to *dst*."""
         if not isinstance(dst, Buf):
             raise wrong_type(f"{type(self).__name__}.set_dst_buf", Buf, dst=dst)
         self._h.set_dst_buf(dst._h)
@@ -360,7 +363,8 @@ class RdmaTransferTasks:
         return conn._h
 
     def task_receive_allocate_init(self, dst: Buf | None, user_data: Any = None) -> RdmaTaskReceive:
-        """A receive task posting *dst* (``None``: immediate-only messages)."""
+        """``doca_rdma_task_receive_allocate_init``: a receive task posting *dst* (``None``: immediate-only
+        messages)."""
         if not isinstance(dst, (Buf, type(None))):
             raise wrong_type("Rdma.task_receive_allocate_init", (Buf, type(None)), dst=dst)
         t = self._wrap_task(self._h.task_receive_allocate_init(None if dst is None else dst._h), RdmaTaskReceive,
@@ -370,7 +374,8 @@ class RdmaTransferTasks:
 
     def task_send_allocate_init(self, connection: RdmaConnection, src: Buf | None,
                                 user_data: Any = None) -> RdmaTaskSend:
-        """A send of *src*'s data (``None``: an empty message) on *connection*."""
+        """``doca_rdma_task_send_allocate_init``: a send of *src*'s data (``None``: an empty message) on
+        *connection*."""
         if not isinstance(src, (Buf, type(None))):
             raise wrong_type("Rdma.task_send_allocate_init", (Buf, type(None)), src=src)
         h = self._h.task_send_allocate_init(self._check_conn(connection), None if src is None else src._h)
@@ -396,7 +401,8 @@ class RdmaTransferTasks:
 
     def task_read_allocate_init(self, connection: RdmaConnection, src: Buf, dst: Buf,
                                 user_data: Any = None) -> RdmaTaskRead:
-        """Read the remote *src* (a buffer of an RDMA-imported mmap) into local *dst*."""
+        """``doca_rdma_task_read_allocate_init``: read the remote *src* (a buffer of an RDMA-imported mmap) into local
+        *dst*."""
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Rdma.task_read_allocate_init", Buf, src=src, dst=dst)
         h = self._h.task_read_allocate_init(self._check_conn(connection), src._h, dst._h)
@@ -406,7 +412,8 @@ class RdmaTransferTasks:
 
     def task_write_allocate_init(self, connection: RdmaConnection, src: Buf, dst: Buf,
                                  user_data: Any = None) -> RdmaTaskWrite:
-        """Write local *src* into the remote *dst* (a buffer of an RDMA-imported mmap)."""
+        """``doca_rdma_task_write_allocate_init``: write local *src* into the remote *dst* (a buffer of an
+        RDMA-imported mmap)."""
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Rdma.task_write_allocate_init", Buf, src=src, dst=dst)
         h = self._h.task_write_allocate_init(self._check_conn(connection), src._h, dst._h)

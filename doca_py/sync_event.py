@@ -56,7 +56,8 @@ class SyncEventTaskGet(Task):
     _h: SyncEventTaskGetHandle
 
     def get_ret_val(self) -> int:
-        """The value the task read (DOCA writes it to ``ret_val_ptr``): valid after its completion."""
+        """``doca_sync_event_task_get_get_ret_val_ptr``: the value the task read (DOCA writes it to ``ret_val_ptr``):
+        valid after its completion."""
         return self._h.get_ret_val()
 
 
@@ -90,7 +91,8 @@ class SyncEventTaskNotifyAdd(Task):
         return self._h.get_inc_val()
 
     def get_fetched_val(self) -> int:
-        """The value before the increment (DOCA writes it to ``fetched_val_ptr``): valid after completion."""
+        """``doca_sync_event_task_notify_add_get_fetched_val_ptr``: the value before the increment (DOCA writes it to
+        ``fetched_val_ptr``): valid after completion."""
         return self._h.get_fetched_val()
 
 
@@ -99,19 +101,19 @@ class _SyncEventTaskWait(Task):
     _h: SyncEventTaskWaitHandle
 
     def set_wait_val(self, value: int) -> None:
-        """``..._set_wait_val``: the value compared with the masked event value."""
+        """``doca_sync_event_task_<type>_set_wait_val``: the value compared with the masked event value."""
         self._h.set_wait_val(_u64("wait_val", value, where=f"{type(self).__name__}.set_wait_val"))
 
     def get_wait_val(self) -> int:
-        """``..._get_wait_val``: the value compared with the masked event value."""
+        """``doca_sync_event_task_<type>_get_wait_val``: the value compared with the masked event value."""
         return self._h.get_wait_val()
 
     def set_mask(self, mask: int) -> None:
-        """``..._set_mask``: the mask applied to the event value before comparing."""
+        """``doca_sync_event_task_<type>_set_mask``: the mask applied to the event value before comparing."""
         self._h.set_mask(_u64("mask", mask, "mask", where=f"{type(self).__name__}.set_mask"))
 
     def get_mask(self) -> int:
-        """``..._get_mask``: the mask applied to the event value before comparing."""
+        """``doca_sync_event_task_<type>_get_mask``: the mask applied to the event value before comparing."""
         return self._h.get_mask()
 
 
@@ -139,7 +141,7 @@ class SyncEventCtx(Ctx):
 
     @property
     def event(self) -> SyncEvent:
-        """The [`SyncEvent`][doca_py.sync_event.SyncEvent] this ctx operates."""
+        """Python-only: the [`SyncEvent`][doca_py.sync_event.SyncEvent] this ctx operates."""
         return self._event
 
     def task_get_set_conf(self, success: TaskCallback[SyncEventTaskGet], error: TaskCallback[SyncEventTaskGet],

@@ -19,7 +19,7 @@ def version_runtime() -> str:
 
 
 def version_info_runtime() -> tuple[int, int, int]:
-    """[`version_runtime`][doca_py.version.version_runtime] as ``(major, minor, patch)``."""
+    """``doca_version_runtime`` as [`version_runtime`][doca_py.version.version_runtime] as ``(major, minor, patch)``."""
     m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version_runtime())
     if m is None:
         raise ValueError(f"unrecognised DOCA version string {version_runtime()!r}")

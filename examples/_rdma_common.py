@@ -622,8 +622,8 @@ def rdma_cm_disconnect(resources: RdmaResources) -> None:
         try:
             conn.disconnect()
             resources.log.info("[%s] successfully disconnect rdma-cm connection", resources.self_name)
-        except d.DocaError as exc:  # the peer disconnected first
-            resources.log.info("[%s] rdma-cm connection already closed: %s", resources.self_name, exc)
+        except d.DocaError as exc:  # released already: the ctx stopped (a failed connection still disconnects)
+            resources.log.info("[%s] rdma-cm connection already released: %s", resources.self_name, exc)
 
 
 def _run_task_fn(resources: RdmaResources) -> None:

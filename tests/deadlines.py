@@ -20,10 +20,17 @@ load average of 12 on 2 cores, several times that.
 The helpers' fixed bounds (``DEADLINE`` of tests/comch/helpers.py and the like: what a step may take
 on a GIL build of CPython) go through `hang`, which stretches them by `INTERPRETER_FACTOR` on a
 free-threaded 3.13, whose interpreter runs Python several times slower.
+
+The time-outs a test gives an app (``--control-timeout``, ``--target-io-timeout``,
+``--first-message-timeout``, ``--io-timeout``, File Compression's ``-t``, the comch retry window …) are
+product deadlines, and a loaded machine must not make a healthy peer miss them: a test that needs one
+not to fire, or to fire only for the peer it stalls, takes it from `product_timeout`, never a literal
+(tests/test_deadlines_policy.py looks for literals). Its own waits then add that time-out (`bound`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -33,7 +40,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["SLACK", "INTERPRETER_FACTOR", "hang", "process_cost", "load_growth", "processes", "work_left", "bound"]
+__all__ = ["SLACK", "INTERPRETER_FACTOR", "hang", "process_cost", "load_growth", "processes", "work_left", "bound",
+           "product_timeout"]
 
 ROOT = Path(__file__).resolve().parents[1]
 SLACK = 4.0
@@ -114,3 +122,11 @@ def bound(*timeouts: float, starts: int = 0, work: float = 0.0) -> float:
     """A hang bound: the product *timeouts* that may elapse, plus *starts* processes' start-up or
     teardown (`processes`) and *work* seconds of work left (`work_left`)."""
     return sum(timeouts) + (processes(starts) if starts else 0.0) + work
+
+
+def product_timeout(nominal: float, starts: int = 1) -> int:
+    """A time-out for a test to give an app: *nominal* seconds (what the guarded step needs on a quiet
+    machine, with room) plus *starts* processes' worth of this machine's work now (`processes`), in
+    whole seconds as the apps' flags take them. Whether the test needs it not to fire at all, or to fire
+    for the one peer it stops and not for the healthy others, the load of the machine must not decide."""
+    return math.ceil(bound(nominal, starts=starts))

@@ -8,6 +8,8 @@ Server (DPU): `FileReceiver` takes the messages (the C app's ``server_recv_event
 announced segment arrived the data is decompressed with DOCA compress, its checksum compared with
 the announced one, and only then written: to a temporary file in the target directory, renamed
 to ``--file`` when complete, so a failed transfer never leaves a partial file under that name.
+``SUCCESS`` is logged once the file is on disk, and before accepting a client the server tries
+``--file``'s directory (`check_writable`), so an unwritable ``--file`` fails before any transfer.
 The server answers `FINISH_MSG` on success, ``Server failed: <reason>`` otherwise.
 
 Both sides fail (exit status 1, ``EXCEPTION: <reason>``) when the peer goes away, on a malformed
@@ -40,7 +42,7 @@ from .wire import (FINISH_MSG, pack_file_info, parse_file_info, parse_finish, se
 from .worker import DeflateWorker
 
 __all__ = ["SERVER_NAME", "ANSWER_WAIT", "STOPPED", "TransferState", "FileReceiver", "run", "run_client",
-           "run_server", "write_atomically", "OUTPUT_MODE", "PART_SUFFIX", "remove_stale_parts"]
+           "run_server", "write_atomically", "check_writable", "OUTPUT_MODE", "PART_SUFFIX", "remove_stale_parts"]
 
 SERVER_NAME = "file_compression_server"
 """The comch server name (``SERVER_NAME`` of the C app)."""
@@ -200,6 +202,29 @@ def write_atomically(path: Path, data: bytes, mode: int = OUTPUT_MODE) -> None:
                 pass
 
 
+def check_writable(path: Path) -> None:
+    """Raise the ``OSError`` that `write_atomically` would meet making a file in *path*'s directory
+    (``EACCES``, ``EROFS``, ``ENOENT``, ``ENOTDIR``, ``ENOSPC`` on a file system already full …): an
+    unnamed file (else a temporary name, removed at once) gets one byte written and flushed to disk.
+    The server runs it before it accepts a client, so an unwritable ``--file`` fails before any
+    transfer; a file system that fills up during the transfer still fails the write itself."""
+    directory = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    fd = _open_unnamed(directory)
+    tmp = None
+    if fd is None:
+        tmp = directory / _part_name(path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, b"\0")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -322,11 +347,12 @@ def _deliver(config: FileCompressionConfig, worker: DeflateWorker, receiver: Fil
     if checksum != receiver.expected_checksum:
         raise StorageAppError(ErrorCode.BAD_STATE, f"file checksum is different. received: "
                               f"0x{receiver.expected_checksum:x}, calculated: 0x{checksum:x}")
-    log.info("SUCCESS: file was received and decompressed successfully")
     try:
         write_atomically(config.file, plain)
     except OSError as exc:
-        raise StorageAppError(ErrorCode.IO_FAILED, f"failed to write {config.file}: {exc.strerror or exc}") from None
+        raise StorageAppError(ErrorCode.IO_FAILED, f"failed to write {config.file}: {exc.strerror or exc}; "
+                              f"the file was received and decompressed, but not written") from None
+    log.info("SUCCESS: file was received and decompressed successfully")  # only once it is on disk
 
 
 def _answer(channel: ComchChannel, answer: bytes, abort: threading.Event | None, wait: float) -> None:
@@ -344,6 +370,11 @@ def run_server(config: FileCompressionConfig, channel: ComchChannel, receiver: F
     """``file_compression_server``: receive, decompress, verify, write, answer."""
     for stale in remove_stale_parts(config.file):
         log.info("Removed %s, left by a server that was killed while writing", stale)
+    try:
+        check_writable(config.file)
+    except OSError as exc:
+        raise StorageAppError(ErrorCode.IO_FAILED, f"cannot write --file {config.file}: {exc.strerror or exc} "
+                              f"(checked before accepting a client)") from None
     with DeflateWorker.open(CompressTaskType.DECOMPRESS_DEFLATE) as worker:
         receiver.max_len = worker.max_buf_size
         channel.start(abort)

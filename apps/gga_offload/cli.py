@@ -45,6 +45,7 @@ def _print_config(config: GgaOffloadConfig) -> None:
         ("command-channel-name", f"\"{config.command_channel_name}\""),
         ("control-timeout", f"{config.control_timeout}"),
         ("trigger-recovery-read-every-n", f"{config.trigger_recovery_read_every_n}"),
+        ("target-connect-timeout", f"{config.target_connect_timeout}"),
         ("target-io-timeout", f"{config.target_io_timeout}"),
     ])
 

@@ -55,6 +55,7 @@ from apps.storage.runtime.service_control import (
     open_host_representor, serve_session,
 )
 from apps.common.runtime.retry_log import RetryLog
+from apps.common.runtime.stall import LoopClock, describe_stall, stall_note
 from apps.common.runtime.stats import WorkerStats
 
 from .config import GgaOffloadConfig
@@ -122,7 +123,7 @@ class GgaService(BridgeControl[Worker]):
     def _lose_target(self, link: TargetLink, error: StorageAppError) -> None:
         """*link* failed: take it out (degraded mode) if possible, else end the service."""
         if not self.may_degrade(link):
-            raise TargetFailure(error.code, str(error)) from None
+            raise TargetFailure(error.code, str(error) + stall_note()) from None
         self.health.mark_out(link.role, f"was lost ({error})")
 
     def live_targets(self) -> list[TargetLink]:
@@ -173,7 +174,14 @@ class GgaService(BridgeControl[Worker]):
         # so the initiator's own wait for this answer does not run out first.
         io_limit = float(self.config.target_io_timeout) if self.data_path_started else 0.0
         degrade_at = min(deadline, time.monotonic() + io_limit) if io_limit > 0 else deadline
+        clock = LoopClock(_TICK)
         while True:
+            stall = clock.tick()
+            if stall:  # this process did not run: the targets had no chance to be heard meanwhile
+                deadline += stall
+                degrade_at += stall
+                log.warning("%s; the wait for the %s of the targets starts again", describe_stall(stall),
+                            mtype.response_type.wire_name)
             for mid in [m for m, (link, _r) in requests.items() if link.role in self.health.out]:
                 del requests[mid]  # taken out meanwhile (here or by a worker): not awaited any more
             if all(m in responses for m in requests):
@@ -217,7 +225,8 @@ class GgaService(BridgeControl[Worker]):
             if now >= deadline:
                 waiting = [f"{requests[m][0].name} mid {m}" for m in requests if m not in responses]
                 raise TargetFailure(ErrorCode.TIME_OUT, f"Timed out after {self.timeout:g} s waiting for the "
-                                                        f"{mtype.response_type.wire_name} of {', '.join(waiting)}")
+                                                        f"{mtype.response_type.wire_name} of {', '.join(waiting)}"
+                                                        + stall_note())
             # Sleep on the sockets (and keep the comch Pe moving, watching the initiator) for a tick.
             self._relay_idle()
             fds = [link.channel.transport.fileno() for link, _ in requests.values()
@@ -349,13 +358,29 @@ def _watch_while_listening(targets: Sequence[TargetLink], abort: threading.Event
 
 
 def _connect_targets(config: GgaOffloadConfig, abort: threading.Event) -> list[TargetLink]:
+    """Connect to data_1, data_2 and data_p in turn, retrying each while it refuses, all within
+    ``--target-connect-timeout`` seconds of the call (0: for ever); the attempts go to the log."""
     links: list[TargetLink] = []
+    limit = float(config.target_connect_timeout)
+    deadline = time.monotonic() + limit if limit > 0 else None
     try:
         for role, ep in zip(TargetRole, (config.data_1_storage, config.data_2_storage, config.data_p_storage)):
             log.info("connecting to storage target %s at %s", role.name.lower(), ep)
-            retries = RetryLog(log, f"storage target {role.name.lower()} ({ep})", CONNECT_RETRY_INTERVAL)
-            channel = connect_tcp(ep.host, ep.port, timeout=None, retry_interval=CONNECT_RETRY_INTERVAL,
-                                  should_abort=abort.is_set, retries=retries)
+            what = f"storage target {role.name.lower()} ({ep})"
+            retries = RetryLog(log, what, CONNECT_RETRY_INTERVAL, bound=f"for up to {limit:g} s from the start "
+                               f"(--target-connect-timeout)" if deadline is not None else "")
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                channel = connect_tcp(ep.host, ep.port, timeout=left, retry_interval=CONNECT_RETRY_INTERVAL,
+                                      should_abort=abort.is_set, retries=retries)
+            except StorageAppError as exc:
+                if exc.code != ErrorCode.TIME_OUT:
+                    raise
+                reached = ", ".join(link.name for link in links) or "none"
+                raise StorageAppError(ErrorCode.TIME_OUT, f"{what} was not reachable within {limit:g} s "
+                                      f"(--target-connect-timeout): {retries.attempts} attempt(s) failed, the "
+                                      f"last with {retries.last_reason or 'a time-out'}; targets reached: "
+                                      f"{reached}") from None
             links.append(TargetLink(role, ep, channel))
     except BaseException:
         for link in links:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from apps.common.runtime.stall import stall_note
 from apps.storage.wire.addressing import TargetRole
 
 __all__ = ["TargetHealth", "role_name"]
@@ -49,6 +50,7 @@ class TargetHealth:
     def mark_out(self, role: TargetRole, why: str) -> bool:
         """Take *role* out (for the session); ``True`` if it was not out before."""
         role = TargetRole(role)
+        why += stall_note()  # a target lost right after this process was stopped may have dropped a silent bridge
         with self._lock:
             if role in self.out:
                 return False

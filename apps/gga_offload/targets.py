@@ -25,6 +25,7 @@ from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskReceive, RdmaTaskSend
 from doca_py.types import AccessFlag
 
 from apps.common.errors import StorageAppError
+from apps.common.runtime.stall import LoopClock, describe_stall
 from apps.storage.wire.addressing import ChunkLayout, TargetRole
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_head_from
@@ -83,6 +84,7 @@ class Targets:
         self.dead: set[TargetRole] = set()  # targets out, as applied by this worker
         self._health_version = 0
         self._next_scan = 0.0
+        self._clock = LoopClock(_DEADLINE_SCAN)  # the data path's rounds: a stop of this process is not a late target
         self.io_warnings = 0
 
     @property
@@ -125,6 +127,7 @@ class Targets:
         mem = io_mm.buffer
         m = IO_MESSAGE_SIZE
         self._txns = txns
+        self._clock.restart()
         conns = self._conns[RdmaConnectionRole.IO_CONTROL]
         for t in txns:
             slots, sends = [], []
@@ -271,8 +274,19 @@ class Targets:
                 self._progress(t)
 
     def check_deadlines(self) -> None:
-        """Every ≤ 0.1 s: take out the target with the most requests past ``--target-io-timeout``."""
+        """Every ≤ 0.1 s: take out the target with the most requests past ``--target-io-timeout``. When this
+        round comes far too late (this process did not run: SIGSTOP, suspended, starved), the requests in flight
+        get their deadline again from now instead: the targets had no chance to be heard."""
         if not self._io_timeout or not self._txns:
+            return
+        stall = self._clock.tick()
+        if stall:
+            waiting = [t for t in self._txns if t.send_mask | t.resp_mask]
+            for t in waiting:
+                t.deadline += stall
+            log.warning("%s: %s%s", self._name, describe_stall(stall),
+                        f"; its {len(waiting)} target request(s) in flight get their --target-io-timeout again from now"
+                        if waiting else "")
             return
         now = time.monotonic()
         if now < self._next_scan:

@@ -374,7 +374,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         # Fatal: AGAIN (no receive posted) is returned by submit itself, never reported here.
         status = task.get_status()
         self._reply_lost(t, status.name)
-        self._fail(f"a comch producer send failed: {status.name}")
+        self._reply_failed(status)
 
     # ------------------------------------------------------------------ the state machine's steps
     def _progress(self, t: Transaction) -> None:

@@ -32,6 +32,7 @@ from typing import Any, TextIO, cast
 import doca_py as d
 from doca_py.errors import DocaError, ErrorCode
 
+from apps.common.runtime.stall import stall_note
 from apps.storage.channels.control_channel import ControlChannel
 from apps.common.cli.argp import version_text
 from apps.storage.channels.comch_transport import ComchTransport, connect_comch_client
@@ -405,7 +406,7 @@ class Initiator:
         """How the service went away: it closed the connection, or it stopped answering (a stopped or hung
         service: the transport dropped the connection after its retry window)."""
         if self._unanswered():
-            return "the service did not answer within the comch retry window: the connection was dropped"
+            return "the service did not answer within the comch retry window: the connection was dropped" + stall_note()
         return "the service closed the control connection"
 
     def _print_report(self, report: RunReport) -> None:

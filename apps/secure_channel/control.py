@@ -27,12 +27,18 @@ from .config import SecureChannelConfig
 from .wire import Metadata, MsgType, pack_metadata, parse_metadata
 from .worker import ConsumerThread, ProducerThread, ThreadResult
 
-__all__ = ["SERVER_NAME", "PeerMessages", "run", "sc_start", "statistics_lines", "LINGER"]
+__all__ = ["SERVER_NAME", "PeerMessages", "run", "sc_start", "statistics_lines", "LINGER", "LOSS_GRACE"]
 
 SERVER_NAME = "secure_channel_server"
 """The comch server name (``SERVER_NAME`` of the C app)."""
 LINGER = 10.0
 """Seconds the DPU waits, after ``END``, for the host to disconnect."""
+LOSS_GRACE = 2.0
+"""Seconds the main thread keeps progressing the comch channel after a fast-path thread failed while the
+connection still looked up. A thread may learn of a lost peer first (its producer or consumer refused on
+a connection DOCA already tore down, a task flushed) while the loss waits in the channel's progress engine:
+DOCA reports a connection's state only through progress, so the loss, not the thread's symptom, is then
+the failure to report."""
 
 log = logging.getLogger("apps.secure_channel")
 
@@ -94,12 +100,20 @@ def _check(channel: ComchChannel, peer: PeerMessages, abort: threading.Event, wh
     channel.check()
 
 
+def _await_loss(channel: ComchChannel) -> None:
+    """Progress *channel* until it reports a lost connection, for at most `LOSS_GRACE` seconds."""
+    deadline = time.monotonic() + LOSS_GRACE
+    while channel.connected and time.monotonic() < deadline:
+        channel.progress(POLL_INTERVAL)
+
+
 def _thread_failure(channel: ComchChannel, producer: ProducerThread,
                     consumer: ConsumerThread) -> StorageAppError | None:
     """The first thread's failure; a thread that failed because the peer went away says so only
     indirectly, so then the peer's departure is the failure."""
     for result, what in ((producer.result, "Send"), (consumer.result, "Receive")):
         if result.error is not None:
+            _await_loss(channel)
             if not channel.connected:
                 # a fast-path task that failed with IO_FAILED tells a stopped peer from one that left
                 channel.unanswered = channel.unanswered or producer.result.unanswered or consumer.result.unanswered

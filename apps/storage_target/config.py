@@ -1,5 +1,5 @@
 """The target's flags (``doca_storage_target_rdma``, storage-apps-spec §2.4) plus
-``--listen-address`` and ``--first-message-timeout``."""
+``--listen-address``, ``--first-message-timeout`` and ``--control-timeout``."""
 
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ class TargetConfig(CommonConfig):
                                            "message (which must be a query_storage_request) before it is dropped; "
                                            "0 = no limit (the default: a service connects at start and sends its "
                                            "first request only when its initiator does)")
+    control_timeout: int = flag(30, kind="int",
+                                help="seconds the requester may stay silent in a session before the target ends it "
+                                     "(status 1): no control message while one is expected, or, once the data "
+                                     "path has carried io, no io message and no stop_storage_request; a stop of "
+                                     "the target itself is not counted; 0 = no limit (the reference)")
     binary_content: Path | None = flag(None, metavar="FILE",
                                        help="initial content: an .sbc file (detected by magic) or a raw file of "
                                             "exactly block-size x block-count bytes")
@@ -55,6 +60,13 @@ class TargetConfig(CommonConfig):
     @field_validator("first_message_timeout")
     @classmethod
     def _first_message_timeout(cls, v: int) -> int:
+        if not 0 <= v <= 86400:
+            raise ValueError(f"{v} must be from 0 (no limit) to 86400 seconds")
+        return v
+
+    @field_validator("control_timeout")
+    @classmethod
+    def _control_timeout(cls, v: int) -> int:
         if not 0 <= v <= 86400:
             raise ValueError(f"{v} must be from 0 (no limit) to 86400 seconds")
         return v

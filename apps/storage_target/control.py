@@ -23,6 +23,14 @@ Endings:
 * the client closes the connection (or dies) before that → the workers are stopped and
   destroyed, statistics printed, ``EXCEPTION: ...`` and exit status 1 (the reference does
   not notice and waits forever);
+* the client stays silent for ``--control-timeout`` seconds (a stopped or hung requester, whose
+  connection stays open) → the same teardown and ``EXCEPTION: The requester (...) sent nothing for
+  N s ...``. Silent means: no control message while the target expects one outside the data path;
+  while the data path runs, no io message and no control message since the last io message (a target
+  the requester has sent no io in this data path — the parity target of a read-only run — cannot tell
+  an idle requester from a stopped one, and waits for the stop as the reference does). A stop of
+  the target itself (:mod:`apps.common.runtime.stall`) restarts the count instead of being blamed on
+  the requester;
 * Ctrl-C / ``SIGTERM`` in any phase → the same clean teardown,
   ``EXCEPTION: Aborted: User requested abort`` and exit status 1 (the reference only
   honours Ctrl-C in control-phase waits).
@@ -51,6 +59,7 @@ from apps.storage.wire.control import (
 from apps.common.runtime.device import open_device
 from apps.common.runtime.doca_features import doca_features
 from apps.common.runtime.live_stats import live_stats
+from apps.common.runtime.stall import LoopClock, describe_stall
 from apps.common.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.storage.wire.sbc import SbcFile, load_storage_content
 from apps.common.runtime.stats import WorkerStats, format_worker_stats
@@ -129,14 +138,20 @@ class TargetSession:
         self.workers: list[Worker] = []
         self.stats: list[WorkerStats] = []
         self.shut_down = False
+        self.data_path_running = False
+        self._heard = time.monotonic()  # the requester's last sign of life (a control or an io message)
+        self._clock = LoopClock(_TICK)  # restarted with _heard: a stop of this process after it is seen
+        self._io_seen = 0               # io messages received by the workers, as last counted
+        self._io_in_data_path = False   # the running data path has carried io
 
     # ------------------------------------------------------------------ phase loop
     def serve(self, channel: ControlChannel, first: ControlMessage | None = None) -> None:
         """Answer requests until ``shutdown_request`` has been handled; *first* is a request
         already read from *channel* (the one :func:`accept_requester` checked).
 
-        Raise :class:`PeerClosedError` when the client goes away first, ``CONNECTION_ABORTED``
-        on Ctrl-C, :class:`~apps.common.errors.ProtocolError` for a malformed frame.
+        Raise :class:`PeerClosedError` when the client goes away first, ``TIME_OUT`` when it stays
+        silent past ``--control-timeout`` (:meth:`next_request`), ``CONNECTION_ABORTED`` on Ctrl-C,
+        :class:`~apps.common.errors.ProtocolError` for a malformed frame.
         """
         while not self.phases.done:
             expected = self.phases.expected
@@ -145,7 +160,7 @@ class TargetSession:
                 if first is not None:
                     msg, first = first, None
                 else:
-                    msg = channel.receive(None, should_abort=self.abort.is_set, tick=_TICK)
+                    msg = self.next_request(channel, expected)
             except PeerClosedError:
                 raise PeerClosedError(f"The requester closed the control connection while the target was "
                                       f"expecting a {expected.wire_name}") from None
@@ -156,6 +171,41 @@ class TargetSession:
             else:
                 log.warning("%s", getattr(response.payload, "message", response))
             channel.send(response)
+            self._heard = time.monotonic()  # the requester could not speak before it had our answer
+            self._clock.restart()
+
+    def next_request(self, channel: ControlChannel, expected: MessageType) -> ControlMessage:
+        """The requester's next control message; ``TIME_OUT`` once it has been silent for
+        ``--control-timeout`` seconds (see the module's endings), ``CONNECTION_ABORTED`` on Ctrl-C."""
+        limit = float(self.config.control_timeout)
+        clock = self._clock
+        log.debug("waiting for a %s (the requester may stay silent for %s)", expected.wire_name,
+                  f"{limit:g} s" if limit else "ever")
+        while True:
+            if self.abort.is_set():
+                raise _aborted()
+            msg = channel.poll(_TICK)
+            if msg is not None:
+                return msg
+            now = time.monotonic()
+            stall = clock.tick()
+            if stall:
+                log.warning("%s; the requester's silence is counted again from now", describe_stall(stall))
+                self._heard = now
+            io = sum(w.received for w in self.workers)
+            if io != self._io_seen:
+                self._io_seen, self._heard = io, now
+                self._io_in_data_path = self._io_in_data_path or self.data_path_running
+            if limit and now - self._heard >= limit and (self._io_in_data_path or not self.data_path_running):
+                raise StorageAppError(ErrorCode.TIME_OUT, self._silence_text(channel, expected, limit))
+
+    def _silence_text(self, channel: ControlChannel, expected: MessageType, limit: float) -> str:
+        peer = getattr(channel.transport, "peer", "?")
+        if self.data_path_running:
+            return (f"The requester ({peer}) sent no io message for {limit:g} s (--control-timeout) since its last one, "
+                    f"and no {expected.wire_name}, while the data path ran; ending the session")
+        return (f"The requester ({peer}) sent nothing for {limit:g} s (--control-timeout) while the target was "
+                f"expecting a {expected.wire_name}; ending the session")
 
     def handle(self, msg: ControlMessage) -> ControlMessage:
         """The response to an in-order request (an ``error_response`` if it fails)."""
@@ -250,10 +300,12 @@ class TargetSession:
             self.abort.wait(0.01)
         for w in self.workers:
             w.start_data_path()
+        self.data_path_running, self._io_in_data_path = True, False
         log.info("data path started on %d worker(s)", len(self.workers))
         return make_response(msg)
 
     def _stop(self, msg: ControlMessage) -> ControlMessage:
+        self.data_path_running = False
         self._stop_workers(DRAIN_TIMEOUT)
         return make_response(msg)
 

@@ -130,6 +130,7 @@ class Worker(WorkerThread):
         self.refused_count = 0     # io messages answered with INVALID_VALUE without a transfer
         self.transfer_errors = 0   # transfers that failed or could not be submitted
         self.bytes_requested = 0   # io_size of the io messages accepted
+        self.received = 0          # io messages received (the requester's sign of life in the data path)
         self.pe_hits = 0
         self.pe_misses = 0
         self._ctx_running: dict[RdmaConnectionRole, bool] = {r: False for r in RdmaConnectionRole}
@@ -330,6 +331,7 @@ class Worker(WorkerThread):
     def _on_received(self, task: RdmaTaskReceive, s: _Slot, _role: Any) -> None:
         if self._closing:
             return
+        self.received += 1
         self._in_flight += 1
         n = task.get_result_len()
         if n != IO_MESSAGE_SIZE:

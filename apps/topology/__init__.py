@@ -23,6 +23,11 @@ and a read throughput test; the exit status is 0 only if every test passed.
 Every process runs the emulator in strict mode (``DOCA_PY_STRICT=1`` unless the
 environment says otherwise); ``--shuffle``, ``--inject-faults`` and ``--seed`` turn on
 the emulator's seeded completion-order shuffling and fault injection in all of them.
+
+Each process's output is printed as it comes, every line prefixed with the process's name
+(``initiator     | progress: ...``), and kept in one log file per process; a test ends with
+its verdict once every process of the test has ended and its last lines (the statistics
+blocks) were printed.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from typing import IO
 from apps.common.cli.usage import UsageParser, command_name
 
 __all__ = ["build_parser", "main", "Test", "DEFAULT_TESTS", "STRATEGIES", "BRIDGES", "make_sample", "environment",
-           "prepare", "start", "Topology", "TwoHosts", "Proc", "topology"]
+           "prepare", "start", "Topology", "TwoHosts", "Proc", "topology", "echo_line", "NAME_WIDTH"]
 
 HOST_DEV = "0000:3b:00.0"  # the host's view of the BlueField (emulated registry)
 DPU_DEV = "0000:03:00.0"  # the BlueField's own device
@@ -56,6 +61,20 @@ HOST_PF_REP = "0000:3b:00.0"  # the host PF's representor on the DPU
 
 #: ``--timeout``'s default: seconds allowed per test, and for each process's start.
 TEST_TIMEOUT = 120.0
+#: Seconds the targets and the bridge get to end by themselves after a test passed.
+SETTLE_TIMEOUT = 10.0
+#: Width of the process-name column of the lines printed live (``target-data_1`` fits).
+NAME_WIDTH = 13
+_print_lock = threading.Lock()
+
+
+def echo_line(name: str, line: str) -> None:
+    """Print one line of process *name* now, prefixed with its name (whole lines: one lock for all
+    processes' pumps)."""
+    with _print_lock:
+        sys.stdout.write(f"{name:<{NAME_WIDTH}}| {line}\n")
+        sys.stdout.flush()
+
 
 @dataclass(frozen=True)
 class Test:
@@ -158,13 +177,18 @@ class Proc:
     _ready: threading.Event = field(default_factory=threading.Event)
     _pump: threading.Thread | None = None
 
-    def start_pump(self, log_file: IO[str], marker: str | None) -> None:
+    def start_pump(self, log_file: IO[str], marker: str | None, echo: bool = False) -> None:
+        """Read the process's output on a thread: each line to the log file, to `lines` and, with
+        *echo*, to stdout at once (`echo_line`)."""
         def pump() -> None:
             assert self.popen.stdout is not None
             for line in self.popen.stdout:
                 log_file.write(line)
                 log_file.flush()
-                self.lines.append(line.rstrip("\n"))
+                text = line.rstrip("\n")
+                self.lines.append(text)
+                if echo:
+                    echo_line(self.name, text)
                 if marker is not None and marker in line:
                     self._ready.set()
             self._ready.set()  # exited: stop waiting
@@ -202,11 +226,13 @@ class Proc:
 
 
 class Topology:
-    """Starts and tears down the processes of one test."""
+    """Starts and tears down the processes of one test; with *echo*, their lines are printed as they
+    come (`echo_line`)."""
 
-    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+    def __init__(self, workdir: Path, env: dict[str, str], echo: bool = False) -> None:
         self.workdir = workdir
         self.env = env
+        self.echo = echo
         self.procs: list[Proc] = []
         self._logs: list[IO[str]] = []
 
@@ -221,9 +247,20 @@ class Topology:
         popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  env=dict(self.env, **(env or {})), cwd=self.workdir)
         proc = Proc(name, popen, log)
-        proc.start_pump(f, marker)
+        proc.start_pump(f, marker, self.echo)
         self.procs.append(proc)
         return proc
+
+    def settle(self, timeout: float) -> bool:
+        """Wait up to *timeout* seconds for every process to end by itself (after a session's
+        shutdown the targets and the bridge print their statistics and exit); whether all did."""
+        deadline = time.monotonic() + timeout
+        for p in self.procs:
+            try:
+                p.popen.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                return False
+        return True
 
     def close(self) -> None:
         for p in reversed(self.procs):
@@ -233,8 +270,8 @@ class Topology:
 
 
 @contextmanager
-def topology(workdir: Path, env: dict[str, str]) -> Iterator[Topology]:
-    t = Topology(workdir, env)
+def topology(workdir: Path, env: dict[str, str], echo: bool = False) -> Iterator[Topology]:
+    t = Topology(workdir, env, echo)
     try:
         yield t
     finally:
@@ -317,25 +354,28 @@ def start(topo: Topology, test: Test, args: argparse.Namespace, files: dict[str,
 
 def _run_test(test: Test, args: argparse.Namespace, files: dict[str, Path], plain: Path, workdir: Path,
               env: dict[str, str]) -> tuple[bool, str]:
-    with topology(workdir, env) as topo:
-        _targets, bridge, initiator = start(topo, test, args, files, plain)
+    """Run *test*; every process's lines are printed as they come. Returns whether it passed and why
+    not (the processes' lines, reports included, are printed by then: the topology's teardown waits
+    for each process to end and for its last lines)."""
+    with topology(workdir, env, echo=True) as topo:
+        _targets, _bridge, initiator = start(topo, test, args, files, plain)
         try:
             rc = initiator.popen.wait(args.timeout)
         except subprocess.TimeoutExpired:
-            return False, f"timed out after {args.timeout:.0f} s\n{initiator.tail()}\n{bridge.tail()}"
+            return False, f"the initiator did not end within {args.timeout:.0f} s (--timeout)"
         if initiator._pump is not None:
             initiator._pump.join(5)
-        report = "\n".join(f"    {line}" for line in initiator.lines if not line.startswith("$ "))
         if rc != 0:
-            return False, f"initiator exit status {rc}\n{report}\n{bridge.tail()}"
-        return True, report
+            return False, f"initiator exit status {rc}"
+        topo.settle(SETTLE_TIMEOUT)  # the others end after the shutdown: their statistics, not a Ctrl-C
+        return True, ""
 
 
 def environment(shuffle: bool = False, faults: str | None = None, seed: int | None = None) -> dict[str, str]:
     """The child processes' environment: the emulated backend (the native one when ``DOCA_PY_IMPL=native``
     asks for it) in strict mode (unless ``DOCA_PY_STRICT`` says otherwise), the knobs asked for, this
     checkout importable."""
-    env = dict(os.environ, DOCA_PY_IMPL=backend_path())
+    env = dict(os.environ, DOCA_PY_IMPL=backend_path(), PYTHONUNBUFFERED="1")  # lines leave the children as written
     env.setdefault("DOCA_PY_STRICT", "1")
     if shuffle:
         env["DOCA_PY_EMU_SHUFFLE"] = "1"
@@ -431,9 +471,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\n=== {test.name} ({test.strategy}"
                   f"{f', recovery read every {test.recovery_every_n}' if test.recovery_every_n else ''}) ===",
                   flush=True)
-            ok, report = _run_test(test, args, files, plain, workdir, env)
-            print(report, flush=True)
-            print(f"--- {'PASSED' if ok else 'FAILED'} in {time.monotonic() - t0:.1f} s", flush=True)
+            ok, why = _run_test(test, args, files, plain, workdir, env)
+            print(f"--- {'PASSED' if ok else 'FAILED'} in {time.monotonic() - t0:.1f} s"
+                  + (f": {why}" if why else ""), flush=True)
             results.append((test.name, ok))
         print("\nSummary:")
         for name, ok in results:

@@ -46,6 +46,7 @@ import doca_py as d
 from doca_py.comch import ComchConnection, ComchServer
 from doca_py.errors import DocaAlreadyExist, DocaError, ErrorCode
 
+from apps.common.runtime.stall import LoopClock, describe_stall, stall_note
 from apps.storage.channels.control_channel import ControlChannel, TcpTransport, close_target_channel
 from apps.storage.channels.comch_transport import CONNECT_POLL_INTERVAL, ComchTransport
 from apps.common.cli.config import Ipv4Endpoint
@@ -251,8 +252,14 @@ class ZeroCopyService(BridgeControl[Worker]):
 
     def _await_target(self, request: ControlMessage) -> ControlMessage:
         deadline = time.monotonic() + self.timeout
+        clock = LoopClock(_TICK)
         while True:
             self._check_abort()
+            stall = clock.tick()
+            if stall:  # this process did not run: the target had no chance to be heard meanwhile
+                deadline += stall
+                log.warning("%s; the wait for the %s of %s starts again", describe_stall(stall),
+                            request.type.response_type.wire_name, self.target.name)
             try:
                 msg = self.target.channel.poll(0.0)
             except PeerClosedError:
@@ -269,7 +276,7 @@ class ZeroCopyService(BridgeControl[Worker]):
             if left <= 0:
                 raise TargetFailure(ErrorCode.TIME_OUT, f"Timed out after {self.timeout:g} s waiting for the "
                                                         f"{request.type.response_type.wire_name} of {self.target.name}"
-                                                        f" (mid {request.message_id})")
+                                                        f" (mid {request.message_id})" + stall_note())
             self._relay_idle()  # keeps the comch PE moving; ends at once if the initiator left
             fd = self.target.fileno()
             select.select([fd] if fd >= 0 else [], [], [], min(_TICK, left))

@@ -403,7 +403,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
             self._retry.append(slot)
             return
         self._answer_lost(slot, status.name)
-        self._fail(f"a comch producer send failed: {status.name}")
+        self._reply_failed(status)
 
     # ------------------------------------------------------------------ target side
     def _post_target_receive(self, b: _Response) -> None:

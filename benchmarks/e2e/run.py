@@ -163,20 +163,21 @@ def proc_cpu_seconds(pid: int) -> tuple[float, float]:
     return int(fields[11]) / _TICK, int(fields[12]) / _TICK
 
 
-def ledger_sample(pid: int, ledger_dir: Path) -> tuple[float, float]:
-    """(CPU s inside libdoca's slot functions, CPU s of the threads that call into libdoca) of *pid*, from
-    its CPU ledger (``doca_py.libdoca.serve._core.CpuLedger``) and ``/proc/<pid>/task/<tid>/stat``."""
+def ledger_sample(pid: int, ledger_dir: Path) -> tuple[float, float, int]:
+    """(CPU s inside libdoca's slot functions, CPU s of the threads that call into libdoca, calls into libdoca)
+    of *pid*, from its CPU ledger (``doca_py.libdoca.serve._core.CpuLedger``) and ``/proc/<pid>/task/<tid>/stat``."""
     try:
         raw = (ledger_dir / str(pid)).read_bytes()
     except FileNotFoundError:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0
     cells = memoryview(raw).cast("Q")
-    slot_ns, threads = 0, 0.0
-    for i in range(0, len(cells), 2):
+    slot_ns, threads, calls = 0, 0.0, 0
+    for i in range(0, len(cells), 3):
         tid, ns = cells[i], cells[i + 1]
         if not tid:
             continue
         slot_ns += ns
+        calls += cells[i + 2]
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
                 text = f.read()
@@ -184,7 +185,47 @@ def ledger_sample(pid: int, ledger_dir: Path) -> tuple[float, float]:
             continue
         fields = text[text.rindex(")") + 2:].split()
         threads += (int(fields[11]) + int(fields[12])) / _TICK
-    return slot_ns / 1e9, threads
+    return slot_ns / 1e9, threads, calls
+
+
+def crossing_seconds(ledger_dir: Path, n: int = 200_000) -> float:
+    """CPU s one call into libdoca costs outside its slot function — C into Python (the ctypes callback: the
+    GIL, the arguments) and back — over a plain ctypes call of a C function, measured in this process: the
+    split charges it to the emulator (a real DOCA's call is a C call)."""
+    import ctypes
+
+    from doca_py import libdoca
+    from doca_py.libdoca.serve import _core
+
+    if _crossing:
+        return _crossing[0]
+    ledger_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["DOCA_PY_LIBDOCA_CPU"] = str(ledger_dir)
+    try:
+        common = ctypes.CDLL(str(libdoca.cached() / "libdoca_common.so.3"))
+        fn = common.doca_error_get_name
+        fn.restype, fn.argtypes = ctypes.c_void_p, [ctypes.c_int]
+        fn(0)  # attach (with the ledger on, as in the measured processes)
+        plain = ctypes.CDLL(None).labs
+        plain.restype, plain.argtypes = ctypes.c_long, [ctypes.c_long]
+        ledger = _core.ledger()
+        assert ledger is not None
+        before = ledger_sample(os.getpid(), ledger_dir)[0]
+        t0 = time.thread_time()
+        for _ in range(n):
+            fn(0)
+        t1 = time.thread_time()
+        inside = ledger_sample(os.getpid(), ledger_dir)[0] - before
+        for _ in range(n):
+            plain(0)
+        t2 = time.thread_time()
+    finally:
+        os.environ.pop("DOCA_PY_LIBDOCA_CPU", None)
+    _crossing.append(max(0.0, ((t1 - t0) - inside - (t2 - t1)) / n))
+    return _crossing[0]
+
+
+_crossing: list[float] = []  # measured once per run
 
 
 def native_env(env: dict[str, str], ledger_dir: Path) -> dict[str, str]:
@@ -326,9 +367,11 @@ def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, wo
     busy = (m1[0] - m0[0]) / max(1, m1[1] - m0[1])
     cpu = {k: sum(cpu1[k]) - sum(cpu0[k]) for k in procs_of}
     split: dict[str, tuple[float, float]] = {}
+    cross = crossing_seconds(ledger / "self") if led1 and ledger else 0.0
     for k in (procs_of if led1 else ()):
-        slot, callers = led1[k][0] - led0[k][0], led1[k][1] - led0[k][1]
-        app = max(0.0, callers - slot)  # the callers' CPU outside libdoca: doca_py/native and the app
+        slot, callers, calls = (led1[k][i] - led0[k][i] for i in range(3))
+        # The callers' CPU outside libdoca, less each call's crossing into the emulator: doca_py/native and the app.
+        app = max(0.0, callers - slot - calls * cross)
         split[k] = (cpu[k] - app, app)
     return Result(sc, duration, count, t1 - t0, cpu, {k: cpu1[k][1] - cpu0[k][1] for k in procs_of}, busy, mean,
                   hit, dict(topo.profiles), bridge_kind, "native" if ledger else "emulated", split)

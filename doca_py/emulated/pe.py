@@ -31,7 +31,7 @@ from typing import Any
 from .._backend.protocols.core import CtxHandle
 from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNotPermitted, DocaUsageError
 from ..types import PeEventMode
-from . import strict
+from . import strict, trace
 from . import version as emu_version
 
 __all__ = ["EmuPe", "Lane", "pe_create", "SHUFFLED"]
@@ -140,6 +140,9 @@ class EmuPe:
                 for _ in _repeat(None, n):
                     fn, arg = pop()
                     fn(arg)
+        except BaseException as exc:
+            if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
+            raise
         finally:
             self.running = False
         return True
@@ -149,6 +152,9 @@ class EmuPe:
         self.running = True
         try:
             return any([p.poll() for p in self.pollers])
+        except BaseException as exc:
+            if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
+            raise
         finally:
             self.running = False
 

@@ -204,6 +204,7 @@ def fault(kind: str, task: str) -> int:
         return 0
     if len(_injected) < MAX_RECORDED:
         _injected.append(Fault(task, kind, ErrorCode(f[1]).name))
+    if trace.ON: trace.fault(f"fault injected into task {task} ({kind}): {ErrorCode(f[1]).name}")  # trace hook
     return f[1]
 
 

@@ -13,167 +13,60 @@ what the RDMA remote sync-event tasks aim at (the peer serves them on its own ev
 
 Read-modify-write operations lock the value: a thread lock in the process, and a POSIX record lock on
 the memfd's 8 bytes across processes (the exporter and its remote-PCI importers).
+
+The value and its blob format (:mod:`.sync_event_value`) and the ctx with its tasks
+(:mod:`.sync_event_ctx`) have their own modules; every name is importable from here too.
 """
 
 from __future__ import annotations
 
 import ctypes
-import enum
-import fcntl
 import os
-import struct
 import threading
 import time
-import weakref
-import zlib
 from collections.abc import Callable
-from typing import Any, cast
 
 from .._backend.protocols.core import DevHandle, DevInfoHandle
-from ..errors import (
-    DocaBadState,
-    DocaError,
-    DocaInvalidValue,
-    DocaNotPermitted,
-    DocaNotSupported,
-    DocaUnsupportedVersion,
-)
+from ..errors import DocaBadState, DocaInvalidValue, DocaNotPermitted, DocaNotSupported
 from ..memory import HEADER_SIZE, SharedMemory, find_shared
 from ..types import AccessFlag as A
 from . import export as ex
-from . import version as emu_version
-from .ctx import FLUSHED, EmuCtx, EmuTask, TaskPool, complete_task
 from .mmap import EmuMmap, dev_key, mmap_create_from_export
+from .sync_event_ctx import (  # noqa: F401 - re-exported: their home was this module
+    _RUNNING as _RUNNING,
+    EmuSyncEventCtx as EmuSyncEventCtx,
+    EmuSyncEventTaskGet as EmuSyncEventTaskGet,
+    EmuSyncEventTaskNotifyAdd as EmuSyncEventTaskNotifyAdd,
+    EmuSyncEventTaskNotifySet as EmuSyncEventTaskNotifySet,
+    EmuSyncEventTaskWait as EmuSyncEventTaskWait,
+    EmuSyncEventTaskWaitGt as EmuSyncEventTaskWaitGt,
+    EmuSyncEventTaskWaitNeq as EmuSyncEventTaskWaitNeq,
+    _needs_26 as _needs_26,
+    _needs_30 as _needs_30,
+    _Pool26 as _Pool26,
+    _SeTask as _SeTask,
+    _Waiters as _Waiters,
+)
+from .sync_event_value import (  # noqa: F401 - re-exported
+    _CRC as _CRC,
+    _HEAD as _HEAD,
+    _MASK as _MASK,
+    _U64 as _U64,
+    MAGIC as MAGIC,
+    VERSION as VERSION,
+    BlobKind as BlobKind,
+    _Cell as _Cell,
+    _owner_cells as _owner_cells,
+    decode_blob as decode_blob,
+    encode_blob as encode_blob,
+    holds as holds,
+)
 
 __all__ = ["EmuSyncEvent", "EmuSyncEventCtx", "EmuSyncEventRemoteNet", "BlobKind", "encode_blob", "decode_blob",
            "sync_event_create", "sync_event_create_from_export", "sync_event_remote_net_create_from_export", "cap"]
 
-MAGIC = b"DOCAPYSE"
-VERSION = 1
-_HEAD = struct.Struct("<8sHBxI")
-_CRC = struct.Struct("<I")
-_U64 = struct.Struct("<Q")
-_MASK = (1 << 64) - 1
-_RUNNING = 2
 #: What an event's internal mmap grants: the value is read, written and added to by every location.
 _PERMS = int(A.LOCAL_READ_WRITE | A.PCI_READ_WRITE | A.RDMA_READ | A.RDMA_WRITE | A.RDMA_ATOMIC)
-
-
-class BlobKind(enum.IntEnum):
-    """Which ``doca_sync_event_export_to_remote_*`` made a blob."""
-
-    PCI = 1
-    NET = 2
-
-
-def encode_blob(kind: BlobKind, inner: bytes) -> bytes:
-    """A sync-event blob around the mmap export blob *inner*."""
-    body = _HEAD.pack(MAGIC, VERSION, kind, len(inner)) + inner
-    return body + _CRC.pack(zlib.crc32(body))
-
-
-def decode_blob(data: bytes, want: BlobKind) -> ex.Blob:
-    """Check a sync-event blob of kind *want*; the decoded mmap blob inside (anything malformed is
-    ``DocaInvalidValue``, another format version ``DocaUnsupportedVersion``)."""
-    if len(data) < _HEAD.size or data[:8] != MAGIC:
-        raise DocaInvalidValue("not a doca_py sync event export blob (bad magic or truncated)")
-    _, version, kind, n = _HEAD.unpack_from(data)
-    if version != VERSION:
-        raise DocaUnsupportedVersion(f"sync event blob version {version}, this build reads version {VERSION}")
-    if len(data) != _HEAD.size + n + _CRC.size:
-        raise DocaInvalidValue(f"sync event blob is {len(data)} bytes, its header says {_HEAD.size + n + _CRC.size}")
-    if zlib.crc32(data[:-_CRC.size]) != _CRC.unpack_from(data, len(data) - _CRC.size)[0]:
-        raise DocaInvalidValue("sync event blob is corrupt (checksum mismatch)")
-    if kind != want:
-        other = {BlobKind.PCI: "export_to_remote_pci", BlobKind.NET: "export_to_remote_net"}
-        raise DocaInvalidValue(f"the blob was made by {other.get(kind, f'kind {kind}')}; this import needs one "
-                               f"from {other[want]}")
-    inner = ex.decode(bytes(data[_HEAD.size:_HEAD.size + n]))
-    if inner.length != 8 or inner.kind is not (ex.ExportKind.PCI if want is BlobKind.PCI else ex.ExportKind.RDMA):
-        raise DocaInvalidValue("the sync event blob does not describe an exported 64-bit value")
-    return inner
-
-
-class _Cell:
-    """The 64-bit value and its locks. *at(write)* is a view of its 8 bytes after the access checks; *fd* is
-    the memfd other processes map the value from (``-1``: memory only this process reaches, the thread lock
-    is enough)."""
-
-    __slots__ = ("at", "fd", "off", "lock")
-
-    def __init__(self, at: Callable[[bool], memoryview], fd: int, off: int, lock: threading.Lock) -> None:
-        self.at, self.fd, self.off, self.lock = at, fd, off, lock
-
-    def _locked(self, write: bool, fn: Callable[[memoryview], int]) -> int:
-        with self.lock:
-            view = self.at(write)  # first: a revoked import fails here, before touching the memfd
-            if self.fd < 0:
-                return fn(view)
-            try:
-                fcntl.lockf(self.fd, fcntl.LOCK_EX, 8, self.off)
-            except OSError as exc:
-                raise DocaNotPermitted(f"the sync event's memory is gone: {exc}") from None
-            try:
-                return fn(view)
-            finally:
-                fcntl.lockf(self.fd, fcntl.LOCK_UN, 8, self.off)
-
-    def read(self) -> int:
-        return self._locked(False, lambda v: int(_U64.unpack_from(v)[0]))
-
-    def write(self, value: int) -> None:
-        def put(v: memoryview) -> int:
-            _U64.pack_into(v, 0, value & _MASK)
-            return 0
-
-        self._locked(True, put)
-
-    def add(self, value: int) -> int:
-        def rmw(v: memoryview) -> int:
-            old = int(_U64.unpack_from(v)[0])
-            _U64.pack_into(v, 0, (old + value) & _MASK)
-            return old
-
-        return self._locked(True, rmw)
-
-
-# The owner's cell of each internal mmap: a same-process import shares its locks.
-_owner_cells: weakref.WeakKeyDictionary[EmuMmap, _Cell] = weakref.WeakKeyDictionary()
-
-
-def _needs_26(fn: str) -> None:
-    """DOCA 3.0 dropped *fn* (2.6's wait-greater-than task): refused unless the emulator presents 2.6."""
-    if emu_version.VERSION >= (3, 0):
-        raise DocaNotSupported(f"{fn} exists up to DOCA 2.6 (3.0 has the eq/neq wait tasks); the emulator "
-                               f"presents DOCA {emu_version.VERSION[0]}.{emu_version.VERSION[1]} (DOCA_PY_EMU_VERSION)")
-
-
-def _needs_30(fn: str) -> None:
-    """DOCA 2.6 has no *fn* (its header waits only for greater-than): refused in the emulator's 2.6 mode as
-    the native backend refuses it on a 2.6 runtime."""
-    if emu_version.VERSION < (3, 0):
-        raise DocaNotSupported(f"{fn} is exported from DOCA 3.0; the emulator presents DOCA "
-                               f"{emu_version.VERSION[0]}.{emu_version.VERSION[1]} (DOCA_PY_EMU_VERSION)")
-
-
-class _Pool26:
-    """A task type DOCA 2.6 lacks, in the emulator's 2.6 mode: configuring it is refused."""
-
-    def __init__(self, fn: str) -> None:
-        self.fn = fn
-
-    def set_conf(self, *args: object) -> None:
-        _needs_30(self.fn)
-
-
-def holds(op: str, current: int, value: int, mask: int) -> bool:
-    """Whether ``wait_<op>`` on *current* is satisfied."""
-    v = current & mask
-    if op == "gt":
-        return v > value
-    if op == "eq":
-        return v == value
-    return v != value
 
 
 class EmuSyncEvent:
@@ -404,232 +297,6 @@ class EmuSyncEventRemoteNet:
         self.destroyed = True
 
 
-# -- the ctx and its tasks ----------------------------------------------------------------------
-
-
-class _SeTask(EmuTask):
-    """A task on the ctx's own event."""
-
-    __slots__ = ("value", "mask", "result")
-    kind = "sync_event"
-
-    def __init__(self, pool: TaskPool[EmuTask]) -> None:
-        super().__init__(pool)
-        self.value = 0
-        self.mask = _MASK
-        self.result = 0
-
-    @property
-    def event(self) -> EmuSyncEvent:
-        ctx = self.ctx
-        assert isinstance(ctx, EmuSyncEventCtx)
-        return ctx.event
-
-    def _settable_value(self, what: str, value: int) -> None:
-        self._settable(what)
-        self.value = value & _MASK
-
-    # The getters and setters of every task type, over value/mask/result.
-    def get_ret_val(self) -> int:
-        return self.result
-
-    def get_fetched_val(self) -> int:
-        return self.result
-
-    def set_set_val(self, value: int) -> None:
-        self._settable_value("set_set_val", value)
-
-    def get_set_val(self) -> int:
-        return self.value
-
-    def set_inc_val(self, value: int) -> None:
-        self._settable_value("set_inc_val", value)
-
-    def get_inc_val(self) -> int:
-        return self.value
-
-    def set_wait_val(self, value: int) -> None:
-        self._settable_value("set_wait_val", value)
-
-    def get_wait_val(self) -> int:
-        return self.value
-
-    def set_mask(self, mask: int) -> None:
-        self._settable("set_mask")
-        self.mask = mask & _MASK
-
-    def get_mask(self) -> int:
-        return self.mask
-
-
-class EmuSyncEventTaskGet(_SeTask):
-    """``doca_sync_event_task_get``."""
-
-    __slots__ = ()
-
-    def _execute(self) -> int:
-        self.result = self.event.cell.read()
-        return 0
-
-
-class EmuSyncEventTaskNotifySet(_SeTask):
-    """``doca_sync_event_task_notify_set``."""
-
-    __slots__ = ()
-
-    def _execute(self) -> int:
-        self.event.cell.write(self.value)
-        return 0
-
-
-class EmuSyncEventTaskNotifyAdd(_SeTask):
-    """``doca_sync_event_task_notify_add``."""
-
-    __slots__ = ()
-
-    def _execute(self) -> int:
-        self.result = self.event.cell.add(self.value)
-        return 0
-
-
-class EmuSyncEventTaskWait(_SeTask):
-    """``doca_sync_event_task_wait_eq`` / ``_wait_neq``: in flight until the masked value matches; the Pe
-    polls it, as DOCA's wait tasks are polled."""
-
-    __slots__ = ()
-    op = "eq"
-
-    def _execute(self) -> int:  # never: _begin polls
-        raise AssertionError("wait tasks are polled")
-
-    def _begin(self) -> None:
-        ctx = self.ctx
-        assert isinstance(ctx, EmuSyncEventCtx)
-        if not self.poll_once():
-            ctx.waiting.add(self)
-
-    def poll_once(self) -> bool:
-        """Complete the task if its condition holds (or it fails); whether it completed."""
-        try:
-            if self.ctx.state != _RUNNING:
-                self.status = FLUSHED
-            elif holds(self.op, self.event.cell.read(), self.value, self.mask):
-                self.status = 0
-            else:
-                return False
-        except DocaError as exc:
-            self.status, self.reason = exc.code, str(exc)
-        complete_task(self)
-        return True
-
-
-class EmuSyncEventTaskWaitNeq(EmuSyncEventTaskWait):
-    """``doca_sync_event_task_wait_neq``."""
-
-    __slots__ = ()
-    op = "neq"
-
-
-class EmuSyncEventTaskWaitGt(EmuSyncEventTaskWait):
-    """DOCA 2.6's ``doca_sync_event_task_wait_gt`` (3.0 replaced it with the eq/neq waits)."""
-
-    __slots__ = ()
-    op = "gt"
-
-
-class _Waiters:
-    """The ctx's wait tasks in flight, polled by every progress of its Pe (a Pe poller)."""
-
-    def __init__(self, ctx: EmuSyncEventCtx) -> None:
-        self.ctx = ctx
-        self.tasks: list[EmuSyncEventTaskWait] = []
-
-    def add(self, task: EmuSyncEventTaskWait) -> None:
-        self.tasks.append(task)
-        pe = self.ctx.pe
-        if pe is not None and self not in pe.pollers:
-            pe.pollers = [*pe.pollers, self]  # replaced, never mutated (a progress may be iterating it)
-
-    def poll(self) -> bool:
-        tasks, self.tasks = self.tasks, []
-        done = False
-        for t in tasks:
-            if t.poll_once():
-                done = True
-            else:
-                self.tasks.append(t)
-        pe = self.ctx.pe
-        if not self.tasks and pe is not None and self in pe.pollers:
-            pe.pollers = [p for p in pe.pollers if p is not self]
-        return done
-
-    def arm(self) -> bool:
-        # The value may change in another process, which rings no doorbell here: a Pe with wait tasks in
-        # flight does not sleep (it polls, as the hardware does).
-        return bool(self.tasks)
-
-
-class EmuSyncEventCtx(EmuCtx):
-    """``doca_sync_event_as_ctx``: the event's ctx (it does not own the event)."""
-
-    def __init__(self, event: EmuSyncEvent) -> None:
-        super().__init__()
-        self.event = event
-        self.get = TaskPool(self, EmuSyncEventTaskGet, "sync_event")
-        self.notify_set = TaskPool(self, EmuSyncEventTaskNotifySet, "sync_event")
-        self.notify_add = TaskPool(self, EmuSyncEventTaskNotifyAdd, "sync_event")
-        self.wait_eq = TaskPool(self, EmuSyncEventTaskWait, "sync_event")
-        self.wait_neq = TaskPool(self, EmuSyncEventTaskWaitNeq, "sync_event")
-        #: DOCA 2.6's wait-greater-than task type (C only: the Python API follows 3.0's eq/neq waits).
-        self.wait_gt: TaskPool[EmuTask] | None = None
-        if emu_version.VERSION < (3, 0):  # 2.6 has wait_gt tasks instead
-            self.wait_eq = cast(Any, _Pool26("doca_sync_event_task_wait_eq_set_conf"))
-            self.wait_neq = cast(Any, _Pool26("doca_sync_event_task_wait_neq_set_conf"))
-            self.wait_gt = TaskPool(self, EmuSyncEventTaskWaitGt, "sync_event")
-        self.waiting = _Waiters(self)
-
-    def destroy(self) -> None:
-        if not self.destroyed:  # the event's destroy detaches its ctx too
-            super().destroy()
-
-    def _configurable(self, what: str) -> None:
-        if self.state != 0:  # doca_sync_event.h: the task set_conf of a ctx not idle is NOT_PERMITTED
-            raise DocaNotPermitted(f"{what}: configure the sync event's ctx while it is idle")
-
-    def _on_start(self) -> None:
-        if self.event.destroyed:
-            raise DocaBadState("the sync event was destroyed")
-
-    def _alloc(self, pool: TaskPool[EmuTask], value: int = 0, mask: int = _MASK) -> _SeTask:
-        t = pool.alloc()
-        assert isinstance(t, _SeTask)
-        t.value, t.mask, t.result = value & _MASK, mask & _MASK, 0
-        return t
-
-    def task_get_alloc_init(self) -> _SeTask:
-        return self._alloc(self.get)
-
-    def task_notify_set_alloc_init(self, value: int) -> _SeTask:
-        return self._alloc(self.notify_set, value)
-
-    def task_notify_add_alloc_init(self, value: int) -> _SeTask:
-        return self._alloc(self.notify_add, value)
-
-    def task_wait_eq_alloc_init(self, value: int, mask: int) -> _SeTask:
-        _needs_30("doca_sync_event_task_wait_eq_alloc_init")
-        return self._alloc(self.wait_eq, value, mask)
-
-    def task_wait_neq_alloc_init(self, value: int, mask: int) -> _SeTask:
-        _needs_30("doca_sync_event_task_wait_neq_alloc_init")
-        return self._alloc(self.wait_neq, value, mask)
-
-    def task_wait_gt_alloc_init(self, value: int, mask: int) -> _SeTask:
-        """DOCA 2.6's ``doca_sync_event_task_wait_gt_alloc_init`` (refused when presenting 3.0 or later)."""
-        _needs_26("doca_sync_event_task_wait_gt_alloc_init")
-        assert self.wait_gt is not None  # made in 2.6 mode
-        return self._alloc(self.wait_gt, value, mask)
-
-
 # -- creation ---------------------------------------------------------------------------------------
 
 
@@ -687,4 +354,3 @@ def cap(name: str, devinfo: DevInfoHandle) -> bool:
         _needs_30(f"doca_sync_event_cap_{name}")
     need = _CAPS[name]
     return need is None or (bool(need) and devinfo.cap(need))
-

@@ -24,13 +24,14 @@ import os
 import secrets
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 __all__ = ["ON", "DEFAULT_SIZE", "ENV_EVENTS", "ENV_LOG", "Event", "Record", "KINDS", "enable", "disable", "clear",
            "size", "configured_size", "dropped", "events", "submit", "complete", "state", "finding", "findings",
-           "mark", "format_tail", "chrome", "write_chrome", "merge_chrome"]
+           "mark", "fault", "raised", "raised_in_callbacks", "format_tail", "chrome", "write_chrome", "merge_chrome",
+           "add_exit_events", "skip_exit_write"]
 
 ON = False
 """Whether events are recorded (the hooks test it before calling)."""
@@ -43,14 +44,17 @@ ENV_LOG = "DOCA_PY_TRACE_LOG"
 (a test suite checks them all at its end; child processes inherit it)."""
 Event = tuple[int, int, int, type, int, Any, int]
 """One event: ``(monotonic ns, kind, ctx id, ctx class, task id, task class, status)`` (kinds: ``KINDS``; for a state change the task fields hold the previous and the new state; for a strict-mode finding or a kit mark the task class field holds its text). Ids and classes, not the objects: the ring must not keep a closed ctx alive, nor format text per event."""
-KINDS = ("submit", "complete", "error", "state", "strict", "kit")
-"""Event kinds, by their index in an ``Event`` (``kit``: a mark of the test kit, such as a side's start)."""
-_SUBMIT, _COMPLETE, _ERROR, _STATE, _STRICT, _KIT = range(6)
+KINDS = ("submit", "complete", "error", "state", "strict", "kit", "fault", "raised")
+"""Event kinds, by their index in an ``Event`` (``kit``: a mark of the test kit, such as a side's start;
+``fault``: a fault injected into a task; ``raised``: an exception that left ``progress()``, raised by a
+callback)."""
+_SUBMIT, _COMPLETE, _ERROR, _STATE, _STRICT, _KIT, _FAULT, _RAISED = range(8)
 _ring: deque[Event] = deque(maxlen=DEFAULT_SIZE)
 # Events appended since the ring was made or cleared: what it dropped is the difference. (Two threads
 # recording at once may lose an increment: the count of dropped events is then a few short.)
 _total = 0
 _findings: deque[str] = deque(maxlen=64)
+_raised: deque[tuple[int, str]] = deque(maxlen=64)
 _now = time.monotonic_ns
 _STATES = ("IDLE", "STARTING", "RUNNING", "STOPPING")
 _label = ""  # the process track's name (the side of a doca_pair)
@@ -97,6 +101,7 @@ def clear() -> None:
     global _total
     _ring.clear()
     _findings.clear()
+    _raised.clear()
     _total = 0
 
 
@@ -171,6 +176,41 @@ def mark(text: str) -> None:
     if ON:
         _ring.append((_now(), _KIT, 0, type(None), 0, text, 0))
         _total += 1
+
+
+def fault(text: str) -> None:
+    """Hook: fault injection failed a task (*text* names the task, its kind and the status)."""
+    global _total
+    if ON:
+        _ring.append((_now(), _FAULT, 0, type(None), 0, text, 0))
+        _total += 1
+
+
+def raised(exc: BaseException) -> None:
+    """Hook: *exc* leaves ``progress()`` (a callback raised it): kept with its traceback, if the trace is on,
+    even when the application catches it later."""
+    global _total
+    if not ON:
+        return
+    import traceback
+
+    where = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    text = f"{type(exc).__name__} raised by a callback inside progress(): {_one_line(exc)}\n{where}"
+    now = _now()
+    _raised.append((now, text))
+    _ring.append((now, _RAISED, 0, type(None), 0, text, 0))
+    _total += 1
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else "(no message)"
+
+
+def raised_in_callbacks() -> list[tuple[int, str]]:
+    """The exceptions that left ``progress()`` in this process while the trace was on, oldest first:
+    ``(monotonic ns, text)``, the text's first line naming it, the rest its traceback."""
+    return list(_raised)
 
 
 def findings() -> list[str]:
@@ -268,7 +308,7 @@ def chrome(evs: list[Record] | None = None, pid: int | None = None, label: str =
                 out.append({"ph": "b", "name": w.split("@")[0], "cat": "task", "id": sid, "ts": t0, "pid": pid,
                             "tid": tid, "args": {"truncated": "submitted before the first event the ring kept"}})
         us = ts / 1000.0
-        if kind == "kit":
+        if kind in ("kit", "fault", "raised"):
             name, _, detail = what.partition("\n")
             out.append({"ph": "i", "s": "t", "name": name, "cat": kind, "ts": us, "pid": pid, "tid": tid,
                         "args": {"what": name, **({"detail": detail} if detail else {})}})
@@ -365,19 +405,45 @@ def merge_chrome(path: str | os.PathLike[str], trace_events: list[dict[str, Any]
         os.close(fd)  # releases the lock
 
 
-def _env_path(spec: str) -> Path:
-    p = Path(spec.replace("{pid}", str(os.getpid())))
-    return p / f"doca-{os.getpid()}.json" if p.is_dir() or spec.endswith("/") else p
+def _env_path(spec: str, pid: int | None = None) -> Path:
+    pid = os.getpid() if pid is None else pid
+    p = Path(spec.replace("{pid}", str(pid)))
+    return p / f"doca-{pid}.json" if p.is_dir() or spec.endswith("/") else p
+
+
+_exit_events: list[Callable[[], list[dict[str, Any]]]] = []
+_skip_exit = False
+
+
+def add_exit_events(provider: Callable[[], list[dict[str, Any]]]) -> None:
+    """Under ``DOCA_PY_TRACE``, add the Chrome events *provider* returns at exit to what this process
+    writes: the test kit's ``DocaPair`` adds its own track and the events its sides sent it (processes that
+    end without running ``atexit``, or are ended by it). Events of another pid go, with ``{pid}`` in the
+    variable, into that pid's file."""
+    _exit_events.append(provider)
+
+
+def skip_exit_write() -> None:
+    """This process writes no trace file at exit: another one writes its events (a ``doca_pair`` side's
+    parent)."""
+    global _skip_exit
+    _skip_exit = True
 
 
 def _write_at_exit(spec: str, pid: int) -> None:
-    if os.getpid() != pid:  # a forked child that inherited the registration
+    if os.getpid() != pid or _skip_exit:  # a forked child that inherited the registration
         return
-    path = _env_path(spec)
-    if "{pid}" in spec or path.name == f"doca-{pid}.json":
-        write_chrome(path)
+    events = chrome()
+    for provider in _exit_events:
+        events += provider()
+    if "{pid}" in spec or _env_path(spec).name == f"doca-{pid}.json":  # one file per process
+        by_pid: dict[int, list[dict[str, Any]]] = {}
+        for ev in events:
+            by_pid.setdefault(ev["pid"], []).append(ev)
+        for other, evs in by_pid.items():
+            write_chrome(_env_path(spec, other), evs)
     else:  # one name for every process of the run: merge, or two processes overwrite each other
-        merge_chrome(path)
+        merge_chrome(_env_path(spec), events)
 
 
 _spec = os.environ.get("DOCA_PY_TRACE", "").strip()

@@ -80,9 +80,22 @@ def libpython() -> str:
     return ""
 
 
+def recorded_path() -> tuple[str, ...]:
+    """The ``sys.path`` a build records for C programs that start Python: doca_py's own root first, then the
+    interpreter's directories (its venv's site-packages, where editable installs' ``.pth`` files live).
+    Nothing else (a test directory, the current directory): a Python process that loads libdoca uses its
+    own path, and the content cache keys on this one, so one checkout and venv make one build."""
+    import doca_py
+
+    root = str(Path(doca_py.__file__).resolve().parents[1])
+    prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+    kept = [root] + [p for p in sys.path if p and p != root and os.path.abspath(p).startswith(prefixes)]
+    return tuple(p for p in dict.fromkeys(kept) if Path(p).is_dir())
+
+
 def _sources(version: tuple[int, int]) -> dict[str, str]:
     ver_text = f"{version[0]}.{version[1]}.0000"
-    paths = tuple(p for p in sys.path if p and Path(p).is_dir())
+    paths = recorded_path()
     out = {}
     for lib, entries in cgen.exported(version).items():
         boot = cgen.Boot(lib, ver_text, libpython(), sys.base_prefix, paths, int(ErrorCode.INITIALIZATION))

@@ -241,9 +241,10 @@ def _conn(conn: Any) -> NativeComchConnection:
 
 
 def _established(conn: Any, what: str) -> NativeComchConnection:
-    # A closed connection's pointer may be gone: answer as DOCA does for one not established.
+    # A closed connection's pointer may be gone: answer as DOCA does for one not established. A client's
+    # connection goes with its ctx's RUNNING state (DOCA frees it at the stop), not only at a disconnect.
     c = _conn(conn)
-    if not c.connected:
+    if not c.is_connected():
         raise DocaBadState(f"{what}: the comch connection is not established")
     return c
 

@@ -6,6 +6,7 @@ import ctypes
 import threading
 
 from .._backend.protocols.core import CtxHandle
+from ..emulated import trace
 from ..errors import DocaUsageError, check
 from ._common import lib
 from .borrow import Borrowable
@@ -43,6 +44,9 @@ class NativePe(Borrowable):
                 self._running = True
                 try:
                     ctx.dispatch()
+                except BaseException as exc:
+                    if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
+                    raise
                 finally:
                     self._running = False
                 did = True

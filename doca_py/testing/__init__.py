@@ -4,8 +4,8 @@ Installing doca_py installs a pytest plugin (entry point ``pytest11: doca_py``, 
 ``doca_py.testing.plugin``) with the fixtures ``doca_dev``, ``doca_pe``, their factories,
 ``doca_pair`` (a host function and a DPU function in two processes), the options
 ``--doca-seed``, ``--doca-version``, ``--doca-strict/--doca-no-strict``, ``--doca-faults``,
-``--doca-trace``, ``--doca-trace-events``, ``--doca-leak-check/--doca-no-leak-check`` (each with an ini
-setting), the markers ``doca_versions`` and ``doca_faults``. ``DocaPair`` (whose sides start from a warm
+``--doca-trace``, ``--doca-trace-events``, ``--doca-leak-check/--doca-no-leak-check``, ``--doca-impl`` (each
+with an ini setting), the markers ``doca_versions`` and ``doca_faults``. ``DocaPair`` (whose sides start from a warm
 zygote, ``doca_py.testing.warm``) and ``Knobs`` also work without pytest; ``check_trace`` checks a trace file
 the kit or ``DOCA_PY_TRACE`` wrote (``doca_py.testing.tracecheck``).
 """

@@ -20,6 +20,9 @@ for _info in pkgutil.walk_packages(emulated.__path__, emulated.__name__ + "."):
         pass
 
 from . import knobs, pair  # noqa: E402,F401 - what a side runs
+from ..emulated import trace  # noqa: E402
+
+trace.skip_exit_write()  # under DOCA_PY_TRACE: the zygote runs no DOCA, its sides' events go to their parent
 
 if threading.active_count() != 1:  # a fork copies no thread: the emulator must not start one at import
     raise RuntimeError(f"doca_py.testing: importing the emulator started threads {threading.enumerate()!r}")

@@ -14,11 +14,14 @@ import random
 import shlex
 from collections.abc import MutableMapping
 
-__all__ = ["Knobs", "VERSIONS", "FAULT_KINDS", "fault_kinds_text", "ENV_SEED", "ENV_STRICT", "ENV_SHUFFLE",
+__all__ = ["Knobs", "VERSIONS", "IMPLS", "FAULT_KINDS", "fault_kinds_text", "ENV_SEED", "ENV_STRICT", "ENV_SHUFFLE",
            "ENV_FAULTS", "ENV_VERSION"]
 
 VERSIONS = ("2.6", "3.0", "3.2")
 """The DOCA versions the emulator presents (``--doca-version``, ``@pytest.mark.doca_versions``)."""
+IMPLS = ("emulated", "native")
+"""The paths a ``doca_pair`` side can take (``--doca-impl``): the emulated backend, or the native one over a
+real DOCA or, without one, over libdoca served by the emulator (``doca_py.testing.native``)."""
 FAULT_KINDS = {
     "dma_memcpy": "IO_FAILED", "ec_create": "IO_FAILED", "ec_recover": "IO_FAILED", "ec_update": "IO_FAILED",
     "ec_galois_mul": "IO_FAILED", "compress_deflate": "IO_FAILED", "decompress_deflate": "IO_FAILED",
@@ -64,6 +67,13 @@ def check_version(text: str) -> str:
     return norm
 
 
+def check_impl(text: str) -> str:
+    """*text* if it names a path of the sides (``IMPLS``), else ``ValueError``."""
+    if text not in IMPLS:
+        raise ValueError(f"the sides' path {text!r}: one of {', '.join(IMPLS)}")
+    return text
+
+
 def check_faults(spec: str) -> str:
     """*spec* if it is a valid fault spec (see ``doca_py.emulated.strict.parse_faults``), else ``ValueError``."""
     if not spec.strip():
@@ -93,12 +103,15 @@ class Knobs:
     """Shuffled completion order (``DOCA_PY_EMU_SHUFFLE``), on by default under the kit."""
     faults: str = ""
     """Fault-injection spec (``DOCA_PY_EMU_FAULTS``), ``""`` for none."""
+    impl: str = "emulated"
+    """The path of the ``doca_pair`` sides (``--doca-impl``): ``"emulated"`` or ``"native"``."""
 
     @classmethod
     def resolve(cls, seed: int | None = None, version: str | None = None, strict: bool | None = None,
-                faults: str | None = None, env: MutableMapping[str, str] | None = None) -> Knobs:
+                faults: str | None = None, env: MutableMapping[str, str] | None = None,
+                impl: str | None = None) -> Knobs:
         """The knobs from options (the arguments, ``None`` when not given) over the environment
-        over the kit's defaults (strict and shuffling on, a random seed)."""
+        over the kit's defaults (strict and shuffling on, a random seed, emulated sides)."""
         e = os.environ if env is None else env
         if seed is None:
             text = e.get(ENV_SEED, "").strip()
@@ -110,7 +123,8 @@ class Knobs:
                    shuffle=_flag(e, ENV_SHUFFLE, True),
                    # The environment's spec is checked by the emulator when it reads it: importing it
                    # here would read the other knobs before a conftest sets them.
-                   faults=e.get(ENV_FAULTS, "") if faults is None else check_faults(faults))
+                   faults=e.get(ENV_FAULTS, "") if faults is None else check_faults(faults),
+                   impl=check_impl(impl) if impl else "emulated")
 
     def replace(self, **changes: object) -> Knobs:
         """A copy with some knobs changed (``version=``, ``faults=`` …)."""
@@ -150,6 +164,8 @@ class Knobs:
             out.append("--doca-no-strict")
         if self.faults:
             out += ["--doca-faults", self.faults]
+        if self.impl != "emulated":
+            out += ["--doca-impl", self.impl]
         return out
 
     def replay(self, nodeid: str = "", rootdir: str | os.PathLike[str] | None = None) -> str:
@@ -168,4 +184,4 @@ class Knobs:
     def describe(self) -> str:
         """One line: every knob."""
         return (f"seed {self.seed}, DOCA {self.version or 'default'}, strict {'on' if self.strict else 'off'}, "
-                f"shuffle {'on' if self.shuffle else 'off'}, faults {self.faults or 'none'}")
+                f"shuffle {'on' if self.shuffle else 'off'}, faults {self.faults or 'none'}, sides {self.impl}")

@@ -28,11 +28,17 @@ option                            environment variable      meaning
 ``--doca-no-leak-check``                                    objects open fails (default on)
 ``--doca-trace-events N``         ``DOCA_PY_TRACE_EVENTS``  events each process's trace ring keeps (default
 (ini ``doca_trace_events``)                                 4096; older ones are dropped, with a marker)
+``--doca-impl {emulated,native}`` (none)                    the path of the ``doca_pair`` sides: the emulated
+                                                            backend (default), or the native one over a real
+                                                            DOCA or, without one, libdoca over the emulator
 ================================  ========================  ==================================================
 
 Every option has an ini setting (``doca_seed``, ``doca_version``, ``doca_strict``, ``doca_faults``,
-``doca_trace``, ``doca_leak_check``), below the environment variable and the option. The sides of
-a ``doca_pair`` log at pytest's ``--log-level``.
+``doca_trace``, ``doca_leak_check``, ``doca_impl``), below the environment variable and the option. The
+sides of a ``doca_pair`` log at pytest's ``--log-level``. ``--doca-seed=last`` restores every knob of the
+last failing kit test (seed, version, strict mode, shuffling, faults, the sides' path) but those this
+session's options set. Python's ``random`` is seeded from the seed at the start of every kit test (and in
+each side, with its role).
 
 Completion shuffling (``DOCA_PY_EMU_SHUFFLE``) is on under the kit unless the environment sets it to 0.
 
@@ -53,8 +59,10 @@ under the kit's knobs calls ``activate`` from its ``conftest.py``.
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import gc
+import os
+import random
 import re
 import sys
 from collections.abc import Iterator
@@ -63,8 +71,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .knobs import (ENV_FAULTS, ENV_SEED, ENV_STRICT, ENV_VERSION, VERSIONS, Knobs, check_faults, check_version,
-                    fault_kinds_text)
+from .knobs import (ENV_FAULTS, ENV_SEED, ENV_STRICT, ENV_VERSION, IMPLS, VERSIONS, Knobs, check_faults, check_impl,
+                    check_version, fault_kinds_text)
 
 if TYPE_CHECKING:
     from .pair import DocaPair
@@ -84,20 +92,23 @@ _DEFAULT_VERSION = "3.2"
 _STATE = pytest.StashKey["_State"]()
 _USED = pytest.StashKey[Knobs]()
 _PAIR = pytest.StashKey["DocaPair"]()
+_LEFT = pytest.StashKey[list[str]]()  # objects the kit's fixtures found open on what they made, before closing it
 
 
 class _State:
     """The session's knobs; ``activate`` applies them once."""
 
     def __init__(self, knobs: Knobs, explicit: bool, trace_dir: str | None, leak_check: bool = True,
-                 version_given: bool = False) -> None:
+                 version_given: bool = False, restored: str = "") -> None:
         self.knobs = knobs
+        self.restored = restored  # --doca-seed=last: the failing test whose knobs were restored
         self.explicit = explicit
         self.trace_dir = trace_dir
         self.leak_check = leak_check
         self.version_given = version_given  # the session picks one version (option, variable or ini)
         self.active = False
         self.everywhere = False  # activated for the whole session (every failure report gets the seed)
+        self.native = ""  # --doca-impl native: which DOCA the native sides load, for the header
 
     def activate(self) -> None:
         if self.active:
@@ -123,7 +134,8 @@ def activate() -> Knobs:
     return state.knobs
 
 
-_LAST_SEED = "doca_py/last_failed_seed"
+_LAST_SEED = "doca_py/last_failed_seed"  # an earlier kit's record: the seed only
+_LAST = "doca_py/last_failed"  # the knobs of the last failing kit test, and its node id
 _INI = {  # ini setting: (help, the environment variable it stands for)
     "doca_seed": ("seed of completion shuffling and fault injection (or 'last')", ENV_SEED),
     "doca_version": (f"DOCA version the emulator presents ({', '.join(VERSIONS)})", ENV_VERSION),
@@ -132,6 +144,7 @@ _INI = {  # ini setting: (help, the environment variable it stands for)
     "doca_trace": ("directory for a Chrome/Perfetto trace of every kit test", ""),
     "doca_leak_check": ("strict mode fails a side or test that ends with DOCA objects open: true (the default) "
                         "or false", ""),
+    "doca_impl": (f"the path of the doca_pair sides: {' or '.join(IMPLS)} (the default: emulated)", ""),
 }
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -159,6 +172,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="in strict mode, a side or test that ends with DOCA objects open fails (the default)")
     group.addoption("--doca-no-leak-check", dest="doca_leak_check", action="store_false",
                     help="turn the leak check off")
+    group.addoption("--doca-impl", default=None, choices=IMPLS,
+                    help="the path of the doca_pair sides: emulated (the default) or native (the native backend "
+                         "over a real DOCA when one loads, else over libdoca served by the emulator, built once; "
+                         "the knobs and the trace work the same)")
     group.addoption("--doca-trace-events", default=None, metavar="N",
                     help=f"events each process's trace ring keeps (DOCA_PY_TRACE_EVENTS; default 4096): older "
                          f"ones are dropped, with a marker")
@@ -184,24 +201,28 @@ def _ini_flag(config: pytest.Config, name: str) -> bool | None:
     return text in _TRUE
 
 
-def _last_seed(config: pytest.Config) -> int:
+def _last(config: pytest.Config) -> dict[str, Any]:
+    """The record of the last failing kit test: its knobs (``Knobs`` fields) and ``nodeid``."""
     cache = getattr(config, "cache", None)
     if cache is None:  # before the cache plugin configures (conftests load first)
         from _pytest.cacheprovider import Cache
 
         cache = Cache.for_config(config, _ispytest=True)
-    seed = cache.get(_LAST_SEED, None)
-    if not isinstance(seed, int):
-        raise pytest.UsageError("doca_py: --doca-seed=last: no failing kit test has stored its seed in pytest's "
-                                "cache yet (.pytest_cache)")
-    return seed
+    record = cache.get(_LAST, None)
+    if not isinstance(record, dict) or not isinstance(record.get("seed"), int):
+        seed = cache.get(_LAST_SEED, None)
+        if not isinstance(seed, int):
+            raise pytest.UsageError("doca_py: --doca-seed=last: no failing kit test has stored its seed in "
+                                    "pytest's cache yet (.pytest_cache)")
+        record = {"seed": seed}
+    return record
 
 
 def _seed(config: pytest.Config, text: str | None, where: str) -> int | None:
     if text is None or not text.strip():
         return None
     if text.strip() == "last":
-        return _last_seed(config)
+        return int(_last(config)["seed"])
     try:
         return int(text)
     except ValueError:
@@ -211,7 +232,7 @@ def _seed(config: pytest.Config, text: str | None, where: str) -> int | None:
 def _state_from(config: pytest.Config, ns: Any) -> _State:
     seed_text, version = getattr(ns, "doca_seed", None), getattr(ns, "doca_version", None)
     strict, faults = getattr(ns, "doca_strict", None), getattr(ns, "doca_faults", None)
-    trace_dir = getattr(ns, "doca_trace", None)
+    trace_dir, impl = getattr(ns, "doca_trace", None), getattr(ns, "doca_impl", None)
     # An ini setting stands for its environment variable where the environment does not set it.
     env = dict(os.environ)
     ini_given = False
@@ -230,16 +251,32 @@ def _state_from(config: pytest.Config, ns: Any) -> _State:
             except ValueError as exc:
                 raise pytest.UsageError(f"doca_py: ini setting doca_faults: {exc}") from None
         env[var] = value
+    impl = impl or _ini(config, "doca_impl") or None
+    # --doca-seed=last (or the ini setting): every knob of the failing test, below this session's options.
+    if seed_text is not None:
+        last = seed_text.strip() == "last"
+    else:  # the ini setting, where the environment sets no seed
+        last = not os.environ.get(ENV_SEED, "").strip() and _ini(config, "doca_seed") == "last"
+    record = _last(config) if last else {}
     seed = _seed(config, seed_text, "--doca-seed")
     try:
-        knobs = Knobs.resolve(seed=seed, version=version, strict=strict, faults=faults, env=env)
+        if impl is not None:
+            check_impl(impl)
+        knobs = Knobs.resolve(seed=seed, version=version, strict=strict, faults=faults, env=env, impl=impl)
+        if record:
+            kept = {"version": version, "strict": strict, "faults": faults, "impl": impl}
+            fields = {f.name for f in dataclasses.fields(Knobs)}
+            knobs = knobs.replace(**{k: v for k, v in record.items() if k in fields and kept.get(k) is None})
+            knobs = knobs.replace(version=check_version(knobs.version) if knobs.version else None,
+                                  faults=check_faults(knobs.faults), impl=check_impl(knobs.impl))
     except ValueError as exc:
         raise pytest.UsageError(f"doca_py: {exc}") from None
     trace_dir = trace_dir or _ini(config, "doca_trace") or None
     leak = getattr(ns, "doca_leak_check", None)
     leak_check = leak if leak is not None else _ini_flag(config, "doca_leak_check") is not False
-    explicit = ini_given or any(v is not None for v in (seed_text, version, strict, faults, trace_dir))
-    return _State(knobs, explicit, trace_dir, leak_check, version_given=knobs.version is not None)
+    explicit = ini_given or any(v is not None for v in (seed_text, version, strict, faults, trace_dir, impl))
+    return _State(knobs, explicit, trace_dir, leak_check, version_given=knobs.version is not None,
+                  restored=str(record.get("nodeid", "the last failing kit test")) if record else "")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -276,40 +313,67 @@ def pytest_configure(config: pytest.Config) -> None:
     if _STATE not in config.stash:  # registered late (not through the entry point)
         config.stash[_STATE] = _pending = _state_from(config, config.option)
     state = config.stash[_STATE]
-    worker_seed = getattr(config, "workerinput", {}).get("doca_seed")
-    if worker_seed is not None and worker_seed != state.knobs.seed:
-        state.knobs = state.knobs.replace(seed=worker_seed)  # xdist: the controller's seed
+    worker_knobs = getattr(config, "workerinput", {}).get("doca_knobs")
+    if worker_knobs is not None and Knobs(**worker_knobs) != state.knobs:
+        state.knobs = Knobs(**worker_knobs)  # xdist: the controller's knobs (its random seed, what it restored)
         if state.everywhere:  # a conftest activated the worker's own seed: correct it
             state.knobs.write_env()
             if "doca_py.emulated.strict" in sys.modules:
                 state.knobs.apply()
     if state.explicit:
         state.activate()
+    if state.knobs.impl == "native":  # a real DOCA, or libdoca built now (once: the build is cached on disk)
+        from .native import NativeUnavailable, resolve
+
+        try:
+            state.native = resolve(_session_version(state.knobs)).describe()
+        except NativeUnavailable as exc:
+            raise pytest.UsageError(f"doca_py: --doca-impl native: {exc}") from None
+
+
+def _session_version(knobs: Knobs) -> str:
+    return knobs.version or _DEFAULT_VERSION
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """pytest-xdist: every worker uses the controller's seed."""
-    node.workerinput["doca_seed"] = node.config.stash[_STATE].knobs.seed
+    """pytest-xdist: every worker uses the controller's knobs (its seed above all)."""
+    node.workerinput["doca_knobs"] = dataclasses.asdict(node.config.stash[_STATE].knobs)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    k = config.stash[_STATE].knobs
-    return f"doca_py test kit: {k.describe()} (replay: {k.replay()})"
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = config.stash[_STATE]
+    k = state.knobs
+    lines = [f"doca_py test kit: {k.describe()} (replay: {k.replay()})"]
+    if state.restored:
+        lines.append(f"doca_py test kit, --doca-seed=last: the knobs of {state.restored}")
+    if state.native:
+        lines.append(f"doca_py test kit, native sides: {state.native}")
+    return lines
+
+
+class _BadMarker(str):
+    """The ``doca_version`` parameter of a test whose ``doca_versions`` marker is wrong: the message. The test
+    fails with it at its setup, and the session runs the others (a collection error would stop it)."""
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marks = list(metafunc.definition.iter_markers("doca_versions"))
     if marks:
         nodeid = metafunc.definition.nodeid
+        bad = ""
         try:
             versions = list(dict.fromkeys(check_version(str(v)) for m in marks for v in m.args))
         except ValueError as exc:
-            # A collection error with this one line, not a traceback through pytest's hooks.
-            pytest.fail(f"usage error: {nodeid}: @pytest.mark.doca_versions: {exc}", pytrace=False)
-        if not versions:
-            pytest.fail(f"usage error: {nodeid}: @pytest.mark.doca_versions needs at least one version",
-                        pytrace=False)
+            bad = f"usage error: {nodeid}: @pytest.mark.doca_versions: {exc}"
+        else:
+            if not versions:
+                bad = f"usage error: {nodeid}: @pytest.mark.doca_versions needs at least one version"
+        if "doca_version" not in metafunc.fixturenames:
+            metafunc.fixturenames.append("doca_version")
+        if bad:
+            metafunc.parametrize("doca_version", [_BadMarker(bad)], indirect=True, ids=["bad-doca_versions"])
+            return
         if "doca_version" not in metafunc.fixturenames:
             metafunc.fixturenames.append("doca_version")
         # The rule: the marker lists the versions a test supports; a session that picks one version
@@ -343,12 +407,14 @@ def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
             raise pytest.UsageError(f"{request.node.nodeid}: doca_faults: {exc}") from None
     callspec = getattr(request.node, "callspec", None)  # doca_versions parametrizes doca_version
     version = callspec.params.get("doca_version") if callspec is not None else None
+    if isinstance(version, _BadMarker):
+        pytest.fail(str(version), pytrace=False)
     if version is not None:
         knobs = knobs.replace(version=version)
     from .. import _backend
     from ..emulated import trace
     from ..emulated import version as emu_version
-    from .pair import describe_leaks, open_objects
+    from .leaks import collecting, describe_leaks, open_objects
 
     saved_version = emu_version.VERSION
     request.node.stash[_USED] = knobs
@@ -356,8 +422,12 @@ def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
     if check_leaks:  # what exists now is not the test's: frozen, the check at its end looks at the rest only
         gc.freeze()
     knobs.apply(token=request.node.nodeid)  # the test's decisions: a function of the seed and its id
+    random.seed(knobs.seed)  # Python's own generator too, as pytest-randomly seeds it
+    request.node.stash[_LEFT] = []
     trace.clear()
     trace.enable(label=f"test process (pid {os.getpid()})")  # during kit tests only: other tests pay nothing
+    collected = collecting()
+    unclosed = collected.__enter__()
     try:
         if _backend.impl != "emulated":
             with _backend.use("emulated"):
@@ -367,6 +437,8 @@ def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
     finally:
         trace.disable()  # the ring keeps its events for the report and the trace file
         emu_version.VERSION = saved_version
+        lost = list(unclosed)  # before open_objects: its collection finalizes cycles, which it lists itself
+        collected.__exit__(None, None, None)
     if knobs is not state.knobs:
         state.knobs.apply()
     if check_leaks:  # after the kit's fixtures and the test's own that use them have closed theirs
@@ -374,10 +446,13 @@ def doca_knobs(request: pytest.FixtureRequest) -> Iterator[Knobs]:
             leaked = open_objects()
         finally:
             gc.unfreeze()
-        if leaked:
+        left = request.node.stash[_LEFT]  # made on the kit's devices and Pes: closing those closed them
+        if leaked or left or lost:
             pytest.fail("\n".join([f"DocaLeakError: {request.node.nodeid} ended with DOCA objects still open "
                                    "(strict mode; --doca-no-leak-check turns this check off):",
-                                   *describe_leaks(leaked, [])]), pytrace=False)
+                                   *describe_leaks(leaked, lost),
+                                   *(f"  {r} (made on a device or Pe of the kit's fixtures, which closed it with "
+                                     f"them)" for r in left)]), pytrace=False)
 
 
 @pytest.fixture
@@ -394,9 +469,9 @@ class DevFactory:
     host's view of the BlueField PF. ``rep(dev)`` opens the DPU's representor of the host PF.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, left: list[str] | None = None) -> None:
         self._opened: list[Any] = []
-
+        self._left = left  # where close() lists what is still open on its devices
     def __call__(self, side: str = "dpu") -> Any:
         if side not in ("dpu", "host"):
             raise ValueError(f"side must be 'dpu' or 'host', not {side!r}")
@@ -418,7 +493,12 @@ class DevFactory:
         return r
 
     def close(self) -> None:
-        """Close every device and representor it opened (after the test)."""
+        """Close every device and representor it opened (after the test); what the test made on them and
+        left open goes to the leak check first (closing a device closes it silently)."""
+        if self._left is not None:
+            from .leaks import open_descendants
+
+            self._left += open_descendants(list(self._opened), list(self._opened))
         while self._opened:
             self._opened.pop().close()
 
@@ -426,9 +506,9 @@ class DevFactory:
 class PeFactory:
     """``doca_pe_factory()``: one more ``doca_py.Pe``; closed after the test."""
 
-    def __init__(self) -> None:
+    def __init__(self, left: list[str] | None = None) -> None:
         self._made: list[Any] = []
-
+        self._left = left  # where close() lists the ctxs still open on its Pes
     def __call__(self) -> Any:
         import doca_py
 
@@ -437,23 +517,28 @@ class PeFactory:
         return pe
 
     def close(self) -> None:
-        """Close every Pe it made (after the test)."""
+        """Close every Pe it made (after the test); the ctxs the test left on them go to the leak check
+        first (closing a Pe closes its ctxs silently)."""
+        if self._left is not None:
+            from .leaks import open_descendants
+
+            self._left += open_descendants(list(self._made), list(self._made))
         while self._made:
             self._made.pop().close()
 
 
 @pytest.fixture
-def doca_dev_factory(doca_knobs: Knobs) -> Iterator[DevFactory]:
+def doca_dev_factory(request: pytest.FixtureRequest, doca_knobs: Knobs) -> Iterator[DevFactory]:
     """A ``DevFactory``: ``doca_dev_factory(side="host")`` opens more emulated devices."""
-    f = DevFactory()
+    f = DevFactory(request.node.stash.get(_LEFT, None))
     yield f
     f.close()
 
 
 @pytest.fixture
-def doca_pe_factory(doca_knobs: Knobs) -> Iterator[PeFactory]:
+def doca_pe_factory(request: pytest.FixtureRequest, doca_knobs: Knobs) -> Iterator[PeFactory]:
     """A ``PeFactory``: ``doca_pe_factory()`` makes more progress engines."""
-    f = PeFactory()
+    f = PeFactory(request.node.stash.get(_LEFT, None))
     yield f
     f.close()
 
@@ -515,11 +600,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     knobs = _kit_knobs(item)
     if knobs is None:
         return report
-    cache = getattr(item.config, "cache", None)
-    if cache is not None:  # --doca-seed=last replays it
-        cache.set(_LAST_SEED, knobs.seed)
-    lines = [f"knobs: {knobs.describe()}", f"replay with: {_replay(item, knobs)}"]
     state = item.config.stash.get(_STATE, None)
+    cache = getattr(item.config, "cache", None)
+    if cache is not None:  # --doca-seed=last replays it: the session's knobs (markers set theirs again)
+        session = state.knobs if state is not None else knobs
+        cache.set(_LAST, {**dataclasses.asdict(session.replace(seed=knobs.seed)), "nodeid": item.nodeid})
+    _summary_names_the_side(report, call)
+    lines = [f"knobs: {knobs.describe()}", f"replay with: {_replay(item, knobs)}"]
+    if state is not None and state.native and knobs.impl == "native":
+        lines.append(f"native sides: {state.native}")
     if state is not None and state.trace_dir and _USED in item.stash:  # written at the test's teardown
         lines.append(f"trace: {Path(state.trace_dir) / _trace_name(item.nodeid)} (open it in ui.perfetto.dev)")
     if item.stash.get(_USED, None) is not None:
@@ -527,6 +616,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
         found = trace.findings()
         lines.append("strict-mode findings (test process): " + ("\n  " + "\n  ".join(found) if found else "none"))
+        raised = trace.raised_in_callbacks()
+        if raised:
+            lines.append("exceptions raised by callbacks inside progress() (test process):\n"
+                         + "\n".join(text.rstrip() for _, text in raised))
         if trace.events():
             lines.append("last task events (test process):\n" + trace.format_tail())
     pair = item.stash.get(_PAIR, None)
@@ -534,6 +627,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         lines.append("the sides' tracebacks, logs and task events: in the doca_pair error above")
     report.sections.append(("doca_py", "\n".join(lines)))
     return report
+
+
+def _summary_names_the_side(report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """pytest's summary line of a ``PairError`` starts with the side and its exception (the class's dotted
+    name would take the room a terminal of 80 columns has after the test's id), and is one line (on CI
+    pytest prints the whole message there)."""
+    from .report import PairError
+
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if call.excinfo is None or not isinstance(call.excinfo.value, PairError) or crash is None:
+        return
+    prefix = f"{PairError.__module__}.{PairError.__qualname__}: "
+    if isinstance(crash.message, str) and crash.message.startswith(prefix):
+        crash.message = crash.message[len(prefix):].split("\n", 1)[0]  # the rest is in the error above
 
 
 def _trace_name(nodeid: str) -> str:
@@ -568,4 +675,4 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if any("doca_pair" in getattr(item, "fixturenames", ()) for item in session.items):
         from . import warm
 
-        warm.start()
+        warm.start(native=session.config.stash[_STATE].knobs.impl == "native")

@@ -28,27 +28,40 @@ __all__ = ["WarmProcess", "PRELOAD", "start", "stop", "server_pid", "refresh_fro
 
 PRELOAD = ("doca_py.testing._zygote",)
 """What the zygote imports before it forks sides (``_zygote`` imports doca_py and the emulator)."""
+PRELOAD_NATIVE = ("doca_py.testing._zygote_native",)
+"""What a zygote for native sides imports too: the native backend and libdoca's serving modules."""
 
 _lock = threading.Lock()
 _server: Any = None  # forkserver.ForkServer: typeshed does not describe the class
 
 
-def _preload() -> list[str]:
-    mods = list(PRELOAD)
+def _preload(native: bool) -> list[str]:
+    mods = list(PRELOAD) + (list(PRELOAD_NATIVE) if native else [])
     if "pytest" in sys.modules:  # a test module imports it: preload it too (not in plain programs)
         mods.append("pytest")
     return mods
 
 
-def start() -> Any:
-    """The running zygote (started now if needed): a ``multiprocessing.forkserver.ForkServer``."""
+def start(native: bool = False) -> Any:
+    """The running zygote (started now if needed): a ``multiprocessing.forkserver.ForkServer``. *native*:
+    one started now preloads the native backend too (``--doca-impl native``)."""
     global _server
     with _lock:
         if _server is None:
             server = forkserver.ForkServer()
-            server.set_forkserver_preload(_preload())
+            server.set_forkserver_preload(_preload(native))
             _server = server
-        _server.ensure_running()  # (re)starts it if it is not running
+        # The zygote loads no DOCA library, whatever this process's backend: each side selects its own path
+        # (a libdoca_common, once loaded, stays for the process and every fork of it).
+        saved = os.environ.get("DOCA_PY_IMPL")
+        os.environ["DOCA_PY_IMPL"] = "emulated"
+        try:
+            _server.ensure_running()  # (re)starts it if it is not running
+        finally:
+            if saved is None:
+                del os.environ["DOCA_PY_IMPL"]
+            else:
+                os.environ["DOCA_PY_IMPL"] = saved
         return _server
 
 
@@ -94,16 +107,21 @@ class WarmProcess(process.BaseProcess):
 def refresh_from_env() -> None:
     """Re-read what doca_py reads from the environment at import, in a side forked from the zygote
     (whose imports saw the environment of the moment it started). The knobs (seed, strict,
-    shuffle, faults, version) are set by ``Knobs.apply``; this covers the rest."""
+    shuffle, faults, version) are set by ``Knobs.apply``; this covers the rest. Only modules already
+    imported are refreshed: one imported later reads the side's environment itself (importing the comch
+    and RDMA emulators here cost a forked side of an unrelated test process half a second, several under
+    pytest's assertion rewriter without a bytecode cache)."""
     from .. import log
     from ..emulated import version
-    from ..emulated.comch import config as comch_config
-    from ..emulated.rdma import config as rdma_config
 
     level = os.environ.get("DOCA_PY_LOG_LEVEL")
     log.logger.setLevel(log.to_python_level(log.parse_level(level)) if level else 0)
     text = os.environ.get("DOCA_PY_EMU_VERSION", "").strip()
     version.VERSION = version.parse(text) if text else version._DEFAULT
-    comch_config.configure(retry_window=float(os.environ.get("DOCA_PY_COMCH_RETRY_WINDOW", "") or 0),
-                           shm=os.environ.get("DOCA_PY_COMCH_SHM", "") == "1")
-    rdma_config.cfg.__init__()  # type: ignore[misc]  # the one instance every module holds, re-read
+    comch_config: Any = sys.modules.get("doca_py.emulated.comch.config")
+    if comch_config is not None:
+        comch_config.configure(retry_window=float(os.environ.get("DOCA_PY_COMCH_RETRY_WINDOW", "") or 0),
+                               shm=os.environ.get("DOCA_PY_COMCH_SHM", "") == "1")
+    rdma_config: Any = sys.modules.get("doca_py.emulated.rdma.config")
+    if rdma_config is not None:
+        rdma_config.cfg.__init__()  # the one instance every module holds, re-read

@@ -21,6 +21,20 @@ def _programs() -> list[tuple[str, str, Any]]:
     return [(prog, module, importlib.import_module(module).build_parser()) for prog, module in PROGRAMS.items()]
 
 
+def on_config(config: Any, **_: Any) -> Any:
+    """Fail at once, saying what to install, when the build cannot import what this hook needs (the
+    apps' parsers, argparse-manpage): not with a traceback after rendering every page."""
+    from mkdocs.exceptions import PluginError
+
+    try:
+        importlib.import_module("apps.common.cli.manpages")
+        importlib.import_module("argparse_manpage.manpage")
+    except ImportError as exc:
+        raise PluginError(f"the docs build needs {exc.name or exc}, which is not installed: install the docs "
+                          f"extra (pip install -e '.[docs]'), see docs/getting-started.md#the-documentation") from None
+    return config
+
+
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     if MARKER not in markdown:
         return markdown

@@ -1,4 +1,5 @@
-"""Tests of offload_app with the doca_py test kit: each side in its own process, its own emulated side."""
+"""Tests of offload_app with the doca_py test kit: each side in its own
+process, with its own emulated device."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def host(side):
 
 
 def dpu(side):
-    return offload_app.run_dpu(side.dev, side.rep, f"offload-{side.token}", on_ready=lambda: side.send("ready"))
+    return offload_app.run_dpu(side.dev, side.rep, f"offload-{side.token}",
+                               on_ready=lambda: side.send("ready"))
 
 
 @pytest.mark.doca_versions("2.6", "3.2")
@@ -29,6 +31,7 @@ def test_the_dpu_copies_the_hosts_buffer_and_answers_its_crc(doca_pair):
 
 @pytest.mark.doca_faults("dma_memcpy=1")
 def test_a_failed_copy_reaches_the_host_as_an_error(doca_pair):
-    with pytest.raises(Exception, match="host side raised RuntimeError: the DPU could not copy") as failure:
+    expected = "host side raised RuntimeError: the DPU could not copy"
+    with pytest.raises(Exception, match=expected) as failure:
         doca_pair.run(host, dpu, args=b"lost in transit")
     assert "the DPU could not copy the buffer: IO_FAILED" in str(failure.value)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import doca_py as d
 from doca_py.comch import ComchClient, ComchConnection, ComchServer, ComchTaskSend
 from doca_py.errors import DocaAgain
@@ -246,6 +248,21 @@ def server_side(name: str, num_tasks: int = 64) -> Iterator[tuple[Endpoint, d.De
         yield srv, dev
 
 
+def emulated_connection(conn: ComchConnection) -> Any:
+    """The emulator's connection behind *conn*: the emulated backend's handle, or on the native path over
+    libdoca (the emulator serving DOCA's C API in this process) the object behind its C handle."""
+    h: Any = conn._h
+    ptr = getattr(h, "ptr", None)
+    if ptr is None:
+        return h
+    from doca_py.libdoca.serve._core import HANDLES
+
+    e = HANDLES.get(ptr)
+    if e is None:
+        pytest.skip("needs the emulator's connection: this native backend is not libdoca")
+    return e
+
+
 def until_loss_queued(conn: ComchConnection, deadline: float = DEADLINE) -> None:
     """Wait, without progressing any Pe, until the emulated I/O thread has torn *conn* down (its peer
     died) and posted every event of the loss: they wait in the Pe undelivered, so what the application
@@ -254,7 +271,7 @@ def until_loss_queued(conn: ComchConnection, deadline: float = DEADLINE) -> None
     turn of its loop, which reads what the socket holds; no sleep."""
     from doca_py.emulated.transport.reactor import reactor
 
-    h: Any = conn._h  # the emulated connection
+    h = emulated_connection(conn)
     r = reactor()
 
     def turn() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.deadlines import hang
+from tests.impl import CHILD_IMPL
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = hang(60.0)
@@ -53,9 +54,9 @@ class Proc:
             if text in got:
                 return got
 
-    def finish(self) -> tuple[int, str, str]:
-        """Exit status, all stdout, stderr once the child exits (bounded)."""
-        rc = self.proc.wait(DEADLINE)
+    def finish(self, within: float = DEADLINE) -> tuple[int, str, str]:
+        """Exit status, all stdout, stderr once the child exits (within *within* seconds)."""
+        rc = self.proc.wait(max(within, DEADLINE))
         assert self.proc.stdout is not None
         rest = (self.buf + self.proc.stdout.read()).decode(errors="replace")
         return rc, "\n".join(self.lines) + "\n" + rest, self.errpath.read_text()
@@ -67,11 +68,11 @@ class Proc:
 
 @pytest.fixture
 def comch_env() -> Iterator[dict[str, str]]:
-    """The children's environment: the emulated backend and a private comch directory (the apps'
-    server names are fixed, so parallel tests must not share one)."""
+    """The children's environment: the run's backend (:mod:`tests.impl`) and a private comch directory
+    (the apps' server names are fixed, so parallel tests must not share one)."""
     tmp = tempfile.mkdtemp(prefix="dpc-")  # short: the socket path must fit in 108 bytes
     try:
-        yield dict(os.environ, DOCA_PY_IMPL="emulated", DOCA_PY_COMCH_DIR=tmp,
+        yield dict(os.environ, DOCA_PY_IMPL=CHILD_IMPL, DOCA_PY_COMCH_DIR=tmp,
                    PYTHONWARNINGS="error::ResourceWarning")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

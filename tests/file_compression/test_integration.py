@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from doca_py.errors import DocaNotFound
+from tests import deadlines
 
 from .procs import DPU_PCI, HOST_PCI, Proc
 
@@ -187,11 +188,13 @@ def test_server_fails_when_the_client_dies_mid_file(spawn: Spawn, tmp_path: Path
 def test_server_times_out_on_a_stalled_client(spawn: Spawn, tmp_path: Path) -> None:
     src, out = tmp_path / "in.bin", tmp_path / "out.bin"
     src.write_bytes(random.Random(9).randbytes(100_000))
-    server = _server(spawn, out, "-t", "1")
+    # short, so the stall is found soon; long enough that a loaded machine does not delay a segment past it
+    timeout = deadlines.product_timeout(1)
+    server = _server(spawn, out, "-t", str(timeout))
     peer = spawn(PEER, "client", "stall-after", str(src), "3")
     peer.wait_for("stalled")
-    rc, sout, serr = server.finish()
-    assert rc == 1 and "message was not received at the given timeout (1 s; 3 of 25 segments)" in serr, serr
+    rc, sout, serr = server.finish(deadlines.bound(timeout, starts=1))
+    assert rc == 1 and f"message was not received at the given timeout ({timeout} s; 3 of 25 segments)" in serr, serr
     _no_partial_file(out)
 
 
@@ -212,7 +215,7 @@ def test_a_signal_mid_transfer_stops_the_server_at_once_and_tells_the_client(spa
     children's deadline), and a second Ctrl-C did not help; now it answers and ends."""
     src, out = tmp_path / "in.bin", tmp_path / "out.bin"
     src.write_bytes(random.Random(9).randbytes(100_000))
-    server = _server(spawn, out, "-t", "3600")
+    server = _server(spawn, out, "-t", "3600")  # deadline: never fires here
     peer = spawn(PEER, "client", "pause-after", str(src), "3")
     peer.wait_for("stalled")
     server.kill(sig)
@@ -226,13 +229,16 @@ def test_client_says_a_stopped_server_did_not_answer(spawn: Spawn, tmp_path: Pat
                                                      comch_env: dict[str, str]) -> None:
     """A server that stops (SIGSTOP) mid-file is not one that closed the connection: once the client's
     sends wait a whole retry window, it says that the server did not answer."""
-    comch_env.update(PEER_STOP="1", DOCA_PY_COMCH_RETRY_WINDOW="1")
+    # short, so the stop is found soon; long enough that a loaded machine does not make the server look
+    # stopped before it is (tests/deadlines.py)
+    window = deadlines.product_timeout(1)
+    comch_env.update(PEER_STOP="1", DOCA_PY_COMCH_RETRY_WINDOW=str(window))
     src = tmp_path / "in.bin"
     src.write_bytes(random.Random(3).randbytes(4_000_000))  # incompressible: more than the transport buffers
     peer = spawn(PEER, "server", str(tmp_path), "finish", "3")
     peer.wait_for("ready")
     try:
-        rc, out, err = spawn(APP, "-p", HOST_PCI, "-f", str(src)).finish()
+        rc, out, err = spawn(APP, "-p", HOST_PCI, "-f", str(src)).finish(deadlines.bound(window, starts=1))
     finally:
         peer.kill(signal.SIGKILL)
     assert rc == 1, (out, err)

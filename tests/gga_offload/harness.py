@@ -40,6 +40,7 @@ from apps.storage.wire.control import ControlMessage, ErrorPayload, IdAllocator,
     StorageDetails, check_response
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType
 
+from tests import deadlines
 from tests.deadlines import hang
 from ..impl import CHILD_IMPL
 
@@ -145,17 +146,31 @@ def make_sbc_files(tmp: Path, plain: bytes, block_size: int, matrix: str) -> tup
 
 
 class Deployment:
-    """Three targets and the gga service in front of them."""
+    """Three targets and the gga service in front of them.
+
+    The service's ``--control-timeout`` (*control_timeout*, default 5 s) and ``--target-io-timeout``
+    (*target_io_timeout*, its default unless given) come from `tests.deadlines.product_timeout`, so a
+    loaded machine does not make a healthy target miss them; so does *rdma_retry_window*, the emulated
+    RDMA transport's (``DOCA_PY_RDMA_RETRY_WINDOW`` of every process, 4 s unless given). `deadline`
+    bounds a wait that may include them."""
 
     def __init__(self, files: Sequence[Path], *, matrix: str = "vandermonde", every_n: int = 0,
-                 control_timeout: int = 5, cpus: Sequence[int] = (0,), extra: Sequence[str] = ()) -> None:
+                 control_timeout: int | None = None, target_io_timeout: int | None = None,
+                 rdma_retry_window: int | None = None, cpus: Sequence[int] = (0,), extra: Sequence[str] = ()) -> None:
         self.name = f"gga-test-{uuid.uuid4().hex[:12]}"
+        self.control_timeout = deadlines.product_timeout(5) if control_timeout is None else control_timeout
+        self.target_io_timeout = target_io_timeout
+        io_args = () if target_io_timeout is None else ("--target-io-timeout", str(target_io_timeout))
+        env = None if rdma_retry_window is None else {"DOCA_PY_RDMA_RETRY_WINDOW": str(rdma_retry_window)}
+        self.deadline = max(DEADLINE, deadlines.bound(self.control_timeout, target_io_timeout or 5,
+                                                      rdma_retry_window or 4, starts=1))
+        """A wait of the tests that may include the service's time-outs (`tests.deadlines.bound`)."""
         self.targets: list[Proc] = []
         self.service: Proc | None = None
         try:
             for f in files:
                 t = Proc("apps.storage_target", "-d", DPU, "--listen-port", "0", *[f"--cpu={c}" for c in cpus],
-                         "--binary-content", str(f))
+                         "--binary-content", str(f), env=env)
                 self.targets.append(t)
             ports = [int(t.wait_for(lambda s: s.startswith("Listening on port "), "listening line").split()[-1])
                      for t in self.targets]
@@ -164,8 +179,8 @@ class Deployment:
                                 "--data-2-storage", f"127.0.0.1:{ports[1]}",
                                 "--data-p-storage", f"127.0.0.1:{ports[2]}",
                                 "--matrix-type", matrix, "--trigger-recovery-read-every-n", str(every_n),
-                                "--command-channel-name", self.name, "--control-timeout", str(control_timeout),
-                                *extra)
+                                "--command-channel-name", self.name, "--control-timeout",
+                                str(self.control_timeout), *io_args, *extra, env=env)
         except BaseException:
             self.kill()
             raise
@@ -223,6 +238,8 @@ class TestInitiator:
         self.cores = 1
         self.remote_consumers: list[int] = []
         self._closed = False
+        self.deadline = DEADLINE
+        """Each wait's bound: at least the deployment's time-outs (`session` sets it)."""
 
     @classmethod
     @contextlib.contextmanager
@@ -231,6 +248,7 @@ class TestInitiator:
         (again: :meth:`close` may already have run) and *dep* is killed."""
         try:
             ini = cls(dep.name)
+            ini.deadline = max(ini.deadline, getattr(dep, "deadline", DEADLINE))
             try:
                 yield ini
             finally:
@@ -243,7 +261,7 @@ class TestInitiator:
         mid = self.ids.next()
         msg = ControlMessage(mtype, mid, mid, payload)
         self.channel.send(msg)
-        resp = self.channel.receive(DEADLINE)
+        resp = self.channel.receive(self.deadline)
         assert (resp.message_id, resp.correlation_id) == (mid, mid), resp
         return resp
 
@@ -258,8 +276,8 @@ class TestInitiator:
         self.block_size, self.capacity = p.block_size, p.total_size
         return p
 
-    def wait(self, cond: Callable[[], bool], what: str, deadline: float = DEADLINE) -> None:
-        end = time.monotonic() + deadline
+    def wait(self, cond: Callable[[], bool], what: str, deadline: float | None = None) -> None:
+        end = time.monotonic() + (self.deadline if deadline is None else deadline)
         while not cond():
             if time.monotonic() > end:
                 raise AssertionError(f"timed out waiting for {what}")
@@ -407,7 +425,7 @@ def end_session(ini: TestInitiator, svc: Proc, *, finish: bool = True) -> None:
     if finish:
         ini.finish()
     ini.close()
-    assert svc.wait() == 0, svc.output
+    assert svc.wait(ini.deadline) == 0, svc.output
 
 
 def write_four_blocks(ini: TestInitiator, plain: bytes, new: bytes) -> bytearray:

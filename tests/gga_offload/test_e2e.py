@@ -13,6 +13,7 @@ import pytest
 from doca_py.errors import ErrorCode
 
 from apps.storage.wire.io_message import IoMessage, IoMessageType
+from tests import deadlines
 
 from .harness import DEADLINE, Deployment, Proc, TestInitiator, end_after_a_failed_init, end_session, interrupt, \
     make_sbc_files, plain_content, write_four_blocks
@@ -146,7 +147,7 @@ def _degraded_session(dep: Deployment, plain: bytes, lose: Callable[[], None], r
 def test_a_killed_target_degrades_reads_and_refuses_writes(sbc_files: Callable[[str], Files], plain: bytes,
                                                            role: str) -> None:
     matrix, files = sbc_files("cauchy")
-    dep = Deployment(files, matrix=matrix, every_n=3, control_timeout=3)
+    dep = Deployment(files, matrix=matrix, every_n=3, control_timeout=deadlines.product_timeout(3))
     victim = dep.targets[ROLES.index(role)]
     _degraded_session(dep, plain, victim.kill, role)
 
@@ -154,11 +155,15 @@ def test_a_killed_target_degrades_reads_and_refuses_writes(sbc_files: Callable[[
 def test_a_stalled_target_degrades_reads_after_the_io_deadline(sbc_files: Callable[[str], Files],
                                                                plain: bytes) -> None:
     matrix, files = sbc_files("vandermonde")
-    dep = Deployment(files, matrix=matrix, control_timeout=3, extra=("--target-io-timeout", "1"))
+    # short, so the stall is found soon; long enough that a loaded machine does not stall a healthy target;
+    # the RDMA transport's retry window ends after it, so the stall is found by the IO deadline
+    io_timeout = deadlines.product_timeout(1)
+    dep = Deployment(files, matrix=matrix, control_timeout=deadlines.product_timeout(3), target_io_timeout=io_timeout,
+                     rdma_retry_window=io_timeout + deadlines.product_timeout(3))
     victim = dep.targets[1]
     try:
         _degraded_session(dep, plain, lambda: victim.signal(signal.SIGSTOP), "data_2")
-        assert "did not answer an IO request within 1 s" in dep.svc.output, dep.svc.output
+        assert f"did not answer an IO request within {io_timeout} s" in dep.svc.output, dep.svc.output
     finally:
         victim.signal(signal.SIGCONT)
         dep.kill()

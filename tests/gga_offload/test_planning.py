@@ -239,6 +239,18 @@ def test_target_io_timeout_flag_is_validated() -> None:
     assert "--target-io-timeout" in build_parser().format_help()
 
 
+def test_target_connect_timeout_flag_is_validated_and_documented() -> None:
+    base = ["-d", "03:00.0", "-r", "3b:00.0", "--cpu", "0", "--data-1-storage", "127.0.0.1:1",
+            "--data-2-storage", "127.0.0.1:2", "--data-p-storage", "127.0.0.1:3"]
+    assert parse_args(base).target_connect_timeout == 60
+    assert parse_args([*base, "--target-connect-timeout", "0"]).target_connect_timeout == 0  # for ever
+    for bad in ("-1", "86401", "x"):
+        with pytest.raises(SystemExit):
+            parse_args([*base, "--target-connect-timeout", bad])
+    text = " ".join(build_parser().format_help().split())
+    assert "--target-connect-timeout" in text and "0 = retry for ever" in text
+
+
 def test_target_health_logs_entering_degraded_mode_once(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 

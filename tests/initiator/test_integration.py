@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import deadlines
 from tests.deadlines import hang
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.usefixtures("backend")]
@@ -104,9 +105,11 @@ class Result:
 
 
 def _initiator_argv(bridge: Bridge, strategy: str, *extra: str) -> list[str]:
+    # --control-timeout: the connection and the data-path set-up, which a loaded machine must not fail
     return [sys.executable, "-m", "apps.initiator", "-d", "3b:00.0", "--cpu", "0", "--cpu", "1",
             "--execution-strategy", strategy, "--command-channel-name", bridge.name, "--transaction-count", "4",
-            "--run-limit-operation-count", "60", "--control-timeout", "10", "-l", "warning", *extra]
+            "--run-limit-operation-count", "60", "--control-timeout", str(deadlines.product_timeout(10)),
+            "-l", "warning", *extra]
 
 
 def _start_initiator(tmp_path: Path, argv: list[str]) -> tuple[subprocess.Popen[bytes], Path, Path]:
@@ -116,9 +119,9 @@ def _start_initiator(tmp_path: Path, argv: list[str]) -> tuple[subprocess.Popen[
     return proc, out, err
 
 
-def _finish(proc: subprocess.Popen[bytes], out: Path, err: Path) -> Result:
+def _finish(proc: subprocess.Popen[bytes], out: Path, err: Path, within: float = DEADLINE) -> Result:
     try:
-        rc = proc.wait(DEADLINE)
+        rc = proc.wait(within)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(DEADLINE)
@@ -126,8 +129,9 @@ def _finish(proc: subprocess.Popen[bytes], out: Path, err: Path) -> Result:
     return Result(rc, out.read_text(), err.read_text())
 
 
-def run_initiator(tmp_path: Path, argv: list[str]) -> Result:
-    return _finish(*_start_initiator(tmp_path, argv))
+def run_initiator(tmp_path: Path, argv: list[str], within: float = DEADLINE) -> Result:
+    """Run the initiator to its end (a hang bound: *within* seconds)."""
+    return _finish(*_start_initiator(tmp_path, argv), within=within)
 
 
 PHASES = ["got query_storage_request", "got init_storage_request", "got start_storage_request",
@@ -209,7 +213,7 @@ def test_bridge_killed_mid_run(plain: Path, bridge_factory: object, tmp_path: Pa
 def test_no_bridge_times_out(tmp_path: Path) -> None:
     name = f"initiator-none-{uuid.uuid4().hex}"
     argv = [sys.executable, "-m", "apps.initiator", "-d", "3b:00.0", "--cpu", "0", "--execution-strategy",
-            "read_throughput_test", "--command-channel-name", name, "--control-timeout", "1"]
+            "read_throughput_test", "--command-channel-name", name, "--control-timeout", "1"]  # deadline: no peer
     res = run_initiator(tmp_path, argv)
     assert res.rc == 1
     assert f"EXCEPTION: Timed out after 1 s connecting to the comch server '{name}'" in res.err

@@ -153,7 +153,6 @@ def _lines(stream: IO[str], into: queue.Queue[str]) -> None:
         pass
 
 
-@pytest.mark.xfail(strict=False, reason="needs libdoca comch serving")
 def test_comch_client_in_c_talks_to_the_python_server(tmp_path: Path, doca_knobs: Knobs) -> None:
     client = compile_c(EXAMPLES / "comch_ctrl_path_client.c", tmp_path / "client", "3.2", "doca_comch",
                        "doca_common")

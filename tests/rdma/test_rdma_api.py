@@ -144,19 +144,6 @@ def test_garbage_truncated_and_corrupt_blobs_are_refused(env: tuple[d.Dev, d.Pe,
         close_side(x)
 
 
-def test_blob_of_a_stopped_ctx_is_refused(env: tuple[d.Dev, d.Pe, d.BufInventory]) -> None:
-    dev, pe, _ = env
-    peer, _ = _fresh(dev, pe)
-    blob, _ = peer.rdma.export()
-    peer.rdma.stop()
-    wait_for(pe, lambda: peer.rdma.get_state() == CtxState.IDLE, "IDLE")
-    s, conn = _fresh(dev, pe)
-    with pytest.raises(e.DocaConnectionAborted):
-        s.rdma.connect(blob, conn)
-    close_side(s)
-    close_side(peer)
-
-
 def test_stop_flushes_posted_receives_and_restart_needs_new_connection(
         env: tuple[d.Dev, d.Pe, d.BufInventory]) -> None:
     dev, pe, inv = env

@@ -139,6 +139,48 @@ def test_a_stopped_peer_is_not_one_that_closed_the_connection(unanswered: bool) 
         assert str(failure) == "the comch client closed the connection"
 
 
+class _LossInTheEngine(_DroppedChannel):
+    """The channel as DOCA (the native path) leaves it: the transport dropped the connection, and the
+    channel's progress engine reports it at its next progress."""
+
+    def __init__(self) -> None:
+        self.connected = True  # type: ignore[misc]
+        self.progressed = 0
+
+    def progress(self, timeout: float = 0.0) -> bool:
+        self.progressed += 1
+        self.connected = False  # type: ignore[misc]
+        return True
+
+
+def test_a_thread_that_meets_the_lost_connection_first_reports_the_loss() -> None:
+    """The producer thread's create is refused on a connection DOCA already tore down while the loss still
+    waits in the channel's progress engine: the loss is the failure, not the thread's symptom."""
+    from types import SimpleNamespace
+
+    from apps.secure_channel.control import _thread_failure
+
+    producer = SimpleNamespace(result=ThreadResult(error="DOCA_ERROR_BAD_STATE: Bad state: doca_comch_producer_create"))
+    consumer = SimpleNamespace(result=ThreadResult())
+    channel = _LossInTheEngine()
+    failure = _thread_failure(channel, producer, consumer)  # type: ignore[arg-type]
+    assert str(failure) == "the comch client closed the connection" and channel.progressed == 1
+
+
+def test_a_thread_failure_on_a_connection_that_stays_up_is_the_thread_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from apps.secure_channel import control
+
+    monkeypatch.setattr(control, "LOSS_GRACE", 0.0)  # the connection is up: nothing to wait for
+    channel = _LossInTheEngine()
+    consumer = SimpleNamespace(result=ThreadResult(error="received a message of 3 bytes where the peer announced 4"))
+    producer = SimpleNamespace(result=ThreadResult())
+    failure = control._thread_failure(channel, producer, consumer)  # type: ignore[arg-type]
+    assert str(failure) == "Receive thread finished unsuccessfully: received a message of 3 bytes where the peer " \
+                           "announced 4"
+
+
 def test_help_says_what_a_user_meets() -> None:
     """Start order and exit statuses (issue 26 item 16)."""
     help_text = " ".join(build_parser().format_help().split())

@@ -21,6 +21,8 @@ from apps.storage.wire.control import ControlMessage, ErrorPayload, MessageType,
 from apps.storage.channels.control_channel import FrameDecoder
 from apps.storage_target.control import DROPPED_PREFIX, LISTEN_BACKLOG
 
+from tests import deadlines
+
 from .client import DEADLINE, Requester, TargetProcess
 
 pytestmark = pytest.mark.multiprocess
@@ -45,9 +47,9 @@ def _connect(port: int, host: str = "127.0.0.1") -> tuple[socket.socket, str]:
     return s, f"{local[0]}:{local[1]}"
 
 
-def _dropped(target: TargetProcess, peer: str) -> str:
+def _dropped(target: TargetProcess, peer: str, within: float = DEADLINE) -> str:
     """The WARNING that says *peer* was dropped (the text after ``<peer>: ``)."""
-    line = target.wait_for(lambda s: f"{DROPPED_PREFIX}{peer}:" in s, f"the line dropping {peer}")
+    line = target.wait_for(lambda s: f"{DROPPED_PREFIX}{peer}:" in s, f"the line dropping {peer}", within)
     assert "[WARNING]" in line, line
     return line.split(f"{DROPPED_PREFIX}{peer}: ", 1)[1]
 
@@ -153,14 +155,18 @@ def test_another_request_first_is_answered_unexpected_and_dropped(
 @pytest.mark.parametrize("partial", [b"", _QUERY[:6]], ids=["silent", "half a frame"])
 def test_a_silent_client_is_dropped_after_the_timeout(cleanup: list[TargetProcess | Requester | socket.socket],
                                                       partial: bytes) -> None:
-    target = TargetProcess("--first-message-timeout", "1")
+    # short, so the silent client is dropped soon; long enough that the real requester that follows (a
+    # loaded machine included) sends its first message within it
+    first = deadlines.product_timeout(1)
+    target = TargetProcess("--first-message-timeout", str(first))
     cleanup.append(target)
-    target.wait_for(lambda s: "first message within 1 s" in s, "the control port line")
+    target.wait_for(lambda s: f"first message within {first} s" in s, "the control port line")
     stray, peer = _connect(target.port)
     cleanup.append(stray)
     stray.sendall(partial)
     got = f" ({len(partial)} bytes of a frame received)" if partial else ""
-    assert _dropped(target, peer) == f"no complete first message within 1 s{got}; still listening"
+    assert _dropped(target, peer, deadlines.bound(first, starts=1)) == \
+        f"no complete first message within {first} s{got}; still listening"
     _closed_by_target(stray)
     _real_session(target, cleanup)
 

@@ -10,6 +10,7 @@ up. The probe is a forked child that ``setuid()``s and then tries the open.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -88,6 +89,11 @@ def test_a_neighbour_of_the_same_user_cannot_open_the_targets_storage(dumpable: 
         env.update(DOCA_PY_IMPL=CHILD_IMPL, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", HOME=tmp)
         if dumpable:
             env[DUMPABLE_ENV] = "1"
+        if CHILD_IMPL == "native" and env.get("DOCA_PY_LIBDIR"):
+            # The native pass's libraries may sit where nobody cannot reach (root's cache): a copy beside the storage.
+            libs = Path(tmp) / "lib"
+            shutil.copytree(env["DOCA_PY_LIBDIR"], libs, symlinks=True)
+            env["DOCA_PY_LIBDIR"] = str(libs)
         try:
             target = subprocess.Popen([sys.executable, "-m", "apps.storage_target", "-d", DEVICE, "--cpu", "0",
                                        "--listen-address", "127.0.0.1", "--listen-port", "0", "--binary-content",

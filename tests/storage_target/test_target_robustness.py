@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
@@ -120,3 +121,74 @@ def test_sigint_stops_promptly(cleanup: list[TargetProcess | Requester | subproc
     _clean_exit(target, 1, ABORTED)
     if phase == "data":
         assert "| Core: 0" in target.stdout and "| Core: 1" in target.stdout
+
+
+# -- a silent requester (issue 35 item 19) --------------------------------------------------------------------
+SILENCE = "1"  # --control-timeout of these tests: seconds the requester may stay silent
+
+
+def _silence_line(target: TargetProcess) -> str:
+    assert target.wait() == 1, target.stderr
+    assert "Traceback" not in target.stderr + target.stdout
+    return target.stderr.strip().splitlines()[-1]
+
+
+def test_a_requester_silent_in_the_control_phase_ends_the_session(
+        cleanup: list[TargetProcess | Requester | subprocess.Popen[bytes]]) -> None:
+    target = TargetProcess("--control-timeout", SILENCE)
+    cleanup.append(target)
+    with connect_tcp("127.0.0.1", target.port, timeout=DEADLINE) as ch:
+        ch.request(ControlMessage(M.QUERY_STORAGE_REQUEST, 0, 0), timeout=DEADLINE)
+        line = _silence_line(target)
+    assert re.fullmatch(r"EXCEPTION: The requester \(127\.0\.0\.1:\d+\) sent nothing for 1 s \(--control-timeout\) "
+                        r"while the target was expecting a init_storage_request; ending the session", line), line
+
+
+def test_a_stopped_requester_ends_the_data_path(cleanup: list[TargetProcess | Requester | subprocess.Popen[bytes]]) \
+        -> None:
+    """The reported case: the requester (a bridge) is stopped with SIGSTOP in the data path; its connections
+    stay open, so only its silence tells. The target used to wait for ever."""
+    target = TargetProcess("--control-timeout", SILENCE, cpus=(0, 1))
+    cleanup.append(target)
+    child = subprocess.Popen([sys.executable, "-m", "tests.storage_target.client", str(target.port), "2"], cwd=ROOT,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env=dict(os.environ, DOCA_PY_IMPL="emulated"))
+    cleanup.append(child)
+    assert _read_line(child) == "ready"  # a session with io on both workers
+    child.send_signal(signal.SIGSTOP)
+    try:
+        line = _silence_line(target)
+    finally:
+        child.send_signal(signal.SIGCONT)
+    assert line.startswith("EXCEPTION: The requester (127.0.0.1:"), line
+    assert line.endswith(") sent no io message for 1 s (--control-timeout) since its last one, and no "
+                         "stop_storage_request, while the data path ran; ending the session"), line
+    assert target.stdout.count("| Operation count: 1") == 2  # workers torn down, statistics printed
+
+
+def test_a_stop_of_the_target_itself_is_not_blamed_on_the_requester(
+        cleanup: list[TargetProcess | Requester | subprocess.Popen[bytes]]) -> None:
+    """Issue 35 item 21: the target stopped (SIGSTOP) for longer than its --control-timeout, then resumed, saw
+    its requester silent for that long and blamed it. It now sees its own stop (its loop came round far too
+    late), says so and counts the requester's silence from its resumption."""
+    target = TargetProcess("--control-timeout", "2", "-l", "debug")
+    cleanup.append(target)
+    with connect_tcp("127.0.0.1", target.port, timeout=DEADLINE) as ch:
+        ch.request(ControlMessage(M.QUERY_STORAGE_REQUEST, 0, 0), timeout=DEADLINE)
+        target.wait_for(lambda s: "waiting for a init_storage_request" in s, "the target waiting for the init")
+        target.p.send_signal(signal.SIGSTOP)  # while it counts the requester's silence
+        try:
+            _wait_for_time(target_stopped_for=4.0)
+        finally:
+            target.p.send_signal(signal.SIGCONT)
+        line = _silence_line(target)
+    stall = [s for s in target.stdout.splitlines() if "this process did not run for " in s]  # the log
+    assert stall and "[WARNING]" in stall[0] and "the requester's silence is counted again from now" in stall[0], \
+        target.stdout
+    assert "sent nothing for 2 s (--control-timeout)" in line, line  # then, its own silence: a true message
+
+
+def _wait_for_time(target_stopped_for: float) -> None:
+    """Let *target_stopped_for* seconds of wall time pass while a process is stopped (what is measured is
+    the stop itself, not the product: nothing in the test waits for the product by sleeping)."""
+    select.select([], [], [], target_stopped_for)

@@ -17,6 +17,7 @@ from apps.storage.wire.io_message import IoMessage, IoMessageType
 from apps.storage.wire.sbc import write_sbc
 from doca_py.errors import ErrorCode
 
+from ..rdma.helpers import backing
 from .client import Requester, TargetProcess
 
 pytestmark = pytest.mark.multiprocess
@@ -157,7 +158,7 @@ def test_raw_or_empty_storage(tmp_path: Path, cleanup: list[TargetProcess | Requ
     req = Requester(target.port, cores=1, transactions=4, region_size=4 * count * bs)
     cleanup.append(req)
     details = req.setup()
-    assert req.cores[0].conns[R.IO_DATA]._h.same_host is (host == "same")
+    assert backing(req.cores[0].conns[R.IO_DATA]).same_host is (host == "same")
     assert (details.total_size, details.block_size) == (count * bs, bs)
     pairs = [(b * bs, b * bs) for b in range(count)]
     for i in range(0, count, 4):

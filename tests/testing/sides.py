@@ -216,3 +216,67 @@ def leaks_a_pe_and_a_mmap(side: Side) -> str:
 def log_levels(side: Side) -> int:
     side.log.debug("a debug record")
     return logging.getLogger().level
+
+
+def host_fails_then_waits(side: Side) -> None:
+    """A host that fails first and handles it (``side.args``: ``"strict"``, it frees a buffer in flight and
+    strict mode refuses; ``"fault"``, its copy fails with an injected fault; ``"callback"``, its completion
+    callback raises), tells the DPU, then waits in its clean-up for an answer that never comes: the DPU's
+    function ends first, and the kit ends this side."""
+    done: list[int] = []
+
+    def on_copied(task: Any, user_data: Any, ctx_user_data: Any) -> None:
+        if side.args == "callback":
+            raise ValueError("the completion callback failed")
+        done.append(0)
+
+    def on_error(task: Any, user_data: Any, ctx_user_data: Any) -> None:
+        done.append(int(task.get_status()))
+
+    pe, inv, dma, mm = d.Pe(), d.BufInventory(2), d.Dma(side.dev), d.Mmap()
+    pe.connect_ctx(dma)
+    dma.task_memcpy_set_conf(on_copied, on_error, 1)
+    dma.start()
+    mm.allocate(128)
+    mm.add_dev(side.dev)
+    mm.start()
+    base = mm.get_memrange()[0]
+    src, dst = inv.buf_get_by_data(mm, base, 8), inv.buf_get_by_addr(mm, base + 64, 8)
+    dma.task_memcpy_alloc_init(src, dst).submit()
+    try:
+        if side.args == "strict":
+            src.dec_refcount()  # the copy still reads it
+        while not done:
+            pe.progress()
+    except Exception as exc:  # noqa: BLE001 - the application handles it...
+        side.log.info("the host handled %r", exc)
+    side.send("the host failed")
+    side.recv(600)  # ... and its clean-up waits for the DPU
+
+
+def dpu_raises_when_told(side: Side) -> None:
+    side.recv(60)
+    raise RuntimeError("receive failed: CONNECTION_RESET")
+
+
+def leaks_in_a_cycle(side: Side) -> str:
+    """Leaves an Mmap and a Dma ctx open, reachable only through a reference cycle."""
+    cycle: dict[str, Any] = {}
+    cycle["self"] = cycle
+    mm = d.Mmap()
+    mm.allocate(4096)
+    cycle["mmap"], cycle["dma"] = mm, d.Dma(side.dev)
+    return "leaked"
+
+
+def python_random(side: Side) -> list[float]:
+    import random
+
+    return [random.random() for _ in range(3)]
+
+
+def imported_emulators(side: Side) -> list[str]:
+    """Which of the comch and RDMA emulators the side has imported (a side that uses neither needs none)."""
+    import sys
+
+    return [m for m in ("doca_py.emulated.comch", "doca_py.emulated.rdma") if m in sys.modules]

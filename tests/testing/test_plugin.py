@@ -30,7 +30,8 @@ import os, sys, sysconfig, threading
 FT313 = bool(sysconfig.get_config_var("Py_GIL_DISABLED")) and sys.version_info[:2] == (3, 13)
 
 def test_untouched():
-    assert not [k for k in os.environ if k.startswith("DOCA_PY_") and k not in ("DOCA_PY_IMPL", "DOCA_PY_TRACE_LOG")]
+    assert not [k for k in os.environ if k.startswith("DOCA_PY_") and k not in ("DOCA_PY_IMPL", "DOCA_PY_TRACE_LOG",
+                                                                          "DOCA_PY_LIBDOCA_CACHE")]
     assert FT313 or not [m for m in sys.modules if m.startswith("doca_py.emulated")]
     assert not [t.name for t in threading.enumerate() if t.name.startswith("doca_py")]
 '''
@@ -57,9 +58,12 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
     # every doca_py variable a caller may have exported (tasks.py's DOCA_PY_TEST_PYTHONS too), but the
     # trace log the suite itself sets
+    cache = os.environ.get("DOCA_PY_LIBDOCA_CACHE") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "doca_py" / "libdoca")
     for name in [k for k in os.environ if k.startswith("DOCA_PY_") and k != "DOCA_PY_TRACE_LOG"]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DOCA_PY_IMPL", "emulated")
+    monkeypatch.setenv("DOCA_PY_LIBDOCA_CACHE", cache)  # pytester's HOME is a new directory: share the builds
     return monkeypatch
 
 
@@ -328,8 +332,10 @@ def test_the_summary_names_side_exception_and_trace_file_without_the_kits_source
     clean.setenv("CI", "1")  # pytest does not cut the summary line to the terminal's width
     ran = pytester.runpytest_subprocess("-p", "no:xdist", "-rf", f"--doca-trace={tmp_path}", "--log-level=DEBUG")
     ran.assert_outcomes(failed=1)
-    ran.stdout.fnmatch_lines(["FAILED test_fails.py::test_pair - doca_py.testing.PairError: dpu side raised "
-                              "ValueError: the dpu side exploded"])
+    # The summary line: the side and its exception first, one line (on CI pytest prints the whole message).
+    (summary,) = [ln for ln in ran.outlines if ln.startswith("FAILED test_fails.py::test_pair")]
+    assert summary == "FAILED test_fails.py::test_pair - dpu side raised ValueError: the dpu side exploded"
+    assert ran.outlines[ran.outlines.index(summary) + 1].startswith("=")  # pytest's last line, not the report
     out = _plain(ran)
     assert f"trace: {tmp_path / 'test_fails.py_test_pair.json'} (open it in ui.perfetto.dev)" in out
     assert (tmp_path / "test_fails.py_test_pair.json").exists()
@@ -337,6 +343,19 @@ def test_the_summary_names_side_exception_and_trace_file_without_the_kits_source
     # The kit's own source is not in the traceback: the test's line, then the error.
     assert "def run(" not in out and "__tracebackhide__" not in out and "_check_method" not in out
     assert "doca_pair.run(host, dpu, timeout=60)" in out
+
+
+def test_at_80_columns_the_summary_line_starts_with_the_side_and_its_exception(
+        pytester: pytest.Pytester, clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_fails=FAILS)
+    for name in ("CI", "BUILD_NUMBER"):  # not on CI: pytest cuts the line to the terminal's width
+        clean.delenv(name, raising=False)
+    clean.setenv("COLUMNS", "80")
+    ran = pytester.runpytest_subprocess("-p", "no:xdist", "-rf")
+    ran.assert_outcomes(failed=1)
+    (summary,) = [ln for ln in ran.outlines if ln.startswith("FAILED test_fails.py::test_pair")]
+    assert len(summary) <= 80 and summary.startswith("FAILED test_fails.py::test_pair - dpu side raised ValueError"), \
+        summary
 
 
 def test_doca_seed_last_replays_the_last_failing_seed(pytester: pytest.Pytester, clean: pytest.MonkeyPatch) -> None:
@@ -404,20 +423,28 @@ def test_doca_version_picks_from_what_a_test_supports_or_skips_it(pytester: pyte
                                  "SKIPPED*the test supports DOCA 3.0; the session runs DOCA 2.6 (--doca-version)"])
 
 
-def test_a_bad_version_in_the_marker_is_one_usage_error_naming_the_test(pytester: pytest.Pytester,
-                                                                         clean: pytest.MonkeyPatch) -> None:
+def test_a_bad_version_marker_fails_that_test_with_one_line_and_the_session_runs_the_others(
+        pytester: pytest.Pytester, clean: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_bad='''
 import pytest
 
 @pytest.mark.doca_versions("2.7")
 def test_x(doca_version):
     pass
+
+@pytest.mark.doca_versions()
+def test_y(doca_version):
+    pass
+
+def test_z(doca_knobs):
+    pass
 ''')
-    ran = pytester.runpytest_subprocess("-p", "no:xdist")
+    ran = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:randomly", "-rE")
     text = "\n".join(ran.outlines + ran.errlines)
-    assert ran.ret == pytest.ExitCode.INTERRUPTED, text  # a collection error
-    assert "usage error: test_bad.py::test_x: @pytest.mark.doca_versions: DOCA version '2.7': the emulator presents one of " \
-           "2.6, 3.0, 3.2" in text, text
+    ran.assert_outcomes(passed=1, errors=2)  # not a collection error that stops the session
+    assert "usage error: test_bad.py::test_x: @pytest.mark.doca_versions: DOCA version '2.7': the emulator presents " \
+           "one of 2.6, 3.0, 3.2" in text, text
+    assert "usage error: test_bad.py::test_y: @pytest.mark.doca_versions needs at least one version" in text, text
     assert "Traceback" not in text and "pytest_generate_tests" not in text, text
 
 
@@ -486,3 +513,121 @@ def test_the_trace_ring_size_is_an_option_and_a_setting(pytester: pytest.Pyteste
     bad = pytester.runpytest_subprocess("-p", "no:xdist")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*DOCA_PY_TRACE_EVENTS='lots'*positive number of events*"])
+
+
+LEAKY_HIDDEN = '''
+import doca_py
+
+KEEP = []
+
+def test_cycle(doca_knobs):
+    cycle = {}
+    cycle["self"] = cycle
+    cycle["mmap"] = doca_py.Mmap()
+
+def test_on_the_device(doca_dev):
+    m = doca_py.Mmap()
+    m.allocate(4096)
+    m.add_dev(doca_dev)  # left open: closing the fixture's device closes it
+    KEEP.append(m)
+
+def test_on_the_pe(doca_dev, doca_pe):
+    dma = doca_py.Dma(doca_dev)
+    doca_pe.connect_ctx(dma)  # left open on the fixture's Pe and device
+    KEEP.append(dma)
+
+def test_dropped(doca_dev):
+    doca_py.Dma(doca_dev)  # garbage collected without close(): a ctx does not warn ResourceWarning
+'''
+
+
+def test_the_leak_check_finds_what_a_cycle_a_drop_or_the_kits_fixtures_would_close_silently(
+        pytester: pytest.Pytester, clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_hidden=LEAKY_HIDDEN)
+    ran = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:randomly")
+    ran.assert_outcomes(passed=4, errors=4)
+    out = _plain(ran)
+    for test in ("test_cycle", "test_on_the_device", "test_on_the_pe", "test_dropped"):
+        assert f"DocaLeakError: test_hidden.py::{test} ended with DOCA objects still open" in out, test
+    cycle, device, pe, dropped = (out.split(f"test_hidden.py::{t} ended")[1].split("DocaLeakError")[0]
+                                  for t in ("test_cycle", "test_on_the_device", "test_on_the_pe", "test_dropped"))
+    assert "<Mmap: open, reachable only through a reference cycle (garbage collected without close())>" in cycle
+    kit = "(made on a device or Pe of the kit's fixtures, which closed it with them)"
+    assert "<Mmap open" in device and kit in device, device
+    assert pe.count("<Dma open") == 1 and kit in pe, pe
+    assert "unclosed Dma (garbage collected without close())" in dropped, dropped
+
+
+RANDOM = '''
+import random
+
+def test_random(doca_knobs):
+    print("RANDOM", doca_knobs.seed, random.random())
+'''
+
+
+def test_python_random_starts_each_kit_test_from_the_seed(pytester: pytest.Pytester,
+                                                           clean: pytest.MonkeyPatch) -> None:
+    import random
+
+    pytester.makepyfile(test_r=RANDOM)
+    ran = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:randomly", "-s", "--doca-seed", "77")
+    ran.assert_outcomes(passed=1)
+    (line,) = [ln for ln in ran.outlines if "RANDOM " in ln]
+    assert line.split("RANDOM ", 1)[1].split() == ["77", str(random.Random(77).random())]
+
+
+def test_doca_seed_last_restores_every_knob_of_the_failing_run(pytester: pytest.Pytester,
+                                                                clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_fails=FAILS)
+    clean.setenv(ENV_SHUFFLE, "0")
+    first = pytester.runpytest_subprocess("-p", "no:xdist", "--doca-seed", "4711", "--doca-version", "2.6",
+                                          "--doca-no-strict", "--doca-faults", "dma_memcpy=0.5", "--doca-impl", "native")
+    first.assert_outcomes(failed=1)
+    knobs = "seed 4711, DOCA 2.6, strict off, shuffle off, faults dma_memcpy=0.5, sides native"
+    assert f"doca_py test kit: {knobs} " in "\n".join(first.outlines)
+    (replay,) = re.findall(r"replay with: (cd .*)", _plain(first))
+    assert shlex.split(replay)[3:] == ["DOCA_PY_EMU_SHUFFLE=0", "pytest", "--doca-seed", "4711", "--doca-version",
+                                       "2.6", "--doca-no-strict", "--doca-faults", "dma_memcpy=0.5", "--doca-impl",
+                                       "native", "test_fails.py::test_pair"]
+    clean.delenv(ENV_SHUFFLE)
+    again = pytester.runpytest_subprocess("-p", "no:xdist", "--doca-seed=last")
+    again.assert_outcomes(failed=1)
+    header = "\n".join(again.outlines)
+    assert f"doca_py test kit: {knobs} " in header, header
+    assert "doca_py test kit, --doca-seed=last: the knobs of test_fails.py::test_pair" in header
+    assert "doca_py test kit, native sides: libdoca over the emulator, DOCA 2.6 (" in header
+    # This session's options win over what is restored.
+    mine = pytester.runpytest_subprocess("--doca-seed=last", "--doca-version", "3.0", "-n", "1")  # workers too
+    mine.assert_outcomes(failed=1)
+    restored = "seed 4711, DOCA 3.0, strict off, shuffle off, faults dma_memcpy=0.5, sides native"
+    assert f"doca_py test kit: {restored} " in "\n".join(mine.outlines)
+    assert f"doca_pair: knobs: {restored} (native sides: libdoca over the emulator, DOCA 3.0" in _plain(mine)
+
+
+NATIVE = '''
+import doca_py
+
+def host(side):
+    return doca_py.impl, doca_py.version_runtime()
+
+def test_native(doca_pair):
+    assert doca_pair.run(host, host) == (("native", "3.0.0000"), ("native", "3.0.0000"))
+'''
+
+
+def test_doca_impl_native_runs_the_sides_over_libdoca_and_says_so_in_the_header(
+        pytester: pytest.Pytester, clean: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_native=NATIVE)
+    for args, ini in ((["--doca-impl", "native"], ""), ([], "[pytest]\ndoca_impl = native\n")):
+        pytester.makeini(ini or "[pytest]\n")
+        ran = pytester.runpytest_subprocess("-p", "no:xdist", "--doca-version", "3.0", *args)
+        ran.assert_outcomes(passed=1)
+        header = [ln for ln in ran.outlines if ln.startswith("doca_py test kit")]
+        assert header[0].startswith("doca_py test kit: seed ") and ", sides native (replay: " in header[0], header
+        assert re.fullmatch(r"doca_py test kit, native sides: libdoca over the emulator, DOCA 3\.0 \(.*/lib\)",
+                            header[1]), header
+    pytester.makeini("[pytest]\ndoca_impl = real\n")
+    bad = pytester.runpytest_subprocess("-p", "no:xdist")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert any("the sides' path 'real': one of emulated, native" in ln for ln in bad.errlines), bad.errlines

@@ -421,3 +421,51 @@ def test_the_checker_lets_a_new_ctx_take_a_destroyed_ones_id() -> None:
     chain = [("IDLE", "RUNNING"), ("RUNNING", "STOPPING"), ("IDLE", "RUNNING")]  # the first one leaked RUNNING
     events = [_ev("i", i, cat="state", args={"from": a, "to": b}) for i, (a, b) in enumerate(chain)]
     assert check_trace({"traceEvents": _HEAD + events}) == []
+
+
+PAIR = """
+import os
+import sys
+from doca_py.testing import DocaPair, Knobs
+from tests.testing import sides
+
+if __name__ == "__main__":
+    pair = DocaPair(Knobs(seed=3))
+    pair.run(sides.dma_order, sides.returns_early, start_method=sys.argv[1])
+    print("PIDS", os.getpid(), *[r.pid for r in pair.reports])
+"""
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("method", ["warm", "fork", "spawn"])
+@pytest.mark.parametrize("per_pid", [True, False], ids=["run-{pid}", "run"])
+def test_doca_py_trace_outside_pytest_holds_both_sides_of_a_doca_pair(tmp_path: Path, method: str,
+                                                                      per_pid: bool) -> None:
+    """Outside pytest, ``DOCA_PY_TRACE`` gives a ``DocaPair`` program the kit's track and both sides, whatever
+    the start method: a side forked from the zygote or the program runs no ``atexit``, a spawned one wrote the
+    same file as its sibling."""
+    script = tmp_path / "pair_program.py"
+    script.write_text(PAIR)
+    spec = tmp_path / "traces" / ("run-{pid}.json" if per_pid else "run.json")
+    env = {**os.environ, "DOCA_PY_TRACE": str(spec), "DOCA_PY_IMPL": "emulated", "PYTHONPATH": str(ROOT)}
+    env.pop("DOCA_PY_TRACE_RUN", None)
+    out = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", str(script), method], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    files = sorted(spec.parent.glob("*.json"))
+    procs: dict[int, dict[str, Any]] = {}
+    for path in files:
+        found = check_chrome_trace(path)
+        if per_pid:
+            (pid,) = found
+            assert path.name == f"run-{pid}.json"
+        procs.update(found)
+    assert len(files) == (3 if per_pid else 1), (files, out.stdout)
+    names = sorted("doca_py" if p["name"].startswith("doca_py ") else p["name"].split(" (")[0]
+                   for p in procs.values())
+    assert names == ["doca_py", "dpu side", "host side"], (names, out.stdout)  # the program and both sides
+    (host,) = [p for p in procs.values() if p["name"].startswith("host side")]
+    assert sum(e["cat"] == "submit" for e in host["events"] if e["ph"] == "i") == sides.N_TASKS
+    (program,) = [p for p in procs.values() if p["name"].startswith("doca_py")]
+    assert "doca_pair" in program["tracks"].values()  # the kit's track: sides started, each side's result
+    assert "host side ok" in [e["name"] for e in program["events"]]

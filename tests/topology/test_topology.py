@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from apps.gga_offload.config import GgaOffloadConfig
+from apps.initiator.config import IO_TIMEOUT_DEFAULT
 from doca_py.emulated.comch.config import DEFAULT_RETRY_WINDOW
 from tests import deadlines, netns
 from apps.topology import (
@@ -37,10 +38,18 @@ PROGRESS_INTERVAL = 1.0  # the initiator's first progress line
 FIVE = 5  # processes
 
 
+def _per_test() -> float:
+    """``--timeout`` of apps.topology (per test, and per process start): five processes started and
+    ended, two control time-outs that may elapse (tests/deadlines.py), never under the 90 s a quiet
+    machine has always had."""
+    return max(90.0, deadlines.bound(CONTROL_TIMEOUT, CONTROL_TIMEOUT, starts=2 * FIVE))
+
+
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    per_test = _per_test()
     return subprocess.run([sys.executable, "-m", "apps.topology", "--block-count", "32", "--throughput-operations",
-                           "400", "--workdir", str(tmp_path), "--timeout", "90", *extra],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           "400", "--workdir", str(tmp_path), "--timeout", f"{per_test:.0f}", *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=4 * per_test)  # 3 tests and the files
 
 
 def _passed(out: subprocess.CompletedProcess[str], n: int) -> None:
@@ -54,6 +63,27 @@ def test_main_job_runs_the_three_default_tests(tmp_path: Path) -> None:
     _passed(out, 3)
     for role in ("target-data_1", "target-data_2", "target-data_p", "gga_offload", "initiator"):
         assert (tmp_path / f"{role}.log").exists()
+
+
+def test_every_process_line_is_printed_as_it_comes_with_its_name(tmp_path: Path) -> None:
+    """Issue 35 item 22: the lines of the five processes come as they are written, each prefixed with
+    its process's name, the reports included; not an initiator log printed whole once it ended. The
+    order across processes shows it: the initiator's configuration (printed at its start) comes before
+    the targets' statistics (printed once the session is over), and its report after them is whole."""
+    out = _run(tmp_path, "--strategy", "read_throughput_test")
+    _passed(out, 1)
+    lines = out.stdout.splitlines()
+
+    def first(prefix: str, text: str) -> int:
+        found = [i for i, line in enumerate(lines) if line.startswith(prefix) and text in line]
+        assert found, f"no {prefix!r} line with {text!r}:\n{out.stdout[-4000:]}"
+        return found[0]
+
+    started = first("initiator    | ", "Configuration: {")
+    for role in ("target-data_1", "target-data_2", "target-data_p", "gga_offload  "):
+        assert started < first(f"{role}| ", "| Operation count: "), out.stdout[-4000:]
+    assert first("initiator    | ", "clat percentiles") < first("--- PASSED", "")
+    assert not [line for line in lines if line.startswith("    ")], "the initiator's log printed again at the end"
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -113,13 +143,14 @@ def _exits(proc: Proc, within: float) -> int:
 
 
 @contextmanager
-def _validity_run(tmp_path: Path, strategy: str, operations: int,
-                  bridge_args: tuple[str, ...] = ()) -> Iterator[tuple[list[Proc], Proc, Proc]]:
+def _validity_run(tmp_path: Path, strategy: str, operations: int, bridge_args: tuple[str, ...] = (),
+                  initiator_args: tuple[str, ...] = (), env_extra: dict[str, str] | None = None) \
+        -> Iterator[tuple[list[Proc], Proc, Proc]]:
     """The five processes in a long validity test, once the initiator reports progress (mid-run)."""
     args = build_parser().parse_args(["--block-count", "32", "--workdir", str(tmp_path)])
-    env = environment()
+    env = {**environment(), **(env_extra or {})}
     plain, files = prepare(args, tmp_path, env)
-    test = TopologyTest("degraded", strategy, operations, bridge_args=bridge_args)
+    test = TopologyTest("degraded", strategy, operations, bridge_args=bridge_args, initiator_args=initiator_args)
     with topology(tmp_path, env) as topo:
         targets, bridge, initiator = start(topo, test, args, files, plain, initiator_marker=PROGRESS)
         initiator.wait_marker(PROGRESS, deadlines.bound(CONTROL_TIMEOUT, PROGRESS_INTERVAL, starts=FIVE))
@@ -177,19 +208,31 @@ def _stall_until_the_run_ends(victim: Proc, bridge: Proc, initiator: Proc, targe
 @pytest.mark.parametrize("role", ROLES)
 def test_a_stalled_target_degrades_reads_after_the_io_deadline(tmp_path: Path, role: str) -> None:
     """A target SIGSTOPped mid-run: its requests are written off after --target-io-timeout and the
-    reads are served from the two others; the validity test passes."""
-    with _validity_run(tmp_path, "read_only_data_validity_test", VALIDITY_OPS,
-                       ("--target-io-timeout", "1")) as (targets, bridge, initiator):
-        _stall_until_the_run_ends(targets[ROLES.index(role)], bridge, initiator, 1.0)
+    reads are served from the two others; the validity test passes.
+
+    The time-out is short, so the stall is found soon, and long enough that a loaded machine does not
+    make a healthy target miss it (tests/deadlines.py); the initiator's ``--io-timeout`` keeps its
+    default's margin over it (8 s against 5), so a read served degraded is not counted as timed out,
+    and so do the emulated RDMA transport's retry window and the bridge's ``--control-timeout`` (the
+    stop relay waits for the shorter of the two time-outs), so the IO deadline finds the stall."""
+    io_timeout = deadlines.product_timeout(1)
+    margin = deadlines.product_timeout(IO_TIMEOUT_DEFAULT - TARGET_IO_TIMEOUT)
+    window = io_timeout + margin
+    bridge_args = ("--target-io-timeout", str(io_timeout), "--control-timeout", str(max(window, int(CONTROL_TIMEOUT))))
+    with _validity_run(tmp_path, "read_only_data_validity_test", VALIDITY_OPS, bridge_args,
+                       ("--io-timeout", str(io_timeout + margin)),
+                       {"DOCA_PY_RDMA_RETRY_WINDOW": str(window)}) as (targets, bridge, initiator):
+        _stall_until_the_run_ends(targets[ROLES.index(role)], bridge, initiator, float(window))
         if role == "data_p":
             # Plain reads never wait for data_p: it is found stalled when the stop is relayed, within
             # --target-io-timeout, before the initiator's own wait for the answer runs out.
             _degraded(bridge, role, reads=False)
-            assert any("did not answer a stop_storage_request within 1 s" in line for line in bridge.lines), \
-                bridge.tail(40)
+            assert any(f"did not answer a stop_storage_request within {io_timeout} s" in line
+                       for line in bridge.lines), bridge.tail(40)
         else:
             _degraded(bridge, role)
-            assert any("did not answer an IO request within 1 s" in line for line in bridge.lines), bridge.tail(40)
+            assert any(f"did not answer an IO request within {io_timeout} s" in line for line in bridge.lines), \
+                bridge.tail(40)
 
 
 def test_a_stalled_parity_target_under_default_flags_ends_a_read_run_normally(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from doca_py.types import AccessFlag as A
 
 from apps.storage.wire.control import MessageType
+from tests import deadlines
 from tests.gga_offload.harness import DEADLINE, DPU, HOST, Proc, TestInitiator, interrupt, plain_content
 
 __all__ = ["DEADLINE", "DPU", "HOST", "Proc", "Deployment", "ZeroCopyInitiator", "interrupt", "plain_content",
@@ -40,9 +41,13 @@ def write_plain(tmp: Path, blocks: int, block_size: int) -> tuple[Path, bytes]:
 class Deployment:
     """One target holding *content* (raw, ``block_size × blocks``) and the bridge in front of it."""
 
-    def __init__(self, content: Path, block_size: int, *, control_timeout: int = 5, cpus: Sequence[int] = (0,),
-                 target_args: Sequence[str] = ()) -> None:
+    def __init__(self, content: Path, block_size: int, *, control_timeout: int | None = None,
+                 cpus: Sequence[int] = (0,), target_args: Sequence[str] = ()) -> None:
         self.name = f"zc-test-{uuid.uuid4().hex[:12]}"
+        # the bridge's --control-timeout: 5 s on a quiet machine, more under load (tests/deadlines.py)
+        self.control_timeout = deadlines.product_timeout(5) if control_timeout is None else control_timeout
+        self.deadline = max(DEADLINE, deadlines.bound(self.control_timeout, starts=1))
+        """A wait of the tests that may include the bridge's time-outs (`tests.deadlines.bound`)."""
         blocks = content.stat().st_size // block_size
         self.bridge: Proc | None = None
         self.target = Proc("apps.storage_target", "-d", DPU, "--listen-address", "127.0.0.1", "--listen-port", "0",
@@ -53,7 +58,7 @@ class Deployment:
                                                  "listening line").split()[-1])
             self.bridge = Proc("apps.zero_copy", "-d", DPU, "-r", HOST, *[f"--cpu={c}" for c in cpus],
                                "--storage-server", f"127.0.0.1:{self.port}", "--command-channel-name", self.name,
-                               "--control-timeout", str(control_timeout))
+                               "--control-timeout", str(self.control_timeout))
         except BaseException:
             self.kill()
             raise

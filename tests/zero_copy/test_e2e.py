@@ -16,6 +16,7 @@ from apps.storage.wire.control import StorageDetails
 from apps.common.errors import ControlRequestError
 from apps.storage.wire.io_message import IoMessage, IoMessageType
 
+from tests import deadlines
 from tests.gga_offload.harness import end_after_a_failed_init, end_session, write_four_blocks
 
 from .harness import DPU, HOST, Deployment, Proc, ZeroCopyInitiator, interrupt, write_plain
@@ -123,9 +124,13 @@ def test_the_target_dropping_an_idle_connection_is_reconnected(content: tuple[Pa
     """The target drops a client that sends nothing within --first-message-timeout; the bridge,
     which has sent nothing yet (it waits for the initiator), connects again."""
     path, plain = content
-    dep = Deployment(path, B, target_args=("--first-message-timeout", "1"))
+    # short, so the idle bridge is dropped soon; long enough that the session that follows (a loaded
+    # machine included) sends its first message within it
+    first = deadlines.product_timeout(1)
+    dep = Deployment(path, B, target_args=("--first-message-timeout", str(first)))
     try:
-        dep.target.wait_for(lambda s: "dropping control client" in s, "the target dropping the idle bridge")
+        dep.target.wait_for(lambda s: "dropping control client" in s, "the target dropping the idle bridge",
+                            deadlines.bound(first, starts=1))
         dep.svc.wait_for(lambda s: "reconnecting" in s, "the bridge reconnecting")
         with ZeroCopyInitiator.session(dep) as ini:
             ini.setup(transactions=2)

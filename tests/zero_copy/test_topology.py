@@ -24,9 +24,13 @@ CONTROL_TIMEOUT = 10.0  # what apps.topology.start gives every process; the wait
 
 
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    # apps.topology's --timeout, per test and per process start: three processes started and ended, two
+    # control time-outs that may elapse (tests/deadlines.py), never under the 60 s of a quiet machine
+    per_test = max(60.0, deadlines.bound(CONTROL_TIMEOUT, CONTROL_TIMEOUT, starts=6))
     return subprocess.run([sys.executable, "-m", "apps.topology", "--bridge", "zero-copy", "--block-count", "16",
-                           "--throughput-operations", "300", "--workdir", str(tmp_path), "--timeout", "60", *extra],
-                          cwd=ROOT, capture_output=True, text=True, timeout=240)
+                           "--throughput-operations", "300", "--workdir", str(tmp_path), "--timeout",
+                           f"{per_test:.0f}", *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=4 * per_test)
 
 
 @pytest.mark.parametrize("strategies", [("read_only_data_validity_test", "read_write_data_validity_test"),

@@ -10,8 +10,9 @@ as DOCA does:
  "doca_program_flags": {"device": "03:00.0", "cpu": [0, 1], "block-size": 4096}}
 ```
 
-The file is read as DOCA's argp reads it with json-c (`.jsonc`): ``/* */`` and ``//`` comments and
-trailing commas are accepted, nesting is limited to 32 levels and integers to 64 bits.
+The file is read as DOCA's argp reads it with json-c (`.jsonc`): ``/* */`` and ``//`` comments,
+trailing commas, single-quoted strings and ``TRUE``/``False``/``NULL`` in any case are accepted, nesting
+is limited to 32 levels and integers to 64 bits.
 Command-line flags win over the JSON file. Problems are reported one per line as
 ``<prog>: error: <problem>`` and the program exits with status 2 (`EXIT_USAGE`, as every app and
 tool of doca_py does; DOCA argp itself exits 1). ``<prog>`` is the name the user typed: the console

@@ -31,10 +31,15 @@ class RetryLog:
     """The retries towards one peer, *what* (``storage target data_1 (127.0.0.1:12001)``)."""
 
     def __init__(self, log: logging.Logger, what: str, retry_interval: float, *,
-                 interval: float = RETRY_LOG_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+                 interval: float = RETRY_LOG_INTERVAL, clock: Callable[[], float] = time.monotonic,
+                 bound: str = "") -> None:
         self.log, self.what, self.retry_interval, self.interval, self.clock = log, what, retry_interval, interval, clock
+        self.bound = bound
+        """How long the retries may go on, for the first line (``"for up to 60 s (--target-connect-timeout)"``)."""
         self.attempts = 0
         """Failed attempts so far."""
+        self.last_reason = ""
+        """Why the last attempt failed (empty before the first failure)."""
         self._first: float | None = None
         self._logged_at = 0.0
         self._unlogged = 0
@@ -43,9 +48,11 @@ class RetryLog:
         """One attempt failed because of *reason*."""
         now = self.clock()
         self.attempts += 1
+        self.last_reason = reason
         if self._first is None:
             self._first = self._logged_at = now
-            self.log.info("%s is not reachable: %s; retrying every %g s", self.what, reason, self.retry_interval)
+            self.log.info("%s is not reachable: %s; retrying every %g s%s", self.what, reason, self.retry_interval,
+                          f" {self.bound}" if self.bound else "")
         elif now - self._logged_at >= self.interval:
             self.log.warning("%s is still not reachable after %d attempts in %.0f s: %s (%d attempt(s) not logged "
                              "since the last message); retrying", self.what, self.attempts, now - self._first,

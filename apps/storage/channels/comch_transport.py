@@ -195,6 +195,13 @@ class ComchTransport:
         return self._conn
 
     @property
+    def unanswered(self) -> bool:
+        """Whether the connection was lost because a control send failed with ``IO_FAILED``: the peer did
+        not answer within the transport's retry window (stopped, hung or cut off), not that it closed."""
+        exc = self._lost_exc
+        return isinstance(exc, StorageAppError) and exc.code == ErrorCode.IO_FAILED
+
+    @property
     def is_connected(self) -> bool:
         """Whether a connection is attached and no disconnect has been seen."""
         return self._conn is not None and not self._lost and not self._closed

@@ -36,6 +36,7 @@ import doca_py as d
 from doca_py.comch import ComchConnection, ComchConsumer, ComchConsumerTaskPostRecv, ComchProducer, \
     ComchProducerTaskSend
 from doca_py.ctx import TaskCallback
+from doca_py.errors import ErrorCode
 from doca_py.types import AccessFlag, CtxState
 
 from apps.common.runtime.worker_thread import WorkerThread
@@ -97,6 +98,9 @@ class BridgeWorkerThread(WorkerThread, Generic[S]):
         self.bytes_requested = 0     # io_size of the requests accepted (live statistics)
         self.pe_hits = 0
         self.pe_misses = 0
+        #: Set when a comch send to the initiator failed with ``IO_FAILED``: the transport's retry window
+        #: ran out, the initiator did not answer (stopped, hung, unreachable) and the connection was dropped.
+        self.initiator_unanswered = False
 
     # ------------------------------------------------------------------ control-thread API
     @property
@@ -189,6 +193,12 @@ class BridgeWorkerThread(WorkerThread, Generic[S]):
         # The reference destroys the comch producer/consumer at stop: the initiator waits for
         # the consumer to expire before it shuts down.
         self._close_comch()
+
+    def _reply_failed(self, status: ErrorCode) -> None:
+        """A comch producer send to the initiator failed with *status* (fatal for the worker)."""
+        if status == ErrorCode.IO_FAILED:
+            self.initiator_unanswered = True
+        self._fail(f"a comch producer send failed: {status.name}")
 
     def _fail(self, reason: str) -> None:
         """A fatal problem of this worker: it stops taking requests (in-flight ones still get

@@ -41,10 +41,11 @@ from apps.storage.wire.control import (
     make_response,
 )
 from apps.common.errors import PeerClosedError, StorageAppError
+from apps.common.runtime.stall import LoopClock, describe_stall, stall_note
 from apps.common.runtime.stats import WorkerStats, format_worker_stats
 
 __all__ = ["ABORTED_TEXT", "DRAIN_TIMEOUT", "STOP_DRAIN_MIN", "ABORT_DRAIN_TIMEOUT", "TICK", "Printer", "TargetFailure",
-           "InitiatorGone", "INITIATOR_GONE_TEXT", "aborted",
+           "InitiatorGone", "INITIATOR_GONE_TEXT", "INITIATOR_UNANSWERED_TEXT", "aborted",
            "BridgeWorker", "BridgeControl", "open_host_representor", "serve_session"]
 
 Printer = Callable[[str], None]
@@ -73,14 +74,23 @@ class TargetFailure(StorageAppError):
 
 
 INITIATOR_GONE_TEXT = "the initiator closed the comch connection"
+INITIATOR_UNANSWERED_TEXT = ("the initiator stopped answering: a comch send to it failed with IO_FAILED once the "
+                             "transport's retry window ran out (it is stopped, hung or cut off), and the connection "
+                             "was dropped")
+EVIDENCE_WAIT = 0.5
+"""Seconds the control thread waits, once the initiator's connection is gone, for the workers to report
+how (their send to the initiator failing with IO_FAILED arrives on their own progress engines)."""
 
 
 class InitiatorGone(StorageAppError):
     """The initiator's comch connection went away (while a request was being handled): the
-    bridge must end."""
+    bridge must end. *unanswered*: it was dropped because the initiator did not answer, not closed
+    by it; *note* is appended (a stop of this process just before, `stall_note`)."""
 
-    def __init__(self, detail: str = "") -> None:
-        super().__init__(ErrorCode.CONNECTION_RESET, INITIATOR_GONE_TEXT + (f" ({detail})" if detail else ""))
+    def __init__(self, detail: str = "", *, unanswered: bool = False, note: str = "") -> None:
+        text = INITIATOR_UNANSWERED_TEXT if unanswered else INITIATOR_GONE_TEXT
+        super().__init__(ErrorCode.CONNECTION_RESET, text + (f" ({detail})" if detail else "") + note)
+        self.unanswered = unanswered
 
 
 class BridgeWorker(Protocol):
@@ -100,6 +110,9 @@ class BridgeWorker(Protocol):
 
     @property
     def alive(self) -> bool: ...
+
+    @property
+    def initiator_unanswered(self) -> bool: ...
 
     def not_ready(self) -> list[str]: ...
 
@@ -194,7 +207,20 @@ class BridgeControl(Generic[W]):
     def _check_initiator(self) -> None:
         """Raise :class:`InitiatorGone` if the initiator's comch connection went away."""
         if not self.comch.is_connected:
-            raise InitiatorGone()
+            raise self._initiator_gone()
+
+    def _initiator_gone(self) -> InitiatorGone:
+        """Why the initiator's connection went away, as far as this bridge can tell: it did not answer (a
+        comch send to it, control or data path, failed with ``IO_FAILED``), or it closed the connection;
+        with a note when this bridge had itself just been stopped (its sends then went unanswered because
+        of its own pause)."""
+        deadline = time.monotonic() + (EVIDENCE_WAIT if self.workers else 0.0)
+        while True:
+            unanswered = self.comch.unanswered or any(w.initiator_unanswered for w in self.workers)
+            if unanswered or time.monotonic() >= deadline:
+                break
+            self.abort.wait(TICK / 5)
+        return InitiatorGone(unanswered=unanswered, note=stall_note())
 
     def _relay_idle(self) -> None:
         """One idle step of a relay (the bridge waits for its target(s)): keep the comch PE
@@ -225,7 +251,7 @@ class BridgeControl(Generic[W]):
             try:
                 msg = self.client.poll(TICK)
             except PeerClosedError:
-                raise InitiatorGone() from None
+                raise self._initiator_gone() from None
             if msg is not None:
                 return msg
 
@@ -276,7 +302,7 @@ class BridgeControl(Generic[W]):
             raise
         except (StorageAppError, DocaError, ValueError) as exc:
             if isinstance(exc, PeerClosedError) and self.initiator_close_ends:
-                raise InitiatorGone() from None
+                raise self._initiator_gone() from None
             if self.abort.is_set():
                 raise aborted() from None
             self.log.error("%s failed: %s", msg.type.wire_name, exc)
@@ -324,8 +350,13 @@ class BridgeControl(Generic[W]):
             raise StorageAppError(ErrorCode.BAD_STATE, "start_storage_request before a successful init")
         self.relay_simple(M.START_STORAGE_REQUEST, msg.correlation_id)
         deadline = time.monotonic() + self.timeout
+        clock = LoopClock(TICK)
         while len(self.live_consumers()) < len(self.workers) or not all(w.ready for w in self.workers):
             self._check_abort()
+            stall = clock.tick()
+            if stall:  # this process did not run: nothing could be announced to it meanwhile
+                deadline += stall
+                self.log.warning("%s; the wait for the data path to be ready starts again", describe_stall(stall))
             self._watch_targets()
             self._check_initiator()
             other = self.client.poll(0.0)

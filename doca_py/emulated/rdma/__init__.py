@@ -40,7 +40,11 @@
 * **Failures.** A stream that dies fails every task waiting on it with
   ``DOCA_ERROR_CONNECTION_RESET`` (the first failed task moves the ctx to STOPPING as
   any failed task does) and reports the connection's disconnection (or failure,
-  before it was established) through the connection state callbacks.
+  before it was established) through the connection state callbacks. A failed
+  connection keeps its slot until ``disconnect`` (or a stop) releases it. ``connect``
+  to a peer whose side is gone since its export (its ctx stopped or restarted, or it
+  released the connection) succeeds, as DOCA's local connect does, and fails the
+  connection; only a malformed, forged or replayed blob is refused at once.
 * **Silent peers.** Work waiting for the peer's response (``pending``) runs a retry-window
   timer on the I/O thread (``DOCA_PY_RDMA_RETRY_WINDOW``, default 4 s): when the peer gave no
   sign of life for a whole window (no byte on either stream, no room made in a full socket),

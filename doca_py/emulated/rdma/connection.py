@@ -93,6 +93,7 @@ class EmuRdmaConnection:
         self.pending: deque[Work] = deque()  # requests awaiting responses, in order (under req.lock)
         self.map_ids: dict[ex.Blob, int] = {}
         self.blob = b""
+        self.joined = False  # connect() was called (export/connect flow)
         self.epoch = ctx.epoch
         self.sq = Fifo(ctx, self.run_sq)  # submitted tasks, in order, until they start (Pe thread)
         self.err = RESET  # status of tasks started after the connection broke
@@ -154,18 +155,33 @@ class EmuRdmaConnection:
             ctx.pe.post(fifo_retry, self.sq)  # tasks waiting on the request fail
 
     def disconnect(self) -> None:
-        """Tear the connection down; the peer sees its disconnection callback."""
+        """Tear the connection down (the peer sees its disconnection callback) and free its slot.
+
+        A connection that already failed (its peer left, its tasks failed, the connect window
+        ended) keeps its slot until it is disconnected, as in DOCA, whose samples call
+        ``doca_rdma_connection_disconnect`` from the disconnection callback: disconnecting it only
+        frees the slot. A connection disconnected before, or one of a ctx that stopped since (stop
+        releases every connection), is ``BAD_STATE``.
+        """
         if emu_version.VERSION < CONNECTIONS_SINCE:
             raise need_connections("doca_rdma_connection_disconnect")
-        if self.state not in (C_ESTABLISHED, C_CONNECTING, C_REQUESTED, C_NEW):
-            raise DocaBadState("disconnect: the connection is not up")
-        req = self.req
-        if req is not None:
-            with req.lock:
-                if not req.closed:
-                    put_frame(req.out, T_DISC, 0, 0, 0, 0, 0)
-            req.flush()
-        self.ctx.break_connection(self, RESET, local=True)
+        ctx = self.ctx
+        with ctx.lock:
+            held = self in ctx.conns
+        if not held:
+            raise DocaBadState("disconnect: the connection was already released (disconnected before, or its "
+                               "ctx stopped since: a stop releases every connection)")
+        if self.state not in (C_BROKEN, C_CLOSED):
+            req = self.req
+            if req is not None:
+                with req.lock:
+                    if not req.closed:
+                        put_frame(req.out, T_DISC, 0, 0, 0, 0, 0)
+                req.flush()
+            ctx.break_connection(self, RESET, local=True)
+        with ctx.lock:
+            if self in ctx.conns:
+                ctx.conns.remove(self)
 
     # -- sending requests (Pe thread) -----------------------------------------------------------
     def run_sq(self) -> None:

@@ -28,12 +28,12 @@ from ..transport.shmring import usable as rings_usable
 from ..transport.stream import Listener, Stream
 from .config import (
     C_BROKEN, C_CLOSED, C_CONNECTING, C_ESTABLISHED, C_NEW, C_REQUESTED, DEFAULT_QUEUE_SIZE, EV_DISCONNECTION,
-    EV_ESTABLISHED, EV_FAILURE, EV_REQUEST, ABORTED, IDLE, LOCAL_RW, RESET, RUNNING, STARTING, TIME_OUT,
+    EV_ESTABLISHED, EV_FAILURE, EV_REQUEST, ABORTED, BAD_STATE, IDLE, LOCAL_RW, RESET, RUNNING, STARTING, TIME_OUT,
     cfg, host_id, rnr_window,
 )
 from .wire import (
-    ConnBlob, Unreachable, HELLO, HELLO_MAGIC, K_CM_REQUEST, K_CONNECT, REPLY, REPLY_MAGIC, VERSION,
-    advertised, close_all, drop_data, exchange, pack_ip, serials, unpack_ip, used_keys, used_lock,
+    ConnBlob, HELLO, HELLO_MAGIC, K_CM_REQUEST, K_CONNECT, REPLY, REPLY_MAGIC, VERSION,
+    advertised, close_all, dial_peer, drop_data, pack_ip, serials, unpack_ip, used_keys, used_lock,
     decode_blob, encode_blob, unix_path,
 )
 from .connection import (CONNECTIONS_SINCE, EmuRdmaConnection, Fifo, fifo_retry, ignore_close, need_connections,
@@ -79,6 +79,9 @@ class EmuRdma(RdmaTaskAlloc):
         self.posted: deque[EmuRdmaTaskReceive] = deque()
         self.stalled: deque[Stream] = deque()
         self.conns: list[EmuRdmaConnection] = []
+        #: Keys of every connection this ctx made, over all its starts (a restarted ctx keeps its Unix socket path):
+        #: a dial naming one no longer held is late (failed, released, restarted since), any other key forged.
+        self.issued: set[bytes] = set()
         self.next_conn_id = 0
         self.listener: Listener | None = None
         self.unix: Listener | None = None  # same-host peers dial it (rings can be handed over on it)
@@ -141,15 +144,16 @@ class EmuRdma(RdmaTaskAlloc):
         for t in claimed:
             t.status = FLUSHED
             pe.post_item(t.done)
-        if self.listener is not None:
-            self.listener.close()
-            self.listener = None
-        if self.unix is not None:
-            self.unix.close()
-            self.unix = None
+        self._close_listeners()
         for lst in self.cm_listeners.values():
             lst.close()
         self.cm_listeners.clear()
+
+    def _close_listeners(self) -> None:
+        for lst in (self.listener, self.unix):
+            if lst is not None:
+                lst.close()
+        self.listener = self.unix = None
 
     def _close_conn(self, c: EmuRdmaConnection) -> list[Work]:
         """Detach *c* from its streams (any thread); returns the tasks that waited on it."""
@@ -193,12 +197,7 @@ class EmuRdma(RdmaTaskAlloc):
 
     def destroy(self) -> None:
         super().destroy()
-        if self.listener is not None:
-            self.listener.close()
-            self.listener = None
-        if self.unix is not None:
-            self.unix.close()
-            self.unix = None
+        self._close_listeners()
         self.poller.close()
 
     # -- export / connect ---------------------------------------------------------------------------
@@ -206,12 +205,15 @@ class EmuRdma(RdmaTaskAlloc):
         if self.state not in (STARTING, RUNNING):
             raise DocaBadState("rdma connections are made after start (ctx STARTING or RUNNING)")
         with self.lock:
-            live = sum(1 for c in self.conns if c.state not in (C_BROKEN, C_CLOSED))
-            if live >= self.max_conns:
-                raise DocaFull(f"all {self.max_conns} connections of this ctx are in use (set_max_num_connections)")
+            if len(self.conns) >= self.max_conns:  # a failed connection holds its slot until disconnected (DOCA)
+                dead = sum(1 for c in self.conns if c.state in (C_BROKEN, C_CLOSED))
+                hint = (f"; {dead} of them failed: RdmaConnection.disconnect() releases a failed connection's slot"
+                        if dead else "; set_max_num_connections (before start) allows more")
+                raise DocaFull(f"all {self.max_conns} connection slot(s) of this ctx are held{hint}")
             c = EmuRdmaConnection(self, self.next_conn_id)
             self.next_conn_id += 1
             self.conns.append(c)
+            self.issued.add(c.key)
         return c
 
     def export(self) -> tuple[bytes, EmuRdmaConnection]:
@@ -229,7 +231,7 @@ class EmuRdma(RdmaTaskAlloc):
             raise DocaInvalidValue("the connection was not exported by this rdma ctx")
         if self.state not in (STARTING, RUNNING):
             raise DocaBadState("connect needs a started rdma ctx")
-        if conn.state != C_NEW or conn.req is not None:
+        if conn.joined or conn.cm_addr is not None:
             raise DocaBadState("this connection is already connected (a new connection needs a new export)")
         if not blob:
             raise DocaInvalidValue("empty connection blob")
@@ -239,9 +241,15 @@ class EmuRdma(RdmaTaskAlloc):
                 raise DocaConnectionAborted("this connection blob was already used for a connection (replayed)")
         if conn.peer_key is not None and conn.peer_key != b.key:
             raise DocaConnectionAborted("another peer already connected to this connection's export")
+        if conn.state in (C_BROKEN, C_CLOSED):  # the peer connected to our export, then left: doca_rdma_connect
+            conn.joined = True                     # only moves the local QP and succeeds; the tasks report the loss
+            with used_lock:
+                used_keys.add(b.key)
+            return
         # Same host: dial the peer's Unix listener, which can hand over a shared-memory ring.
         unix = unix_path(b.pid, b.serial) if b.host == self.host and self.unix is not None else ""
         self.dial(conn, (b.ip, b.port), b.key, unix)
+        conn.joined = True
         if not self.v3 and self.state == STARTING:  # 2.6: the next progress moves the ctx to RUNNING
             assert self.pe is not None
             self.pe.post(self._to_running, self.epoch)
@@ -254,10 +262,16 @@ class EmuRdma(RdmaTaskAlloc):
                             self.perms, int(rnr_window(self.rnr_retry) * 1000), conn.id, ip, self.listener.addr[1],
                             family)
         try:
-            reply = exchange(addr, hello, cfg.connect_timeout, unix)
-        except Unreachable:
-            reply = exchange(addr, hello, cfg.connect_timeout)
+            reply = dial_peer(addr, hello, cfg.connect_timeout, unix)
+        except DocaConnectionAborted as exc:  # no listener, or it closed: the peer's ctx stopped or its process ended
+            self._peer_gone(conn, peer_key, str(exc).split(": ", 1)[-1])
+            return
         sock, (magic, version, status, phost, ppid, pperms, prnr), fds = reply
+        if status in (BAD_STATE, RESET):
+            close_all(sock, fds)
+            self._peer_gone(conn, peer_key, "its ctx is not running" if status == BAD_STATE else
+                            "its side of this connection failed or was disconnected")
+            return
         if status:
             close_all(sock, fds)
             name = ErrorCode(status).name if status in ErrorCode._value2member_map_ else status
@@ -290,6 +304,15 @@ class EmuRdma(RdmaTaskAlloc):
                 conn.state = C_CONNECTING
             self._maybe_established(conn)
         st.start()
+
+    def _peer_gone(self, conn: EmuRdmaConnection, peer_key: bytes, why: str) -> None:
+        """The peer's side of *conn* is gone (its ctx stopped or restarted since it exported, or it released the
+        connection): *conn* fails, as on hardware, where ``doca_rdma_connect`` only moves the local QP and succeeds
+        (refusing it made reconnections under faults fail at random where DOCA does not)."""
+        with used_lock:
+            used_keys.add(peer_key)
+        self.break_connection(conn, RESET, reason=f"the peer's side of the connection is gone ({why}): it "
+                                                 f"stopped or released it before the connection was established")
 
     def _maybe_established(self, conn: EmuRdmaConnection) -> None:
         """Both streams up: the connection is established (ctx.lock held)."""
@@ -382,8 +405,10 @@ class EmuRdma(RdmaTaskAlloc):
                     status = int(ErrorCode.BAD_STATE)
                 else:
                     conn = next((c for c in self.conns if c.key == target), None)
-                    if conn is None or conn.state in (C_BROKEN, C_CLOSED):
-                        status = ABORTED  # unknown, stale or closed key
+                    if (target in self.issued) if conn is None else conn.state in (C_BROKEN, C_CLOSED):
+                        status, conn = RESET, None  # ours, but it failed or was released (a late dial)
+                    elif conn is None:
+                        status = ABORTED  # a key this ctx never issued
                     elif conn.srv is not None:
                         status = ABORTED  # replayed: the connection already has its peer
                     elif conn.peer_key is not None and conn.peer_key != key:

@@ -129,6 +129,17 @@ class Unreachable(Exception):
     """The peer's Unix listener cannot be reached (another user, gone): use TCP."""
 
 
+def dial_peer(addr: tuple[str, int], hello: bytes, timeout: float,
+              unix: str = "") -> tuple[socket.socket, tuple[Any, ...], list[int]]:
+    """:func:`exchange` over the Unix socket *unix* when given and reachable, else over TCP to *addr*."""
+    if unix:
+        try:
+            return exchange(addr, hello, timeout, unix)
+        except Unreachable:
+            pass
+    return exchange(addr, hello, timeout)
+
+
 def exchange(addr: tuple[str, int], hello: bytes, timeout: float,
               unix: str = "") -> tuple[socket.socket, tuple[Any, ...], list[int]]:
     """Dial *addr* (or the Unix socket *unix*: :class:`Unreachable` if it cannot be), send the

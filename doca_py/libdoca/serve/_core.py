@@ -235,9 +235,10 @@ def wrap(name: str, fn: Callable[..., Any], restype: Any) -> Callable[..., Any]:
 class CpuLedger:
     """Where the CPU of a libdoca process goes, for ``benchmarks/e2e`` (``DOCA_PY_LIBDOCA_CPU=DIR``).
 
-    ``DIR/<pid>`` is a small shared file of ``(thread id, nanoseconds)`` pairs: one per thread that called
-    into libdoca, with the thread CPU time (``time.thread_time_ns``) it spent inside the emulator's slot
-    functions. A reader adds the CPU of the process's other threads (the emulator's I/O and engine threads)
+    ``DIR/<pid>`` is a small shared file of ``(thread id, nanoseconds, calls)`` triples of ``uint64``: one per
+    thread that called into libdoca, with the thread CPU time (``time.thread_time_ns``) it spent inside the
+    emulator's slot functions and how many calls it made (a reader charges each call's C-to-Python crossing,
+    which happens outside the measured span, to the emulator too). A reader adds the CPU of the process's other threads (the emulator's I/O and engine threads)
     to get the emulator's share; the rest of those threads' CPU is the native layer and the application:
     the Python a BlueField's cores would run. Chosen at attach: a process without the variable pays nothing.
     """
@@ -249,10 +250,10 @@ class CpuLedger:
 
         self.path = os.path.join(directory, str(os.getpid()))
         with open(self.path, "wb") as f:
-            f.write(b"\0" * (16 * self.SLOTS))
+            f.write(b"\0" * (24 * self.SLOTS))
         self._file = open(self.path, "r+b")  # noqa: SIM115 - mapped for the process's life
-        self._map = _mmap.mmap(self._file.fileno(), 16 * self.SLOTS)
-        self._cells = (ctypes.c_uint64 * (2 * self.SLOTS)).from_buffer(self._map)
+        self._map = _mmap.mmap(self._file.fileno(), 24 * self.SLOTS)
+        self._cells = (ctypes.c_uint64 * (3 * self.SLOTS)).from_buffer(self._map)
         self._local = threading.local()
         self._used = 0
         self._lock = threading.Lock()
@@ -264,7 +265,7 @@ class CpuLedger:
             with self._lock:
                 i = self._used if self._used < self.SLOTS else self.SLOTS - 1
                 self._used += 1
-            self._cells[2 * i] = threading.get_native_id()
+            self._cells[3 * i] = threading.get_native_id()
             self._local.i = i
             self._local.depth = 0
         return i
@@ -282,7 +283,8 @@ class CpuLedger:
             try:
                 return slot(*args)
             finally:
-                cells[2 * i + 1] += now() - t0
+                cells[3 * i + 1] += now() - t0
+                cells[3 * i + 2] += 1
                 local.depth = 0
 
         timed_slot.__name__ = slot.__name__

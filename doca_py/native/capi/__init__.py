@@ -34,7 +34,7 @@ getters/setters, task and buffer allocation) keep the GIL during the call (bound
 everything else releases it (``ctypes.CDLL``); [`keeps_gil`][doca_py.native.capi.keeps_gil] decides.
 
 Typing: ``load_common()``, ``load_rdma()`` … return the ``Protocol`` of their library from the
-generated ``_raw.pyi`` (see [`gen_stubs`][doca_py.native.capi.gen_stubs]; regenerate it after editing
+generated ``_raw.pyi`` (``python -m doca_py.native.capi.gen_stubs`` regenerates it after editing
 a table), so mypy checks each call's arity, argument kinds and result.
 """
 
