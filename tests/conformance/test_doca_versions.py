@@ -11,7 +11,6 @@ difference the public API bridges the same way on both backends, each with its o
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -158,7 +157,6 @@ class Probe:
     fns: tuple[str, ...]
     run: Callable[[World], object]
     says: str = ""
-    comch: bool = False
 
 
 def _producer_send_with_imm(w: World) -> None:
@@ -292,12 +290,11 @@ PROBES: dict[str, Probe] = {
     "RdmaConnection.reject": Probe(("doca_rdma_connection_reject",), lambda w: w.rdma_conn().reject()),
     "RdmaConnection.disconnect": Probe(("doca_rdma_connection_disconnect",), lambda w: w.rdma_conn().disconnect()),
     # -- comch: DOCA 2.6's libdoca_cc has no immediate data and no server-side disconnect
-    "ComchServer.disconnect": Probe(("doca_comch_server_disconnect",), _server_disconnect, comch=True),
+    "ComchServer.disconnect": Probe(("doca_comch_server_disconnect",), _server_disconnect),
     "ComchConsumer.set_imm_data_len(4)": Probe(("doca_comch_consumer_set_imm_data_len",),
-                                               lambda w: w.consumer().set_imm_data_len(4), says="immediate data",
-                                               comch=True),
+                                               lambda w: w.consumer().set_imm_data_len(4), says="immediate data"),
     "ComchProducer.task_send_alloc_init(imm)": Probe(
-        ("doca_comch_producer_task_send_set_imm_data",), _producer_send_with_imm, says="immediate data", comch=True),
+        ("doca_comch_producer_task_send_set_imm_data",), _producer_send_with_imm, says="immediate data"),
 }
 
 
@@ -449,10 +446,6 @@ def test_functions_without_a_public_method_are_not_called_by_the_public_layer() 
                     f"{fn} is reached through {path.name}'s {method}, which the public layer calls"
 
 
-def _libdoca_serves_comch() -> bool:
-    return importlib.util.find_spec("doca_py.libdoca.serve.comch") is not None
-
-
 @contextmanager
 def _world() -> Iterator[World]:
     with ExitStack() as st:
@@ -463,8 +456,6 @@ def _world() -> Iterator[World]:
 @pytest.mark.parametrize("probe", sorted(PROBES))
 def test_refused_exactly_where_the_version_lacks_it(doca_version: str, backend: Backend, probe: str) -> None:
     p = PROBES[probe]
-    if p.comch and backend.over_libdoca and not _libdoca_serves_comch():
-        pytest.xfail("needs libdoca comch serving")
     decl = DECLS[p.fns[0]]
     missing = lacks(doca_version, decl)
     try:
@@ -602,8 +593,6 @@ def test_rdma_one_connection_before_3_0(doca_version: str, backend: Backend) -> 
 def test_comch_without_imm(doca_version: str, backend: Backend) -> None:
     """DOCA 2.6's comch has no immediate data: a consumer's length reads 0 and only 0 can be set, the capability
     is 0, and a send without immediate data works on every version."""
-    if backend.over_libdoca and not _libdoca_serves_comch():
-        pytest.xfail("needs libdoca comch serving")
     v3 = _at_least(doca_version, 3, 0)
     with _world() as w:
         p = w.comch()
