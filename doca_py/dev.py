@@ -357,7 +357,11 @@ class DevInfoRep:
 
     def __repr__(self) -> str:
         try:
-            return f"<DevInfoRep {self.get_pci_addr_str()} {self.get_iface_name()}>"
+            try:
+                iface = f" {self.get_iface_name()}"
+            except DocaNotSupported:  # DOCA 2.6 has no doca_devinfo_rep_get_iface_name
+                iface = ""
+            return f"<DevInfoRep {self.get_pci_addr_str()}{iface}>"
         except Exception as exc:  # noqa: BLE001 - repr() must not raise
             return f"<DevInfoRep ({type(exc).__name__} while describing)>"
 

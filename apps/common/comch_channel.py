@@ -31,6 +31,7 @@ from doca_py.types import CtxState, DevinfoRepFilter
 
 from apps.common.errors import PeerClosedError
 from apps.common.runtime.device import open_device
+from apps.common.runtime.doca_features import doca_features
 
 __all__ = ["ComchChannel", "COMCH_NUM_TASKS", "POLL_INTERVAL", "MessageCallback", "ConsumerCallback",
            "Aborted"]
@@ -81,7 +82,9 @@ class ComchChannel:
         """Whether a send failed with ``IO_FAILED``: the peer did not answer within the transport's retry
         window (stopped, hung or unreachable) and the connection was dropped."""
         self.refused_clients = 0
-        """Clients disconnected because one was already connected (server)."""
+        """Clients refused because one was already connected (server): disconnected, or ignored on DOCA 2.6."""
+        # DOCA 2.6 has no doca_comch_server_disconnect: there a refused client stays connected, ignored.
+        self._can_disconnect = doca_features().comch_server_disconnect
         self._on_message = on_message
         self._new_consumer = on_new_consumer
         self._expired_consumer = on_expired_consumer
@@ -174,8 +177,12 @@ class ComchChannel:
             log.error("Connection event unsuccessful")
             return
         if self.connection is not None:
-            log.error("A connection already exists on the server - rejecting new attempt")
             self.refused_clients += 1
+            if not self._can_disconnect:
+                log.error("A connection already exists on the server - ignoring new attempt (DOCA 2.6 has no "
+                          "doca_comch_server_disconnect)")
+                return
+            log.error("A connection already exists on the server - rejecting new attempt")
             try:
                 assert isinstance(self.ctx, ComchServer)
                 self.ctx.disconnect(conn)

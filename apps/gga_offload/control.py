@@ -48,6 +48,7 @@ from apps.storage.wire.control import (
     RdmaConnectionRole, StorageDetails, make_response, unexpected_message_text,
 )
 from apps.common.runtime.device import open_device
+from apps.common.runtime.doca_features import doca_features
 from apps.common.errors import PeerClosedError, ProtocolError, StorageAppError
 from apps.storage.runtime.service_control import (
     ABORT_DRAIN_TIMEOUT, ABORTED_TEXT, DRAIN_TIMEOUT, TICK, BridgeControl, Printer, TargetFailure,
@@ -273,7 +274,8 @@ class GgaService(BridgeControl[Worker]):
         self.region = region = d.Mmap()
         region.allocate(size)
         region.set_permissions(REGION_PERMISSIONS)
-        region.enable_thread_safety()
+        if doca_features().mmap_thread_safety:  # 3.0+; DOCA 2.6 has no such switch: nothing to enable there
+            region.enable_thread_safety()
         region.add_dev(self.dev)
         region.start()
         try:

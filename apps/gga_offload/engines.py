@@ -4,8 +4,12 @@ Each transaction owns one task of each kind and the buffers they use, allocated 
 data path starts (§8.2 "per transaction: 1 decompress task, 1 EC recover task, 1 EC create task,
 1 DMA memcpy task") and re-aimed per block: a chunk buffer moves with ``Buf.set_data`` inside
 its transaction's chunk, a host buffer with ``reuse_by_addr`` / ``reuse_by_data`` onto exactly
-the block, the recover task gets the matrix of its read mode with ``set_recover_matrix``. No
-buffer or task is created per IO (ARCHITECTURE §8).
+the block (DOCA 3.2+), the recover task gets the matrix of its read mode with ``set_recover_matrix``.
+No buffer or task is created per IO (ARCHITECTURE §8). Older DOCA has no re-aim (chosen once, in
+:meth:`Engines.prepare`): the DMA source spans the whole host region and only its data region moves
+(``set_data``), and the decompress destination is a new buffer over exactly the block per IO (an
+LZ4 decoder may write scratch bytes past its output, up to the end of the window, so the window
+must end with the block).
 
 A failed task stops its context (DOCA's rule). Its IO is answered with the error; the other
 tasks of that context are freed (a context stops only once all are), it is started again at the
@@ -29,6 +33,7 @@ from doca_py.ec import EcTaskCreate, EcTaskRecover
 from doca_py.errors import DocaError
 from doca_py.types import CtxState
 
+from apps.common.runtime.doca_features import doca_features
 from apps.storage.runtime.offload import matrix_type_from_name
 from apps.storage.wire import lz4_blocks
 from apps.storage.wire.addressing import ChunkLayout, ReadMode, TargetRole
@@ -44,6 +49,9 @@ log = logging.getLogger("apps.gga_offload")
 _HEADER = struct.Struct(">II")  # compressed block: original size, compressed size
 _SIZE = struct.Struct(">I")
 _STEPS = (RECOVER, DECOMPRESS, FETCH_FROM_INITIATOR, PRODUCE_EC)
+
+#: ``(buf, addr, length)``: aim the DMA source at one host block.
+AimSource = Callable[[d.Buf, int, int], None]
 
 
 class EngineSlot:
@@ -95,6 +103,11 @@ class Engines:
         self._layout: ChunkLayout | None = None
         self._host_base = 0
         self._region_base = 0
+        # How the host buffers are aimed at a block per IO, chosen in prepare() by the DOCA version.
+        self._aim_src: AimSource = d.Buf.reuse_by_data
+        self._aim_dec: Callable[[EngineSlot, int, int], None] = self._reuse_dec
+        self._inv: d.BufInventory | None = None
+        self._host: d.Mmap | None = None
 
     @property
     def contexts(self) -> tuple[d.Ctx, d.Ctx, d.Ctx]:
@@ -119,16 +132,23 @@ class Engines:
         self._host_base = host_base
         self._region_base = region_base
         self._txns = txns
+        self._inv, self._host = inv, host
         b, h = layout.block_size, layout.half
+        first = min(b, host_size)  # host buffers are re-aimed before each use
+        src_len = first
+        if doca_features().buf_reuse:
+            self._aim_src, self._aim_dec = d.Buf.reuse_by_data, self._reuse_dec
+        else:  # DOCA < 3.2: see the module's docstring
+            src_len = host_size
+            self._aim_src, self._aim_dec = d.Buf.set_data, self._new_dec_dst
         for t in txns:
             chunk = region_base + t.chunk_base
             size = layout.chunk_size
-            first = min(b, host_size)  # host buffers are re-aimed before each use
             # Chunk buffers span the transaction's chunk: set_data keeps every step inside it. Host
             # buffers are re-aimed onto exactly one block per IO (capacity B, as the reference).
             s = EngineSlot(inv.buf_get_by_addr(region, chunk, size), inv.buf_get_by_addr(region, chunk, size),
                            inv.buf_get_by_addr(region, chunk, size), inv.buf_get_by_addr(region, chunk, size),
-                           inv.buf_get_by_addr(host, host_base, first), inv.buf_get_by_data(host, host_base, first),
+                           inv.buf_get_by_addr(host, host_base, first), inv.buf_get_by_data(host, host_base, src_len),
                            inv.buf_get_by_addr(region, chunk, b), inv.buf_get_by_data(region, chunk, b),
                            inv.buf_get_by_addr(region, chunk + b, h))
             s.rec_src.chain_list(s.rec_src2)
@@ -189,8 +209,20 @@ class Engines:
             t.set_error(IO_FAILED, f"block at storage offset {t.storage_offset} + {t.block}: {problem}")
             return
         s.dec_src.set_data(self._region_base + base + HEADER_SIZE, size)
-        s.dec_dst.reuse_by_addr(self._host_base + t.requester_offset + t.block * b, b)  # ChunkLayout.host_offset
+        self._aim_dec(s, self._host_base + t.requester_offset + t.block * b, b)  # ChunkLayout.host_offset
         self._submit(t, s, task, DECOMPRESS, "LZ4 decompress")
+
+    @staticmethod
+    def _reuse_dec(s: EngineSlot, addr: int, length: int) -> None:
+        s.dec_dst.reuse_by_addr(addr, length)
+
+    def _new_dec_dst(self, s: EngineSlot, addr: int, length: int) -> None:
+        """DOCA < 3.2: the decompress task's destination becomes a new buffer over exactly the block (the old
+        one goes back to the inventory first, so the inventory needs no spare)."""
+        assert s.decompress is not None and self._inv is not None and self._host is not None
+        s.dec_dst.dec_refcount()
+        s.dec_dst = self._inv.buf_get_by_addr(self._host, addr, length)
+        s.decompress.set_dst(s.dec_dst)
 
     def fetch(self, t: Transaction) -> None:
         """DMA block ``t.block`` from the initiator into the chunk."""
@@ -201,7 +233,7 @@ class Engines:
             return
         assert self._layout is not None
         b = self._layout.block_size
-        s.dma_src.reuse_by_data(self._host_base + t.requester_offset + t.block * b, b)
+        self._aim_src(s.dma_src, self._host_base + t.requester_offset + t.block * b, b)
         s.dma_dst.reset_data_len()
         self._submit(t, s, task, FETCH_FROM_INITIATOR, "DMA from the initiator")
 
@@ -356,3 +388,4 @@ class Engines:
         self._slots.clear()
         self._txns = []
         self._region = None
+        self._inv = self._host = None

@@ -57,6 +57,7 @@ from apps.storage.wire.control import (
     make_error_response, make_response, unexpected_message_text,
 )
 from apps.common.runtime.device import open_device
+from apps.common.runtime.doca_features import doca_features
 from apps.common.runtime.live_stats import live_stats
 from apps.common.runtime.stall import LoopClock, describe_stall
 from apps.common.errors import PeerClosedError, ProtocolError, StorageAppError
@@ -116,7 +117,8 @@ def allocate_storage(dev: d.Dev, content: SbcFile) -> StorageRegion:
             mem[:len(content.content)] = content.content
         del mem
         mm.set_permissions(AccessFlag.LOCAL_READ_WRITE | AccessFlag.RDMA_READ | AccessFlag.RDMA_WRITE)
-        mm.enable_thread_safety()
+        if doca_features().mmap_thread_safety:  # 3.0+; DOCA 2.6 has no such switch: nothing to enable there
+            mm.enable_thread_safety()
         mm.add_dev(dev)
         mm.start()
     except BaseException:

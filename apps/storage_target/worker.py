@@ -43,6 +43,7 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskRead, RdmaTaskReceive, RdmaTaskSend, RdmaTaskWrite
 from doca_py.types import AccessFlag, CtxState
 
+from apps.common.runtime.doca_features import doca_features
 from apps.common.runtime.live_stats import LiveCounters
 from apps.storage.wire.addressing import target_transfer_error
 from apps.storage.wire.control import RdmaConnectionRole
@@ -217,11 +218,15 @@ class Worker(WorkerThread):
         self._max_message = Rdma.cap_get_max_message_size(dev.as_devinfo())
         self._ctrl = ctrl = Rdma(dev, RdmaConnectionRole.IO_CONTROL)
         self._data = data = Rdma(dev, RdmaConnectionRole.IO_DATA)
+        # DOCA 2.6 has no connection callbacks: there a lost requester fails the tasks, and the ctx leaving
+        # RUNNING (_on_state_changed) ends the worker.
+        conn_cbs = doca_features().rdma_connection_callbacks
         for ctx in (ctrl, data):
             pe.connect_ctx(ctx)
             ctx.set_permissions(RDMA_PERMISSIONS)
             ctx.set_state_changed_cb(self._on_state_changed)
-            ctx.set_connection_state_callbacks(None, None, self._on_connection_lost, self._on_connection_lost)
+            if conn_cbs:
+                ctx.set_connection_state_callbacks(None, None, self._on_connection_lost, self._on_connection_lost)
         ctrl.task_receive_set_conf(self._on_received, self._on_receive_error, n)
         ctrl.task_send_set_conf(self._on_sent, self._on_send_error, n)
         data.task_write_set_conf(self._on_transferred, self._on_transfer_error, n)

@@ -52,6 +52,7 @@ from doca_py.errors import DocaError, ErrorCode
 from doca_py.rdma import Rdma, RdmaConnection, RdmaTaskReceive, RdmaTaskSend
 from doca_py.types import AccessFlag, CtxState
 
+from apps.common.runtime.doca_features import doca_features
 from apps.common.runtime.live_stats import LiveCounters
 from apps.storage.runtime.bridge_worker import ABORT_DRAIN, IO_MESSAGE_PERMISSIONS, BridgeWorkerThread
 from apps.storage.wire.control import RdmaConnectionRole
@@ -189,11 +190,15 @@ class Worker(BridgeWorkerThread[SharedResources]):
                                                   self._on_answered, self._on_answer_error, 2 * n)
         self._ctrl = ctrl = Rdma(dev, RdmaConnectionRole.IO_CONTROL)
         self._data = data = Rdma(dev, RdmaConnectionRole.IO_DATA)
+        # DOCA 2.6 has no connection callbacks: there a lost target fails the tasks, and the ctx leaving
+        # RUNNING (the state callback) marks the target failed.
+        conn_cbs = doca_features().rdma_connection_callbacks
         for ctx, name in ((ctrl, "io_control"), (data, "io_data")):
             pe.connect_ctx(ctx)
             ctx.set_permissions(RDMA_PERMISSIONS)
             ctx.set_state_changed_cb(self._state_cb(name))
-            ctx.set_connection_state_callbacks(None, None, self._on_connection_lost, self._on_connection_lost)
+            if conn_cbs:
+                ctx.set_connection_state_callbacks(None, None, self._on_connection_lost, self._on_connection_lost)
         ctrl.task_send_set_conf(self._on_forwarded, self._on_forward_error, n)
         ctrl.task_receive_set_conf(self._on_target_answer, self._on_target_receive_error, n)
         for c in (consumer, producer, ctrl, data):
@@ -351,7 +356,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         self._warn("refuse", "%s: answering user_data %s with %s: %s", self.name, ud,
                    getattr(code, "name", code), why)
         make_response_in_place(a.view, code)
-        a.buf.reuse_by_data(a.addr, IO_MESSAGE_SIZE)  # the answer is all 64 bytes, whatever arrived
+        a.buf.set_data(a.addr, IO_MESSAGE_SIZE)  # the answer is all 64 bytes (A_j's whole window), whatever arrived
         self._submit_answer(a)
 
     def _submit_answer(self, slot: _Request | _Response) -> None:

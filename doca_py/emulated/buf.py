@@ -11,6 +11,7 @@ from typing import Protocol
 from .._backend.protocols.core import BufHandle, MmapHandle
 from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNoMemory, DocaNotPermitted, DocaTooBig
 from . import strict
+from . import version as emu_version
 from .mmap import EmuMmap
 
 __all__ = ["EmuBuf", "EmuBufInventory", "BufHome", "buf_inventory_create", "data_views", "room", "tail_view", "detach"]
@@ -19,6 +20,8 @@ _REFCOUNT_MAX = 0xFFFF
 #: Engines cache data views (EmuBuf.dview) of 1..VIEW_CACHE_MAX bytes only: small copies, where building
 #: a view costs as much as the copy. The DMA's hot path relies on it (a cached view is neither empty nor large).
 VIEW_CACHE_MAX = 1 << 16
+#: ``doca_buf_inventory_buf_reuse_by_args/_by_addr/_by_data`` exist from DOCA 3.2.
+REUSE_SINCE = (3, 2)
 
 
 class BufHome(Protocol):
@@ -93,6 +96,7 @@ class EmuBuf:
         self.data, self.data_len = data, data_len
 
     def set_data_len(self, data_len: int) -> None:
+        emu_version.require("doca_buf_set_data_len", (3, 0), "added after 2.6; 2.6 has doca_buf_set_data")
         self.set_data(self.data, data_len)
 
     def reset_data_len(self) -> None:
@@ -193,6 +197,12 @@ class EmuBuf:
     def reuse_by_args(self, addr: int, length: int, data: int, data_len: int) -> None:
         if self.refcount == 0 or self.mmap is None:
             raise DocaBadState("doca_buf is not allocated")
+        if emu_version.VERSION < REUSE_SINCE and (addr != self.head or length != self.len):
+            # Before 3.2 there is no re-aim at another window (the native backend moves the data region with
+            # doca_buf_set_data when the window stays, as here, and refuses the rest).
+            raise emu_version.absent("doca_buf_inventory_buf_reuse_by_args", since=REUSE_SINCE,
+                                     note="older DOCA moves the data region inside the buffer's window only "
+                                          "(doca_buf_set_data); take a new buffer for another window")
         _check_geometry(self.mmap, addr, length, data, data_len)
         if self.pins:
             self._busy("reuse_by_args (re-aimed)")
@@ -278,6 +288,7 @@ class EmuBufInventory:
         self.started = False
 
     def expand(self, n: int) -> None:
+        emu_version.require("doca_buf_inventory_expand", (3, 0), "added after 2.6")
         if not self.started:
             raise DocaBadState("expand grows a started buffer inventory: start it first")
         if n <= 0:

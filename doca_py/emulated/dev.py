@@ -19,6 +19,7 @@ from typing import Any
 from .._backend.protocols.core import DevInfoHandle, DevInfoRepHandle
 from ..errors import DocaInvalidValue, DocaNotSupported
 from ..types import DevinfoRepFilter, PciFuncType
+from . import version as emu_version
 
 __all__ = ["EmuRepSpec", "EmuDeviceSpec", "DEFAULT_DEVICES", "DEFAULT_CAPS", "DPU_CAPS", "configure",
            "devinfo_create_list", "open_dev_from_pd"]
@@ -140,6 +141,10 @@ def _normalize_pci(text: str) -> str:
     return ":".join(parts)
 
 
+#: Capability queries a DOCA version may lack: the first version that has each.
+_CAPS_SINCE = {"notification_moderation": (3, 0), "accelerate_resource_reclaim": (3, 0)}
+
+
 def _fixed(data: bytes, size: int) -> bytes:
     return data[:size].ljust(size, b"\0")
 
@@ -178,9 +183,13 @@ class EmuDevInfo:
         return self.spec.active_rate
 
     def vhca_id(self) -> int:
+        emu_version.require("doca_devinfo_get_vhca_id", (3, 0), "added after 2.6")
         return self.spec.vhca_id
 
     def cap(self, name: str) -> bool:
+        since = _CAPS_SINCE.get(name)
+        if since is not None:
+            emu_version.require(f"doca_devinfo_cap_is_{name}_supported", since, "added after 2.6")
         return name in self.spec.caps
 
     def open(self) -> EmuDev:
@@ -244,9 +253,11 @@ class EmuDevInfoRep:
         return self.spec.is_hotplug
 
     def iface_name(self) -> str:
+        emu_version.require("doca_devinfo_rep_get_iface_name", (3, 0), "added after 2.6")
         return self.spec.iface_name
 
     def vhca_id(self) -> int:
+        emu_version.require("doca_devinfo_rep_get_vhca_id", (3, 0), "added after 2.6")
         return self.spec.vhca_id
 
     def open(self) -> EmuDevRep:

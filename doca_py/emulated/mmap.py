@@ -35,6 +35,7 @@ from ..memory import HEADER_SIZE, PAGE_SIZE, find_shared
 from ..types import AccessFlag as A
 from . import export as ex
 from . import memshare, strict
+from . import version as emu_version
 
 if TYPE_CHECKING:
     from .buf import EmuBuf
@@ -295,6 +296,7 @@ class EmuMmap:
         return self.max_devs
 
     def enable_thread_safety(self) -> None:
+        emu_version.require("doca_mmap_enable_thread_safety", (3, 0), "added after 2.6")
         self._configurable("enable_thread_safety")
         self.thread_safe = True
 

@@ -115,4 +115,6 @@ def cap_task_cache_invalidate_is_supported(devinfo: DevInfoHandle) -> bool:
 
 
 def task_cache_invalidate_get_max_buf_size(devinfo: DevInfoHandle) -> int:
+    emu_version.require("doca_mmap_advise_task_cache_invalidate_get_max_buf_size", SINCE,
+                        "doca_mmap_advise.h exists from DOCA 2.8")
     return MAX_BUF_SIZE

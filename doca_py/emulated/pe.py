@@ -32,6 +32,7 @@ from .._backend.protocols.core import CtxHandle
 from ..errors import DocaBadState, DocaInUse, DocaInvalidValue, DocaNotPermitted, DocaUsageError
 from ..types import PeEventMode
 from . import strict, trace
+from . import version as emu_version
 
 __all__ = ["EmuPe", "Lane", "pe_create", "SHUFFLED"]
 
@@ -199,6 +200,7 @@ class EmuPe:
         return sum(c.inflight for c in self.ctxs)
 
     def set_event_mode(self, mode: int) -> None:
+        emu_version.require("doca_pe_set_event_mode", (3, 0), "added after 2.6")
         self.event_mode = PeEventMode(mode)
 
     def destroy(self) -> None:

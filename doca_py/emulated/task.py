@@ -10,6 +10,7 @@ from ..errors import DocaBadState, DocaError
 from ..log import logger
 from ..types import CtxState
 from . import strict, trace
+from . import version as emu_version
 from .buf import EmuBuf
 from .completion import _RUNNING, _STOPPING, _SUCCESS, _UNEXPECTED, _launch_local, complete_task, \
     pin_bufs
@@ -158,6 +159,7 @@ class EmuTask:
         """``doca_task_try_submit`` checks; raise ``DocaInvalidValue`` on a malformed task."""
 
     def submit_ex(self, flags: int) -> None:
+        emu_version.require("doca_task_submit_ex", (3, 0), "added after 2.6")
         self.submit()
 
     def free(self) -> None:

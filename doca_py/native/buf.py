@@ -63,7 +63,16 @@ class NativeBuf:
         check(lib().doca_buf_set_data(self.ptr, data, data_len), "doca_buf_set_data")
 
     def set_data_len(self, data_len: int) -> None:
-        self.set_data(self.get_data(), data_len)
+        # doca_buf_set_data_len exists from DOCA 3.0: older runtimes refuse it (its stub names the function and
+        # the version) rather than serve it through doca_buf_set_data, as the emulator's 2.6 mode does.
+        fn = lib().doca_buf_set_data_len
+        if fn:  # else the stub raises below
+            head, n, data = self.get_head(), self.get_len(), self.get_data()
+            if data_len < 0 or data + data_len > head + n:
+                from ..errors import DocaInvalidValue
+
+                raise DocaInvalidValue(f"data length {data_len} at {data:#x} leaves the window [{head:#x}, +{n})")
+        check(fn(self.ptr, data_len), "doca_buf_set_data_len")
 
     def reset_data_len(self) -> None:
         check(lib().doca_buf_reset_data_len(self.ptr), "doca_buf_reset_data_len")

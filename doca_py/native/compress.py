@@ -170,8 +170,10 @@ class NativeCompressTask(EngineTask):
 
     def _checksum(self, name: str) -> int:
         if name != "crc" and _SECOND_CS[self.kind] != name:
+            since = " (doca_compress_task_decompress_lz4_stream_get_xxh_cs exists from DOCA 3.0)" \
+                if self.kind == LEGACY_LZ4 and name == "xxh" else ""
             raise DocaNotSupported(f"a {self.kind} task reports crc_cs and "
-                                   f"{_SECOND_CS[self.kind]}_cs, not {name}_cs")
+                                   f"{_SECOND_CS[self.kind]}_cs, not {name}_cs{since}")
         return int(self._call(f"get_{name}_cs"))
 
     @property
@@ -199,7 +201,8 @@ class NativeCompressTask(EngineTask):
         elif self.kind == LEGACY_LZ4:
             if bool(value) != _LEGACY_FLAGS[index]:
                 raise DocaNotSupported(f"{name} cannot change on DOCA {_version(_cz())}: its "
-                                       "doca_compress_task_decompress_lz4 has no LZ4 stream flags")
+                                       "doca_compress_task_decompress_lz4 has no LZ4 stream flags "
+                                       f"(doca_compress_task_decompress_lz4_stream_set_{name} exists from DOCA 3.0)")
         else:
             raise DocaNotSupported(f"a {self.kind} task has no {name} flag (LZ4 stream tasks only)")
 

@@ -25,6 +25,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import doca_py as d
@@ -37,11 +38,16 @@ from apps.storage.wire.control import (
     ControlMessage, InitStorage, MessageType, PhaseChecker, StorageDetails, make_response,
 )
 from apps.common.errors import PeerClosedError
+from apps.common.runtime.doca_features import doca_features
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place
 
 HOST_PCI = "3b:00.0"
 DPU_PCI = "03:00.0"
 DEADLINE = 20.0
+
+
+def _empty_at(buf: d.Buf, addr: int, length: int) -> None:
+    buf.set_data(addr, 0)
 
 
 def say(text: str) -> None:
@@ -79,6 +85,10 @@ class Bridge:
         self.consumers: list[ComchConsumer] = []
         self.producers: list[ComchProducer] = []
         self.io_region_len = 0
+        # How the DMA buffers are aimed per IO: re-aimed onto the IO's bytes (DOCA 3.2+), or, before 3.2 (no
+        # re-aim), windows over the whole regions whose data regions move (a memcpy writes exactly its source).
+        self.aim_src: Callable[[d.Buf, int, int], None] = d.Buf.reuse_by_data
+        self.aim_dst: Callable[[d.Buf, int, int], None] = d.Buf.reuse_by_addr
 
     # -- data path callbacks ------------------------------------------------------------------------
     def on_recv(self, task: ComchConsumerTaskPostRecv, slot: Slot, _: Any) -> None:
@@ -101,12 +111,12 @@ class Bridge:
         host = self.host_base + msg.requester_offset
         local = self.local_base + msg.storage_offset
         if msg.kind is IoMessageType.READ:
-            slot.lbuf.reuse_by_data(local, e)
-            slot.hbuf.reuse_by_addr(host, e)
+            self.aim_src(slot.lbuf, local, e)
+            self.aim_dst(slot.hbuf, host, e)
             slot.dma_read.submit()
         else:
-            slot.hbuf.reuse_by_data(host, e)
-            slot.lbuf.reuse_by_addr(local, e)
+            self.aim_src(slot.hbuf, host, e)
+            self.aim_dst(slot.lbuf, local, e)
             slot.dma_write.submit()
 
     def on_recv_error(self, task: ComchConsumerTaskPostRecv, slot: Slot, _: Any) -> None:
@@ -273,6 +283,10 @@ class Bridge:
         assert isinstance(self.transport, ComchTransport)
         tr = self.transport
         self.wait(lambda: len(tr.remote_consumer_ids) >= self.cores, "the initiator's consumers")
+        host_len = local_len = 1  # re-aimed per IO
+        if not doca_features().buf_reuse:
+            host_len, local_len = self.io_region_len, self.capacity
+            self.aim_src, self.aim_dst = d.Buf.set_data, _empty_at
         for s in self.slots:
             cons, prod = self.consumers[s.core], self.producers[s.core]
             addr = self.msg_base + s.offset
@@ -280,8 +294,8 @@ class Bridge:
                                                     user_data=s)
             s.send = prod.task_send_alloc_init(self.inv.buf_get_by_data(self.msgs, addr, IO_MESSAGE_SIZE), None,
                                                tr.remote_consumer_ids[s.core], user_data=s)
-            s.hbuf = self.inv.buf_get_by_addr(self.host, self.host_base, 1)
-            s.lbuf = self.inv.buf_get_by_addr(self.local, self.local_base, 1)
+            s.hbuf = self.inv.buf_get_by_addr(self.host, self.host_base, host_len)
+            s.lbuf = self.inv.buf_get_by_addr(self.local, self.local_base, local_len)
             s.dma_read = self.dma.task_memcpy_alloc_init(s.lbuf, s.hbuf, user_data=s)
             s.dma_write = self.dma.task_memcpy_alloc_init(s.hbuf, s.lbuf, user_data=s)
             s.recv.submit()

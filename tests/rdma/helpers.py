@@ -82,13 +82,25 @@ def make_side(dev: d.Dev, pe: d.Pe, perms: A = PERMS, mm_perms: A = PERMS, num: 
     s = Side(r, mm, mem)
     for name in TASK_TYPES:
         getattr(r, f"task_{name}_set_conf")(s.ok, s.err, num)
-    if conn_cbs:
+    if conn_cbs and has_connection_objects():
         r.set_connection_state_callbacks(
             None,
             lambda c, u, cu: s.events.append(("established", c)),
             lambda c, u, cu: s.events.append(("failure", c)),
             lambda c, u, cu: s.events.append(("disconnection", c)))
     return s
+
+
+def has_connection_objects() -> bool:
+    """Whether the DOCA in use has rdma connection objects and their callbacks (3.0+): DOCA 2.6 has one implicit
+    connection per ctx and no ``doca_rdma_set_connection_state_callbacks``."""
+    if d.impl == "emulated":
+        from doca_py.emulated import version
+
+        return version.VERSION >= (3, 0)
+    from doca_py.native.rdma_connection import has_connection_api
+
+    return has_connection_api()
 
 
 def wait_for(pe: d.Pe, cond: Any, what: str = "condition", deadline: float = DEADLINE) -> None:

@@ -18,6 +18,7 @@ import pytest
 
 import doca_py as d
 from apps.common.runtime import worker_thread
+from apps.common.runtime.doca_features import doca_features
 from doca_py.errors import ErrorCode
 from doca_py.rdma import Rdma
 from doca_py.types import AccessFlag as A
@@ -170,7 +171,8 @@ def _mmap(dev: d.Dev, size: int) -> d.Mmap:
     mm = d.Mmap()
     mm.allocate(size)
     mm.set_permissions(PERMS)
-    mm.enable_thread_safety()
+    if doca_features().mmap_thread_safety:  # as the target's storage (DOCA 3.0+)
+        mm.enable_thread_safety()
     mm.add_dev(dev)
     mm.start()
     return mm

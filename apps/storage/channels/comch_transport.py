@@ -59,6 +59,7 @@ from doca_py.types import CtxState
 from apps.storage.channels.control_channel import ControlChannel, TransportSink
 from apps.storage.wire.control import HEADER_SIZE, PREFIX_SIZE, MessageType
 from apps.common.errors import PeerClosedError, StorageAppError
+from apps.common.runtime.doca_features import doca_features
 
 __all__ = ["ComchTransport", "connect_comch_client", "listen_comch_server", "MAX_CONCURRENT_CONTROL_MESSAGES",
            "CONNECT_POLL_INTERVAL", "SEND_POOL_TIMEOUT", "MAX_PENDING_CLIENTS"]
@@ -118,6 +119,9 @@ class ComchTransport:
         self.on_expired_consumer: ConsumerHook | None = None
         #: Clients refused because this server already serves one (server side).
         self.refused_clients = 0
+        # DOCA 2.6 has no doca_comch_server_disconnect: there a refused client stays connected (ignored) and
+        # closing leaves the client to disconnect.
+        self._can_disconnect = doca_features().comch_server_disconnect
         ctx.task_send_set_conf(self._sent, self._send_failed, send_tasks)
         ctx.event_msg_recv_register(self._on_msg)
         ctx.event_consumer_register(self._on_new_consumer, self._on_expired_consumer)
@@ -229,6 +233,8 @@ class ComchTransport:
                 continue
             self.refused_clients += 1
             _log.warning("%s: refusing a comch client: %s", self.name, why)
+            if not self._can_disconnect:
+                continue
             try:
                 ctx.disconnect(conn)
             except DocaError as exc:
@@ -360,7 +366,7 @@ class ComchTransport:
             except DocaError:
                 pass
         self._closed = True
-        if isinstance(self.ctx, ComchServer) and self._conn is not None and not self._lost:
+        if isinstance(self.ctx, ComchServer) and self._conn is not None and not self._lost and self._can_disconnect:
             try:
                 self.ctx.disconnect(self._conn)
             except DocaError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..._backend.protocols.core import DevInfoHandle
 from ..dev import EmuDevInfo
 from .config import (
+    has_imm,
     MAX_BUF_LIST_LEN, MAX_BUF_SIZE, MAX_CLIENTS, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_MSG_SIZE, MAX_NAME_LEN,
     MAX_NUM_TASKS, MAX_PRODUCERS, MAX_RECV_QUEUE_SIZE, MAX_SEND_TASKS,
 )
@@ -63,7 +64,7 @@ def consumer_cap_get_max_consumers(devinfo: DevInfoHandle) -> int:
 
 
 def consumer_cap_get_max_imm_data_len(devinfo: DevInfoHandle) -> int:
-    return MAX_IMM_DATA_LEN
+    return MAX_IMM_DATA_LEN if has_imm() else 0  # DOCA 2.6 has no immediate data
 
 
 def producer_cap_is_supported(devinfo: DevInfoHandle) -> bool:

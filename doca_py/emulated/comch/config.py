@@ -8,15 +8,33 @@ import struct
 import time
 
 from ...errors import (
+    DocaNotSupported,
     ErrorCode,
 )
 from ...types import AccessFlag
+from .. import version as emu_version
 from ..ctx import complete_task
 from .wire import (
     HDR_SIZE,
 )
 
 IDLE, STARTING, RUNNING, STOPPING = 0, 1, 2, 3
+
+#: Comch immediate data (producer sends with imm data, the consumer's imm_data_len) exists from DOCA 3.0.
+IMM_SINCE = (3, 0)
+
+
+def has_imm() -> bool:
+    """Whether the presented DOCA has comch immediate data (3.0+; 2.6's libdoca_cc has none)."""
+    return emu_version.VERSION >= IMM_SINCE
+
+
+def need_imm(what: str) -> DocaNotSupported:
+    """The error for *what* where the presented DOCA (2.6) has no immediate data, as the native backend words it."""
+    return DocaNotSupported(f"{what} needs comch immediate data (DOCA 3.0+: doca_comch_producer_task_send_alloc_init "
+                            f"with imm_data/imm_data_len); DOCA {emu_version.VERSION[0]}.{emu_version.VERSION[1]}, "
+                            "the version the emulator presents (DOCA_PY_EMU_VERSION), has none")
+
 
 #: Capabilities of the emulated devices (``doca_comch_cap_*``).
 MAX_NAME_LEN = 120  # including the terminating NUL, as DOCA counts it

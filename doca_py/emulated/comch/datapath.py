@@ -23,7 +23,7 @@ from .connection import EmuComchConnection
 from .tasks import EmuComchConsumerTaskPostRecv, EmuComchProducerTaskSend
 from .config import (
     MAX_BUF_LIST_LEN, MAX_CONSUMERS, MAX_IMM_DATA_LEN, MAX_PRODUCERS, IDLE, RESET, RUNNING, STARTING, STOPPING,
-    ids,
+    has_imm, ids, need_imm,
 )
 from .endpoints import OrderedCtx, Sender
 from .common import complete_soft, connection_lost, post_done
@@ -60,13 +60,15 @@ class EmuComchConsumer(OrderedCtx):
         self.conn.users.discard(self)
 
     def set_imm_data_len(self, n: int) -> None:
+        if not has_imm() and n != 0:
+            raise need_imm(f"imm_data_len={n} (doca_comch_consumer_set_imm_data_len)")
         self._configurable("set_imm_data_len")
         if not 0 <= n <= MAX_IMM_DATA_LEN:
             raise DocaInvalidValue(f"imm_data_len must be 0..{MAX_IMM_DATA_LEN}, got {n}")
         self.imm_data_len = n
 
     def get_imm_data_len(self) -> int:
-        return self.imm_data_len
+        return self.imm_data_len if has_imm() else 0  # DOCA 2.6 has no immediate data
 
     def start(self) -> int:
         if self.pe is None:
@@ -225,6 +227,8 @@ class EmuComchProducer(Sender):
             raise DocaInvalidValue("not an emulated buffer")
         if len(imm) > MAX_IMM_DATA_LEN:
             raise DocaInvalidValue(f"immediate data is at most {MAX_IMM_DATA_LEN} bytes, got {len(imm)}")
+        if imm and not has_imm():
+            raise need_imm(f"a producer send with {len(imm)} bytes of immediate data")
         if not 0 < consumer_id <= 0xFFFFFFFF:
             raise DocaInvalidValue(f"consumer id {consumer_id} is not a 32-bit id")
         t = self.send.alloc()

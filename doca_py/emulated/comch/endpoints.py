@@ -17,6 +17,7 @@ from ...errors import (
     error_name,
 )
 from ...log import logger
+from .. import version as emu_version
 from ..ctx import FLUSHED, EmuCtx, TaskPool
 from ..pe import Lane
 from ..dev import EmuDev
@@ -305,6 +306,8 @@ class EmuComchServer(Endpoint):
             c.close_local()
 
     def disconnect(self, conn: Any) -> None:
+        emu_version.require("doca_comch_server_disconnect", (3, 0),
+                            "DOCA 2.6's server cannot close a connection: its client disconnects by stopping")
         if not isinstance(conn, EmuComchConnection) or conn.ctx is not self:
             raise DocaInvalidValue("the connection does not belong to this server")
         if conn.users:

@@ -24,7 +24,8 @@ from .wire import (
     HDR_SIZE,
     T_CREDIT,
 )
-from .config import MAX_BUF_SIZE, MAX_IMM_DATA_LEN, INVALID, NOT_CONNECTED, NOT_PERMITTED, RUNNING, SUCCESS
+from .config import (MAX_BUF_SIZE, MAX_IMM_DATA_LEN, INVALID, NOT_CONNECTED, NOT_PERMITTED, RUNNING, SUCCESS, has_imm,
+                     need_imm)
 from .common import complete_soft
 
 
@@ -340,6 +341,8 @@ class EmuComchProducerTaskSend(_OrderedTask):
         self.buf = buf
 
     def set_imm_data(self, imm: bytes) -> None:
+        if imm and not has_imm():
+            raise need_imm("doca_comch_producer_task_send_set_imm_data")
         if len(imm) > MAX_IMM_DATA_LEN:
             raise DocaInvalidValue(f"immediate data is at most {MAX_IMM_DATA_LEN} bytes, got {len(imm)}")
         self.imm = bytes(imm)

@@ -14,9 +14,11 @@ from ...errors import (
     DocaBadState,
     DocaError,
     DocaInvalidValue,
+    DocaNotSupported,
     ErrorCode,
 )
 from .. import export as ex
+from .. import version as emu_version
 from ..mmap import EmuMmap
 from ..pe import Lane
 from ..transport.reactor import reactor
@@ -31,6 +33,18 @@ from .work import Work
 from .wire import REPLY, REPLY_MAGIC, VERSION, put_frame
 from . import shm
 
+
+#: DOCA RDMA connection objects (several connections per ctx, RDMA-CM, connection callbacks) exist from 3.0.
+CONNECTIONS_SINCE = (3, 0)
+
+
+def need_connections(what: str) -> DocaNotSupported:
+    """The error for *what* where the presented DOCA (2.6) has one implicit connection per rdma ctx, as the
+    native backend words it on a 2.6 runtime."""
+    return DocaNotSupported(f"{what} needs DOCA RDMA connection objects (DOCA 3.0+); DOCA "
+                            f"{emu_version.VERSION[0]}.{emu_version.VERSION[1]}, the version the emulator presents "
+                            "(DOCA_PY_EMU_VERSION), has one implicit connection per rdma ctx "
+                            "(doca_rdma_export/doca_rdma_connect without a connection)")
 
 class ConnectionOwner(RingOwner, Protocol):
     """The ctx as its connections, and through them the serving side (:mod:`.serve`), see it
@@ -98,13 +112,16 @@ class EmuRdmaConnection:
 
     # -- public verbs ---------------------------------------------------------------------------
     def get_id(self) -> int:
-        return self.id
+        # DOCA 2.6 has no connection ids: its one implicit connection is number 0 (as the native backend says).
+        return self.id if emu_version.VERSION >= CONNECTIONS_SINCE else 0
 
     def get_addr(self) -> tuple[int, str, int] | None:
         return self.cm_addr
 
     def accept(self, private_data: bytes | None) -> None:
         """Accept a pending CM request (server side)."""
+        if emu_version.VERSION < CONNECTIONS_SINCE:
+            raise need_connections("doca_rdma_connection_accept")
         ctx = self.ctx
         if self.state != C_REQUESTED or self.peer_key is None or self.peer_addr is None:
             raise DocaBadState("accept: the connection is not a pending connection request")
@@ -121,6 +138,8 @@ class EmuRdmaConnection:
 
     def reject(self) -> None:
         """Reject a pending CM request (server side)."""
+        if emu_version.VERSION < CONNECTIONS_SINCE:
+            raise need_connections("doca_rdma_connection_reject")
         if self.state != C_REQUESTED:
             raise DocaBadState("reject: the connection is not a pending connection request")
         cm = self.cm_sock
@@ -144,6 +163,8 @@ class EmuRdmaConnection:
         frees the slot. A connection disconnected before, or one of a ctx that stopped since (stop
         releases every connection), is ``BAD_STATE``.
         """
+        if emu_version.VERSION < CONNECTIONS_SINCE:
+            raise need_connections("doca_rdma_connection_disconnect")
         ctx = self.ctx
         with ctx.lock:
             held = self in ctx.conns

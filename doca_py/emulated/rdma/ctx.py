@@ -36,7 +36,8 @@ from .wire import (
     advertised, close_all, dial_peer, drop_data, pack_ip, serials, unpack_ip, used_keys, used_lock,
     decode_blob, encode_blob, unix_path,
 )
-from .connection import EmuRdmaConnection, Fifo, fifo_retry, ignore_close, send_reply_and_close
+from .connection import (CONNECTIONS_SINCE, EmuRdmaConnection, Fifo, fifo_retry, ignore_close, need_connections,
+                         send_reply_and_close)
 from .remote_tasks import EmuRdmaTaskAtomic, EmuRdmaTaskRead, EmuRdmaTaskWrite
 from .task_alloc import RdmaTaskAlloc
 from .tasks import EmuRdmaTaskReceive, EmuRdmaTaskSend
@@ -216,6 +217,8 @@ class EmuRdma(RdmaTaskAlloc):
         return c
 
     def export(self) -> tuple[bytes, EmuRdmaConnection]:
+        if emu_version.VERSION < CONNECTIONS_SINCE and self.conns:
+            raise need_connections("a second doca_rdma_export on one started ctx")
         c = self._new_conn()
         assert self.listener is not None
         c.blob = encode_blob(ConnBlob(0, self.host, os.getpid(), self.serial, c.id, c.key, self.perms,
@@ -445,6 +448,7 @@ class EmuRdma(RdmaTaskAlloc):
 
     # -- RDMA-CM flow -------------------------------------------------------------------------------
     def start_listen_to_port(self, port: int) -> int:
+        emu_version.require("doca_rdma_start_listen_to_port", CONNECTIONS_SINCE, "RDMA-CM; added after 2.6")
         if self.state not in (STARTING, RUNNING):
             raise DocaBadState("start_listen_to_port needs a started rdma ctx")
         if port in self.cm_listeners:
@@ -459,6 +463,7 @@ class EmuRdma(RdmaTaskAlloc):
         return actual
 
     def stop_listen_to_port(self, port: int) -> None:
+        emu_version.require("doca_rdma_stop_listen_to_port", CONNECTIONS_SINCE, "RDMA-CM; added after 2.6")
         lst = self.cm_listeners.pop(port, None)
         if lst is None:
             raise DocaNotFound(f"not listening on port {port}")
@@ -518,6 +523,7 @@ class EmuRdma(RdmaTaskAlloc):
 
     def connect_to_addr(self, addr_type: int, address: str, port: int) -> EmuRdmaConnection:
         """RDMA-CM client: ask a listening peer for a connection; the result comes by callback."""
+        emu_version.require("doca_rdma_connect_to_addr", CONNECTIONS_SINCE, "RDMA-CM; added after 2.6")
         if self.state not in (STARTING, RUNNING):
             raise DocaBadState("connect_to_addr needs a started rdma ctx")
         conn = self._new_conn()

@@ -10,9 +10,14 @@ from ...errors import (
     DocaNotSupported,
 )
 from ...types import AccessFlag as A
+from .. import version as emu_version
 from ..ctx import EmuCtx
-from .connection import EmuRdmaConnection
+from .connection import CONNECTIONS_SINCE, EmuRdmaConnection, need_connections
 from .config import GID_TABLE_SIZE, MAX_BUF_LIST_LEN, MAX_NUM_CONNECTIONS, MAX_QUEUE_SIZE, NOT_RDMA
+
+#: Settings whose setter and getter exist from DOCA 3.0 (``max_num_connections`` is 1 before: see ``_set``).
+_SINCE_30 = frozenset({"rnr_retry_count", "connection_request_timeout"})
+
 
 class RdmaSettings(RdmaSettingMethods, EmuCtx):
     """The settable attributes of :class:`EmuRdma` (setters only while IDLE)."""
@@ -27,6 +32,8 @@ class RdmaSettings(RdmaSettingMethods, EmuCtx):
               "rnr_retry_count": "rnr_retry", "connection_request_timeout": "cm_timeout_ms"}
 
     def _set(self, name: str, value: int) -> None:
+        if name in _SINCE_30:
+            emu_version.require(f"doca_rdma_set_{name}", CONNECTIONS_SINCE, "added after 2.6")
         self._configurable("task_receive_set_dst_buf_list_len" if name == "receive_dst_buf_list_len" else f"set_{name}")
         attr = self._ATTRS[name]
         v = int(value)
@@ -53,6 +60,8 @@ class RdmaSettings(RdmaSettingMethods, EmuCtx):
             raise DocaInvalidValue(f"{name} must be in 1..{MAX_BUF_LIST_LEN}")
         elif name == "max_num_connections" and not 0 < v <= MAX_NUM_CONNECTIONS:
             raise DocaInvalidValue(f"max_num_connections must be in 1..{MAX_NUM_CONNECTIONS}")
+        elif name == "max_num_connections" and v != 1 and emu_version.VERSION < CONNECTIONS_SINCE:
+            raise need_connections(f"max_num_connections={v} (doca_rdma_set_max_num_connections)")
         elif name == "gid_index" and v >= GID_TABLE_SIZE:
             raise DocaInvalidValue(f"gid_index {v} is outside the GID table (size {GID_TABLE_SIZE})")
         elif name == "rnr_retry_count" and v > 7:
@@ -62,8 +71,15 @@ class RdmaSettings(RdmaSettingMethods, EmuCtx):
         setattr(self, attr, v)
 
     def _get(self, name: str) -> int:
+        if emu_version.VERSION < CONNECTIONS_SINCE:
+            if name in _SINCE_30:
+                emu_version.require(f"doca_rdma_get_{name}", CONNECTIONS_SINCE, "added after 2.6")
+            if name == "max_num_connections":
+                return 1  # DOCA 2.6: one implicit connection per ctx
         return int(getattr(self, self._ATTRS[name]))
 
     def set_connection_state_cb(self, cb: Callable[[int, EmuRdmaConnection], None]) -> None:
+        emu_version.require("doca_rdma_set_connection_state_callbacks", CONNECTIONS_SINCE,
+                            "DOCA 2.6 has no connection objects: a lost peer fails the ctx's tasks")
         self._configurable("set_connection_state_callbacks")
         self.conn_cb = cb
