@@ -295,7 +295,7 @@ class Task:
 
     @property
     def flushed_by(self) -> str:
-        """Why the task was flushed, if it failed only because its ctx stopped while it was in flight
+        """Python-only: why the task was flushed, if it failed only because its ctx stopped while it was in flight
         ("the ctx stopped after EcTaskCreate failed with IO_FAILED"); ``""`` for a task that failed on its
         own, or succeeded. The native backend infers it (DOCA reports only the status): a failure delivered
         after the one that stopped the ctx, or after ``stop()``, reads as flushed."""
