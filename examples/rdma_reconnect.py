@@ -113,9 +113,8 @@ class Link:
     def send(self, text: str) -> None:
         assert self.conn is not None
         word = text.encode()
-        buf = self.inv.buf_get_by_data(self.mm, self.base + MSG, MSG)
         self.mem[MSG:MSG + len(word)] = word
-        buf.set_data_len(len(word))
+        buf = self.inv.buf_get_by_data(self.mm, self.base + MSG, len(word))  # no set_data_len: DOCA 2.6 has none
         self.rdma.task_send_allocate_init(self.conn, buf, user_data=("send", buf)).submit()
         self.sends += 1
 

@@ -146,10 +146,9 @@ def run_host(dev: d.Dev, send: Send, recv: Recv, rounds: int) -> dict[str, Any]:
             for n in range(1, rounds + 1):
                 mem[:READS * BLOCK] = round_data(n)
                 answer = inv.buf_get_by_addr(mm, base + READS * BLOCK, MSG)
-                ready = inv.buf_get_by_data(mm, base + READS * BLOCK + MSG, MSG)
                 word = f"ready {n}".encode()
                 mem[READS * BLOCK + MSG:READS * BLOCK + MSG + len(word)] = word
-                ready.set_data_len(len(word))
+                ready = inv.buf_get_by_data(mm, base + READS * BLOCK + MSG, len(word))  # every DOCA version
                 rdma.task_receive_allocate_init(answer, user_data=("receive", n)).submit()
                 pe.progress()  # the receive is posted (its fault decided) before the DPU hears of the round
                 failed = _failure(t, n)
@@ -242,10 +241,9 @@ def run_dpu(dev: d.Dev, send: Send, recv: Recv, rounds: int) -> dict[str, Any]:
                     failed = _failure(t, n)
                     if failed is not None:
                         break
-                crc = inv.buf_get_by_data(mm, base + READS * BLOCK + MSG, MSG)
                 word = f"crc {zlib.crc32(data)}".encode()
                 mem[READS * BLOCK + MSG:READS * BLOCK + MSG + len(word)] = word
-                crc.set_data_len(len(word))
+                crc = inv.buf_get_by_data(mm, base + READS * BLOCK + MSG, len(word))
                 rdma.task_send_allocate_init(conn, crc, user_data=("send", n)).submit()
                 failed = step([("send", n)], n)
                 if failed is not None:
