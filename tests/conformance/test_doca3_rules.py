@@ -80,6 +80,7 @@ def test_get_list_len_needs_the_head(backend: str) -> None:
         a.dec_refcount()
 
 
+@pytest.mark.doca_versions("3.0", "3.2")  # the DOCA functions it uses: see test_doca_versions for older ones
 def test_inventory_expand_needs_start(backend: str) -> None:
     inv = d.BufInventory(2, start=False)
     try:

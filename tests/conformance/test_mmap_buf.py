@@ -41,6 +41,7 @@ def test_read_only_and_empty_buffers_are_refused(dev: d.Dev) -> None:
             mm.set_memrange(bytearray())
 
 
+@pytest.mark.doca_versions("3.0", "3.2")  # the DOCA functions it uses: see test_doca_versions for older ones
 def test_configuration_only_before_start(dev: d.Dev) -> None:
     # DOCA 3.0 doca_mmap.h: memrange/permissions on a started map are BAD_STATE, the
     # device and thread-safety settings NOT_PERMITTED.
@@ -93,6 +94,7 @@ def test_export_needs_permission_device_and_start(dev: d.Dev) -> None:
         assert mm.get_exported() and blob == mm.export_pci(dev)
 
 
+@pytest.mark.doca_versions("3.2")  # the DOCA functions it uses: see test_doca_versions for older ones
 def test_buffer_geometry_and_data_rules(dev: d.Dev) -> None:
     with local_mmap(dev, 8192) as mm, d.BufInventory(4) as inv:
         base, _ = mm.get_memrange()
@@ -123,6 +125,7 @@ def test_buffer_geometry_and_data_rules(dev: d.Dev) -> None:
         assert inv.get_num_free_elements() == 4 and mm.get_num_bufs() == 0
 
 
+@pytest.mark.doca_versions("3.0", "3.2")  # the DOCA functions it uses: see test_doca_versions for older ones
 def test_inventory_exhaustion_refcounts_and_chains(dev: d.Dev) -> None:
     with local_mmap(dev) as mm, d.BufInventory(3) as inv:
         base, _ = mm.get_memrange()

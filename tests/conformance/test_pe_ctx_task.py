@@ -134,6 +134,7 @@ def test_failed_task_reports_error_and_stops_ctx(backend: str) -> None:
         mm.close()
 
 
+@pytest.mark.doca_versions("3.2")  # the DOCA functions it uses: see test_doca_versions for older ones
 def test_tasks_flushed_by_a_failure_say_which_task_stopped_the_ctx(backend: str) -> None:
     """The failed task's error is its own; the tasks behind it, flushed because the failure stopped their
     ctx, say so and name it (ordered completions: the failure is delivered first on every backend)."""

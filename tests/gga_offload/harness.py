@@ -56,7 +56,7 @@ class Proc:
     """A child ``python -m`` process with its output collected line by line."""
 
     def __init__(self, module: str, *args: str, env: dict[str, str] | None = None) -> None:
-        full_env = dict(os.environ, DOCA_PY_IMPL=CHILD_IMPL, PYTHONUNBUFFERED="1", **(env or {}))
+        full_env = {**os.environ, "DOCA_PY_IMPL": CHILD_IMPL, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.module = module
         self.p = subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env)
@@ -152,11 +152,13 @@ class Deployment:
     (*target_io_timeout*, its default unless given) come from `tests.deadlines.product_timeout`, so a
     loaded machine does not make a healthy target miss them; so does *rdma_retry_window*, the emulated
     RDMA transport's (``DOCA_PY_RDMA_RETRY_WINDOW`` of every process, 4 s unless given). `deadline`
-    bounds a wait that may include them."""
+    bounds a wait that may include them. *service_env* is the bridge's own environment on top
+    (``DOCA_PY_IMPL=native`` and a ``DOCA_PY_LIBDIR``: a native bridge among emulated peers)."""
 
     def __init__(self, files: Sequence[Path], *, matrix: str = "vandermonde", every_n: int = 0,
                  control_timeout: int | None = None, target_io_timeout: int | None = None,
-                 rdma_retry_window: int | None = None, cpus: Sequence[int] = (0,), extra: Sequence[str] = ()) -> None:
+                 rdma_retry_window: int | None = None, cpus: Sequence[int] = (0,), extra: Sequence[str] = (),
+                 service_env: dict[str, str] | None = None) -> None:
         self.name = f"gga-test-{uuid.uuid4().hex[:12]}"
         self.control_timeout = deadlines.product_timeout(5) if control_timeout is None else control_timeout
         self.target_io_timeout = target_io_timeout
@@ -180,7 +182,7 @@ class Deployment:
                                 "--data-p-storage", f"127.0.0.1:{ports[2]}",
                                 "--matrix-type", matrix, "--trigger-recovery-read-every-n", str(every_n),
                                 "--command-channel-name", self.name, "--control-timeout",
-                                str(self.control_timeout), *io_args, *extra, env=env)
+                                str(self.control_timeout), *io_args, *extra, env={**(env or {}), **(service_env or {})})
         except BaseException:
             self.kill()
             raise

@@ -52,9 +52,9 @@ def _read_all(ini: TestInitiator, first_ud: int = 0) -> list[IoMessage]:
     return ini.run(msgs)
 
 
-def _session(sbc: Files, plain: bytes, every_n: int) -> None:
+def _session(sbc: Files, plain: bytes, every_n: int, service_env: dict[str, str] | None = None) -> None:
     matrix, files = sbc
-    dep = Deployment(files, matrix=matrix, every_n=every_n)
+    dep = Deployment(files, matrix=matrix, every_n=every_n, service_env=service_env)
     with TestInitiator.session(dep) as ini:
         details = ini.setup(transactions=4)
         assert (details.block_size, details.total_size) == (B, BLOCKS * B)  # doubled
@@ -115,6 +115,16 @@ def test_reads_recovery_malformed_and_write(sbc_files: Callable[[str], Files], p
     """Both matrix types; vandermonde recovers every 2nd block, cauchy every block (so
     recover_a and recover_b both run, with real recover matrices)."""
     _session(sbc_files(matrix), plain, every_n)
+
+
+def test_a_native_bridge_serves_emulated_targets_and_initiator(sbc_files: Callable[[str], Files],
+                                                               plain: bytes) -> None:
+    """The bridge through the native backend over libdoca — what a BlueField runs — between targets and an
+    initiator on this run's backend (emulated in a plain run): the same session, byte exact."""
+    from ..libdoca.env import lib_dir
+
+    _session(sbc_files("vandermonde"), plain, 2,
+             service_env={"DOCA_PY_IMPL": "native", "DOCA_PY_LIBDIR": str(lib_dir())})
 
 
 ROLES = ("data_1", "data_2", "data_p")
