@@ -25,7 +25,8 @@ after ``--`` replace its folders.
 ``test`` also runs the native pass on ``.venv``'s Python: the folders of ``NATIVE_PASS`` with
 ``DOCA_PY_IMPL=native`` over ``libdoca`` (DOCA's C libraries served by the emulator, built once per
 run into ``build/libdoca``: ``python -m doca_py libdoca``), so every example, the app tests and the
-conformance tests run through ``doca_py/native`` as on a BlueField. Its summary line says so. A machine
+conformance tests run through ``doca_py/native`` as on a BlueField; then the conformance tests presenting
+DOCA 2.6, their native half over a libdoca built for 2.6. Their summary lines say so. A machine
 with real DOCA (``DOCA_PY_LIBDIR`` or the DOCA install directories) runs the whole suite natively
 instead, and this pass is left out. ``DOCA_PY_TEST_NATIVE=0`` leaves it out too.
 
@@ -80,6 +81,7 @@ NATIVE_PASS = ("tests/conformance", "tests/examples", "tests/libdoca", "tests/st
                "tests/topology/test_topology.py::test_main_job_runs_the_three_default_tests")
 NATIVE_NAMES = ("conformance", "examples", "libdoca", "the app tests", "the main job")
 NATIVE_ENV = "DOCA_PY_TEST_NATIVE"
+NATIVE_OLDEST = "2.6"
 
 
 class UsageError(Exception):
@@ -485,8 +487,14 @@ def _native_pass(args: list[str]) -> list[Run]:
                              cwd=ROOT, capture_output=True, text=True).stdout.strip()
     seed = os.environ.get(SEED) or distinct_seeds(1)[0]
     env = {"DOCA_PY_IMPL": "native", "DOCA_PY_LIBDIR": proc.stdout.strip().splitlines()[-1]}
-    return [_pytest(PY, [*NATIVE_PASS, *args], f"{label} {version} (DOCA_PY_IMPL=native: {', '.join(NATIVE_NAMES)})",
+    runs = [_pytest(PY, [*NATIVE_PASS, *args], f"{label} {version} (DOCA_PY_IMPL=native: {', '.join(NATIVE_NAMES)})",
                     seed, RESULTS / "native.xml", extra_env=env)]
+    # The oldest DOCA too: the conformance folder with every test presenting 2.6, its native half over a
+    # libdoca built for 2.6 (tests/conformance/backends.py builds it).
+    runs.append(_pytest(PY, ["--doca-version", NATIVE_OLDEST, "tests/conformance", *args],
+                        f"conformance at DOCA {NATIVE_OLDEST} (native half over libdoca {NATIVE_OLDEST})", seed,
+                        RESULTS / "native-oldest.xml"))
+    return runs
 
 
 def _repeated(n: int, args: list[str]) -> list[Run]:

@@ -312,3 +312,42 @@ def test_a_free_threaded_python_runs_the_suite_with_the_gil_off(monkeypatch: pyt
 def test_the_real_free_threaded_interpreter_says_so() -> None:
     py, _why = tasks.probe(sys.executable)
     assert py is not None and py.free_threaded
+
+
+def test_the_native_pass_is_left_out_when_asked_or_when_tests_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[list[str]] = []
+    monkeypatch.setattr(tasks, "_pytest", lambda py, args, *a, **k: ran.append(args))  # type: ignore[arg-type]
+    monkeypatch.setattr(tasks, "real_doca", lambda py: False)
+    monkeypatch.setenv(tasks.NATIVE_ENV, "0")
+    assert tasks._native_pass([]) == [] and ran == []
+    monkeypatch.delenv(tasks.NATIVE_ENV)
+    assert tasks._native_pass(["tests/conformance", "-x"]) == [] and ran == []  # tests named: one run only
+    monkeypatch.setattr(tasks, "real_doca", lambda py: True)
+    assert tasks._native_pass([]) == [] and ran == []  # a real DOCA: the whole suite was native already
+
+
+def test_the_native_pass_runs_its_folders_natively_and_the_conformance_at_2_6(monkeypatch: pytest.MonkeyPatch,
+                                                                             tmp_path: Path) -> None:
+    calls: list[tuple[list[str], str, dict[str, str] | None]] = []
+
+    def fake_pytest(py: Path, args: list[str], label: str, seed: str, report: Path, gil_off: bool = False,
+                    extra_env: dict[str, str] | None = None) -> tasks.Run:
+        calls.append((args, label, extra_env))
+        return tasks.Run(label, seed, 0, tasks.Outcome(passed=1))
+
+    class Done:
+        def __init__(self, out: str, rc: int = 0) -> None:
+            self.stdout, self.stderr, self.returncode = out, "", rc
+
+    monkeypatch.setattr(tasks, "_pytest", fake_pytest)
+    monkeypatch.setattr(tasks, "real_doca", lambda py: False)
+    monkeypatch.setattr(tasks.subprocess, "run", lambda cmd, **k: Done("3.2\n" if "-c" in cmd else f"{tmp_path}/lib\n"))
+    runs = tasks._native_pass(["-x"])
+    assert [r.label for r in runs] == [
+        "native path over libdoca 3.2 (DOCA_PY_IMPL=native: conformance, examples, libdoca, the app tests, the main job)",
+        "conformance at DOCA 2.6 (native half over libdoca 2.6)"]
+    (native_args, _, env), (oldest_args, _, oldest_env) = calls
+    assert native_args == [*tasks.NATIVE_PASS, "-x"] and env == {"DOCA_PY_IMPL": "native", "DOCA_PY_LIBDIR": f"{tmp_path}/lib"}
+    assert oldest_args == ["--doca-version", "2.6", "tests/conformance", "-x"] and oldest_env is None
+    monkeypatch.setattr(tasks.subprocess, "run", lambda cmd, **k: Done("", 2))  # no C compiler: said, not failed
+    assert tasks._native_pass([]) == []
