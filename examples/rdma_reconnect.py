@@ -115,7 +115,7 @@ class Link:
         word = text.encode()
         buf = self.inv.buf_get_by_data(self.mm, self.base + MSG, MSG)
         self.mem[MSG:MSG + len(word)] = word
-        buf.set_data_len(len(word))
+        buf.set_data(buf.get_data(), len(word))
         self.rdma.task_send_allocate_init(self.conn, buf, user_data=("send", buf)).submit()
         self.sends += 1
 

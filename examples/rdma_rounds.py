@@ -149,7 +149,7 @@ def run_host(dev: d.Dev, send: Send, recv: Recv, rounds: int) -> dict[str, Any]:
                 ready = inv.buf_get_by_data(mm, base + READS * BLOCK + MSG, MSG)
                 word = f"ready {n}".encode()
                 mem[READS * BLOCK + MSG:READS * BLOCK + MSG + len(word)] = word
-                ready.set_data_len(len(word))
+                ready.set_data(ready.get_data(), len(word))
                 rdma.task_receive_allocate_init(answer, user_data=("receive", n)).submit()
                 pe.progress()  # the receive is posted (its fault decided) before the DPU hears of the round
                 failed = _failure(t, n)
@@ -245,7 +245,7 @@ def run_dpu(dev: d.Dev, send: Send, recv: Recv, rounds: int) -> dict[str, Any]:
                 crc = inv.buf_get_by_data(mm, base + READS * BLOCK + MSG, MSG)
                 word = f"crc {zlib.crc32(data)}".encode()
                 mem[READS * BLOCK + MSG:READS * BLOCK + MSG + len(word)] = word
-                crc.set_data_len(len(word))
+                crc.set_data(crc.get_data(), len(word))
                 rdma.task_send_allocate_init(conn, crc, user_data=("send", n)).submit()
                 failed = step([("send", n)], n)
                 if failed is not None:

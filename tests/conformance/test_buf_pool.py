@@ -154,7 +154,7 @@ def test_pool_buffers_work_in_tasks(mm: d.Mmap, backend: str) -> None:
         dma.start()
         src, dst = pool.buf_alloc(), pool.buf_alloc()
         src.window_view()[:5] = b"hello"
-        src.set_data_len(5)
+        src.set_data(src.get_data(), 5)
         task = dma.task_memcpy_alloc_init(src, dst)
         task.submit()
         while not done:

@@ -115,7 +115,7 @@ def test_buf_from_handle_takes_no_reference(dev: d.Dev, backend: str) -> None:
         view = d.Buf.from_handle(inv, mm, h)
         assert view.borrowed and view is not owner and view.handle == h and view.mmap is mm
         assert (view.get_head(), view.get_data(), view.get_data_len()) == (base + 8, base + 8, 16)
-        view.set_data_len(4)  # one DOCA buffer, two wrappers
+        view.set_data(view.get_data(), 4)  # one DOCA buffer, two wrappers (set_data_len: DOCA 3.0+)
         assert owner.get_data_len() == 4
         view.close()
         # Closing the view dropped no reference: the owner's buffer is still out of the inventory.
