@@ -55,6 +55,7 @@ from .sync_event import (
     SyncEventTaskNotifyAdd,
     SyncEventTaskNotifySet,
     SyncEventTaskWaitEq,
+    SyncEventTaskWaitGt,
     SyncEventTaskWaitNeq,
 )
 from .rdma import (
@@ -95,7 +96,7 @@ __all__ = [
     "RdmaTaskAtomicFetchAdd", "RdmaTaskRemoteNetSyncEventGet", "RdmaTaskRemoteNetSyncEventNotifySet",
     "RdmaTaskRemoteNetSyncEventNotifyAdd",
     "SyncEvent", "SyncEventCtx", "SyncEventRemoteNet", "SyncEventTaskGet", "SyncEventTaskNotifySet",
-    "SyncEventTaskNotifyAdd", "SyncEventTaskWaitEq", "SyncEventTaskWaitNeq",
+    "SyncEventTaskNotifyAdd", "SyncEventTaskWaitEq", "SyncEventTaskWaitNeq", "SyncEventTaskWaitGt",
     "AccessFlag", "CtxState", "DevinfoRepFilter", "PciFuncType", "PeEventMode", "TaskSubmitFlag",
     "DocaPyError", "DocaError", "DocaUsageError", "DocaTypeError", "DocaImplError", "DocaWarning", "ErrorCode", "LogLevel", "logger",
 ]

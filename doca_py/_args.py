@@ -60,8 +60,13 @@ def caller(depth: int = 2) -> str:
     if owner is not None:  # a method: name it by the public class, not by the mixin that defines it
         return f"{type(owner).__name__}.{code.co_name}"
     if sys.version_info >= (3, 11):
-        return code.co_qualname
-    return _qualname_310(code, frame.f_locals, frame.f_globals)
+        name = code.co_qualname
+    else:
+        name = _qualname_310(code, frame.f_locals, frame.f_globals)
+    # A static method of a mixin: the public class it is part of (a mixin's ``_public_name``).
+    cls_name, _, func = name.rpartition(".")
+    public = getattr(frame.f_globals.get(cls_name), "_public_name", None)
+    return f"{public}.{func}" if public else name
 
 
 def _qualname_310(code: CodeType, local_vars: Mapping[str, object],

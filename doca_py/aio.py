@@ -37,11 +37,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ._args import expect
-from .errors import DocaBadState, DocaUsageError
+from .errors import DocaBadState, DocaTimeout, DocaUsageError
 from .types import CtxState
 
 if TYPE_CHECKING:
-    from .ctx import Ctx, Task
+    from .ctx import Ctx, TaskT
     from .pe import Pe
 
 __all__ = ["AttachedPe", "attach", "attached", "wait_task", "wait_state"]
@@ -115,11 +115,12 @@ class AttachedPe:
         self._conditions = keep
 
     # -- waiting -----------------------------------------------------------------------------
-    async def until(self, predicate: Callable[[], bool], timeout: float | None = None) -> None:
+    async def until(self, predicate: Callable[[], bool], timeout: float | None = None, *,
+                    what: str | None = None) -> None:
         """Return once ``predicate()`` is true, re-checked after every progress.
 
-        Raises `TimeoutError` after *timeout* seconds; an exception of the
-        predicate is raised here."""
+        Raises [`DocaTimeout`][doca_py.errors.DocaTimeout] (a ``TimeoutError``) after *timeout* seconds, naming
+        *what* was awaited (default: the predicate's name); an exception of the predicate is raised here."""
         if predicate():
             return
         fut: asyncio.Future[None] = self.loop.create_future()
@@ -127,10 +128,9 @@ class AttachedPe:
         self.kick()
         try:
             await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError as exc:
-            if isinstance(exc, TimeoutError):  # 3.11+: the same class
-                raise
-            raise TimeoutError(f"not true within {timeout} s") from exc  # 3.10: asyncio's own class
+        except asyncio.TimeoutError as exc:  # 3.10: asyncio's own class; 3.11+: the builtin
+            name = what or getattr(predicate, "__qualname__", None) or repr(predicate)
+            raise DocaTimeout(f"aio.until: {name} was not true within {timeout} s") from exc
 
     def detach(self) -> None:
         """Stop watching the engine (idempotent)."""
@@ -174,14 +174,18 @@ def attached(pe: Pe | None) -> AttachedPe:
     return runner
 
 
-def wait_task(task: Task) -> Generator[Any, None, Task]:
-    """What ``await task`` runs: the task once its completion was delivered, or its error."""
+def wait_task(task: TaskT) -> Generator[Any, None, TaskT]:
+    """What ``await task`` runs: the task once its completion was delivered, or its error; ``DocaBadState``
+    for a task that was not submitted since its allocation (it has no completion to report)."""
     if task._h.inflight:
         runner = attached(task._ctx._pe)
         fut: asyncio.Future[None] = runner.loop.create_future()
         task._future = fut
         runner.kick()
         yield from fut
+    elif not task._submitted:
+        raise DocaBadState(f"await {type(task).__name__}: the task was not submitted since its allocation (or "
+                           f"its last submit was refused), so it has no completion to wait for: submit() it first")
     exc = task.exception()
     if exc is not None:
         raise exc
@@ -190,7 +194,9 @@ def wait_task(task: Task) -> Generator[Any, None, Task]:
 
 async def wait_state(ctx: Ctx, state: CtxState, timeout: float | None = None) -> None:
     """Return once *ctx* is in *state*. Reaching IDLE while waiting for RUNNING (a start
-    that failed) raises [`DocaBadState`][doca_py.errors.DocaBadState]."""
+    that failed) raises [`DocaBadState`][doca_py.errors.DocaBadState]; no *state* within *timeout* seconds
+    [`DocaTimeout`][doca_py.errors.DocaTimeout] naming the ctx, its state and what DOCA needs to get it there
+    (DOCA 2.6's Rdma, for one, is RUNNING only after ``connect``)."""
     runner = attached(ctx._pe)
     failed = False
 
@@ -200,6 +206,9 @@ async def wait_state(ctx: Ctx, state: CtxState, timeout: float | None = None) ->
         failed = state is CtxState.RUNNING and now in (CtxState.IDLE, CtxState.STOPPING)
         return now is state or failed
 
-    await runner.until(reached, timeout)
+    try:
+        await runner.until(reached, timeout)
+    except DocaTimeout:
+        raise ctx._not_reached(state, timeout) from None
     if failed:
         raise DocaBadState(f"{type(ctx).__name__} did not reach RUNNING (it is {ctx.get_state().name})")

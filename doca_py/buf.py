@@ -12,7 +12,7 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from ._args import expect, wrong_type
+from ._args import caller, expect, wrong_type
 from ._backend import backend
 from ._lifetime import DocaObject
 from ._backend.protocols.core import BufHandle, BufInventoryHandle
@@ -26,6 +26,17 @@ __all__ = ["BufInventory", "Buf"]
 
 
 
+_U32_MAX = (1 << 32) - 1
+
+
+def _count(where: str, num_elements: object) -> None:
+    """A descriptor count: an ``int`` from 1 to ``UINT32_MAX`` (what DOCA counts inventories in)."""
+    if not isinstance(num_elements, int):
+        raise wrong_type(where, int, num_elements=num_elements)
+    if not 0 < num_elements <= _U32_MAX:
+        raise DocaInvalidValue(f"{where}: num_elements must be 1..{_U32_MAX}, got {num_elements}")
+
+
 class BufInventory(DocaObject):
     """``doca_buf_inventory``: a fixed pool of buffer descriptors. Started on creation
     unless ``start=False``."""
@@ -37,8 +48,7 @@ class BufInventory(DocaObject):
         if _handle is not None:  # from_handle
             self._h: BufInventoryHandle = _handle
             return
-        if num_elements <= 0:
-            raise DocaInvalidValue(f"num_elements must be positive, got {num_elements}")
+        _count("BufInventory", num_elements)
         self._h = backend.buf.buf_inventory_create(num_elements)
         self._arm_finalizer(self._h.destroy)
         if start:
@@ -72,9 +82,10 @@ class BufInventory(DocaObject):
     def expand(self, num_elements: int) -> None:
         """``doca_buf_inventory_expand``: add *num_elements* descriptors to the pool.
 
-        :param num_elements: how many to add.
+        :param num_elements: how many to add (``1`` to ``2**32 - 1``: a ``uint32_t``).
         :raises DocaNotSupported: on DOCA 2.6 (``doca_buf_inventory_expand`` exists from 3.0).
         """
+        _count("BufInventory.expand", num_elements)
         self._h.expand(num_elements)
 
     def get_num_elements(self) -> int:
@@ -91,18 +102,21 @@ class BufInventory(DocaObject):
     def buf_get_by_args(self, mmap: Mmap, addr: int, length: int, data: int, data_len: int) -> Buf:
         """``doca_buf_inventory_buf_get_by_args``: window ``[addr, addr+length)`` with data ``[data,
         data+data_len)``."""
-        self._check_open()
-        if not isinstance(mmap, Mmap):
-            raise wrong_type("BufInventory.buf_get_by_args", Mmap, mmap=mmap)
-        return self._wrap(self._h.get_by_args(mmap._h, addr, length, data, data_len), mmap)
+        return self._get(mmap, addr, length, data, data_len)
 
     def buf_get_by_addr(self, mmap: Mmap, addr: int, length: int) -> Buf:
         """``doca_buf_inventory_buf_get_by_addr``: an empty buffer (destination): data at *addr*, data_len 0."""
-        return self.buf_get_by_args(mmap, addr, length, addr, 0)
+        return self._get(mmap, addr, length, addr, 0)
 
     def buf_get_by_data(self, mmap: Mmap, data: int, data_len: int) -> Buf:
         """``doca_buf_inventory_buf_get_by_data``: a full buffer (source): window = data region."""
-        return self.buf_get_by_args(mmap, data, data_len, data, data_len)
+        return self._get(mmap, data, data_len, data, data_len)
+
+    def _get(self, mmap: Mmap, addr: int, length: int, data: int, data_len: int) -> Buf:
+        self._check_open()
+        if not isinstance(mmap, Mmap):
+            raise wrong_type(caller(), Mmap, mmap=mmap)  # the buf_get_by_* the user called
+        return self._wrap(self._h.get_by_args(mmap._h, addr, length, data, data_len), mmap)
 
     def buf_dup(self, buf: Buf) -> Buf:
         """``doca_buf_inventory_buf_dup``: a new descriptor list with the same geometry (the bytes are shared)."""
@@ -122,6 +136,15 @@ class BufInventory(DocaObject):
 
 _FREED = ("this Buf was freed (its reference count reached 0): its descriptor went back to its inventory or "
           "pool and may be another holder's now; take a new buffer")
+
+
+def freed_buf(where: str, **bufs: Buf | None) -> DocaBadState:
+    """The error for the first of *bufs* (name=value) that was freed, given to a task by *where*: refused
+    when the task is built, on every backend (the descriptor may be another holder's by the time it runs)."""
+    for name, buf in bufs.items():
+        if buf is not None and buf._closed:
+            return DocaBadState(f"{where}: {name}: {_FREED}")
+    raise AssertionError(f"{where}: none of {', '.join(bufs)} was freed")  # the caller's test disagrees: a bug
 _tombstones: dict[type, object] = {}
 _dead: set[type] = set()  # the tombstones' classes
 

@@ -58,6 +58,7 @@ from .comch_tasks import ComchConsumerTaskPostRecv, ComchProducerTaskSend, Comch
 from .ctx import Ctx, TaskCallback
 from .dev import Dev, DevInfo, DevRep, devinfo_handle
 from .errors import DocaInvalidValue, DocaUsageError
+from .types import CtxState
 from .comch_connection import (
     ComchConnection,
     ComchCounter,
@@ -217,6 +218,7 @@ class _Endpoint(Ctx):
         else:
             t.user_data = user_data
             t._allocated = True
+            t._submitted = False
         t._conn = connection
         return t
 
@@ -328,6 +330,12 @@ class ComchClient(_Endpoint):
         self._setup(dev, options, _wrap)
         self.name = name
         """The service name of the server (``doca_comch_client_create``)."""
+
+    def _wait_hint(self, target: CtxState, state: CtxState) -> str:
+        if target is CtxState.RUNNING and state is CtxState.STARTING:
+            return (f"a comch client goes RUNNING once connected to its server: is a ComchServer named "
+                    f"{self.name!r} started on the DPU, on this host function's representor?")
+        return super()._wait_hint(target, state)
 
     def get_connection(self) -> ComchConnection:
         """``doca_comch_client_get_connection`` (``DocaBadState`` until RUNNING)."""

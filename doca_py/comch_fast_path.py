@@ -10,7 +10,7 @@ from typing import Any
 from ._args import expect, wrong_type
 from ._backend import backend
 from ._backend.protocols.comch import ComchConsumerHandle, ComchProducerHandle
-from .buf import Buf
+from .buf import Buf, freed_buf
 from .comch_connection import ComchConnection
 from .comch_tasks import ComchConsumerTaskPostRecv, ComchProducerTaskSend
 from .ctx import Ctx, TaskCallback
@@ -93,6 +93,8 @@ class ComchConsumer(Ctx):
         mmap)."""
         if not isinstance(buf, Buf):
             raise wrong_type("ComchConsumer.task_post_recv_alloc_init", Buf, buf=buf)
+        if buf._closed:
+            raise freed_buf("ComchConsumer.task_post_recv_alloc_init", buf=buf)
         if buf.mmap is not self._mmap:
             raise DocaInvalidValue("the receive buffer must belong to the consumer's mmap")
         h = self._h.task_post_recv_alloc_init(buf._h)
@@ -188,6 +190,8 @@ class ComchProducer(Ctx):
         consumer *consumer_id* (its ``submit`` raises ``DocaAgain`` while that consumer has no receive posted)."""
         if not isinstance(buf, Buf):
             raise wrong_type("ComchProducer.task_send_alloc_init", Buf, buf=buf)
+        if buf._closed:
+            raise freed_buf("ComchProducer.task_send_alloc_init", buf=buf)
         h = self._h.task_send_alloc_init(buf._h, bytes(imm_data or b""), consumer_id)
         t = self._wrap_task(h, ComchProducerTaskSend, user_data)
         t._buf = buf

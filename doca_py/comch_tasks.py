@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ._backend.protocols.comch import ComchConsumerTaskPostRecvHandle, ComchProducerTaskSendHandle
 from ._args import wrong_type
-from .buf import Buf
+from .buf import Buf, freed_buf
 from .ctx import Task
 
 if TYPE_CHECKING:
@@ -46,6 +46,8 @@ class _BufTask(Task):
         """``doca_comch_<task>_set_buf``: replace the buffer (not while in flight)."""
         if not isinstance(buf, Buf):
             raise wrong_type(f"{type(self).__name__}.set_buf", Buf, buf=buf)
+        if buf._closed:
+            raise freed_buf(f"{type(self).__name__}.set_buf", buf=buf)
         self._h.set_buf(buf._h)
         self._buf = buf
 

@@ -21,7 +21,7 @@ from ._args import expect, wrong_type
 from ._compat import StrEnum
 from ._backend import backend
 from ._backend.protocols.engines import CompressHandle, CompressTaskHandle
-from .buf import Buf
+from .buf import Buf, freed_buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo, devinfo_handle
 
@@ -65,6 +65,8 @@ class _CompressTask(Task):
         """``doca_compress_task_*_set_src``: re-aim the source between runs (not in flight)."""
         if not isinstance(buf, Buf):
             raise wrong_type(f"{type(self).__name__}.set_src", Buf, buf=buf)
+        if buf._closed:
+            raise freed_buf(f"{type(self).__name__}.set_src", buf=buf)
         self._h.set_src(buf._h)
         self._src = buf
 
@@ -72,6 +74,8 @@ class _CompressTask(Task):
         """``doca_compress_task_*_set_dst``: output is appended after the destination's data."""
         if not isinstance(buf, Buf):
             raise wrong_type(f"{type(self).__name__}.set_dst", Buf, buf=buf)
+        if buf._closed:
+            raise freed_buf(f"{type(self).__name__}.set_dst", buf=buf)
         self._h.set_dst(buf._h)
         self._dst = buf
 
@@ -223,6 +227,8 @@ class Compress(Ctx):
         """
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Compress.task_compress_deflate_alloc_init", Buf, src=src, dst=dst)
+        if src._closed or dst._closed:
+            raise freed_buf("Compress.task_compress_deflate_alloc_init", src=src, dst=dst)
         h = self._h.task_compress_deflate_alloc_init(src._h, dst._h)
         return self._wrap(h, CompressTaskCompressDeflate, src, dst, user_data)
 
@@ -236,6 +242,8 @@ class Compress(Ctx):
         """
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Compress.task_decompress_deflate_alloc_init", Buf, src=src, dst=dst)
+        if src._closed or dst._closed:
+            raise freed_buf("Compress.task_decompress_deflate_alloc_init", src=src, dst=dst)
         h = self._h.task_decompress_deflate_alloc_init(src._h, dst._h)
         return self._wrap(h, CompressTaskDecompressDeflate, src, dst, user_data)
 
@@ -250,6 +258,8 @@ class Compress(Ctx):
         """
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Compress.task_decompress_lz4_stream_alloc_init", Buf, src=src, dst=dst)
+        if src._closed or dst._closed:
+            raise freed_buf("Compress.task_decompress_lz4_stream_alloc_init", src=src, dst=dst)
         h = self._h.task_decompress_lz4_stream_alloc_init(has_block_checksum, are_blocks_independent, src._h, dst._h)
         return self._wrap(h, CompressTaskDecompressLz4Stream, src, dst, user_data)
 
@@ -263,6 +273,8 @@ class Compress(Ctx):
         """
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Compress.task_decompress_lz4_block_alloc_init", Buf, src=src, dst=dst)
+        if src._closed or dst._closed:
+            raise freed_buf("Compress.task_decompress_lz4_block_alloc_init", src=src, dst=dst)
         h = self._h.task_decompress_lz4_block_alloc_init(src._h, dst._h)
         return self._wrap(h, CompressTaskDecompressLz4Block, src, dst, user_data)
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._args import caller, wrong_type
 from ._lifetime import DocaObject, raw_handle
 from ._backend.protocols.core import CtxHandle, TaskHandle, TaskPoolHandle
 from .errors import DocaBadState, DocaError, DocaTimeout, DocaUsageError, ErrorCode, lookup
@@ -84,19 +85,46 @@ class Ctx(DocaObject):
                 raise DocaBadState(f"{type(self).__name__} did not reach RUNNING (it is {state.name})")
             left = deadline - time.monotonic()
             if left <= 0:
-                raise DocaTimeout(f"{type(self).__name__} did not reach {target.name} within {timeout} s "
-                                  f"(it is {state.name})")
+                raise self._not_reached(target, timeout)
             pe.wait(min(left, 0.1))
 
+    def _not_reached(self, target: CtxState, timeout: float | None) -> DocaTimeout:
+        """The error of a wait for *target* that timed out: the ctx, its state and the DOCA rule at play."""
+        state = self.get_state()
+        hint = self._wait_hint(target, state)
+        return DocaTimeout(f"{type(self).__name__} did not reach {target.name} within {timeout} s: it is "
+                           f"{state.name}" + (f"; {hint}" if hint else ""))
+
+    def _wait_hint(self, target: CtxState, state: CtxState) -> str:
+        """What DOCA needs for a ctx in *state* to reach *target* (libraries add their own rules)."""
+        if target is CtxState.IDLE and state is CtxState.STOPPING:
+            n = self._ctx_h.get_num_inflight_tasks()
+            allocated = sum(1 for t in self._tasks if t._allocated)
+            return (f"a stopping ctx goes IDLE once every task has completed and been freed ({n} in flight, "
+                    f"{allocated} allocated: free the flushed tasks in their error callbacks)")
+        if target is CtxState.RUNNING and state is CtxState.STARTING:
+            return "a starting ctx goes RUNNING from Pe.progress() once its library is ready"
+        if state is CtxState.IDLE and target is not CtxState.IDLE:
+            return "start() it first"
+        return ""
+
     async def started(self, timeout: float | None = None) -> None:
-        """Python-only (asyncio): return once RUNNING (the Pe must be attached with
-        [`doca_py.aio.attach`][doca_py.aio.attach])."""
+        """Python-only (asyncio): return once RUNNING (the Pe must be attached with [`doca_py.aio.attach`][doca_py.aio.attach]).
+
+        :raises DocaBadState: when the ctx stopped instead (a start that failed).
+        :raises DocaTimeout: after *timeout* seconds, naming the ctx, its state and what DOCA needs for it to go
+            RUNNING (on DOCA 2.6 an Rdma ctx goes RUNNING only once ``connect`` was called).
+        """
         from .aio import wait_state
 
         await wait_state(self, CtxState.RUNNING, timeout)
 
     async def stopped(self, timeout: float | None = None) -> None:
-        """Python-only (asyncio): return once IDLE again (after [`stop`][doca_py.ctx.Ctx.stop])."""
+        """Python-only (asyncio): return once IDLE again (after [`stop`][doca_py.ctx.Ctx.stop]).
+
+        :raises DocaTimeout: after *timeout* seconds, naming the ctx and its state (a stopping ctx stays
+            STOPPING while a flushed task is still allocated: free it in its error callback).
+        """
         from .aio import wait_state
 
         await wait_state(self, CtxState.IDLE, timeout)
@@ -123,9 +151,15 @@ class Ctx(DocaObject):
         self._ctx_h.flush_tasks()
 
     def _set_conf(self, pool: TaskPoolHandle, success: TaskCallback[Any], error: TaskCallback[Any], num_tasks: int) -> None:
-        """Register completion callbacks and the pool size of one task type (idle only)."""
+        """Register completion callbacks and the pool size of one task type (idle only); errors name the public
+        ``*_set_conf`` that was called."""
         self._check_open()
-        pool.set_conf(completion(self, success), completion(self, error), num_tasks)
+        if not (callable(success) and callable(error)):
+            raise wrong_type(caller(), Callable, success=success, error=error)
+        try:
+            pool.set_conf(completion(self, success), completion(self, error), num_tasks)
+        except DocaError as exc:
+            raise lookup(exc.code)(f"{caller()}: {exc.detail}" if exc.detail else caller(), code=exc.code) from None
 
     def _wrap_task(self, h: TaskHandle, factory: Callable[[TaskHandle, Ctx], TaskT], user_data: Any) -> TaskT:
         task = h.owner
@@ -136,6 +170,7 @@ class Ctx(DocaObject):
         t: TaskT = task  # type: ignore[assignment]
         t.user_data = user_data
         t._allocated = True
+        t._submitted = False
         return t
 
     def _close(self) -> None:
@@ -179,7 +214,7 @@ class Task:
     A task has [`handle`][doca_py.ctx.Task.handle] but no ``from_handle``: its wrapper is the one its ctx made
     at ``*_alloc_init`` and the completion callback receives, one per descriptor."""
 
-    __slots__ = ("_h", "_ctx", "user_data", "_allocated", "_future", "__weakref__")
+    __slots__ = ("_h", "_ctx", "user_data", "_allocated", "_submitted", "_future", "__weakref__")
 
     @property
     def handle(self) -> object:
@@ -193,22 +228,38 @@ class Task:
         self.user_data: Any = None
         """Any object, passed to the completion callback as ``task_user_data`` (``doca_task_set_user_data``)."""
         self._allocated = True
+        #: Whether the last submit since the allocation succeeded: what ``await`` has a result of.
+        self._submitted = False
         self._future: Any = None  # an asyncio future of ``await task``, resolved after the callback
 
-    def __await__(self) -> Generator[Any, None, Task]:
+    def __await__(self: TaskT) -> Generator[Any, None, TaskT]:
         """asyncio: ``await task`` after [`submit`][doca_py.ctx.Task.submit] gives the task once its completion
-        callback ran, or raises its [`DocaError`][doca_py.errors.DocaError]."""
+        callback ran, or raises its [`DocaError`][doca_py.errors.DocaError].
+
+        :raises DocaBadState: when the task was not submitted since its allocation (or its last submit was
+            refused): it has no completion to wait for.
+        """
         from .aio import wait_task
 
         return (yield from wait_task(self))
 
     def submit(self) -> None:
         """``doca_task_submit``: hand the task to its ctx; on success DOCA owns it until its callback runs."""
-        self._h.submit()
+        try:
+            self._h.submit()
+        except BaseException:
+            self._submitted = False
+            raise
+        self._submitted = True
 
     def try_submit(self) -> None:
         """``doca_task_try_submit``: validate, then submit (``DocaInvalidValue`` for a malformed task)."""
-        self._h.try_submit()
+        try:
+            self._h.try_submit()
+        except BaseException:
+            self._submitted = False
+            raise
+        self._submitted = True
 
     def submit_ex(self, flags: TaskSubmitFlag = TaskSubmitFlag.FLUSH) -> None:
         """``doca_task_submit_ex``: submit with [`TaskSubmitFlag`][doca_py.types.TaskSubmitFlag] values (``NONE``
@@ -219,7 +270,12 @@ class Task:
         :raises DocaBadState: when the ctx is not RUNNING.
         :raises DocaInvalidValue: when the task's buffers are invalid for it.
         """
-        self._h.submit_ex(int(flags))
+        try:
+            self._h.submit_ex(int(flags))
+        except BaseException:
+            self._submitted = False
+            raise
+        self._submitted = True
 
     def free(self) -> None:
         """``doca_task_free``: return the task to its ctx pool (not while in flight)."""
@@ -228,7 +284,8 @@ class Task:
 
     def get_status(self) -> ErrorCode:
         """``doca_task_get_status``: the [`ErrorCode`][doca_py.errors.ErrorCode] the task completed with
-        (``SUCCESS``, or why it failed: ``IO_FAILED`` when flushed by stop).
+        (``SUCCESS``, or why it failed: ``IO_FAILED`` when flushed by stop). Never raises: a code the
+        table lacks (a newer DOCA's) is an ``ErrorCode`` named by its number.
         """
         return ErrorCode(self._h.get_status())
 
@@ -237,14 +294,26 @@ class Task:
         """Python-only: why the task failed, when the backend knows more than its status (else ``""``)."""
         return self._h.reason
 
+    @property
+    def flushed_by(self) -> str:
+        """Python-only: why the task was flushed, if it failed only because its ctx stopped while it was in flight
+        ("the ctx stopped after EcTaskCreate failed with IO_FAILED"); ``""`` for a task that failed on its
+        own, or succeeded. The native backend infers it (DOCA reports only the status): a failure delivered
+        after the one that stopped the ctx, or after ``stop()``, reads as flushed."""
+        return self._h.flushed_by
+
     def exception(self) -> DocaError | None:
-        """Python-only: the status as an exception instance (with [`reason`][doca_py.ctx.Task.reason]), ``None`` on
-        success."""
+        """Python-only: the status as an exception instance (with [`reason`][doca_py.ctx.Task.reason], or why the task was
+        [flushed][doca_py.ctx.Task.flushed_by]), ``None`` on success."""
         code = self._h.get_status()
         if code == 0:
             return None
+        name = type(self).__name__
+        cause = self._h.flushed_by
+        if cause:
+            return lookup(code)(f"{name} flushed: {cause}", code=code)
         why = self._h.reason
-        return lookup(code)(f"{type(self).__name__} failed: {why}" if why else f"{type(self).__name__} failed")
+        return lookup(code)(f"{name} failed: {why}" if why else f"{name} failed", code=code)
 
     def get_ctx(self) -> Ctx:
         """``doca_task_get_ctx``: the [`Ctx`][doca_py.ctx.Ctx] the task belongs to."""

@@ -16,7 +16,7 @@ from typing import Any
 from ._args import expect, wrong_type
 from ._backend import backend
 from ._backend.protocols.engines import DmaHandle, DmaTaskMemcpyHandle
-from .buf import Buf
+from .buf import Buf, freed_buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo, devinfo_handle
 
@@ -41,6 +41,8 @@ class DmaTaskMemcpy(Task):
         """``doca_dma_task_memcpy_set_src``: set the src to *src*."""
         if not isinstance(src, Buf):
             raise wrong_type("DmaTaskMemcpy.set_src", Buf, src=src)
+        if src._closed:
+            raise freed_buf("DmaTaskMemcpy.set_src", src=src)
         self._h.set_src(src._h)
         self._src = src
 
@@ -48,6 +50,8 @@ class DmaTaskMemcpy(Task):
         """``doca_dma_task_memcpy_set_dst``: set the dst to *dst*."""
         if not isinstance(dst, Buf):
             raise wrong_type("DmaTaskMemcpy.set_dst", Buf, dst=dst)
+        if dst._closed:
+            raise freed_buf("DmaTaskMemcpy.set_dst", dst=dst)
         self._h.set_dst(dst._h)
         self._dst = dst
 
@@ -89,15 +93,24 @@ class Dma(Ctx):
         submission order (*ordered*) or as they finish. Unordered unless asked: applications that read
         a later copy's completion as "the earlier ones are done too" (as NVIDIA's virtiofs
         application does) set it. Configure before ``start`` (``DocaBadState`` after); on a runtime
-        older than 3.2 the native backend raises ``DocaNotSupported`` naming the version."""
+        older than 3.2 (the emulator's 2.6 and 3.0 modes too) ``DocaNotSupported`` naming the version."""
         if not isinstance(ordered, bool):
             raise wrong_type("Dma.set_ordered_completions", bool, ordered=ordered)
         self._h.set_ordered_completions(ordered)
+
+    def get_ordered_completions(self) -> bool:
+        """``doca_dma_get_ordered_completions`` (DOCA 3.2): whether this ctx delivers its memcpy completions in
+        submission order ([`set_ordered_completions`][doca_py.dma.Dma.set_ordered_completions]). On a runtime
+        older than 3.2, ``DocaNotSupported`` naming the version (both backends)."""
+        self._check_open()
+        return self._h.get_ordered_completions()
 
     def task_memcpy_alloc_init(self, src: Buf, dst: Buf, user_data: Any = None) -> DmaTaskMemcpy:
         """``doca_dma_task_memcpy_alloc_init``: a memcpy task from the pool (``DocaNoMemory`` when it is empty)."""
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Dma.task_memcpy_alloc_init", Buf, src=src, dst=dst)
+        if src._closed or dst._closed:
+            raise freed_buf("Dma.task_memcpy_alloc_init", src=src, dst=dst)
         h = self._h.task_memcpy_alloc_init(src._h, dst._h)
         t = self._wrap_task(h, DmaTaskMemcpy, user_data)
         t._src, t._dst = src, dst

@@ -25,10 +25,10 @@ from ._backend import backend
 from ._backend.protocols.core import BufHandle
 from ._backend.protocols.engines import EcHandle, EcMatrixHandle, EcTaskHandle
 from ._lifetime import DocaObject
-from .buf import Buf
+from .buf import Buf, freed_buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo, devinfo_handle
-from .errors import DocaInvalidValue
+from .errors import DocaInvalidValue, DocaTypeError
 from .types import NamedIntEnum
 
 __all__ = ["Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul"]
@@ -76,6 +76,16 @@ class EcMatrix(DocaObject):
         self._h.destroy()
 
 
+def _indices(where: str, name: str, values: Sequence[int]) -> list[int]:
+    """Block indices: a sequence of ``int`` (``DocaTypeError`` naming *where* and *name* otherwise)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise DocaTypeError(f"{where}: {name} must be a sequence of block indices, not {type(values).__name__}")
+    for i in values:
+        if not isinstance(i, int):
+            raise DocaTypeError(f"{where}: {name} must hold block indices (int), not {type(i).__name__}")
+    return list(values)
+
+
 class _EcTask(Task):
     __slots__ = ("_matrix", "_src", "_dst")
     _h: EcTaskHandle
@@ -96,12 +106,16 @@ class _EcTask(Task):
     def _set_src(self, buf: Buf) -> None:
         if not isinstance(buf, Buf):
             raise wrong_type(caller(), Buf, buf=buf)
+        if buf._closed:
+            raise freed_buf(caller(), buf=buf)
         self._h.set_src(buf._h)
         self._src = buf
 
     def _set_dst(self, buf: Buf) -> None:
         if not isinstance(buf, Buf):
             raise wrong_type(caller(), Buf, buf=buf)
+        if buf._closed:
+            raise freed_buf(caller(), buf=buf)
         self._h.set_dst(buf._h)
         self._dst = buf
 
@@ -277,7 +291,7 @@ class Ec(Ctx):
         and writes the missing ones in ascending order."""
         self._check_open()
         expect("Ec.matrix_create_recover", EcMatrix, coding_matrix=coding_matrix)
-        idx = [int(i) for i in missing]
+        idx = _indices("Ec.matrix_create_recover", "missing", missing)
         return self._matrix(self._h.matrix_create_recover(coding_matrix._h, idx), coding_matrix.k_in, len(idx))
 
     def matrix_create_update(self, coding_matrix: EcMatrix, updated: Sequence[int]) -> EcMatrix:
@@ -285,7 +299,7 @@ class Ec(Ctx):
         update task takes ``(old, new)`` per updated block, then the m old redundancy blocks."""
         self._check_open()
         expect("Ec.matrix_create_update", EcMatrix, coding_matrix=coding_matrix)
-        idx = [int(i) for i in updated]
+        idx = _indices("Ec.matrix_create_update", "updated", updated)
         m = coding_matrix.r_out
         return self._matrix(self._h.matrix_create_update(coding_matrix._h, idx), 2 * len(idx) + m, m)
 
@@ -332,6 +346,8 @@ class Ec(Ctx):
             where = caller()
             raise wrong_type(where, EcMatrix, matrix=matrix) if not isinstance(matrix, EcMatrix) else \
                 wrong_type(where, Buf, src=src, dst=dst)
+        if src._closed or dst._closed:
+            raise freed_buf(caller(), src=src, dst=dst)
         if matrix.closed:
             raise DocaInvalidValue("the EC matrix is closed")
         t = self._wrap_task(alloc(matrix._h, src._h, dst._h), cls, user_data)

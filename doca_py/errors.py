@@ -99,10 +99,24 @@ class ErrorCode(NamedIntEnum):
     """``DOCA_ERROR_BAD_CONFIG``: Configuration is invalid."""
     SKIPPED = 30
     """``DOCA_ERROR_SKIPPED``: Operation was skipped."""
+    DEVICE_FATAL_ERROR = 31
+    """``DOCA_ERROR_DEVICE_FATAL_ERROR``: Device experienced a fatal error (``doca_error.h`` after 3.0)."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> ErrorCode | None:
+        # A code this table lacks (a newer DOCA's): a member named by its number, not a ValueError, so that
+        # reading a task's status never raises (a completion callback reading it would lose the error).
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        member = int.__new__(cls, value)
+        member._name_ = str(value)
+        member._value_ = value
+        return member
 
     @property
     def c_name(self) -> str:
-        """The C enumerator name, as ``doca_error_get_name`` returns it."""
+        """The C enumerator name, as ``doca_error_get_name`` returns it (``DOCA_ERROR_<number>`` for a code
+        this table lacks)."""
         return "DOCA_SUCCESS" if self is ErrorCode.SUCCESS else f"DOCA_ERROR_{self.name}"
 
 
@@ -139,6 +153,7 @@ _DESCRIPTIONS: dict[int, str] = {
     28: "Authentication failure",
     29: "Configuration is invalid",
     30: "Operation was skipped",
+    31: "Device experienced a fatal error",
 }
 
 
@@ -395,6 +410,13 @@ class DocaBadConfig(DocaError, ValueError, code=ErrorCode.BAD_CONFIG):
 
 class DocaSkipped(DocaError, code=ErrorCode.SKIPPED):
     """``DOCA_ERROR_SKIPPED``: Operation was skipped."""
+
+
+class DocaDeviceFatalError(DocaError, code=ErrorCode.DEVICE_FATAL_ERROR):
+    """``DOCA_ERROR_DEVICE_FATAL_ERROR``: Device experienced a fatal error.
+
+    Reported by DOCA releases after 3.0 when the device went through a fatal error (a firmware reset):
+    its objects must be destroyed and created again."""
 
 
 

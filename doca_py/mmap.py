@@ -22,7 +22,7 @@ from ._backend import backend
 from ._lifetime import DocaObject
 from ._backend.protocols.core import MmapHandle
 from .dev import Dev, DevInfo, devinfo_handle
-from .errors import DocaBadState, DocaError, DocaInvalidValue, DocaNotSupported
+from .errors import DocaBadState, DocaError, DocaInvalidValue, DocaNotSupported, lookup
 from .memory import SharedMemory, buffer_address
 from .types import AccessFlag
 
@@ -108,6 +108,9 @@ class Mmap(DocaObject):
         shm = SharedMemory(size)
         try:
             self._h.set_memrange(shm.address, size)
+        except DocaError as exc:  # name the call the user made (the backend names doca_mmap_set_memrange)
+            shm.close()
+            raise lookup(exc.code)(f"Mmap.allocate: {exc.detail}", code=exc.code) from None
         except BaseException:
             shm.close()
             raise
@@ -201,11 +204,13 @@ class Mmap(DocaObject):
 
     @classmethod
     def create_from_export(cls, blob: bytes, dev: Dev, user_data: Any = None) -> Mmap:
-        """``doca_mmap_create_from_export``: a started map of a peer's exported memory."""
+        """``doca_mmap_create_from_export``: a started map of a peer's exported memory.
+
+        :raises DocaTypeError: when *blob* is not bytes-like or *dev* not a ``Dev`` (as ``SyncEvent``'s).
+        """
         expect("Mmap.create_from_export", Dev, dev=dev)
         dev._check_open()
-        if not isinstance(blob, (bytes, bytearray, memoryview)):
-            raise DocaInvalidValue(f"export blob must be bytes, not {type(blob).__name__}")
+        expect("Mmap.create_from_export", (bytes, bytearray, memoryview), blob=blob)
         m = cls(user_data, _handle=backend.mmap.mmap_create_from_export(bytes(blob), dev._h))
         m._started = True
         dev._adopt(m)

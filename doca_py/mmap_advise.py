@@ -21,7 +21,7 @@ from typing import Any
 from ._args import expect, wrong_type
 from ._backend import backend
 from ._backend.protocols.mmap_advise import MmapAdviseHandle, MmapAdviseTaskInvalidateCacheHandle
-from .buf import Buf
+from .buf import Buf, freed_buf
 from .ctx import Ctx, Task, TaskCallback
 from .dev import Dev, DevInfo, devinfo_handle
 
@@ -42,6 +42,8 @@ class MmapAdviseTaskInvalidateCache(Task):
         """``doca_mmap_advise_task_invalidate_cache_set_buf``: aim the task at *buf* (between runs)."""
         if not isinstance(buf, Buf):
             raise wrong_type("MmapAdviseTaskInvalidateCache.set_buf", Buf, buf=buf)
+        if buf._closed:
+            raise freed_buf("MmapAdviseTaskInvalidateCache.set_buf", buf=buf)
         self._h.set_buf(buf._h)
         self._buf = buf
 
@@ -85,6 +87,8 @@ class MmapAdvise(Ctx):
         (``DocaNoMemory`` when the pool is empty)."""
         if not isinstance(buf, Buf):
             raise wrong_type("MmapAdvise.task_invalidate_cache_alloc_init", Buf, buf=buf)
+        if buf._closed:
+            raise freed_buf("MmapAdvise.task_invalidate_cache_alloc_init", buf=buf)
         h = self._h.task_invalidate_cache_alloc_init(buf._h)
         t = self._wrap_task(h, MmapAdviseTaskInvalidateCache, user_data)
         t._buf = buf

@@ -64,7 +64,8 @@ from .rdma_tasks import (
     RdmaTaskWriteImm,
     RdmaTransferTasks,
 )
-from .types import AccessFlag, MtuSize
+from .types import AccessFlag, CtxState, MtuSize
+from .version import version_info_runtime
 
 __all__ = [
     "Rdma", "RdmaOptions", "RdmaConnection", "RdmaAddr", "RdmaTransportType", "RdmaAddrType", "RdmaOpcode",
@@ -119,6 +120,14 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
                               ConnectionCallback | None, ConnectionCallback | None] = (None, None, None, None)
         if options is not None:
             self.configure(options)
+
+    def _wait_hint(self, target: CtxState, state: CtxState) -> str:
+        if target is CtxState.RUNNING and state is CtxState.STARTING:
+            if version_info_runtime() < (3, 0):
+                return ("DOCA 2.6 moves an Rdma ctx to RUNNING only once connect() (or connect_to_addr) was "
+                        "called: export() and connect() while it is STARTING")
+            return "an Rdma ctx goes RUNNING from Pe.progress() (DOCA 3.x: without any connection)"
+        return super()._wait_hint(target, state)
 
     def configure(self, options: RdmaOptions) -> None:
         """Python-only: apply every setting of *options* that is not ``None``, in field order, through the DOCA-named
@@ -316,14 +325,13 @@ class Rdma(Ctx, RdmaTransferTasks, RdmaSyncEventTasks):
 
         Tasks on the connection may be submitted right after: they wait until the peer
         has connected too. A malformed, truncated, forged or replayed blob raises
-        ``DocaConnectionAborted``; a second connect of one connection ``DocaBadState``.
-        Like ``doca_rdma_connect``, which only sets up the local side, it succeeds when the peer
-        stopped, restarted or released its connection since it exported the blob: the connection
-        then fails (failure callback; its tasks fail with ``CONNECTION_RESET``).
+        ``DocaConnectionAborted``; a second connect of one connection ``DocaBadState``; a blob that is not
+        bytes-like ``DocaTypeError``. Like ``doca_rdma_connect``, which only sets up the local side, it
+        succeeds when the peer stopped, restarted or released its connection since it exported the blob:
+        the connection then fails (failure callback; its tasks fail with ``CONNECTION_RESET``).
         """
         self._check_open()
-        if not isinstance(peer_blob, (bytes, bytearray, memoryview)):
-            raise DocaInvalidValue(f"connection blob must be bytes, not {type(peer_blob).__name__}")
+        expect("Rdma.connect", (bytes, bytearray, memoryview), peer_blob=peer_blob)
         if not isinstance(connection, RdmaConnection):
             raise wrong_type("Rdma.connect", RdmaConnection, connection=connection)
         if connection._rdma is not self:

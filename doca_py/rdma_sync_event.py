@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ._args import caller, wrong_type
 from ._backend import backend
 from ._backend.protocols.rdma_sync_event import RdmaTaskRemoteNetSyncEventHandle
-from .buf import Buf
+from .buf import Buf, freed_buf
 from .ctx import TaskCallback
 from .dev import DevInfo, devinfo_handle
 from .rdma_connection import RdmaConnection
@@ -58,6 +58,8 @@ class _SyncEventTask(_ConnTask):
     def _set_buf(self, buf: Buf, param: str) -> None:
         if not isinstance(buf, Buf):
             raise wrong_type(caller(), Buf, **{param: buf})
+        if buf._closed:
+            raise freed_buf(caller(), **{param: buf})
         self._h.set_buf(buf._h)
         self._buf = buf
 
@@ -123,6 +125,9 @@ class RdmaTaskRemoteNetSyncEventNotifyAdd(_SyncEventTask):
 class RdmaSyncEventTasks:
     """[`Rdma`][doca_py.rdma.Rdma]'s remote sync-event task methods (a base of ``Rdma``)."""
 
+    #: What errors name its static methods by (``_args.caller``): the public class.
+    _public_name = "Rdma"
+
     if TYPE_CHECKING:
         _h: RdmaHandle
 
@@ -159,6 +164,8 @@ class RdmaSyncEventTasks:
             raise wrong_type(where, SyncEventRemoteNet, event=event)
         if not isinstance(buf, Buf):
             raise wrong_type(where, Buf, **{buf_name: buf})
+        if buf._closed:
+            raise freed_buf(where, **{buf_name: buf})
         if not isinstance(add, int):
             raise wrong_type(where, int, add_data=add)
         event._check_open()

@@ -19,7 +19,7 @@ from ._backend.protocols.rdma import (
     RdmaTaskSendImmHandle,
     RdmaTaskWriteImmHandle,
 )
-from .buf import Buf
+from .buf import Buf, freed_buf
 from .ctx import Task, TaskCallback, TaskT
 from .errors import DocaInvalidValue
 from .rdma_connection import RdmaConnection
@@ -81,6 +81,8 @@ class RdmaTaskReceive(Task):
         """``doca_rdma_task_receive_set_dst_buf``: set the dst buf to *dst*."""
         if not isinstance(dst, (Buf, type(None))):
             raise wrong_type("RdmaTaskReceive.set_dst_buf", (Buf, type(None)), dst=dst)
+        if dst is not None and dst._closed:
+            raise freed_buf("RdmaTaskReceive.set_dst_buf", dst=dst)
         self._h.set_dst_buf(None if dst is None else dst._h)
         self._dst = dst
 
@@ -120,6 +122,8 @@ class RdmaTaskSend(_ConnTask):
         """``doca_rdma_task_send_set_src_buf``: set the src buf to *src*."""
         if not isinstance(src, (Buf, type(None))):
             raise wrong_type(f"{type(self).__name__}.set_src_buf", (Buf, type(None)), src=src)
+        if src is not None and src._closed:
+            raise freed_buf(f"{type(self).__name__}.set_src_buf", src=src)
         self._h.set_src_buf(None if src is None else src._h)
         self._src = src
 
@@ -159,6 +163,8 @@ class _OneSidedTask(_ConnTask):
         """``doca_rdma_task_<type>_set_src_buf``: set the src buf to *src*."""
         if not isinstance(src, Buf):
             raise wrong_type(f"{type(self).__name__}.set_src_buf", Buf, src=src)
+        if src._closed:
+            raise freed_buf(f"{type(self).__name__}.set_src_buf", src=src)
         self._h.set_src_buf(src._h)
         self._src = src
 
@@ -170,6 +176,8 @@ class _OneSidedTask(_ConnTask):
         """``doca_rdma_task_<type>_set_dst_buf``: set the dst buf to *dst*."""
         if not isinstance(dst, Buf):
             raise wrong_type(f"{type(self).__name__}.set_dst_buf", Buf, dst=dst)
+        if dst._closed:
+            raise freed_buf(f"{type(self).__name__}.set_dst_buf", dst=dst)
         self._h.set_dst_buf(dst._h)
         self._dst = dst
 
@@ -216,6 +224,8 @@ class _AtomicTask(_ConnTask):
         """``doca_rdma_task_atomic_<type>_set_dst_buf``: set the dst buf to *dst*."""
         if not isinstance(dst, Buf):
             raise wrong_type(f"{type(self).__name__}.set_dst_buf", Buf, dst=dst)
+        if dst._closed:
+            raise freed_buf(f"{type(self).__name__}.set_dst_buf", dst=dst)
         self._h.set_dst_buf(dst._h)
         self._dst = dst
 
@@ -227,6 +237,8 @@ class _AtomicTask(_ConnTask):
         """``doca_rdma_task_atomic_<type>_set_result_buf``: set the result buf to *result*."""
         if not isinstance(result, Buf):
             raise wrong_type(f"{type(self).__name__}.set_result_buf", Buf, result=result)
+        if result._closed:
+            raise freed_buf(f"{type(self).__name__}.set_result_buf", result=result)
         self._h.set_result_buf(result._h)
         self._result = result
 
@@ -274,6 +286,9 @@ class RdmaTransferTasks:
     """[`Rdma`][doca_py.rdma.Rdma]'s transfer task methods — receive, send, read, write and atomics: their
     configuration (before start) and allocation (a base of ``Rdma``, as
     [`RdmaSyncEventTasks`][doca_py.rdma_sync_event.RdmaSyncEventTasks] holds the sync-event ones)."""
+
+    #: What errors name its static methods by (``_args.caller``): the public class.
+    _public_name = "Rdma"
 
     if TYPE_CHECKING:
         _h: RdmaHandle
@@ -367,6 +382,8 @@ class RdmaTransferTasks:
         messages)."""
         if not isinstance(dst, (Buf, type(None))):
             raise wrong_type("Rdma.task_receive_allocate_init", (Buf, type(None)), dst=dst)
+        if dst is not None and dst._closed:
+            raise freed_buf("Rdma.task_receive_allocate_init", dst=dst)
         t = self._wrap_task(self._h.task_receive_allocate_init(None if dst is None else dst._h), RdmaTaskReceive,
                             user_data)
         t._dst = dst
@@ -378,6 +395,8 @@ class RdmaTransferTasks:
         *connection*."""
         if not isinstance(src, (Buf, type(None))):
             raise wrong_type("Rdma.task_send_allocate_init", (Buf, type(None)), src=src)
+        if src is not None and src._closed:
+            raise freed_buf("Rdma.task_send_allocate_init", src=src)
         h = self._h.task_send_allocate_init(self._check_conn(connection), None if src is None else src._h)
         t = self._wrap_task(h, RdmaTaskSend, user_data)
         t._conn, t._src = connection, src
@@ -393,6 +412,8 @@ class RdmaTransferTasks:
         """
         if not isinstance(src, (Buf, type(None))):
             raise wrong_type("Rdma.task_send_imm_allocate_init", (Buf, type(None)), src=src)
+        if src is not None and src._closed:
+            raise freed_buf("Rdma.task_send_imm_allocate_init", src=src)
         h = self._h.task_send_imm_allocate_init(self._check_conn(connection), None if src is None else src._h,
                                                 immediate_data)
         t = self._wrap_task(h, RdmaTaskSendImm, user_data)
@@ -405,6 +426,8 @@ class RdmaTransferTasks:
         *dst*."""
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Rdma.task_read_allocate_init", Buf, src=src, dst=dst)
+        if src._closed or dst._closed:
+            raise freed_buf("Rdma.task_read_allocate_init", src=src, dst=dst)
         h = self._h.task_read_allocate_init(self._check_conn(connection), src._h, dst._h)
         t = self._wrap_task(h, RdmaTaskRead, user_data)
         t._conn, t._src, t._dst = connection, src, dst
@@ -416,6 +439,8 @@ class RdmaTransferTasks:
         RDMA-imported mmap)."""
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Rdma.task_write_allocate_init", Buf, src=src, dst=dst)
+        if src._closed or dst._closed:
+            raise freed_buf("Rdma.task_write_allocate_init", src=src, dst=dst)
         h = self._h.task_write_allocate_init(self._check_conn(connection), src._h, dst._h)
         t = self._wrap_task(h, RdmaTaskWrite, user_data)
         t._conn, t._src, t._dst = connection, src, dst
@@ -431,6 +456,8 @@ class RdmaTransferTasks:
         """
         if not (isinstance(src, Buf) and isinstance(dst, Buf)):
             raise wrong_type("Rdma.task_write_imm_allocate_init", Buf, src=src, dst=dst)
+        if src._closed or dst._closed:
+            raise freed_buf("Rdma.task_write_imm_allocate_init", src=src, dst=dst)
         h = self._h.task_write_imm_allocate_init(self._check_conn(connection), src._h, dst._h, immediate_data)
         t = self._wrap_task(h, RdmaTaskWriteImm, user_data)
         t._conn, t._src, t._dst = connection, src, dst
@@ -446,6 +473,8 @@ class RdmaTransferTasks:
         """
         if not (isinstance(dst, Buf) and isinstance(result, Buf)):
             raise wrong_type("Rdma.task_atomic_cmp_swp_allocate_init", Buf, dst=dst, result=result)
+        if dst._closed or result._closed:
+            raise freed_buf("Rdma.task_atomic_cmp_swp_allocate_init", dst=dst, result=result)
         h = self._h.task_atomic_cmp_swp_allocate_init(self._check_conn(connection), dst._h, result._h, cmp_data,
                                                       swap_data)
         t = self._wrap_task(h, RdmaTaskAtomicCmpSwp, user_data)
@@ -462,6 +491,8 @@ class RdmaTransferTasks:
         """
         if not (isinstance(dst, Buf) and isinstance(result, Buf)):
             raise wrong_type("Rdma.task_atomic_fetch_add_allocate_init", Buf, dst=dst, result=result)
+        if dst._closed or result._closed:
+            raise freed_buf("Rdma.task_atomic_fetch_add_allocate_init", dst=dst, result=result)
         h = self._h.task_atomic_fetch_add_allocate_init(self._check_conn(connection), dst._h, result._h, add_data)
         t = self._wrap_task(h, RdmaTaskAtomicFetchAdd, user_data)
         t._conn, t._dst, t._result = connection, dst, result

@@ -36,7 +36,7 @@ from .dev import Dev, DevInfo, devinfo_handle
 from .errors import DocaInvalidValue
 
 __all__ = ["SyncEvent", "SyncEventCtx", "SyncEventRemoteNet", "SyncEventTaskGet", "SyncEventTaskNotifySet",
-           "SyncEventTaskNotifyAdd", "SyncEventTaskWaitEq", "SyncEventTaskWaitNeq"]
+           "SyncEventTaskNotifyAdd", "SyncEventTaskWaitEq", "SyncEventTaskWaitNeq", "SyncEventTaskWaitGt"]
 
 _MASK = (1 << 64) - 1
 
@@ -129,6 +129,14 @@ class SyncEventTaskWaitNeq(_SyncEventTaskWait):
     __slots__ = ()
 
 
+class SyncEventTaskWaitGt(_SyncEventTaskWait):
+    """``doca_sync_event_task_wait_gt`` (DOCA 2.6): completes once ``value & mask > wait_val``. DOCA 3.0
+    replaced it with [`SyncEventTaskWaitEq`][doca_py.sync_event.SyncEventTaskWaitEq] and
+    [`SyncEventTaskWaitNeq`][doca_py.sync_event.SyncEventTaskWaitNeq] (which 2.6 lacks)."""
+
+    __slots__ = ()
+
+
 class SyncEventCtx(Ctx):
     """``doca_sync_event_as_ctx``: the event as a DOCA ctx, whose tasks run its operations asynchronously.
 
@@ -169,6 +177,14 @@ class SyncEventCtx(Ctx):
         """``doca_sync_event_task_wait_neq_set_conf``: callbacks and pool size (ctx idle)."""
         self._set_conf(self._h.wait_neq, success, error, num_tasks)
 
+    def task_wait_gt_set_conf(self, success: TaskCallback[SyncEventTaskWaitGt],
+                              error: TaskCallback[SyncEventTaskWaitGt], num_tasks: int) -> None:
+        """``doca_sync_event_task_wait_gt_set_conf`` (DOCA 2.6): callbacks and pool size (ctx idle).
+
+        :raises DocaNotSupported: on DOCA 3.x, which has wait_eq/wait_neq tasks instead.
+        """
+        self._set_conf(self._h.wait_gt, success, error, num_tasks)
+
     def task_get_alloc_init(self, user_data: Any = None) -> SyncEventTaskGet:
         """``doca_sync_event_task_get_alloc_init``: a task reading the value.
 
@@ -200,6 +216,15 @@ class SyncEventCtx(Ctx):
         self._check_open()
         return self._wrap_task(self._h.task_wait_neq_alloc_init(_u64("wait_val", value), _u64("mask", mask, "mask")),
                                SyncEventTaskWaitNeq, user_data)
+
+    def task_wait_gt_alloc_init(self, value: int, mask: int = _MASK, user_data: Any = None) -> SyncEventTaskWaitGt:
+        """``doca_sync_event_task_wait_gt_alloc_init`` (DOCA 2.6): a task completing once ``event & mask > value``.
+
+        :raises DocaNotSupported: on DOCA 3.x.
+        """
+        self._check_open()
+        return self._wrap_task(self._h.task_wait_gt_alloc_init(_u64("wait_val", value), _u64("mask", mask, "mask")),
+                               SyncEventTaskWaitGt, user_data)
 
     def __enter__(self) -> SyncEventCtx:
         return self
@@ -381,8 +406,9 @@ class SyncEvent(DocaObject):
     @staticmethod
     def cap_task_is_supported(task: str, devinfo: DevInfo) -> bool:
         """``doca_sync_event_cap_task_<task>_is_supported``, *task* one of ``get``, ``notify_set``,
-        ``notify_add``, ``wait_eq``, ``wait_neq``."""
-        if task not in ("get", "notify_set", "notify_add", "wait_eq", "wait_neq"):
+        ``notify_add``, ``wait_eq``, ``wait_neq`` (DOCA 3.x) and ``wait_gt`` (DOCA 2.6); a task type the
+        loaded DOCA lacks raises ``DocaNotSupported``, as its query function is absent."""
+        if task not in ("get", "notify_set", "notify_add", "wait_eq", "wait_neq", "wait_gt"):
             raise DocaInvalidValue(f"no sync event task {task!r}")
         return backend.sync_event.cap(f"task_{task}_is_supported", devinfo_handle(devinfo))
 

@@ -129,9 +129,14 @@ def deliver_completion(task: EmuTask) -> None:
     flushed = ctx.state == _STOPPING
     if flushed:
         task.status = ctx.flush_status
-    elif task.status != _SUCCESS and ctx.state == _RUNNING:
-        ctx._set_state(_STOPPING)  # a failed task stops its ctx, as on hardware
-        ctx._on_stop()
+        task.flushed_by = ctx.stop_cause or "its ctx stopped while it was in flight"
+    else:
+        task.flushed_by = ""
+        if task.status != _SUCCESS and ctx.state == _RUNNING:
+            ctx.stopped_by(f"the ctx stopped after {type(task.owner).__name__} failed with "
+                           f"{ErrorCode(task.status).name}")
+            ctx._set_state(_STOPPING)  # a failed task stops its ctx, as on hardware
+            ctx._on_stop()
     if task.reason and not flushed and task.status != FLUSHED:
         logger.warning("%r failed with %s: %s", task, ErrorCode(task.status).name, task.reason)
     cb = task.pool.success if task.status == _SUCCESS else task.pool.error
@@ -191,7 +196,7 @@ def _launch_local(task: EmuTask) -> None:
         status = task._execute()
     except DocaError as exc:
         status = exc.code
-        task.reason = str(exc)
+        task.reason = exc.detail  # the status carries the code: no second "DOCA_ERROR_X: " prefix
     except Exception as exc:  # noqa: BLE001 - an engine bug fails its task; it must not strand it in flight
         logger.exception("emulated engine failed")
         status = _UNEXPECTED
@@ -204,7 +209,7 @@ def _launch_local(task: EmuTask) -> None:
         complete_task(task)
         return
     task.status = 0
-    if task.pinned:  # strict mode; the ctx is still RUNNING: engine work runs no user code
+    if task.pinned or task.lane is not None:  # strict mode, or a lane's order (an ordered DMA ctx) to keep
         complete_task(task)
         return
     # complete_task's success path, inlined: the one completion every engine task takes.
@@ -243,8 +248,16 @@ def _buf_chain(bufs: tuple[EmuBuf | None, ...]) -> list[EmuBuf]:
 
 
 def pin_bufs(task: EmuTask) -> None:
-    """Strict mode: mark the task's buffers (and their maps and inventories) busy."""
-    for b in _buf_chain(task._bufs()):
+    """Strict mode: mark the task's buffers (and their maps and inventories) busy. All or none: a retired
+    wrapper's descriptor (it raises ``DocaBadState`` when read) fails the chain's walk, and a descriptor
+    returned to its inventory the check below, before any pin."""
+    chain = _buf_chain(task._bufs())
+    for b in chain:
+        if b.mmap is None and not task.released_ok:  # returned to its inventory since the task was given it
+            raise strict.violation(task, "a task was submitted with a buffer that was freed (its reference count "
+                                         "reached 0) after the task was given it; DOCA would read or write "
+                                         "whichever holder has the descriptor now")
+    for b in chain:
         b.pins += 1
         b.inv.pins += 1
         if b.mmap is not None:

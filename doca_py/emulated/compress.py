@@ -155,7 +155,7 @@ class EmuCompressTask(EmuSrcDstTask):
         try:
             self._validate()
         except DocaInvalidValue as exc:
-            self.reason = str(exc)
+            self.reason = exc.detail
             return _INVALID
         src, dst = self.src, self.dst
         assert src is not None and dst is not None

@@ -76,10 +76,14 @@ class EmuCtx:
         #: stopped (a comch producer or consumer whose peer closed the connection: ``CONNECTION_RESET``,
         #: not the ``IO_FAILED`` of a retry window). Back to :data:`FLUSHED` when the ctx is IDLE.
         self.flush_status = FLUSHED
+        #: Why the ctx is stopping, as its flushed tasks report it (``Task.flushed_by``); "" when it runs.
+        self.stop_cause = ""
 
     def _configurable(self, what: str) -> None:
+        """Refuse configuring (*what*: the call, "" when the public layer names it) unless idle."""
         if self.state != _IDLE:
-            raise DocaBadState(f"{what}: configure the ctx while it is idle (state {CtxState(self.state).name})")
+            raise DocaBadState(f"{what}: " * bool(what) +
+                               f"configure the ctx while it is idle (state {CtxState(self.state).name})")
 
     # -- state machine -------------------------------------------------------------------------
     def _set_state(self, new: int, *, now: bool = False) -> None:
@@ -88,6 +92,7 @@ class EmuCtx:
         prev, self.state = self.state, new
         if new == _IDLE:
             self.flush_status = FLUSHED
+            self.stop_cause = ""
         if trace.ON: trace.state(self, prev, new)  # trace hook: ctx state change
         if now:
             self._deliver_state((prev, new))
@@ -123,12 +128,18 @@ class EmuCtx:
             self._on_stop()
             self._set_state(_IDLE)
         else:
+            self.stopped_by("its ctx was stopped (stop()) while it was in flight")
             self._set_state(_STOPPING)
             self._on_stop()
         return self.state
 
     def _on_stop(self) -> None:
         """Library hook: drop connections, stop worker threads."""
+
+    def stopped_by(self, cause: str) -> None:
+        """Record why the ctx stops (the first cause wins), for the tasks its stop flushes."""
+        if not self.stop_cause:
+            self.stop_cause = cause
 
     def _maybe_idle(self) -> None:
         # Never inside free() or a callback: DOCA moves STOPPING -> IDLE on a later progress.
@@ -193,7 +204,7 @@ class TaskPool(Generic[T]):
         ctx.pools.append(self)  # type: ignore[arg-type]
 
     def set_conf(self, success: Completion, error: Completion, num_tasks: int) -> None:
-        self.ctx._configurable("set_conf")
+        self.ctx._configurable("")  # Ctx._set_conf names the public *_set_conf
         if num_tasks <= 0:
             raise DocaInvalidValue("num_tasks must be positive")
         self.success, self.error, self.size = success, error, num_tasks

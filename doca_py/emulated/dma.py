@@ -11,7 +11,8 @@ from __future__ import annotations
 import ctypes
 
 from .._backend.protocols.core import BufHandle, DevHandle, DevInfoHandle
-from ..errors import DocaInvalidValue, ErrorCode
+from ..errors import DocaInvalidValue, DocaNotSupported, ErrorCode
+from . import version as emu_version
 from .buf import VIEW_CACHE_MAX, EmuBuf
 from .ctx import OFFLOAD, EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
 from .mmap import EmuMmap, dev_key
@@ -136,11 +137,17 @@ class EmuDma(EmuCtx):
 
     def set_ordered_completions(self, ordered: bool) -> None:
         """``doca_dma_set_ordered_completions`` (DOCA 3.2): a ctx setting, so only while idle."""
+        _needs_32("doca_dma_set_ordered_completions")
         self._configurable("doca_dma_set_ordered_completions")
         if not ordered:
             self.lane = None
         elif self.lane is None:
             self.lane = Lane()
+
+    def get_ordered_completions(self) -> bool:
+        """``doca_dma_get_ordered_completions`` (DOCA 3.2)."""
+        _needs_32("doca_dma_get_ordered_completions")
+        return self.lane is not None
 
     def task_memcpy_alloc_init(self, src: BufHandle, dst: BufHandle) -> EmuDmaTaskMemcpy:
         t = self.memcpy.alloc()
@@ -148,6 +155,14 @@ class EmuDma(EmuCtx):
         t.src, t.dst = src, dst
         t.lane = self.lane
         return t
+
+
+def _needs_32(fn: str) -> None:
+    """Before 3.2 DOCA has no ordered completions: refused in the emulator's older modes as the native backend
+    refuses the missing function (``DocaNotSupported`` naming the versions)."""
+    if not emu_version.at_least(3, 2):
+        raise DocaNotSupported(f"{fn} is exported from DOCA 3.2; the emulator presents DOCA "
+                               f"{emu_version.VERSION[0]}.{emu_version.VERSION[1]} (DOCA_PY_EMU_VERSION)")
 
 
 def dma_create(dev: DevHandle) -> EmuDma:

@@ -97,7 +97,7 @@ class EmuEcTask(EmuSrcDstTask):
         try:
             m, src, dst, block = self._plan()
         except DocaInvalidValue as exc:
-            self.reason = str(exc)
+            self.reason = exc.detail
             return _INVALID
         if not unreachable_ok(self, src, dst):
             return _NOT_PERMITTED
@@ -196,8 +196,12 @@ class EmuEc(EmuCtx):
         idx = sorted(set(missing))
         if not idx or len(idx) != len(missing) or idx != list(missing):
             raise DocaInvalidValue(f"missing block indices must be unique and ascending: {missing}")
-        if idx[-1] >= c.k + c.m or idx[0] < 0 or len(idx) > c.m:
-            raise DocaInvalidValue(f"cannot recover blocks {idx} with k={c.k}, m={c.m}")
+        for i in (idx[0], idx[-1]):
+            if not 0 <= i < c.k + c.m:
+                raise DocaInvalidValue(f"missing block index {i} out of range 0..{c.k + c.m - 1} (k={c.k} data "
+                                       f"and m={c.m} redundancy blocks)")
+        if len(idx) > c.m:
+            raise DocaInvalidValue(f"cannot recover {len(idx)} missing blocks {idx} with m={c.m} redundancy blocks")
         survivors = gf256.default_survivors(c.k, c.m, idx)
         rows = kernels.recover_rows(c.encode, c.k, survivors, idx)
         mat = EmuEcMatrix(self, rows, c.k, len(idx), c.k, c.m, None)
@@ -209,8 +213,11 @@ class EmuEc(EmuCtx):
         if c.encode is None:
             raise DocaInvalidValue("an update matrix derives from a coding matrix")
         idx = sorted(set(updated))
-        if not idx or idx != list(updated) or idx[0] < 0 or idx[-1] >= c.k:
-            raise DocaInvalidValue(f"updated data block indices must be unique, ascending, < k={c.k}: {updated}")
+        if not idx or idx != list(updated):
+            raise DocaInvalidValue(f"updated data block indices must be unique and ascending: {updated}")
+        for i in (idx[0], idx[-1]):
+            if not 0 <= i < c.k:
+                raise DocaInvalidValue(f"updated data block index {i} out of range 0..{c.k - 1} (k={c.k})")
         # Inputs: (old_i, new_i) per updated block, then the m old parity blocks.
         k_in = 2 * len(idx) + c.m
         rows = bytearray()

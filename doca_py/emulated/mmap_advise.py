@@ -32,6 +32,7 @@ class EmuMmapAdviseTaskInvalidateCache(EmuTask):
 
     __slots__ = ("buf",)
     kind = "mmap_advise_invalidate_cache"
+    released_ok = True  # doca_mmap_advise.h: a released buffer fails the task (INVALID_VALUE), no undefined use
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)

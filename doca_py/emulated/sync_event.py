@@ -42,6 +42,7 @@ from .sync_event_ctx import (  # noqa: F401 - re-exported: their home was this m
     EmuSyncEventTaskWaitGt as EmuSyncEventTaskWaitGt,
     EmuSyncEventTaskWaitNeq as EmuSyncEventTaskWaitNeq,
     _needs_26 as _needs_26,
+    _needs_26 as _needs_26,
     _needs_30 as _needs_30,
     _Pool26 as _Pool26,
     _SeTask as _SeTask,
@@ -340,6 +341,7 @@ _CAPS: dict[str, str | None] = {
     "task_notify_add_is_supported": None,
     "task_wait_eq_is_supported": None,
     "task_wait_neq_is_supported": None,
+    "task_wait_gt_is_supported": None,
     "is_export_to_dpa_supported": "",
     "is_export_to_gpu_supported": "",
 }
@@ -352,5 +354,7 @@ def cap(name: str, devinfo: DevInfoHandle) -> bool:
         raise DocaInvalidValue(f"no sync event capability {name!r}")
     if name in ("task_wait_eq_is_supported", "task_wait_neq_is_supported"):
         _needs_30(f"doca_sync_event_cap_{name}")
+    elif name == "task_wait_gt_is_supported":
+        _needs_26(f"doca_sync_event_cap_{name}")  # 3.0 dropped it: refused, as natively (the symbol is absent)
     need = _CAPS[name]
     return need is None or (bool(need) and devinfo.cap(need))

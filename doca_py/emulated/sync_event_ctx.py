@@ -3,6 +3,8 @@ eq and neq). Part of :mod:`.sync_event`, which re-exports every name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import DocaBadState, DocaError, DocaNotPermitted, DocaNotSupported
@@ -22,7 +24,8 @@ _RUNNING = 2
 def _needs_26(fn: str) -> None:
     """DOCA 3.0 dropped *fn* (2.6's wait-greater-than task): refused unless the emulator presents 2.6."""
     if emu_version.VERSION >= (3, 0):
-        raise DocaNotSupported(f"{fn} exists up to DOCA 2.6 (3.0 has the eq/neq wait tasks); the emulator "
+        raise DocaNotSupported(f"{fn} is exported up to DOCA 2.6 (3.0 replaced the wait_gt task with wait_eq and "
+                               f"wait_neq); the emulator "
                                f"presents DOCA {emu_version.VERSION[0]}.{emu_version.VERSION[1]} (DOCA_PY_EMU_VERSION)")
 
 
@@ -35,13 +38,15 @@ def _needs_30(fn: str) -> None:
 
 
 class _Pool26:
-    """A task type DOCA 2.6 lacks, in the emulator's 2.6 mode: configuring it is refused."""
+    """A task type the presented DOCA lacks (2.6: the eq/neq waits; 3.x: 2.6's wait_gt): configuring it is
+    refused by *check*, as the native backend refuses the function that version does not export."""
 
-    def __init__(self, fn: str) -> None:
+    def __init__(self, fn: str, check: Callable[[str], None] | None = None) -> None:
         self.fn = fn
+        self.check = check or _needs_30
 
     def set_conf(self, *args: object) -> None:
-        _needs_30(self.fn)
+        self.check(self.fn)
 
 
 class _SeTask(EmuTask):
@@ -155,7 +160,7 @@ class EmuSyncEventTaskWait(_SeTask):
             else:
                 return False
         except DocaError as exc:
-            self.status, self.reason = exc.code, str(exc)
+            self.status, self.reason = exc.code, exc.detail
         complete_task(self)
         return True
 
@@ -217,8 +222,8 @@ class EmuSyncEventCtx(EmuCtx):
         self.notify_add = TaskPool(self, EmuSyncEventTaskNotifyAdd, "sync_event")
         self.wait_eq = TaskPool(self, EmuSyncEventTaskWait, "sync_event")
         self.wait_neq = TaskPool(self, EmuSyncEventTaskWaitNeq, "sync_event")
-        #: DOCA 2.6's wait-greater-than task type (C only: the Python API follows 3.0's eq/neq waits).
-        self.wait_gt: TaskPool[EmuTask] | None = None
+        #: DOCA 2.6's wait-greater-than task type (``SyncEventCtx.task_wait_gt_*``; refused on 3.x).
+        self.wait_gt: TaskPool[EmuTask] = cast(Any, _Pool26("doca_sync_event_task_wait_gt_set_conf", _needs_26))
         if emu_version.VERSION < (3, 0):  # 2.6 has wait_gt tasks instead
             self.wait_eq = cast(Any, _Pool26("doca_sync_event_task_wait_eq_set_conf"))
             self.wait_neq = cast(Any, _Pool26("doca_sync_event_task_wait_neq_set_conf"))
@@ -231,7 +236,7 @@ class EmuSyncEventCtx(EmuCtx):
 
     def _configurable(self, what: str) -> None:
         if self.state != 0:  # doca_sync_event.h: the task set_conf of a ctx not idle is NOT_PERMITTED
-            raise DocaNotPermitted(f"{what}: configure the sync event's ctx while it is idle")
+            raise DocaNotPermitted(f"{what}: " * bool(what) + "configure the sync event's ctx while it is idle")
 
     def _on_start(self) -> None:
         if self.event.destroyed:
@@ -263,5 +268,4 @@ class EmuSyncEventCtx(EmuCtx):
     def task_wait_gt_alloc_init(self, value: int, mask: int) -> _SeTask:
         """DOCA 2.6's ``doca_sync_event_task_wait_gt_alloc_init`` (refused when presenting 3.0 or later)."""
         _needs_26("doca_sync_event_task_wait_gt_alloc_init")
-        assert self.wait_gt is not None  # made in 2.6 mode
         return self._alloc(self.wait_gt, value, mask)

@@ -31,11 +31,14 @@ OFFLOAD_BYTES = 1 << 18
 class EmuTask:
     """Base of emulated tasks: submission, status, ownership."""
 
-    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "on_engine",
-                 "launch", "done", "lane", "seq", "nth")
+    __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "flushed_by",
+                 "on_engine", "launch", "done", "lane", "seq", "nth")
     offload_bytes = OFFLOAD_BYTES
     #: The task kind of fault injection (:data:`strict.KINDS`); empty: the pool's kind.
     kind = ""
+    #: Whether DOCA defines what the task does with a buffer released after it was given it (it fails the
+    #: task): strict mode then lets it run instead of refusing the submit.
+    released_ok = False
     _checks_submit = False
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
@@ -48,6 +51,8 @@ class EmuTask:
         self.pinned = False
         #: Why the task failed, when the backend knows more than the status code.
         self.reason = ""
+        #: Why its ctx stopped, when the task failed only because of that (set with its error completion).
+        self.flushed_by = ""
         self.on_engine = False  # running on an engine thread (its _execute must not offload again)
         #: The Pe queue item that starts this task, built once: submit appends it without allocating.
         self.launch: tuple[Callable[[Any], object], EmuTask] = (pool.launcher, self)
@@ -92,6 +97,8 @@ class EmuTask:
             self._refuse_submit()
         if self._checks_submit:
             self._check_submit()
+        if strict.STRICT:
+            pin_bufs(self)  # refuses a freed buffer before anything counts the task as submitted
         pool = self.pool
         self.nth = pool.submitted
         pool.submitted += 1
@@ -104,8 +111,6 @@ class EmuTask:
         if trace.ON: trace.submit(self)  # trace hook: task submit
         if self.reason:
             self.reason = ""
-        if strict.STRICT:
-            pin_bufs(self)
         # EmuPe.post, inlined (one frame less per IO) with the prebuilt item (no tuple per IO), and
         # unlocked: a submit runs on the Pe's own thread, which is not asleep (EmuPe.armed).
         pe: EmuPe = ctx.pe  # type: ignore[assignment]  # running implies connected
@@ -134,7 +139,7 @@ class EmuTask:
             self.status = self._execute()
         except DocaError as exc:
             self.status = exc.code
-            self.reason = str(exc)
+            self.reason = exc.detail
         except Exception:  # noqa: BLE001 - a bug must fail the task, not kill the thread silently
             logger.exception("emulated engine failed")
             self.status = _UNEXPECTED

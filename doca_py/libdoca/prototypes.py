@@ -296,6 +296,8 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "DOCA_STABLE struct doca_buf *doca_dma_task_memcpy_get_dst(const struct doca_dma_task_memcpy *task)",
         "DOCA_EXPERIMENTAL doca_error_t doca_dma_get_gpu_handle(struct doca_dma *dma, struct doca_gpu_dma **gpu_dma)",
         "DOCA_EXPERIMENTAL doca_error_t doca_dma_set_ordered_completions(struct doca_dma *dma, uint8_t enable)",
+        # No public header or caller shows the getter: spelled after the setter (capi/dma.py infers it so too).
+        "DOCA_EXPERIMENTAL doca_error_t doca_dma_get_ordered_completions(const struct doca_dma *dma, uint8_t *enable)",
     ),
     "doca_erasure_coding.h": (
         "DOCA_EXPERIMENTAL doca_error_t doca_ec_cap_task_galois_mul_is_supported(const struct doca_devinfo *devinfo)",

@@ -201,8 +201,8 @@ class NativeCompressTask(EngineTask):
         elif self.kind == LEGACY_LZ4:
             if bool(value) != _LEGACY_FLAGS[index]:
                 raise DocaNotSupported(f"{name} cannot change on DOCA {_version(_cz())}: its "
-                                       "doca_compress_task_decompress_lz4 has no LZ4 stream flags (the LZ4 stream "
-                                       "task's flag setters exist from DOCA 3.0)")
+                                       "doca_compress_task_decompress_lz4 has no LZ4 stream flags (the LZ4 "
+                                       f"stream task's setter of {name} exists from DOCA 3.0)")
         else:
             raise DocaNotSupported(f"a {self.kind} task has no {name} flag (LZ4 stream tasks only)")
 

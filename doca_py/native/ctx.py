@@ -16,6 +16,7 @@ from typing import Any
 
 from .._backend.protocols.core import Completion
 from ..errors import DocaBadState, DocaNoMemory, ErrorCode, check
+from ..types import CtxState
 from .capi import CtxStateChangedCb, TaskCompletionCb
 from ._common import lib
 from .borrow import Borrowable
@@ -23,6 +24,7 @@ from .borrow import Borrowable
 __all__ = ["NativeCtx", "NativeTask", "NativeTaskPool", "TASK_SUCCESS_CB", "TASK_ERROR_CB"]
 
 _keys = itertools.count(1)
+_RUNNING = int(CtxState.RUNNING)
 _tasks: dict[int, NativeTask] = {}
 _ctxs: dict[int, NativeCtx] = {}
 
@@ -77,6 +79,9 @@ class NativeCtx(Borrowable):
         self._spare: list[tuple[Any, Any]] = []
         self.state_cb: Callable[[int, int], None] | None = None
         self.pe: Any = None
+        #: Why the ctx stopped, as the tasks its stop flushes report it ("" while it runs). DOCA reports only
+        #: statuses: the first failure delivered while the ctx is not running is taken as the cause.
+        self.stop_cause = ""
         if not (self.borrowed and _wrapped(ctx_ptr)):
             check(lib().doca_ctx_set_user_data(ctx_ptr, self.key), "doca_ctx_set_user_data")
 
@@ -84,9 +89,12 @@ class NativeCtx(Borrowable):
         rc = lib().doca_ctx_start(self.ctx_ptr)
         if rc not in (0, ErrorCode.IN_PROGRESS):
             check(rc, "doca_ctx_start")
+        self.stop_cause = ""
         return self.get_state()
 
     def stop(self) -> int:
+        if not self.stop_cause and self.get_state() == _RUNNING and self.get_num_inflight_tasks():
+            self.stop_cause = "its ctx was stopped (stop()) while it was in flight"
         rc = lib().doca_ctx_stop(self.ctx_ptr)
         if rc not in (0, ErrorCode.IN_PROGRESS):
             check(rc, "doca_ctx_stop")
@@ -127,13 +135,29 @@ class NativeCtx(Borrowable):
                         self.state_cb(*what)
                 else:
                     obj.inflight = False
-                    (obj.pool.success if what else obj.pool.error)(obj.owner)
+                    if what:
+                        obj.pool.success(obj.owner)
+                    else:
+                        self.task_failed(obj)
+                        obj.pool.error(obj.owner)
         except BaseException:
             self.pending[:0] = pending[i:]  # keep the rest for the next progress
             raise
         finally:
             pending.clear()
         return True
+
+    def task_failed(self, task: NativeTask) -> None:
+        """Before a task's error callback: whether it was flushed, and why (``flushed_by``). A failure while
+        the ctx still runs stops nothing (a lost connection of a multi-client server); the first one
+        after which the ctx is not running is taken as what stopped it, the later ones as flushed."""
+        if self.stop_cause:
+            task.flushed_by = self.stop_cause
+            return
+        task.flushed_by = ""
+        if self.get_state() != _RUNNING:
+            self.stop_cause = (f"the ctx stopped after {type(task.owner).__name__} failed with "
+                               f"{ErrorCode(task.get_status()).name}")
 
     def destroy(self) -> None:
         check(self._destroy(), "destroy ctx")
@@ -176,7 +200,8 @@ class NativeTaskPool:
 class NativeTask:
     """A ``doca_task *`` of some library task type."""
 
-    __slots__ = ("ptr", "task_ptr", "pool", "ctx", "owner", "inflight", "key", "ok_item", "err_item", "_submit")
+    __slots__ = ("ptr", "task_ptr", "pool", "ctx", "owner", "inflight", "flushed_by", "key", "ok_item", "err_item",
+                 "_submit")
     #: DOCA reports only the status; the emulated backend also says why.
     reason = ""
 
@@ -187,6 +212,7 @@ class NativeTask:
         self.ctx = pool.ctx  # the trampolines' shortcut to ctx.pending
         self.owner: object = None
         self.inflight = False
+        self.flushed_by = ""  # set by NativeCtx.task_failed before each error callback
         self.key = next(_keys)
         # What the completion trampolines record, built once per descriptor.
         self.ok_item = (self, True)

@@ -85,6 +85,12 @@ class NativeDma(NativeCtx):
         check(_dma().doca_dma_set_ordered_completions(self.ptr, 1 if ordered else 0),
               "doca_dma_set_ordered_completions")
 
+    def get_ordered_completions(self) -> bool:
+        """``doca_dma_get_ordered_completions`` (DOCA 3.2, as its setter)."""
+        v = ctypes.c_uint8()
+        check(_dma().doca_dma_get_ordered_completions(self.ptr, _byref(v)), "doca_dma_get_ordered_completions")
+        return bool(v.value)
+
     def get_gpu_handle(self) -> int | None:
         """``doca_dma_get_gpu_handle`` (GPU datapath; DOCA 3.x)."""
         out = ctypes.c_void_p()

@@ -184,8 +184,11 @@ class NativeRdma(RdmaSettingMethods, NativeCtx):
                         self.state_cb(*what)
                 else:
                     obj.inflight = False
-                    cb = obj.pool.success if what else obj.pool.error
-                    cb(obj.owner)
+                    if what:
+                        obj.pool.success(obj.owner)
+                    else:
+                        self.task_failed(obj)
+                        obj.pool.error(obj.owner)
             except BaseException:
                 self.pending[:0] = pending[i + 1:]  # keep the rest for the next progress
                 raise

@@ -44,6 +44,7 @@ CAP_FNS = {
     "task_notify_add_is_supported": "doca_sync_event_cap_task_notify_add_is_supported",
     "task_wait_eq_is_supported": "doca_sync_event_cap_task_wait_eq_is_supported",
     "task_wait_neq_is_supported": "doca_sync_event_cap_task_wait_neq_is_supported",
+    "task_wait_gt_is_supported": "doca_sync_event_cap_task_wait_gt_is_supported",  # DOCA 2.6 only
 }
 
 
@@ -157,6 +158,24 @@ class NativeSyncEventTaskWaitNeq(_SeTask):
         return int(lib().doca_sync_event_task_wait_neq_get_mask(self.ptr))
 
 
+class NativeSyncEventTaskWaitGt(_SeTask):
+    """``doca_sync_event_task_wait_gt *`` (DOCA 2.6; 3.0 replaced it with wait_eq and wait_neq)."""
+
+    __slots__ = ()
+
+    def set_wait_val(self, value: int) -> None:
+        lib().doca_sync_event_task_wait_gt_set_wait_val(self.ptr, value)
+
+    def get_wait_val(self) -> int:
+        return int(lib().doca_sync_event_task_wait_gt_get_wait_val(self.ptr))
+
+    def set_mask(self, mask: int) -> None:
+        lib().doca_sync_event_task_wait_gt_set_mask(self.ptr, mask)
+
+    def get_mask(self) -> int:
+        return int(lib().doca_sync_event_task_wait_gt_get_mask(self.ptr))
+
+
 class NativeSyncEventCtx(NativeCtx):
     """``doca_sync_event_as_ctx``: the event's ctx and its five task pools."""
 
@@ -180,6 +199,9 @@ class NativeSyncEventCtx(NativeCtx):
                             l.doca_sync_event_task_wait_eq_as_doca_task, NativeSyncEventTaskWaitEq, "wait_eq")
         self.wait_neq = pool(l.doca_sync_event_task_wait_neq_set_conf, "doca_sync_event_task_wait_neq_set_conf",
                              l.doca_sync_event_task_wait_neq_as_doca_task, NativeSyncEventTaskWaitNeq, "wait_neq")
+        # DOCA 2.6's (a 3.x library lacks these functions: configuring the type raises DocaNotSupported).
+        self.wait_gt = pool(l.doca_sync_event_task_wait_gt_set_conf, "doca_sync_event_task_wait_gt_set_conf",
+                            l.doca_sync_event_task_wait_gt_as_doca_task, NativeSyncEventTaskWaitGt, "wait_gt")
         self._scratch = ctypes.c_uint64()  # the result pointer at alloc time, before the wrapper exists
 
     def task_get_alloc_init(self) -> NativeSyncEventTaskGet:
@@ -210,6 +232,11 @@ class NativeSyncEventCtx(NativeCtx):
         p = self.wait_neq
         rc = lib().doca_sync_event_task_wait_neq_alloc_init(self.ptr, value, mask, 0, _byref(p.out))
         return cast(NativeSyncEventTaskWaitNeq, p.take(rc, "doca_sync_event_task_wait_neq_alloc_init"))
+
+    def task_wait_gt_alloc_init(self, value: int, mask: int) -> NativeSyncEventTaskWaitGt:
+        p = self.wait_gt
+        rc = lib().doca_sync_event_task_wait_gt_alloc_init(self.ptr, value, mask, 0, _byref(p.out))
+        return cast(NativeSyncEventTaskWaitGt, p.take(rc, "doca_sync_event_task_wait_gt_alloc_init"))
 
 
 def _blob(ptr: ctypes.c_void_p, size: ctypes.c_size_t, what: str) -> bytes:

@@ -190,6 +190,10 @@ PROBES: dict[str, Probe] = {
         ("doca_buf_inventory_buf_reuse_by_data",),
         lambda w: w.buf(0, 4096).reuse_by_data(w.mm.get_memrange()[0] + 8192, 1024),
         says="doca_buf_inventory_buf_reuse_by_"),
+    "Dma.set_ordered_completions": Probe(("doca_dma_set_ordered_completions",),
+                                         lambda w: w.enter(d.Dma(w.dev)).set_ordered_completions(True)),
+    "Dma.get_ordered_completions": Probe(("doca_dma_get_ordered_completions",),
+                                         lambda w: w.enter(d.Dma(w.dev)).get_ordered_completions()),
     "Task.submit_ex": Probe(("doca_task_submit_ex",), lambda w: _submit_ex(w)),
     "Pe.set_event_mode": Probe(("doca_pe_set_event_mode",),
                                lambda w: w.pe.set_event_mode(PeEventMode.PROGRESS_ALL)),
@@ -359,8 +363,6 @@ NO_PUBLIC_METHOD: dict[str, str] = {
     "doca_devinfo_get_pci_func_type": "not wrapped (DevInfoRep.get_pci_func_type is the representor's)",
     "doca_devinfo_get_sf_index": "not wrapped",
     "doca_sync_event_set_doca_buf": "not wrapped (libdoca serves it to C programs)",
-    **{n: "DOCA 2.6's wait-greater-than task is not wrapped (libdoca serves it to C programs)" for n in VERSIONED
-       if "wait_gt" in n},
     "doca_rdma_connection_set_user_data": "RdmaConnection keeps its user data in Python",
     "doca_rdma_connection_get_user_data": "RdmaConnection keeps its user data in Python",
     "doca_dma_get_gpu_handle": "a GPU datapath handle",
@@ -408,8 +410,9 @@ EXCEPTIONS: dict[str, str] = {
     **{n: "empty on 2.6 (no immediate data) on both backends: test_comch_without_imm" for n in VERSIONED
        if re.match(r"doca_comch_(consumer_task_post_recv|producer_task_send)_get_imm_data", n)},
     "doca_comch_producer_task_send_set_imm_data": "empty immediate data is accepted on 2.6 (probed with data)",
-    "doca_dma_set_ordered_completions": "the emulator's refusal before 3.2 is the branch 'traps' "
-                                        "(test_dma_ordered covers both backends there)",
+    **{n: "DOCA 2.6's wait-greater-than task, refused from 3.0 on both backends (SyncEventCtx.task_wait_gt_*): "
+          "tests/core/test_sync_event_26.py and test_sync_event.py::test_a_3_x_runtime_refuses_the_2_6_wait_gt_tasks"
+       for n in VERSIONED if "wait_gt" in n},
 }
 
 

@@ -134,6 +134,62 @@ def test_failed_task_reports_error_and_stops_ctx(backend: str) -> None:
         mm.close()
 
 
+def test_tasks_flushed_by_a_failure_say_which_task_stopped_the_ctx(backend: str) -> None:
+    """The failed task's error is its own; the tasks behind it, flushed because the failure stopped their
+    ctx, say so and name it (ordered completions: the failure is delivered first on every backend)."""
+    if backend == "emulated":
+        from doca_py.emulated import version
+
+        if not version.at_least(3, 2):
+            pytest.skip("ordered DMA completions exist from DOCA 3.2")
+    with rig(num_tasks=4, start=False) as r:
+        r.dma.set_ordered_completions(True)
+        r.dma.start()
+        mm, src, dst = _pair(r, 64)
+        small = r.inv.buf_get_by_addr(mm, mm.get_memrange()[0] + 8192, 10)
+        bad = r.dma.task_memcpy_alloc_init(src, small)
+        good = [r.dma.task_memcpy_alloc_init(src, dst) for _ in range(2)]
+        for t in (bad, *good):
+            t.submit()
+        r.drain(3)
+        assert [k for k, *_ in r.done] == ["err"] * 3 and r.done[0][1] is bad
+        assert bad.flushed_by == "" and str(bad.exception()).startswith(
+            "DOCA_ERROR_INVALID_VALUE: Invalid input: DmaTaskMemcpy failed")
+        for t in good:
+            assert t.flushed_by == "the ctx stopped after DmaTaskMemcpy failed with INVALID_VALUE"
+            exc = t.exception()
+            assert exc is not None and exc.code == t.get_status()
+            assert exc.detail == "DmaTaskMemcpy flushed: the ctx stopped after DmaTaskMemcpy failed with INVALID_VALUE"
+        assert dst.get_data_len() == 0
+        for t in (bad, *good):
+            t.free()
+        while r.dma.get_state() != S.IDLE:
+            assert r.pe.progress()
+        # A stop with tasks in flight: they say they were flushed by it; a new run starts clean.
+        r.dma.start()
+        t = r.dma.task_memcpy_alloc_init(src, dst)
+        t.submit()
+        assert r.dma.stop() == S.STOPPING
+        r.drain(4)
+        assert t.flushed_by == "its ctx was stopped (stop()) while it was in flight"
+        assert "DmaTaskMemcpy flushed: its ctx was stopped (stop())" in str(t.exception())
+        t.free()
+        while r.dma.get_state() != S.IDLE:
+            assert r.pe.progress()
+        for b in (src, dst, small):
+            b.dec_refcount()
+        mm.close()
+
+
+def test_a_set_conf_error_names_the_method_called(backend: str) -> None:
+    with rig() as r:
+        with pytest.raises(e.DocaBadState, match=r"Dma\.task_memcpy_set_conf"):
+            r.dma.task_memcpy_set_conf(lambda *a: None, lambda *a: None, 4)  # RUNNING: configure while idle
+        r.dma.stop()
+        with pytest.raises(e.DocaTypeError, match=r"^Dma\.task_memcpy_set_conf: error must be Callable, not int$"):
+            r.dma.task_memcpy_set_conf(lambda *a: None, 1, 4)  # type: ignore[arg-type]
+
+
 def test_try_submit_validates_and_the_caller_keeps_the_task(backend: str) -> None:
     with rig() as r:
         mm, src, dst = _pair(r, 64)

@@ -211,8 +211,14 @@ def test_capabilities(dev: d.Dev, backend: str) -> None:
         else:  # DOCA 2.6 has no such capability query
             with pytest.raises(e.DocaNotSupported):
                 d.SyncEvent.cap_task_is_supported(task, info)
+    # 3.x: 2.6's wait_gt is gone, and its capability query with it
+    if _eq_waits(backend):
+        with pytest.raises(e.DocaNotSupported):
+            d.SyncEvent.cap_task_is_supported("wait_gt", info)
+    else:
+        assert d.SyncEvent.cap_task_is_supported("wait_gt", info)
     with pytest.raises(e.DocaInvalidValue):
-        d.SyncEvent.cap_task_is_supported("wait_gt", info)
+        d.SyncEvent.cap_task_is_supported("wait_lt", info)
 
 
 # -- the ctx and its tasks ------------------------------------------------------------------------------
@@ -352,3 +358,15 @@ def test_an_import_checks_every_field_of_the_blob(dev: d.Dev, field: str, backen
             with pytest.raises(e.DocaNotPermitted):
                 create(dev, forged)
             create(dev, blob).close()  # the genuine blob still imports
+
+
+def test_a_3_x_runtime_refuses_the_2_6_wait_gt_tasks(backend: str, dev: d.Dev) -> None:
+    """DOCA 3.0 replaced the wait_gt task with wait_eq/wait_neq: on a 3.x runtime configuring it raises
+    DocaNotSupported naming the function and the versions that have it, and so does its capability query."""
+    _needs_eq_waits(backend)  # a 3.x runtime (the fakes are 3.0)
+    with _event(dev, start=False) as se:
+        ctx = se.as_ctx()
+        with pytest.raises(e.DocaNotSupported, match=r"doca_sync_event_task_wait_gt_set_conf .*up to DOCA 2\.6"):
+            ctx.task_wait_gt_set_conf(lambda *a: None, lambda *a: None, 1)
+        with pytest.raises(e.DocaNotSupported, match="doca_sync_event_cap_task_wait_gt_is_supported"):
+            d.SyncEvent.cap_task_is_supported("wait_gt", dev.as_devinfo())

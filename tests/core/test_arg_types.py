@@ -115,8 +115,8 @@ CASES: list[tuple[str, str, Call]] = [
     ("Mmap.export_rdma", "dev", lambda w, x: w.mm.export_rdma(x)),
     ("Mmap.create_from_export", "dev", lambda w, x: d.Mmap.create_from_export(b"\0" * 64, x)),
     ("BufInventory.buf_get_by_args", "mmap", lambda w, x: w.inv.buf_get_by_args(x, 0, 64, 0, 0)),
-    ("BufInventory.buf_get_by_args", "mmap", lambda w, x: w.inv.buf_get_by_addr(x, 0, 64)),
-    ("BufInventory.buf_get_by_args", "mmap", lambda w, x: w.inv.buf_get_by_data(x, 0, 64)),
+    ("BufInventory.buf_get_by_addr", "mmap", lambda w, x: w.inv.buf_get_by_addr(x, 0, 64)),
+    ("BufInventory.buf_get_by_data", "mmap", lambda w, x: w.inv.buf_get_by_data(x, 0, 64)),
     ("BufInventory.buf_dup", "buf", lambda w, x: w.inv.buf_dup(x)),
     ("Buf.chain_list", "other", lambda w, x: w.buf.chain_list(x)),
     ("Buf.unchain_list", "other", lambda w, x: w.buf.unchain_list(x)),
@@ -240,11 +240,15 @@ OBJECTS: list[tuple[str, str, Call]] = [
     ("SyncEventRemoteNet.create_from_export", "dev",
      lambda w, x: d.SyncEventRemoteNet.create_from_export(x, b"\0" * 64)),
     ("SyncEventRemoteNet.create_from_export", "blob", lambda w, x: d.SyncEventRemoteNet.create_from_export(w.dev, x)),
+    ("Mmap.create_from_export", "blob", lambda w, x: d.Mmap.create_from_export(x, w.dev)),
+    ("Rdma.connect", "peer_blob", lambda w, x: w.rdma.connect(x, w.conn)),
     ("SyncEvent.add_publisher_location_cpu", "dev", _event_call(lambda se, x: se.add_publisher_location_cpu(x))),
     ("SyncEvent.add_subscriber_location_cpu", "dev", _event_call(lambda se, x: se.add_subscriber_location_cpu(x))),
     ("SyncEvent.export_to_remote_pci", "dev", _event_call(lambda se, x: se.export_to_remote_pci(x))),
 ]
 INTS: list[tuple[str, str, Call]] = [
+    ("BufInventory", "num_elements", lambda w, x: d.BufInventory(x)),
+    ("BufInventory.expand", "num_elements", lambda w, x: w.inv.expand(x)),
     ("BufPool", "num_elements", lambda w, x: d.BufPool(x, 64, w.mm)),
     ("BufPool", "element_size", lambda w, x: d.BufPool(1, x, w.mm)),
     ("BufPool", "element_alignment", lambda w, x: d.BufPool(1, 64, w.mm, element_alignment=x)),
@@ -296,13 +300,15 @@ _CAP_ARGS: dict[str, object] = {"task": d.CompressTaskType.COMPRESS_DEFLATE, "tr
 
 
 def _cap_functions() -> list[tuple[str, Callable[..., object]]]:
+    """Every public capability query, named as the user calls it: ``Rdma.cap_…`` also for the ones ``Rdma``
+    has from a mixin (``RdmaSyncEventTasks``), the function's name for a module's."""
     owners: list[Any] = [d.Mmap, d.Dma, d.Ec, d.Compress, d.Rdma, d.ComchServer, d.ComchClient, d.ComchConsumer,
                          d.ComchProducer, d.SyncEvent, comch]
     found = []
     for owner in owners:
         for name, fn in inspect.getmembers(owner):
             if name.startswith("cap_") and next(iter(inspect.signature(fn).parameters), None) == "devinfo":
-                found.append((fn.__qualname__, fn))
+                found.append((f"{owner.__name__}.{name}" if isinstance(owner, type) else fn.__qualname__, fn))
     return found
 
 
@@ -320,3 +326,16 @@ def test_the_right_types_still_work(w: World) -> None:
     dup = w.inv.buf_dup(w.buf)
     assert dup.get_data_len() == 64
     dup.close()
+
+
+def test_inventory_counts_are_uint32(w: World) -> None:
+    """A count DOCA cannot take is refused at once (the emulator would otherwise build 2**64 descriptors)."""
+    for bad in (0, -1, 1 << 32, 1 << 64):
+        with pytest.raises(d.errors.DocaInvalidValue, match=rf"^DOCA_ERROR_INVALID_VALUE: .*: BufInventory: "
+                                                           rf"num_elements must be 1\.\.4294967295, got {bad}$"):
+            d.BufInventory(bad)
+        with pytest.raises(d.errors.DocaInvalidValue, match="BufInventory.expand: num_elements must be 1"):
+            w.inv.expand(bad)
+    before = w.inv.get_num_elements()
+    w.inv.expand(2)
+    assert w.inv.get_num_elements() == before + 2

@@ -55,3 +55,56 @@ def test_2_6_mode_refuses_eq_and_neq_wait_tasks(v26: None) -> None:
             ctx.task_wait_eq_set_conf(_ignore, _ignore, 1)
         with pytest.raises(DocaNotSupported, match="doca_sync_event_task_wait_neq_set_conf"):
             ctx.task_wait_neq_set_conf(_ignore, _ignore, 1)
+
+
+def test_2_6_mode_offers_the_wait_gt_tasks_its_header_has(v26: None) -> None:
+    """DOCA 2.6's asynchronous wait is ``doca_sync_event_task_wait_gt``: in flight until the masked value
+    exceeds the wait value, then its success callback."""
+    done: list[str] = []
+    set_: list[d.SyncEventTaskNotifySet] = []
+    with d.Dev.open_by_pci_addr(DPU_PCI) as dev, d.Pe() as pe, d.SyncEvent() as se:
+        se.add_publisher_location_cpu(dev)
+        se.add_subscriber_location_cpu(dev)
+        ctx = se.as_ctx()
+        pe.connect_ctx(ctx)
+        ctx.task_notify_set_set_conf(lambda t, u, c: set_.append(t), _ignore, 1)
+        ctx.task_wait_gt_set_conf(lambda *a: done.append("ok"), lambda *a: done.append("err"), 1)
+        ctx.start()
+        assert d.SyncEvent.cap_task_is_supported("wait_gt", dev.as_devinfo())
+        wait = ctx.task_wait_gt_alloc_init(4, 0xFF)
+        assert isinstance(wait, d.SyncEventTaskWaitGt)
+        assert (wait.get_wait_val(), wait.get_mask()) == (4, 0xFF)
+        wait.submit()
+
+        def notify_set(value: int) -> None:
+            ctx.task_notify_set_alloc_init(value).submit()
+            while not set_:
+                pe.progress()
+            set_.pop().free()
+
+        for value in (3, 4, 0x104):  # not greater, equal, greater only without the mask
+            notify_set(value)
+            pe.progress()  # the wait task is polled: it sees the value now
+            assert done == [] and ctx.get_num_inflight_tasks() == 1
+        notify_set(5)
+        while not done:
+            pe.progress()
+        assert done == ["ok"] and wait.get_status() == d.ErrorCode.SUCCESS
+        wait.free()
+        ctx.stop()
+
+
+def test_3_x_refuses_the_2_6_wait_gt_tasks() -> None:
+    from doca_py.emulated import version
+
+    if version.VERSION < (3, 0):
+        pytest.skip("the session presents DOCA 2.6")
+    with d.Dev.open_by_pci_addr(DPU_PCI) as dev, d.SyncEvent() as se:
+        se.add_publisher_location_cpu(dev)
+        se.add_subscriber_location_cpu(dev)
+        ctx = se.as_ctx()
+        with pytest.raises(DocaNotSupported, match=r"doca_sync_event_task_wait_gt_set_conf is exported up to "
+                                                   r"DOCA 2\.6 \(3\.0 replaced the wait_gt task"):
+            ctx.task_wait_gt_set_conf(_ignore, _ignore, 1)
+        with pytest.raises(DocaNotSupported, match="doca_sync_event_cap_task_wait_gt_is_supported"):
+            d.SyncEvent.cap_task_is_supported("wait_gt", dev.as_devinfo())  # 3.x has no such query

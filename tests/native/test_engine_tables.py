@@ -71,7 +71,7 @@ def _rows() -> list[Row]:
 
 
 #: Declared functions newer than the 3.0 headers (doca-c-api.md §2.17), with their first version.
-LATER = {"doca_dma_set_ordered_completions": (3, 2)}
+LATER = {"doca_dma_set_ordered_completions": (3, 2), "doca_dma_get_ordered_completions": (3, 2)}
 
 
 def test_every_function_is_declared_with_its_arity() -> None:
@@ -176,6 +176,8 @@ def test_missing_symbols_become_stubs_naming_versions(lib30: BoundLib) -> None:
         dma.doca_dma_get_gpu_handle(None, None)
     with pytest.raises(DocaNotSupported, match=r"doca_dma_set_ordered_completions .* from DOCA 3\.2 \(added after 3\.0"):
         dma.doca_dma_set_ordered_completions(None, 1)
+    with pytest.raises(DocaNotSupported, match=r"doca_dma_get_ordered_completions .* from DOCA 3\.2 \(added after 3\.0"):
+        dma.doca_dma_get_ordered_completions(None, None)
 
 
 # -- 3. fake engine libraries -----------------------------------------------------------------
@@ -286,10 +288,11 @@ def test_dma_ordered_completions_cross_as_one_byte_before_start(env30: BoundLib)
     dma = ndma.dma_create(b.dev)
     ordered = loader.load("dma")["fake_dma_ordered"]
     ordered.restype, ordered.argtypes = ctypes.c_uint8, [ctypes.c_void_p]
+    assert dma.get_ordered_completions() is False
     dma.set_ordered_completions(True)
-    assert ordered(dma.ptr) == 1
+    assert ordered(dma.ptr) == 1 and dma.get_ordered_completions() is True
     dma.set_ordered_completions(False)
-    assert ordered(dma.ptr) == 0
+    assert ordered(dma.ptr) == 0 and dma.get_ordered_completions() is False
     _completions(dma.memcpy)
     b.pe.connect_ctx(dma)
     assert dma.start() == 2

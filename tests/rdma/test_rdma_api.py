@@ -120,7 +120,7 @@ def test_garbage_truncated_and_corrupt_blobs_are_refused(env: tuple[d.Dev, d.Pe,
             s.rdma.connect(bad, conn)
     with pytest.raises(e.DocaInvalidValue):
         s.rdma.connect(b"", conn)
-    with pytest.raises(e.DocaInvalidValue):
+    with pytest.raises(e.DocaTypeError, match="peer_blob must be bytes"):
         s.rdma.connect("text", conn)  # type: ignore[arg-type]
     # A well-formed blob whose key the peer never issued (forged) is refused by the peer.
     from doca_py.emulated import rdma as emu

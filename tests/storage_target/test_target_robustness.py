@@ -16,6 +16,7 @@ import pytest
 from apps.storage.channels.control_channel import connect_tcp
 from apps.storage.wire.control import ControlMessage, MessageType
 
+from .. import deadlines
 from ..impl import CHILD_IMPL
 from .client import DEADLINE, ROOT, Requester, TargetProcess
 
@@ -171,21 +172,22 @@ def test_a_stop_of_the_target_itself_is_not_blamed_on_the_requester(
     """Issue 35 item 21: the target stopped (SIGSTOP) for longer than its --control-timeout, then resumed, saw
     its requester silent for that long and blamed it. It now sees its own stop (its loop came round far too
     late), says so and counts the requester's silence from its resumption."""
-    target = TargetProcess("--control-timeout", "2", "-l", "debug")
+    timeout = deadlines.product_timeout(2.0)  # the requester's allowed silence, under this machine's load
+    target = TargetProcess("--control-timeout", str(timeout), "-l", "debug")
     cleanup.append(target)
     with connect_tcp("127.0.0.1", target.port, timeout=DEADLINE) as ch:
         ch.request(ControlMessage(M.QUERY_STORAGE_REQUEST, 0, 0), timeout=DEADLINE)
         target.wait_for(lambda s: "waiting for a init_storage_request" in s, "the target waiting for the init")
         target.p.send_signal(signal.SIGSTOP)  # while it counts the requester's silence
         try:
-            _wait_for_time(target_stopped_for=4.0)
+            _wait_for_time(target_stopped_for=2.0 * timeout)  # a stop longer than the allowed silence
         finally:
             target.p.send_signal(signal.SIGCONT)
         line = _silence_line(target)
     stall = [s for s in target.stdout.splitlines() if "this process did not run for " in s]  # the log
     assert stall and "[WARNING]" in stall[0] and "the requester's silence is counted again from now" in stall[0], \
         target.stdout
-    assert "sent nothing for 2 s (--control-timeout)" in line, line  # then, its own silence: a true message
+    assert f"sent nothing for {timeout} s (--control-timeout)" in line, line  # then, its own silence: a true message
 
 
 def _wait_for_time(target_stopped_for: float) -> None:

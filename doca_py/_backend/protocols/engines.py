@@ -37,6 +37,8 @@ class DmaHandle(CtxHandle, Protocol):
         """``doca_dma_task_memcpy_alloc_init``."""
     def set_ordered_completions(self, ordered: bool) -> None:
         """``doca_dma_set_ordered_completions`` (DOCA 3.2; before start)."""
+    def get_ordered_completions(self) -> bool:
+        """``doca_dma_get_ordered_completions`` (DOCA 3.2)."""
 
 
 class DmaBackend(Protocol):

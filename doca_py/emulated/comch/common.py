@@ -8,6 +8,7 @@ from typing import Any
 from ...errors import (
     DocaInvalidValue,
     DocaNotPermitted,
+    ErrorCode,
 )
 from ...types import AccessFlag
 from .. import trace
@@ -15,6 +16,11 @@ from ..ctx import EmuTask, complete_in_order, deliver_completion, unpin_bufs
 from ..mmap import EmuMmap
 from ..pe import EmuPe
 from .config import MAX_NAME_LEN, PCI_READ, PCI_WRITE, RUNNING, complete
+
+def connection_lost(status: int) -> str:
+    """Why a ctx whose connection was lost stops, as its flushed tasks report it (``Task.flushed_by``)."""
+    return f"the ctx stopped when its connection was lost ({ErrorCode(status).name})"
+
 
 def post_complete(t: EmuTask) -> None:
     """Post a task's completion (its prebuilt ``done`` item) from the I/O thread, as :func:`post`."""
@@ -51,6 +57,7 @@ def _deliver_soft(task: EmuTask) -> None:
         ctx.inflight -= 1
         if task.pinned:
             unpin_bufs(task)
+        task.flushed_by = ""
         cb = task.pool.error
         assert cb is not None
         cb(task.owner)

@@ -228,7 +228,7 @@ class EmuComchConnection(ConnectionInput):
         try:
             src = device_view(buf.mmap, buf.data, n, False)
         except DocaError as exc:
-            t.reason = f"the source buffer cannot be read: {exc}"
+            t.reason = f"the source buffer cannot be read: {exc.detail}"
             return exc.code
         imm = t.imm
         out = self.out

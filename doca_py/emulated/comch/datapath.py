@@ -26,7 +26,7 @@ from .config import (
     has_imm, ids, need_imm,
 )
 from .endpoints import OrderedCtx, Sender
-from .common import complete_soft, post_done
+from .common import complete_soft, connection_lost, post_done
 
 class EmuComchConsumer(OrderedCtx):
     """Emulated ``doca_comch_consumer``: receives producer data into its mmap's buffers."""
@@ -115,6 +115,7 @@ class EmuComchConsumer(OrderedCtx):
         # callbacks re-post (or was submitted before the loss and not yet launched) is flushed by the
         # stop that follows, with the loss's status: a dead peer never reads as a retry window.
         self.flush_status = self.conn.loss or FLUSHED
+        self.stopped_by(connection_lost(self.flush_status))
         drained = []
         while self.posted:
             drained.append(self.posted.popleft())
@@ -216,6 +217,7 @@ class EmuComchProducer(Sender):
             # Sends submitted before the loss and launched after it are flushed with the loss's status
             # (CONNECTION_RESET when the peer closed: not the IO_FAILED of a retry window).
             self.flush_status = self.conn.loss or FLUSHED
+            self.stopped_by(connection_lost(self.flush_status))
             self._set_state(STOPPING)
             self._on_stop()
             self._maybe_idle()

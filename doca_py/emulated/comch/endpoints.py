@@ -40,7 +40,7 @@ from .config import (
 )
 from .connection import EmuComchConnection
 from .tasks import EmuComchTaskSend
-from .common import check_name, post
+from .common import check_name, connection_lost, post
 from . import shm as _shm
 from .caps import cap_client_is_supported, cap_server_is_supported
 
@@ -396,6 +396,7 @@ class EmuComchClient(Endpoint):
         if self.conn is not conn or self.state not in (RUNNING, STARTING):
             return
         self.flush_status = conn.loss or FLUSHED  # sends launched from now on fail as the connection did
+        self.stopped_by(connection_lost(self.flush_status))
         self._set_state(STOPPING)
         self._maybe_idle()
 

@@ -86,7 +86,7 @@ class EmuRdmaTaskRead(_SrcDstTask):
             try:
                 p = rm.ptr(src.data, n, False)
             except DocaError as exc:
-                raise Fail(exc.code, str(exc)) from None
+                raise Fail(exc.code, exc.detail) from None
             memmove(at, p, n)
             dst.data_len += n
             _complete(self)
@@ -100,7 +100,7 @@ class EmuRdmaTaskRead(_SrcDstTask):
             try:
                 p = rm.ptr(src.data, n, False)
             except DocaError as exc:
-                raise Fail(exc.code, str(exc)) from None
+                raise Fail(exc.code, exc.detail) from None
             copy_from(segs, p, n)
             grow_data(dst, n)
             _complete(self)
@@ -164,7 +164,7 @@ class EmuRdmaTaskWrite(_SrcDstTask):
             try:
                 p = rm.ptr(d, n, True)
             except DocaError as exc:
-                raise Fail(exc.code, str(exc)) from None
+                raise Fail(exc.code, exc.detail) from None
             if sm is not None:
                 memmove(p, src.data, n)
             else:

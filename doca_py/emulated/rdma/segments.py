@@ -49,7 +49,7 @@ def buf_segments(buf: EmuBuf | None, write: bool) -> tuple[list[memoryview], int
             try:
                 segs.append(mm.view(start, n, write))
             except DocaError as exc:
-                raise Fail(exc.code, str(exc)) from None
+                raise Fail(exc.code, exc.detail) from None
             total += n
         b = b.next
     return segs, total

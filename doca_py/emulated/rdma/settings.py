@@ -34,7 +34,7 @@ class RdmaSettings(RdmaSettingMethods, EmuCtx):
     def _set(self, name: str, value: int) -> None:
         if name in _SINCE_30:
             emu_version.require(f"doca_rdma_set_{name}", CONNECTIONS_SINCE, "added after 2.6")
-        self._configurable(f"set_{name}")
+        self._configurable("task_receive_set_dst_buf_list_len" if name == "receive_dst_buf_list_len" else f"set_{name}")
         attr = self._ATTRS[name]
         v = int(value)
         if v < 0:

@@ -92,6 +92,9 @@ class EmuRdmaTaskRemoteNetSyncEventGet(_SyncEventTask, EmuRdmaTaskRead):
         self._aim_remote()
         super()._start()
 
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return (self.dst,)  # the user's; the stand-in for the peer's value is the task's own
+
     def set_buf(self, buf: BufHandle) -> None:
         self.set_dst_buf(buf)
 
@@ -117,6 +120,9 @@ class EmuRdmaTaskRemoteNetSyncEventNotifySet(_SyncEventTask, EmuRdmaTaskWrite):
         self._aim_remote()
         super()._start()
 
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return (self.src,)
+
     def set_buf(self, buf: BufHandle) -> None:
         self.set_src_buf(buf)
 
@@ -136,6 +142,9 @@ class EmuRdmaTaskRemoteNetSyncEventNotifyAdd(_SyncEventTask, EmuRdmaTaskAtomic):
     def _start(self) -> None:
         self._aim_remote()
         super()._start()
+
+    def _bufs(self) -> tuple[EmuBuf | None, ...]:
+        return (self.result,)
 
     def set_buf(self, buf: BufHandle) -> None:
         self.set_result_buf(buf)

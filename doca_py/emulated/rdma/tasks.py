@@ -115,7 +115,7 @@ class RdmaTask(Work):
                 _complete(self)
             except DocaError as exc:
                 self.status = exc.code
-                self.reason = str(exc)
+                self.reason = exc.detail
                 _complete(self)
             if q.nready:  # tasks launched before their turn wait behind
                 q.run()
@@ -134,7 +134,7 @@ class RdmaTask(Work):
             _complete(self)
         except DocaError as exc:
             self.status = exc.code
-            self.reason = str(exc)
+            self.reason = exc.detail
             _complete(self)
 
     def _start(self) -> None:

@@ -6,7 +6,7 @@ from ...emulated import dma as emu
 from ...emulated.dev import EmuDev, EmuDevInfo
 from ...emulated.dma import EmuDma, EmuDmaTaskMemcpy
 from ...errors import DocaNotSupported
-from ._core import handle, impl, obj, out_ptr, out_u32, out_u64
+from ._core import handle, impl, obj, out_ptr, out_u8, out_u32, out_u64
 from .common import alloc_or_fail, buf_of, ctx_extra, forget_ctx, task_set_conf
 
 
@@ -100,3 +100,8 @@ def _get_dst(p: int | None) -> int | None:
 @impl("doca_dma_set_ordered_completions")
 def _set_ordered(p: int | None, ordered: int) -> None:
     _dma(p).set_ordered_completions(bool(ordered))
+
+
+@impl("doca_dma_get_ordered_completions")
+def _get_ordered(p: int | None, out: int | None) -> None:
+    out_u8(out, int(_dma(p).get_ordered_completions()))

@@ -770,7 +770,7 @@ class CompressLib(Lib, Protocol):
     doca_compress_task_decompress_lz4_get_adler_cs: CFunc[[VoidP], int]
 
 class DmaLib(Lib, Protocol):
-    """libdoca_dma: 16 functions."""
+    """libdoca_dma: 17 functions."""
 
     doca_dma_create: CFunc[[VoidP, Ptr], int]
     doca_dma_destroy: CFunc[[VoidP], int]
@@ -788,6 +788,7 @@ class DmaLib(Lib, Protocol):
     doca_dma_task_memcpy_get_dst: CFunc[[VoidP], int | None]
     doca_dma_get_gpu_handle: CFunc[[VoidP, Ptr], int]
     doca_dma_set_ordered_completions: CFunc[[VoidP, int], int]
+    doca_dma_get_ordered_completions: CFunc[[VoidP, Ptr], int]
 
 class ErasureCodingLib(Lib, Protocol):
     """libdoca_erasure_coding: 50 functions."""

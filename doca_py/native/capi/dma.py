@@ -26,7 +26,7 @@ from ._decl import Decl, TaskCompletionCb, register
 if TYPE_CHECKING:
     from ._raw import DmaLib
 
-__all__ = ["DMA", "LIBNAME", "load_dma"]
+__all__ = ["BEYOND_INVENTORY", "DMA", "LIBNAME", "load_dma"]
 
 LIBNAME = "dma"
 
@@ -67,8 +67,16 @@ DMA: tuple[Decl, ...] = (
     # byte widened in the argument register, on x86_64 and AArch64.
     _f("doca_dma_set_ordered_completions", ERR, P, c_uint8, since=(3, 2),
        note="added after 3.0, first seen in 3.2.0"),
+    # Its getter, in DOCA's getter shape (const object, the value through an out-pointer of the setter's
+    # type). No public DOCA 3.2 header or sample at hand shows it: the signature is inferred from the setter's.
+    _f("doca_dma_get_ordered_completions", ERR, P, POINTER(c_uint8), since=(3, 2),
+       note="added after 3.0 with doca_dma_set_ordered_completions; signature inferred from it"),
 )
 """Every exported libdoca_dma function (no ABI differences between 2.6 and 3.x; 3.2 adds ordered completions)."""
+
+BEYOND_INVENTORY: frozenset[str] = frozenset({"doca_dma_get_ordered_completions"})
+"""Declared functions that ``doca-c-api.md``'s inventory does not list (no DOCA 3.2 header or sample at hand
+shows the getter: its signature is inferred from the setter's)."""
 
 register(LIBNAME, DMA)
 

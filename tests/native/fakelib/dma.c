@@ -59,6 +59,14 @@ EXPORT doca_error_t doca_dma_set_ordered_completions(struct engine *e, uint8_t o
 	e->ordered = ordered;
 	return E_OK;
 }
+/* Its getter; the header at hand has none to copy, so the setter's shape: the flag through a uint8_t out-pointer. */
+EXPORT doca_error_t doca_dma_get_ordered_completions(const struct engine *e, uint8_t *ordered)
+{
+	if (!e || !ordered)
+		return E_INVALID;
+	*ordered = e->ordered;
+	return E_OK;
+}
 EXPORT uint8_t fake_dma_ordered(const struct engine *e) { return e->ordered; }
 EXPORT struct doca_task *doca_dma_task_memcpy_as_task(struct etask *t) { return task_base(t); }
 EXPORT void doca_dma_task_memcpy_set_src(struct etask *t, const struct doca_buf *b) { t->src = b; }
