@@ -83,6 +83,7 @@ class BufInventory(DocaObject):
         """``doca_buf_inventory_expand``: add *num_elements* descriptors to the pool.
 
         :param num_elements: how many to add (``1`` to ``2**32 - 1``: a ``uint32_t``).
+        :raises DocaNotSupported: on DOCA 2.6 (``doca_buf_inventory_expand`` exists from 3.0).
         """
         _count("BufInventory.expand", num_elements)
         self._h.expand(num_elements)
@@ -309,6 +310,7 @@ class Buf(DocaObject):
         """``doca_buf_set_data_len``: set the length of the data section (it keeps its start).
 
         :param data_len: the new length.
+        :raises DocaNotSupported: on DOCA 2.6 (``doca_buf_set_data_len`` exists from 3.0; use ``set_data``).
         :raises DocaInvalidValue: when the data would end past the buffer.
         """
         self._h.set_data_len(data_len)
@@ -318,11 +320,13 @@ class Buf(DocaObject):
         self._h.reset_data_len()
 
     def reuse_by_addr(self, addr: int, length: int) -> None:
-        """``doca_buf_inventory_buf_reuse_by_addr``: re-aim at a new window in the same mmap, with empty data."""
+        """``doca_buf_inventory_buf_reuse_by_addr``: re-aim at a new window in the same mmap, with empty data.
+        DOCA 3.2+; before, only at the window the buffer has (its data moves), else ``DocaNotSupported``."""
         self._h.reuse_by_args(addr, length, addr, 0)
 
     def reuse_by_data(self, data: int, data_len: int) -> None:
-        """``doca_buf_inventory_buf_reuse_by_data``: re-aim so that window = data region = ``[data, data+data_len)``."""
+        """``doca_buf_inventory_buf_reuse_by_data``: re-aim so that window = data region = ``[data, data+data_len)``.
+        DOCA 3.2+; before, only at the window the buffer has (its data moves), else ``DocaNotSupported``."""
         self._h.reuse_by_args(data, data_len, data, data_len)
 
     def inc_refcount(self) -> int:

@@ -266,6 +266,7 @@ class Task:
         defers the doorbell to ``flush_tasks``).
 
         :param flags: the submit flags.
+        :raises DocaNotSupported: on DOCA 2.6 (``doca_task_submit_ex`` exists from 3.0).
         :raises DocaBadState: when the ctx is not RUNNING.
         :raises DocaInvalidValue: when the task's buffers are invalid for it.
         """

@@ -170,7 +170,7 @@ class Mmap(DocaObject):
 
     def enable_thread_safety(self) -> None:
         """``doca_mmap_enable_thread_safety``: make buffer allocation on this map thread-safe (disables buffer
-        counting)."""
+        counting). DOCA 3.0+: ``DocaNotSupported`` on 2.6, which has no such switch."""
         self._h.enable_thread_safety()
 
     def start(self) -> None:

@@ -127,6 +127,7 @@ class Pe(DocaObject):
         """``doca_pe_set_event_mode``: which completions ``progress()`` reports.
 
         :param mode: a [`PeEventMode`][doca_py.types.PeEventMode].
+        :raises DocaNotSupported: on DOCA 2.6 (``doca_pe_set_event_mode`` exists from 3.0).
         """
         self._h.set_event_mode(int(mode))
 

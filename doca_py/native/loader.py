@@ -14,7 +14,11 @@ file but without symlinks is still found.
 
 ``libdoca_common`` is always opened first, with ``RTLD_GLOBAL``: the other libraries
 resolve their ``doca_buf``/``doca_ctx``… symbols against it, and opening it first turns
-"undefined symbol" errors into a clear "libdoca_common not found".
+"undefined symbol" errors into a clear "libdoca_common not found". Once it came from a directory,
+the other libraries are opened from that directory only: one missing there is not taken from
+another DOCA (the system loader's, or one already open in the process), whose version would not
+match libdoca_common's (DOCA 2.6 has no ``libdoca_comch``, a 3.x one beside it would be bound to
+2.6's libdoca_common).
 
 Successful loads are cached per library; failures are not, so setting
 ``DOCA_PY_LIBDIR`` later and retrying works. A failure raises
@@ -128,7 +132,9 @@ def _open(lib: str) -> tuple[ctypes.CDLL, str]:
     # RTLD_GLOBAL only for common: the others must not leak symbols into each other.
     mode = ctypes.RTLD_GLOBAL if lib == "common" else ctypes.DEFAULT_MODE
     attempts: list[tuple[str, str]] = []
-    for directory in search_dirs():
+    common = _cache.get("common")
+    home = Path(common[1]).parent if lib != "common" and common is not None and os.path.isabs(common[1]) else None
+    for directory in search_dirs() if home is None else [home]:
         if not directory.is_dir():
             attempts.append((str(directory), "no such directory"))
             continue
@@ -142,6 +148,10 @@ def _open(lib: str) -> tuple[ctypes.CDLL, str]:
                 return handle, str(path)
         if not tried_any:
             attempts.append((str(directory), f"no {base}.so* file"))
+    if home is not None:
+        attempts.append((f"{base}.so* elsewhere", f"not searched: libdoca_common came from {home}, and another "
+                                                  f"DOCA's {base} would not match it"))
+        raise DocaLibraryNotFound(lib, attempts)
     name = base.removeprefix("lib")  # find_library wants the name without "lib"
     found = ctypes.util.find_library(name)
     if found:

@@ -307,7 +307,7 @@ def test_producer_consumer_with_immediate_data_both_directions(backend: str) -> 
             p.pump(lambda: cons.get_id() in prod_side.ids("new_consumer"))
             base = cons_mm.get_memrange()[0]
             dst = inv.buf_get_by_addr(cons_mm, base + 100, 1000)
-            dst.set_data_len(0)
+            dst.reset_data_len()
             cons_mem[100:104] = b"HEAD"
             dst.set_data(base + 100, 4)  # the producer's data lands after the existing 4 bytes
             cons.task_post_recv_alloc_init(dst, user_data="rx").submit()

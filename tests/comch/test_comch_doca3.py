@@ -293,9 +293,9 @@ def test_strict_mode_pins_the_buffers_of_comch_tasks(link: Any) -> None:
     src = inv.buf_get_by_data(cmm, cmm.get_memrange()[0], 8)
     submit_when_posted(prod.task_send_alloc_init(src, None, cons.get_id()), p.pes)
     with pytest.raises(d.DocaUsageError):
-        src.set_data_len(4)
+        src.set_data(src.get_data(), 4)
     p.pump(lambda: bool(sdone) and bool(rdone))
-    src.set_data_len(4)  # free again once completed
+    src.set_data(src.get_data(), 4)  # free again once completed
     _close(prod, cons, dst, src)
 
 

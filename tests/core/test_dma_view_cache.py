@@ -18,6 +18,15 @@ from .helpers import Rig, local_mmap, rig
 pytestmark = pytest.mark.skipif(d.impl != "emulated", reason="the emulated DMA engine's caches")
 
 
+@pytest.fixture(autouse=True)
+def _doca_32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caches are the same under every DOCA version; these tests move buffers with 3.x functions
+    (``set_data_len``, ``reuse_by_*``, mmap thread safety), so the emulator presents 3.2 whatever the session's."""
+    from doca_py.emulated import version
+
+    monkeypatch.setattr(version, "VERSION", (3, 2))
+
+
 def _run(r: Rig, task: d.DmaTaskMemcpy) -> tuple[str, int]:
     """Submit *task* and wait for its completion: ("ok" | "err", status)."""
     n = len(r.done)

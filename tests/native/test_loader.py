@@ -150,3 +150,17 @@ def test_native_modules_import_without_doca(tmp_path: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_library_missing_beside_libdoca_common_is_not_taken_from_another_doca(fakelibs: Any,
+                                                                                use_libdir: UseLibdir) -> None:
+    """A 3.x libdoca_comch already open in the process (as another DOCA on the system loader's path would be)
+    is not what a ``DOCA_PY_LIBDIR`` without one means: DOCA 2.6's directory has none, so its libdoca_common
+    gets none (and ``capi.load_comch`` takes 2.6's libdoca_cc)."""
+    use_libdir(fakelibs.dir("all32"))
+    loader.load("comch")  # open in this process from now on
+    use_libdir(fakelibs.dir("common30"))
+    with pytest.raises(DocaLibraryNotFound, match="libdoca_comch") as info:
+        loader.load("comch")
+    assert "libdoca_common came from" in str(info.value)
+    assert loader.loaded_path("comch") is None
