@@ -63,8 +63,10 @@ MIN_PYTHON = (3, 10)
 SEED = "DOCA_PY_EMU_SEED"
 PYTHONS = "DOCA_PY_TEST_PYTHONS"
 #: Left out on the other Pythons: whole-topology runs, close to half the suite's time, of the same
-#: apps that tests/{storage_target,gga_offload,zero_copy,initiator} run on every Python.
-OTHER_PYTHONS_SKIP = ("tests/topology",)
+#: apps that tests/{storage_target,gga_offload,zero_copy,initiator} run on every Python; and libdoca's own
+#: tests (builds, C programs, cross-path pairs: minutes of C compiles and process pairs), whose serving code
+#: every Python still runs in the native half of tests/conformance.
+OTHER_PYTHONS_SKIP = ("tests/topology", "tests/libdoca")
 #: Prints ``CPython 3 13 5 1``: implementation, version, and 1 for a free-threaded build.
 _PROBE = ("import platform, sys, sysconfig; print(platform.python_implementation(), *sys.version_info[:3], "
           "int(bool(sysconfig.get_config_var('Py_GIL_DISABLED'))))")
