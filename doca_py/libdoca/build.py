@@ -22,7 +22,7 @@ from ..errors import DocaPyError, ErrorCode
 from . import cgen, headers
 
 __all__ = ["NoCompiler", "BuildError", "build", "cached", "find_compiler", "default_version", "parse_version",
-           "libpython", "VERSIONS", "CACHE_ENV"]
+           "libpython", "is_build", "VERSIONS", "CACHE_ENV"]
 
 VERSIONS = ("2.6", "3.0", "3.2")
 """The DOCA versions ``libdoca`` can present (the emulator's)."""
@@ -40,6 +40,11 @@ class NoCompiler(DocaPyError):
 
 class BuildError(DocaPyError):
     """The compiler failed on the generated C (a bug of doca_py: the message has its output)."""
+
+
+def is_build(lib_dir: str | os.PathLike[str]) -> bool:
+    """Whether *lib_dir* holds a libdoca build (its content stamp), not a real DOCA."""
+    return (Path(lib_dir) / _STAMP).is_file()
 
 
 def find_compiler() -> str | None:

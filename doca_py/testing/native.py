@@ -61,9 +61,9 @@ _real: list[NativeDoca | None] = []  # probed once per process
 
 def is_libdoca(lib_dir: str | os.PathLike[str]) -> bool:
     """Whether *lib_dir* holds a ``libdoca`` build (its content stamp), not a real DOCA."""
-    from ..libdoca.build import _STAMP
+    from ..libdoca.build import is_build
 
-    return (Path(lib_dir) / _STAMP).exists()
+    return is_build(lib_dir)
 
 
 def _runtime_version(cdll: ctypes.CDLL) -> str:

@@ -26,6 +26,7 @@ import pytest
 
 import doca_py
 from doca_py import _backend, libdoca
+from doca_py.libdoca.build import is_build as is_libdoca_build
 from doca_py.native import capi, loader
 from doca_py.native.capi._decl import MissingFunction
 
@@ -134,7 +135,7 @@ def libdoca_in_use() -> Path | None:
     if path is None or not Path(path).is_absolute():
         return None
     d = Path(path).parent
-    return d if (d / ".libdoca-digest").exists() else None
+    return d if is_libdoca_build(d) else None
 
 
 def select(name: str, request: pytest.FixtureRequest, fakelibs: FakeLibs,

@@ -39,4 +39,4 @@ def native_is_libdoca() -> bool:
     build = importlib.import_module("doca_py.libdoca.build")  # the module (the package's `build` is its function)
 
     d = os.environ.get(loader.ENV_LIBDIR, "").strip()
-    return bool(d) and (Path(d) / build._STAMP).is_file()
+    return bool(d) and build.is_build(d)

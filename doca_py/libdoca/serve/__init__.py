@@ -58,6 +58,7 @@ def attach(slots: int, names: int, count: int, libname: str, version: str) -> No
     """Fill the *count* slots at address *slots* of ``libdoca_<libname>`` (DOCA *version*); *names*
     is the library's ``const char *[]`` of the functions in slot order."""
     from ...native import capi
+    from ..cgen import cb_type
 
     with _lock:
         ver = _present_version(version)
@@ -70,8 +71,6 @@ def attach(slots: int, names: int, count: int, libname: str, version: str) -> No
             name = (name_ptrs[i] or b"").decode()
             decl = decls[name]
             restype, argtypes = decl.signature((*ver, 0))
-            from ..cgen import cb_type
-
             proto = ctypes.CFUNCTYPE(cb_type(restype), *(cb_type(t) for t in argtypes))
             fn = _core.IMPLS.get(name)
             target = _core.wrap(name, fn, restype) if fn is not None else _core.unserved(name, restype)
