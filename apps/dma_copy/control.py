@@ -84,7 +84,7 @@ def run_host(config: DmaCopyConfig, channel: ComchChannel, msgs: deque[bytes], a
     local_size = local_file_size(config.file)
     if not Mmap.cap_is_export_pci_supported(channel.dev.as_devinfo()):
         raise StorageAppError(ErrorCode.NOT_SUPPORTED, f"device {config.pci_addr} cannot export memory over PCI")
-    side = HostNegotiation(local_size)
+    side = HostNegotiation(local_size, lambda: check_writable(config.file))
     channel.start(abort)
     if side.local:
         log.info("File was found locally, it will be DMA copied to the DPU")

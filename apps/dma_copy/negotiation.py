@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from apps.common.errors import ProtocolError
 
-from .wire import Direction, ExportDescriptor, Status, pack_direction, pack_status, parse
+from .wire import Direction, MsgType, Status, pack_direction, pack_status, parse, peek_type
 
 __all__ = ["State", "HostNegotiation", "DpuNegotiation", "EMPTY_FILE"]
 
@@ -41,6 +41,15 @@ class State(enum.Enum):
     """Host: the export descriptor was sent; waiting for the DPU's status."""
     COMPLETE = 3
     ERROR = 4
+
+
+def _unwritable(check: Callable[[], None]) -> str:
+    """Why the file cannot be written here (*check* raised), or ``""``."""
+    try:
+        check()
+    except OSError as exc:
+        return f"cannot write the file: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+    return ""
 
 
 class _Side:
@@ -75,13 +84,16 @@ class _Side:
 
 
 class HostNegotiation(_Side):
-    """The host's side: *local_size* is the size of its file, ``None`` when it does not have it."""
+    """The host's side: *local_size* is the size of its file, ``None`` when it does not have it;
+    *check_destination* as for `DpuNegotiation` (run once the DPU says it sends the file, before
+    any memory is exported)."""
 
     side, peer = "host", "DPU"
 
-    def __init__(self, local_size: int | None) -> None:
+    def __init__(self, local_size: int | None, check_destination: Callable[[], None]) -> None:
         super().__init__()
         self.local_size = local_size
+        self.check_destination = check_destination
         self.file_size = 0
         """The size of the file to copy, once the DPU answered."""
 
@@ -98,6 +110,8 @@ class HostNegotiation(_Side):
         """``host_recv_event_cb``: take one message; the failure status to send back, if any."""
         if self.done:
             return None
+        if peek_type(msg) == MsgType.EXPORT_DESCRIPTOR:  # not one the host takes, whatever follows
+            return self.fail(f"Received bad message type. Type: {int(MsgType.EXPORT_DESCRIPTOR)}")
         try:
             m = parse(msg)
         except ProtocolError as exc:
@@ -110,8 +124,6 @@ class HostNegotiation(_Side):
                 return self.fail("received a success status before the export descriptor was sent")
             self.state = State.COMPLETE
             return None
-        if isinstance(m, ExportDescriptor):
-            return self.fail("Received bad message type. Type: 2")  # only the host exports
         assert isinstance(m, Direction)
         if self.state is not State.NEGOTIATING:
             return self.fail("received a second direction message")
@@ -122,6 +134,10 @@ class HostNegotiation(_Side):
         size = self.local_size if self.local_size is not None else m.file_size
         if size == 0:
             return self.fail(EMPTY_FILE)
+        if not self.local:
+            problem = _unwritable(self.check_destination)
+            if problem:
+                return self.fail(problem)
         self.file_size = size
         self.state = State.EXPORTING
         return None
@@ -195,11 +211,9 @@ class DpuNegotiation(_Side):
         if size == 0:
             return self.fail(EMPTY_FILE)
         if not self.local:
-            try:
-                self.check_destination()
-            except OSError as exc:
-                return self.fail(f"cannot write the file: {exc.strerror or exc}"
-                                 + (f": {exc.filename}" if exc.filename else ""))
+            problem = _unwritable(self.check_destination)
+            if problem:
+                return self.fail(problem)
         self.file_size = size
         self.answered = True
         if self.local:

@@ -74,7 +74,10 @@ def check_writable(path: Path) -> None:
     """Raise the ``OSError`` that `write_atomically` would meet creating a file beside *path*."""
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=_directory(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=_directory(path))
+    except OSError as exc:  # name the file asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.close(fd)
     os.unlink(tmp)
 

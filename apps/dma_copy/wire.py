@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from apps.common.errors import ProtocolError
 
 __all__ = ["MsgType", "Direction", "ExportDescriptor", "Status", "Message", "TYPE_SIZE", "DIRECTION_SIZE",
-           "EXPORT_HEADER_SIZE", "STATUS_SIZE", "pack_direction", "pack_export_descriptor", "pack_status", "parse"]
+           "EXPORT_HEADER_SIZE", "STATUS_SIZE", "pack_direction", "pack_export_descriptor", "pack_status", "peek_type", "parse"]
 
 
 class MsgType(enum.IntEnum):
@@ -99,6 +99,11 @@ def pack_export_descriptor(host_addr: int, export_desc: bytes) -> bytes:
 def pack_status(is_success: bool) -> bytes:
     """The 8-byte status message."""
     return _STATUS.pack(MsgType.STATUS, is_success)
+
+
+def peek_type(msg: bytes | memoryview) -> int | None:
+    """The type field of *msg*, ``None`` when it is too short to have one."""
+    return _TYPE.unpack_from(msg)[0] if len(msg) >= TYPE_SIZE else None
 
 
 def parse(msg: bytes | memoryview) -> Message:
