@@ -79,7 +79,7 @@ FREE_THREADED_CONSTRAINTS = ("mypy<1.19", "pydantic-core<=2.41.4")
 
 #: The native pass: what runs again with ``DOCA_PY_IMPL=native`` over libdoca (see the docstring).
 NATIVE_PASS = ("tests/conformance", "tests/examples", "tests/libdoca", "tests/storage_target", "tests/gga_offload",
-               "tests/zero_copy", "tests/initiator", "tests/file_compression", "tests/secure_channel",
+               "tests/zero_copy", "tests/initiator", "tests/file_compression", "tests/secure_channel", "tests/dma_copy",
                "tests/topology/test_topology.py::test_main_job_runs_the_three_default_tests")
 NATIVE_NAMES = ("conformance", "examples", "libdoca", "the app tests", "the main job")
 NATIVE_ENV = "DOCA_PY_TEST_NATIVE"

@@ -30,6 +30,7 @@ BAD_VALUE = {
     "doca_py": ["devices", "--json=yes"],
     "doca_file_compression": ["--timeout", "x"],
     "doca_secure_channel": ["--msg-size", "x"],
+    "doca_dma_copy": ["--pci-addr", "0000:3b:00.0x", "-f", "x"],
 }
 
 

@@ -51,6 +51,7 @@ PROGRAMS: dict[str, str] = {
     "doca_py_storage_topology": "apps.topology",
     "doca_file_compression": "apps.file_compression",
     "doca_secure_channel": "apps.secure_channel",
+    "doca_dma_copy": "apps.dma_copy",
     "doca_py": "doca_py.tool",
 }
 """Installed program name → module with ``build_parser()`` and ``main()`` (its console script)."""
@@ -106,6 +107,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("On the host, the client (it waits silently for the server until Ctrl-C):",
          "doca_secure_channel -p 3b:00.0 -s 128 -n 10"),
     ],
+    "doca_dma_copy": [
+        ("On the DPU, the server: it creates /tmp/dma_copy_test.txt from the host's copy (or sends it, if it is "
+         "there):", "doca_dma_copy -p 03:00.0 -r 3b:00.0 -f /tmp/dma_copy_test.txt"),
+        ("On the host, the client, with the file to copy to the DPU (it waits silently for the server until "
+         "Ctrl-C):", "doca_dma_copy -p 3b:00.0 -f /tmp/dma_copy_test.txt"),
+        ("The flags from a DOCA JSON file (comments and trailing commas are accepted):",
+         "doca_dma_copy -j dma_copy_params.json"),
+    ],
     "doca_py": [
         ("List the devices and what each DOCA library can do on them:", "doca_py"),
         ("The same as one JSON document, on the emulated backend:", "DOCA_PY_IMPL=emulated doca_py devices --json"),
@@ -114,7 +123,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
 }
 """Per program: (what it does, the command) for the EXAMPLES section."""
 
-_COMCH_APPS = ("doca_file_compression", "doca_secure_channel")
+_COMCH_APPS = ("doca_file_compression", "doca_secure_channel", "doca_dma_copy")
 _ENVIRONMENT = [
     ("DOCA_PY_IMPL", "The backend: native (the DOCA libraries), emulated (doca_py's emulator) or auto (the "
                      "default: native when libdoca_common loads, else emulated). A value that cannot be honoured "
