@@ -98,17 +98,6 @@ def test_copy_is_byte_exact(spawn: Spawn, tmp_path: Path, size: int, to_dpu: boo
     assert (f"it will be DMA copied {'from' if to_dpu else 'to'} the Host") in dout
 
 
-def test_an_existing_destination_is_replaced(spawn: Spawn, tmp_path: Path) -> None:
-    """Not readable by this user is "not here" to the C app (``access(R_OK)``): as root every file is, so
-    the destination is simply absent on the DPU, then replaced on the host."""
-    host_file, dpu_file = _sides(tmp_path)
-    dpu_file.write_bytes(b"new content from the DPU")
-    host_file.parent.joinpath("other.bin").write_bytes(b"x")
-    dpu = _dpu(spawn, dpu_file)
-    assert _host(spawn, host_file).finish()[0] == 0 and dpu.finish()[0] == 0
-    assert host_file.read_bytes() == b"new content from the DPU"
-
-
 @pytest.mark.parametrize("to_dpu", [True, False], ids=["host-to-dpu", "dpu-to-host"])
 def test_an_empty_file_is_refused_by_both_sides(spawn: Spawn, tmp_path: Path, to_dpu: bool) -> None:
     host_file, dpu_file = _sides(tmp_path)
