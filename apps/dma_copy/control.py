@@ -104,7 +104,7 @@ def run_host(config: DmaCopyConfig, channel: ComchChannel, msgs: deque[bytes], a
                                                                        f"Message len: {len(msg)}, Max len: "
                                                                        f"{channel.max_msg_size}")
                 except (StorageAppError, DocaError) as exc:
-                    _tell(channel, side.fail(f"cannot export the file's memory: {exc}"))
+                    _tell(channel, side.fail(f"cannot register or export the file's memory: {exc}"))
                     raise _failed(side) from None
                 channel.send(msg, abort)
                 side.exported()

@@ -13,12 +13,14 @@ Prints ``ready`` once its comch ctx is started, ``recv <hex>`` for every message
 
 ``dpu FILE SCENARIO``: the server ``dma copy server``; FILE is its file (sent when it exists,
 written otherwise). ``good``: the C DPU (answer, import, DMA, write, success status); ``fail``: a
-failure status as the answer; ``die-after-export``: SIGKILL itself once the export arrived;
+failure status as the answer; ``die-after-export``: SIGKILL itself once the export arrived; ``stall-after-export``: print
+``stalled`` then, and only wait for a message;
 ``raw:HEX``: answer the direction with those bytes; ``then:HEX``: answer properly, then send those
 bytes instead of doing the DMA.
 
 ``host FILE SCENARIO``: the client, FILE as for the DPU. ``good``: the C host (direction, export,
-status, write); ``die-after-direction``: SIGKILL itself once the DPU answered; ``raw:HEX``: send
+status, write); ``die-after-direction``: SIGKILL itself once the DPU answered; ``stall-after-direction``: print
+``stalled`` then, and only wait for a message; ``raw:HEX``: send
 those bytes as the first message; ``then:HEX``: send the direction, then those bytes instead of the
 export; ``announce:N``: announce a file of N bytes on the host without having it.
 """
@@ -189,6 +191,10 @@ def dpu(path: Path, scenario: str) -> None:
         return p.finish()
     if scenario == "die-after-export":
         os.kill(os.getpid(), signal.SIGKILL)
+    if scenario == "stall-after-export":
+        out("stalled")
+        p.recv()
+        return p.finish()
     if scenario.startswith("then:"):
         p.send(bytes.fromhex(scenario[5:]))
         p.recv()
@@ -217,6 +223,10 @@ def host(path: Path, scenario: str) -> None:
         return p.finish()
     if scenario == "die-after-direction":
         os.kill(os.getpid(), signal.SIGKILL)
+    if scenario == "stall-after-direction":
+        out("stalled")
+        p.recv()
+        return p.finish()
     if scenario.startswith("then:"):
         p.send(bytes.fromhex(scenario[5:]))
         p.recv()

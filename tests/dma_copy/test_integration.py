@@ -321,3 +321,34 @@ def test_the_dpu_fails_on_the_hosts_failure_status(spawn: Spawn, tmp_path: Path)
     drc, _, derr = dpu.finish()
     assert drc == 1 and "negotiation failed: the host reported a failure" in derr, derr
     _nothing_written(dpu_file.parent)
+
+
+# -- Ctrl-C / SIGTERM ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_dpu_tells_the_host(spawn: Spawn, tmp_path: Path, sig: int) -> None:
+    host_file, dpu_file = _sides(tmp_path)
+    host_file.write_bytes(b"the file")
+    dpu = _dpu(spawn, dpu_file)
+    peer = _peer(spawn, "host", host_file, "stall-after-direction")
+    peer.wait_for("stalled")
+    dpu.kill(sig)
+    drc, _, derr = dpu.finish()
+    prc, pout, _ = peer.finish()
+    assert prc == 0 and _received(pout)[-1] == STATUS_FAIL, pout
+    assert drc == 1 and "stopped while waiting for the host's DMA metadata" in derr, derr
+    _nothing_written(dpu_file.parent)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_host_tells_the_dpu(spawn: Spawn, tmp_path: Path, sig: int) -> None:
+    host_file, dpu_file = _sides(tmp_path)
+    dpu_file.write_bytes(b"the file")
+    peer = _peer(spawn, "dpu", dpu_file, "stall-after-export")
+    host = _host(spawn, host_file)
+    peer.wait_for("stalled")
+    host.kill(sig)
+    hrc, _, herr = host.finish()
+    prc, pout, _ = peer.finish()
+    assert prc == 0 and _received(pout)[-1] == STATUS_FAIL, pout
+    assert hrc == 1 and "stopped while waiting for the DPU's status message" in herr, herr
+    _nothing_written(host_file.parent)
