@@ -34,8 +34,9 @@ __all__ = ["SERVER_NAME", "ANSWER_WAIT", "LINGER", "run", "run_host", "run_dpu"]
 
 SERVER_NAME = "dma copy server"
 """The comch server name (``SERVER_NAME`` of the C app)."""
-ANSWER_WAIT = 0.5
-"""Longest wait for a failure status to leave before this side ends."""
+ANSWER_WAIT = 2.0
+"""Longest wait for a failure status to leave (and, on the DPU, for the host to disconnect on it) before
+this side ends: it ends sooner once the status left and the host is gone."""
 LINGER = 10.0
 """Longest wait of the DPU, its success status sent, for the host to disconnect."""
 

@@ -40,9 +40,11 @@ from doca_py.comch import ComchClient, ComchServer, cap_get_max_msg_size
 from doca_py.errors import DocaNoMemory
 from doca_py.types import CtxState
 
+from tests.deadlines import hang
+
 HOST_PCI, DPU_PCI = "3b:00.0", "03:00.0"
 NAME = "dma copy server"
-DEADLINE = 30.0
+DEADLINE = hang(30.0)
 
 
 def out(line: str) -> None:
