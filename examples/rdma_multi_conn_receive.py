@@ -46,7 +46,7 @@ def _receive_task_done(resources: RdmaResources, task: RdmaTaskReceive) -> None:
     dst_buf = task.get_dst_buf()  # doca_rdma_task_receive_get_dst_buf
     if dst_buf is not None:
         dst_buf.dec_refcount()
-    task.free()
+    task.free()  # doca_task_free(doca_rdma_task_receive_as_task(task))
     resources.num_remaining_tasks -= 1
     if resources.num_remaining_tasks == 0:  # stop the ctx once every task completed
         stop_rdma(resources)
@@ -59,7 +59,7 @@ def rdma_multi_conn_receive_completed_callback(task: RdmaTaskReceive, task_user_
     rdma_connection = task.get_result_rdma_connection()
     dst_buf = task.get_dst_buf()
     assert dst_buf is not None
-    # The received bytes are the destination's data (checked to be NUL-terminated within the buffer)
+    # doca_buf_get_data: the received bytes are the destination's data; strnlen check within the buffer
     text = get_string(bytes(dst_buf.data_view()), MAX_BUFF_SIZE)
     if text is None:
         log.error("The message that was received from sender exceeds buffer size %d", MAX_BUFF_SIZE)
@@ -92,7 +92,7 @@ def rdma_multi_conn_receive_prepare_and_submit_task(resources: RdmaResources) ->
         log.info("Submitting RDMA receive task [%d]", i)
         resources.num_remaining_tasks += 1
         try:
-            task.submit()
+            task.submit()  # doca_task_submit(doca_rdma_task_receive_as_task(task)): the upcast is implicit
         except d.DocaError:
             resources.num_remaining_tasks -= 1
             task.free()

@@ -47,7 +47,7 @@ def _send_task_done(resources: RdmaResources, task: RdmaTaskSend) -> None:
     src_buf = task.get_src_buf()  # doca_rdma_task_send_get_src_buf
     if src_buf is not None:
         src_buf.dec_refcount()
-    task.free()
+    task.free()  # doca_task_free(doca_rdma_task_send_as_task(task))
     resources.num_remaining_tasks -= 1
     if resources.num_remaining_tasks == 0:  # stop the ctx once every task completed
         stop_rdma(resources)
@@ -76,7 +76,7 @@ def rdma_multi_conn_send_prepare_and_submit_task(resources: RdmaResources) -> No
         conn = resources.connections[i]
         src_buf = resources.buf_inventory.buf_get_by_data(resources.mmap, local_range + i * MAX_BUFF_SIZE,
                                                           MAX_BUFF_SIZE)
-        # The source's data: the string, NUL-padded to the buffer's 256 bytes (strncpy)
+        # doca_buf_get_data + strncpy: the buffer's data is this slice of the memory; the string, NUL-padded
         put_string(resources.mmap_memrange[i * MAX_BUFF_SIZE:(i + 1) * MAX_BUFF_SIZE], resources.cfg.send_string,
                    MAX_BUFF_SIZE)
         try:
@@ -88,7 +88,7 @@ def rdma_multi_conn_send_prepare_and_submit_task(resources: RdmaResources) -> No
                  i, resources.cfg.send_string, conn.get_id())
         resources.num_remaining_tasks += 1
         try:
-            task.submit()
+            task.submit()  # doca_task_submit(doca_rdma_task_send_as_task(task)): the upcast is implicit
         except d.DocaError:
             resources.num_remaining_tasks -= 1
             task.free()

@@ -65,7 +65,7 @@ def rdma_write_imm_prepare_and_submit_task(resources: RdmaResources) -> None:
 
     local_range, _ = resources.mmap.get_memrange()
     resources.src_buf = resources.buf_inventory.buf_get_by_data(resources.mmap, local_range, write_string_len)
-    # Set the data of the source buffer to the string to write
+    # doca_buf_get_data + strncpy: the source buffer's data is the start of the memory; the string goes there
     put_string(resources.mmap_memrange, write_string, write_string_len)
     try:
         resources.dst_buf = resources.buf_inventory.buf_get_by_addr(resources.remote_mmap, remote_mmap_range,
@@ -80,7 +80,7 @@ def rdma_write_imm_prepare_and_submit_task(resources: RdmaResources) -> None:
         raise
     log.info('Submitting RDMA write with immediate task that writes "%s" with immediate value %d to responder',
              write_string, EXAMPLE_IMMEDIATE_VALUE)
-    submit_task(resources, task)
+    submit_task(resources, task)  # doca_task_submit(doca_rdma_task_write_imm_as_task(task)): implicit upcast
 
 
 def rdma_write_imm_requester_on_running(resources: RdmaResources) -> None:

@@ -70,9 +70,9 @@ rdma_receive_error_callback = task_error_callback("RDMA receive")
 
 def rdma_receive_prepare_and_submit_task(resources: RdmaResources) -> None:
     """Post a receive without a destination buffer: it only takes the immediate value."""
-    task = resources.rdma.task_receive_allocate_init(None)
+    task = resources.rdma.task_receive_allocate_init(None)  # dst NULL: only the immediate value is received
     log.info("Submitting RDMA receive task")
-    submit_task(resources, task)
+    submit_task(resources, task)  # doca_task_submit(doca_rdma_task_receive_as_task(task)): implicit upcast
 
 
 def rdma_write_imm_responder_on_running(resources: RdmaResources) -> None:
