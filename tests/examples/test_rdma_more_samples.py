@@ -71,10 +71,17 @@ def test_rdma_multi_conn_refuses_more_connections_than_the_c_sample(env: dict[st
 
 def test_rdma_cm_multi_conn_receiver_serves_several_senders(env: dict[str, str]) -> None:
     """The receiver listens for two connections (``-nc 2``); each sender is a client with one (the C samples'
-    RDMA-CM client supports one) and sends its own string: each arrives once, on its own connection."""
+    RDMA-CM client supports one) and sends its own string: each arrives once, on its own connection. The
+    receiver posts its receives once both connections are established; the senders send on enter after that
+    (a send waiting for a receive would depend on the emulator's RNR window: docs/rdma.md)."""
     with samples() as started:
         receiver, client = _cm_server(started, env, "rdma_multi_conn_receive.py", "-nc", "2")
-        senders = [run(started, env, "rdma_multi_conn_send.py", *client, "-s", f"from sender {i}") for i in range(2)]
+        senders = [run(started, env, "rdma_multi_conn_send.py", *client, "-s", f"from sender {i}", stdin=True)
+                   for i in range(2)]
+        with _peer_output_on_failure(senders[0]), _peer_output_on_failure(senders[1]):
+            receiver.wait_for_line("All RDMA receive tasks have been successfully submitted")
+        for s in senders:
+            s.send_enter()
         with _peer_output_on_failure(receiver):
             for s in senders:
                 assert "RDMA send task was done successfully" in s.finish()
