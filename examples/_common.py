@@ -44,7 +44,7 @@ def open_doca_device_with_pci(pci_addr: str, func: TaskCheck | None) -> d.Dev:
 
 def open_doca_device_with_capabilities(func: TaskCheck) -> d.Dev:
     """``open_doca_device_with_capabilities``: the first device that passes *func* and opens."""
-    for info in d.devinfo_create_list():
+    for info in d.devinfo_create_list():  # doca_devinfo_create_list; the list is freed with its last reference
         if not func(info):
             continue
         try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
 import doca_py as d
 from doca_py.errors import error_descr
 from _common import open_doca_device_with_capabilities, setup_logging
@@ -55,7 +56,7 @@ def status_descr(task: d.Task) -> str:
 
 def process_completed_dma_memcpy_task(dma_task: d.DmaTaskMemcpy, expected_value: int) -> d.ErrorCode:
     """Check that the destination of a completed task holds *expected_value* in every byte."""
-    dest = dma_task.get_dst()
+    dest = dma_task.get_dst()  # doca_dma_task_memcpy_get_dst
     dst = dest.get_data()
     dst_len = dest.get_len()
     received = dest.mmap.view(dst, dst_len)  # the CPU reads the destination at its data address
@@ -138,13 +139,13 @@ def open_device(state: PeSampleStateBase) -> None:
 
 def create_pe(state: PeSampleStateBase) -> None:
     log.info("Creating PE")
-    state.pe = d.Pe()
+    state.pe = d.Pe()  # doca_pe_create
 
 
 def create_mmap(state: PeSampleStateBase) -> None:
     log.info("Creating MMAP")
     assert state.device is not None
-    state.mmap = d.Mmap()
+    state.mmap = d.Mmap()  # doca_mmap_create
     state.mmap.set_memrange(state.buffer)
     state.mmap.add_dev(state.device)
     state.mmap.set_permissions(d.AccessFlag.LOCAL_READ_WRITE)
@@ -153,7 +154,7 @@ def create_mmap(state: PeSampleStateBase) -> None:
 
 def create_buf_inventory(state: PeSampleStateBase) -> None:
     log.info("Creating buf inventory")
-    state.inventory = d.BufInventory(state.buf_inventory_size, start=False)
+    state.inventory = d.BufInventory(state.buf_inventory_size, start=False)  # doca_buf_inventory_create
     state.inventory.start()
 
 
@@ -171,15 +172,15 @@ def pe_sample_base_cleanup(state: PeSampleStateBase) -> None:
     """Release the resources in reverse order of creation, ignoring failures (real code checks them: a ctx
     stop that is still in progress, say)."""
     if state.pe is not None:
-        quietly(state.pe.close)
+        quietly(state.pe.close)  # doca_pe_destroy
     if state.inventory is not None:
         quietly(state.inventory.stop)
-        quietly(state.inventory.close)
+        quietly(state.inventory.close)  # doca_buf_inventory_destroy
     if state.mmap is not None:
         quietly(state.mmap.stop)
-        quietly(state.mmap.close)
+        quietly(state.mmap.close)  # doca_mmap_destroy
     if state.device is not None:
-        quietly(state.device.close)
+        quietly(state.device.close)  # doca_dev_close
     state.buffer = None  # free
 
 
@@ -194,7 +195,8 @@ def report_copies(state: PeSampleStateBase, values: Iterable[int], dma_buffer_si
     The buffer holds (source, destination) pairs in allocation order; *values* are the pairs' byte values.
     Logs ``Copied: 1,2,…`` (the values whose destination is a copy of the source) and ``Not copied: …``."""
     assert state.buffer is not None
-    copied, not_copied = [], []
+    copied: list[int] = []
+    not_copied: list[int] = []
     for pair, value in enumerate(values):
         src = 2 * pair * dma_buffer_size
         source = state.buffer[src:src + dma_buffer_size]

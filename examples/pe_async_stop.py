@@ -26,8 +26,8 @@ from doca_py.errors import error_descr
 from _common import error_of, run_sample, setup_logging
 from _pe_common import (PeSampleStateBase, allocate_buffer, allocate_dma_tasks, create_buf_inventory, create_mmap,
                         create_pe, ctx_state_to_string, dma_task_free, open_device, parse_args, pe_sample_base_cleanup,
-                        poll_for_completion, process_completed_dma_memcpy_task, quietly, report_copies,
-                        status_descr, submit_dma_tasks)
+                        poll_for_completion, process_completed_dma_memcpy_task, quietly, report_copies, status_descr,
+                        submit_dma_tasks)
 
 log = setup_logging("PE_ASYNC_STOP::SAMPLE")
 
@@ -96,7 +96,7 @@ def dma_state_changed_cb(ctx_user_data: Any, ctx: d.Ctx, prev_state: d.CtxState,
 def create_dma(state: PeAsyncStopSampleState) -> d.Dma:
     log.info("Creating DMA")
     assert state.base.device is not None and state.base.pe is not None
-    state.dma = d.Dma(state.base.device)
+    state.dma = d.Dma(state.base.device)  # doca_dma_create
     state.base.pe.connect_ctx(state.dma)  # a ctx connects to one Pe (a Pe runs many ctxs)
     # The ctx user data reaches the completion callbacks: it binds them to the sample's state.
     state.dma.user_data = state  # doca_ctx_set_user_data

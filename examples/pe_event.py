@@ -15,7 +15,8 @@ sleeps in the event loop with the rest of the program's I/O (``aio_dma_local_cop
 asyncio, ``Pe.wait(timeout)`` is one turn of this loop. Calls follow the C sample (``pe_polling.py``'s,
 with the epoll registered after the Pe is created and the event loop instead of the polling one); the
 port closes the epoll, which the C sample leaves open, and then logs which destinations hold their
-source's bytes.
+source's bytes. On the emulated backend a 1 KiB copy completes in the ``progress()`` calls that follow
+its submit, so the loop seldom needs to sleep; hardware completes asynchronously, and it sleeps there.
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ import doca_py as d
 from _common import run_sample, setup_logging
 from _pe_common import (PeSampleStateBase, allocate_buffer, allocate_dma_tasks, create_buf_inventory, create_mmap,
                         create_pe, dma_task_free, open_device, parse_args, pe_sample_base_cleanup,
-                        process_completed_dma_memcpy_task, quietly, report_copies,
-                        status_descr, submit_dma_tasks)
+                        process_completed_dma_memcpy_task, quietly, report_copies, status_descr, submit_dma_tasks)
 
 log = setup_logging("PE_EVENT::SAMPLE")
 
@@ -78,7 +78,7 @@ def register_pe_event(state: PeEventSampleState) -> None:
 def create_dma(state: PeEventSampleState) -> d.Dma:
     log.info("Creating DMA")
     assert state.base.device is not None and state.base.pe is not None
-    state.dma = d.Dma(state.base.device)
+    state.dma = d.Dma(state.base.device)  # doca_dma_create
     state.base.pe.connect_ctx(state.dma)  # a ctx connects to one Pe (a Pe runs many ctxs)
     # The ctx user data reaches the completion callbacks: it binds them to the sample's state.
     state.dma.user_data = state  # doca_ctx_set_user_data

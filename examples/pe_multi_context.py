@@ -23,9 +23,8 @@ from typing import Any
 import doca_py as d
 from _common import run_sample, setup_logging
 from _pe_common import (PeSampleStateBase, allocate_buffer, allocate_dma_tasks, create_buf_inventory, create_mmap,
-                        create_pe, dma_task_free, open_device, parse_args, pe_sample_base_cleanup,
-                        poll_for_completion, process_completed_dma_memcpy_task, quietly, report_copies,
-                        status_descr)
+                        create_pe, dma_task_free, open_device, parse_args, pe_sample_base_cleanup, poll_for_completion,
+                        process_completed_dma_memcpy_task, quietly, report_copies, status_descr)
 
 log = setup_logging("PE_MULTI_CONTEXT::SAMPLE")
 
@@ -66,7 +65,7 @@ def create_dmas(state: PeMultiCtxSampleState) -> None:
     log.info("Creating DMA")
     assert state.base.device is not None and state.base.pe is not None
     for _ in range(NUM_CTX):
-        dma = d.Dma(state.base.device)
+        dma = d.Dma(state.base.device)  # doca_dma_create
         state.dma.append(dma)
         # The ctx user data reaches the completion callbacks: it binds them to the sample's state.
         dma.user_data = state  # doca_ctx_set_user_data

@@ -20,9 +20,8 @@ from typing import Any
 import doca_py as d
 from _common import run_sample, setup_logging
 from _pe_common import (PeSampleStateBase, allocate_buffer, allocate_dma_tasks, create_buf_inventory, create_mmap,
-                        create_pe, dma_task_free, open_device, parse_args, pe_sample_base_cleanup,
-                        poll_for_completion, process_completed_dma_memcpy_task, quietly, report_copies,
-                        status_descr, submit_dma_tasks)
+                        create_pe, dma_task_free, open_device, parse_args, pe_sample_base_cleanup, poll_for_completion,
+                        process_completed_dma_memcpy_task, quietly, report_copies, status_descr, submit_dma_tasks)
 
 log = setup_logging("PE_SINGLE_TASK_COMP_CB::SAMPLE")
 
@@ -57,7 +56,7 @@ def dma_memcpy_task_callback(dma_task: d.DmaTaskMemcpy, task_user_data: Any, ctx
 def create_dma(state: PeSingleTaskCompCbSampleState) -> d.Dma:
     log.info("Creating DMA")
     assert state.base.device is not None and state.base.pe is not None
-    state.dma = d.Dma(state.base.device)
+    state.dma = d.Dma(state.base.device)  # doca_dma_create
     state.base.pe.connect_ctx(state.dma)  # a ctx connects to one Pe (a Pe runs many ctxs)
     # The ctx user data reaches the completion callbacks: it binds them to the sample's state.
     state.dma.user_data = state  # doca_ctx_set_user_data

@@ -25,9 +25,9 @@ import doca_py as d
 from doca_py.errors import error_descr
 from _common import run_sample, setup_logging
 from _pe_common import (PeSampleStateBase, allocate_buffer, available_address, create_buf_inventory, create_mmap,
-                        create_pe, dma_task_free, free_dma_memcpy_task_buffers, memset_available, open_device, parse_args, pe_sample_base_cleanup,
-                        poll_for_completion, process_completed_dma_memcpy_task, quietly, report_copies,
-                        status_descr, submit_dma_tasks)
+                        create_pe, dma_task_free, free_dma_memcpy_task_buffers, memset_available, open_device,
+                        parse_args, pe_sample_base_cleanup, poll_for_completion, process_completed_dma_memcpy_task,
+                        quietly, report_copies, status_descr, submit_dma_tasks)
 
 log = setup_logging("PE_TASK_RESUBMIT::SAMPLE")
 
@@ -68,7 +68,7 @@ def dma_task_resubmit(state: PeTaskResubmitSampleState, dma_task: d.DmaTaskMemcp
             dma_task_free(dma_task)  # a task that failed to submit is the program's to free
             state.base.num_completed_tasks += 1  # it will never complete
     else:
-        dma_task.free()
+        dma_task.free()  # doca_task_free: no pair left (its buffers were released already)
 
 
 def dma_memcpy_completed_callback(dma_task: d.DmaTaskMemcpy, task_user_data: Any, ctx_user_data: Any) -> None:
@@ -91,7 +91,7 @@ def dma_memcpy_error_callback(dma_task: d.DmaTaskMemcpy, task_user_data: Any, ct
 def create_dma(state: PeTaskResubmitSampleState) -> d.Dma:
     log.info("Creating DMA")
     assert state.base.device is not None and state.base.pe is not None
-    state.dma = d.Dma(state.base.device)
+    state.dma = d.Dma(state.base.device)  # doca_dma_create
     state.base.pe.connect_ctx(state.dma)  # a ctx connects to one Pe (a Pe runs many ctxs)
     # The ctx user data reaches the completion callbacks: it binds them to the sample's state.
     state.dma.user_data = state  # doca_ctx_set_user_data
@@ -158,7 +158,8 @@ def run_pe_task_resubmit_sample() -> d.ErrorCode:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parse_args("DOCA tasks resubmitted from their completion callbacks (port of samples/doca_common/pe_task_resubmit)", argv)
+    parse_args("DOCA tasks resubmitted from their completion callbacks "
+               "(port of samples/doca_common/pe_task_resubmit)", argv)
     return run_sample(log, run_pe_task_resubmit_sample)
 
 
