@@ -8,9 +8,9 @@ refused task stays the program's, which frees it::
     python examples/pe_task_try_submit.py
 
 doca_py idiom: ``task.try_submit()`` raises the refusal (``DocaInvalidValue`` for a malformed task) and
-leaves the task allocated. With ``DOCA_PY_STRICT=1`` the emulated backend validates every ``submit`` the
-same way. Calls follow the C sample, as ``pe_polling.py`` does; the port then logs which destinations
-hold their source's bytes.
+leaves the task allocated (``submit()`` does not validate: ``pe_task_error.py`` submits a malformed task
+and sees it fail in the engine). Calls follow the C sample, as ``pe_polling.py`` does; the port then logs
+which destinations hold their source's bytes.
 """
 
 from __future__ import annotations
