@@ -11,7 +11,8 @@ changed since the last install, then run their tools from it.
 ``test`` then runs the test suite again (``pytest -n auto -q`` only) on every other
 installed CPython 3.10+ it finds by path (``$PYENV_ROOT/versions/*/bin/python3.X``,
 ``python3.X`` on ``PATH``; one per version, its newest patch release), each in its own
-``.venv-X.Y``, leaving out ``tests/topology`` (see ``OTHER_PYTHONS_SKIP``), and ends
+``.venv-X.Y``, leaving out ``tests/topology`` and ``tests/libdoca`` (see ``OTHER_PYTHONS_SKIP``) and the
+apps' multi-process end-to-end tests (``APPS_E2E``), and ends
 with one summary line per version. A free-threaded build (``python3.13t``, ``python3.14t``: built
 with ``--disable-gil``) counts as a version of its own: it runs in ``.venv-X.Yt`` with
 ``PYTHON_GIL=0`` (the GIL off, even if an extension module would re-enable it).
@@ -67,6 +68,12 @@ PYTHONS = "DOCA_PY_TEST_PYTHONS"
 #: tests (builds, C programs, cross-path pairs: minutes of C compiles and process pairs), whose serving code
 #: every Python still runs in the native half of tests/conformance.
 OTHER_PYTHONS_SKIP = ("tests/topology", "tests/libdoca")
+#: Set to 0 for the other Pythons: the apps' multi-process end-to-end tests (``multiprocess``-marked, in the
+#: folders of ``tests/conftest.APP_E2E_FOLDERS``) run on ``.venv``'s Python and in the native pass only. The
+#: apps' unit tests still run everywhere, and mypy checks the apps against the oldest Python (3.10); what an
+#: interpreter changes under the apps (processes, threads, the transports) is what tests/testing, tests/comch,
+#: tests/rdma and tests/examples run on every Python. The CI time goes to versions of what differs.
+APPS_E2E = "DOCA_PY_TEST_APPS_E2E"
 #: Prints ``CPython 3 13 5 1``: implementation, version, and 1 for a free-threaded build.
 _PROBE = ("import platform, sys, sysconfig; print(platform.python_implementation(), *sys.version_info[:3], "
           "int(bool(sysconfig.get_config_var('Py_GIL_DISABLED'))))")
@@ -458,7 +465,7 @@ def _on_every_python(args: list[str]) -> list[Run]:
         if py.caveat:
             print(f"note on {py.label}: {py.caveat}", flush=True)
         run_ = _pytest(venv_py, [*skip, *args], py.label, seed, RESULTS / f"{py.venv_dir.name}.xml",
-                       gil_off=py.free_threaded)
+                       gil_off=py.free_threaded, extra_env={APPS_E2E: "0"})
         runs.append(replace(run_, caveat=py.caveat))
     return runs
 
@@ -526,7 +533,8 @@ def test(args: list[str]) -> int:
     else:
         runs = _on_every_python(pytest_args)
         runs[1:1] = _native_pass(pytest_args)
-        title = (f"test suite per Python (after the first without {', '.join(OTHER_PYTHONS_SKIP)}), "
+        title = (f"test suite per Python (after the first without {', '.join(OTHER_PYTHONS_SKIP)} and the "
+                 f"apps' end-to-end runs), "
                  f"and the native pass")
     print("\n".join(summary(title, runs)), flush=True)
     return 1 if any(r.returncode for r in runs) else 0

@@ -89,7 +89,8 @@ class Pe(DocaObject):
         self._h.request_notification()
 
     def clear_notification(self, handle: int | None = None) -> None:
-        """``doca_pe_clear_notification``: acknowledge a wake-up before re-arming."""
+        """``doca_pe_clear_notification``: acknowledge a wake-up before re-arming (DOCA on Linux ignores *handle*:
+        NVIDIA's pe_event sample passes 0)."""
         self._h.clear_notification(self._h.get_notification_handle() if handle is None else handle)
 
     @overload

@@ -42,6 +42,18 @@ def open_doca_device_with_pci(pci_addr: str, func: TaskCheck | None) -> d.Dev:
     raise DocaNotFound(f"no device with PCI address {pci_addr!r} has the needed capability")
 
 
+def open_doca_device_with_capabilities(func: TaskCheck) -> d.Dev:
+    """``open_doca_device_with_capabilities``: the first device that passes *func* and opens."""
+    for info in d.devinfo_create_list():  # doca_devinfo_create_list; the list is freed with its last reference
+        if not func(info):
+            continue
+        try:
+            return info.open()
+        except d.DocaError:  # a device that cannot be opened: try the next one
+            continue
+    raise DocaNotFound("Matching device not found")
+
+
 def open_doca_device_rep_with_pci(dev: d.Dev, rep_filter: d.DevinfoRepFilter, rep_pci_addr: str) -> d.DevRep:
     """``open_doca_device_rep_with_pci``: one of *dev*'s representors, by PCI address."""
     return dev.open_rep_by_pci_addr(rep_pci_addr, rep_filter)

@@ -799,3 +799,55 @@ def config_rdma_cm_callback_and_negotiation_task(resources: RdmaResources, need_
         resources.rdma.task_send_set_conf(send_task_completion_cb, send_task_error_cb, NUM_NEGOTIATION_RDMA_TASKS)
     resources.rdma.set_connection_state_callbacks(rdma_cm_connect_request_cb, rdma_cm_connect_established_cb,
                                                   rdma_cm_connect_failure_cb, rdma_cm_disconnect_cb)
+
+
+# -- several connections on one ctx (rdma_multi_conn_send / _receive) ------------------------------
+def register_rdma_num_connections_param(parser: argparse.ArgumentParser) -> None:
+    """``register_rdma_num_connections_param``: ``-nc`` (the ctx's ``max_num_connections``)."""
+    parser.add_argument("-nc", "--num-connections", dest="num_connections", type=_num_connections, default=1,
+                        help=f"num_connections for DOCA RDMA (optional), max connections number must be <= "
+                             f"{MAX_NUM_CONNECTIONS}")
+
+
+def connection_desc_path(file_path: str, connection_id: int) -> str:
+    """The descriptor file of connection *connection_id*: ``<file_path>-<connection_id as 4 digits>``."""
+    return f"{file_path}-{connection_id:04d}"
+
+
+def multi_conn_write_read_connection(resources: RdmaResources, connection_id: int, peer: str) -> None:
+    """The multi-connection samples' ``write_read_connection``: each side writes its descriptor of
+    connection *connection_id* to its ``-ld`` path with the suffix of :func:`connection_desc_path`, then reads the
+    peer's from its ``-re`` path with that suffix."""
+    cfg, log = resources.cfg, resources.log
+    local_path = connection_desc_path(cfg.local_connection_desc_path, connection_id)
+    write_file(local_path, resources.rdma_conn_descriptor)
+    log.info("You can now copy %s to the %s", local_path, peer)
+    remote_path = connection_desc_path(cfg.remote_connection_desc_path, connection_id)
+    log.info("Please copy %s from the %s", remote_path, peer)
+    wait_for_file(remote_path, log)
+    resources.remote_rdma_conn_descriptor = read_file(remote_path)
+
+
+def multi_conn_export_and_connect(resources: RdmaResources, peer: str) -> None:
+    """The multi-connection samples' ``*_export_and_connect`` without RDMA-CM: one by one, for each of the
+    ``num_connections`` connections, ``doca_rdma_export`` (a new connection of the ctx) → descriptor exchange →
+    ``doca_rdma_connect``. ``resources.connections[i]`` is connection *i*."""
+    cfg, log = resources.cfg, resources.log
+    for i in range(cfg.num_connections):
+        log.info("Start to establish RDMA connection [%d]", i)
+        resources.rdma_conn_descriptor, conn = resources.rdma.export()
+        resources.connections.append(conn)
+        resources.connection = resources.connections[0]
+        multi_conn_write_read_connection(resources, i, peer)
+        resources.rdma.connect(resources.remote_rdma_conn_descriptor, conn)
+        resources.remote_rdma_conn_descriptor = b""  # free(remote_rdma_conn_descriptor)
+        # DOCA 3.x: connect only sets up this side; tasks on the connection wait until the peer connects too.
+        log.info("RDMA connection [%d] is established (rdma_connection id %d)", i, conn.get_id())
+    log.info("All [%d] RDMA connections have been established", cfg.num_connections)
+
+
+def clean_up_connection_files(cfg: RdmaConfig) -> None:
+    """Delete the per-connection descriptor files of :func:`multi_conn_write_read_connection` (both sides)."""
+    for i in range(cfg.num_connections):
+        delete_file(connection_desc_path(cfg.local_connection_desc_path, i))
+        delete_file(connection_desc_path(cfg.remote_connection_desc_path, i))

@@ -41,6 +41,27 @@ from .conformance.backends import Backend  # noqa: E402
 from .native.fakelib.plugin import FakeLibs, fakelibs  # noqa: E402, F401
 
 
+#: The apps' test folders whose ``multiprocess`` tests (end-to-end runs of the apps as processes) are left out
+#: when ``DOCA_PY_TEST_APPS_E2E=0`` (tasks.py sets it for the other Pythons; see ``APPS_E2E`` there).
+APP_E2E_FOLDERS = frozenset({"storage_target", "gga_offload", "zero_copy", "initiator", "file_compression",
+                             "secure_channel", "dma_copy"})
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("DOCA_PY_TEST_APPS_E2E", "1") != "0":
+        return
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        parts = Path(item.path).resolve().relative_to(_TESTS).parts
+        e2e = parts[0] in APP_E2E_FOLDERS and item.get_closest_marker("multiprocess") is not None
+        (drop if e2e else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def _knobs() -> str:
     from doca_py.emulated import strict
 

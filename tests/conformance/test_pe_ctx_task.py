@@ -311,6 +311,24 @@ def test_notification_handle_becomes_readable_when_armed(backend: str) -> None:
         mm.close()
 
 
+def test_clear_notification_ignores_the_handle(backend: str) -> None:
+    """DOCA on Linux does not use ``doca_pe_clear_notification``'s handle: NVIDIA's pe_event sample passes 0."""
+    with rig() as r:
+        mm, src, dst = _pair(r)
+        fd = r.pe.get_notification_handle()
+        r.pe.request_notification()
+        task = r.dma.task_memcpy_alloc_init(src, dst)
+        task.submit()
+        assert select.select([fd], [], [], 5)[0] == [fd]
+        r.pe.clear_notification(0)
+        assert select.select([fd], [], [], 0)[0] == []  # acknowledged all the same
+        r.drain(1)
+        task.free()
+        for b in (src, dst):
+            b.dec_refcount()
+        mm.close()
+
+
 def test_lifetimes_parents_close_children(backend: str) -> None:
     dev = d.Dev.open_by_pci_addr("03:00.0")
     pe = d.Pe()

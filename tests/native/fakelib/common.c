@@ -339,9 +339,10 @@ EXPORT doca_error_t doca_pe_request_notification(struct doca_pe *pe)
 EXPORT doca_error_t doca_pe_clear_notification(struct doca_pe *pe, int fd)
 {
 	uint64_t n;
-	if (pe == NULL || fd != pe->event_fd)
+	(void)fd; /* DOCA on Linux ignores the handle (NVIDIA's pe_event sample passes 0) */
+	if (pe == NULL)
 		return E_INVALID;
-	while (read(fd, &n, sizeof(n)) == sizeof(n))
+	while (pe->event_fd >= 0 && read(pe->event_fd, &n, sizeof(n)) == sizeof(n))
 		;
 	return E_OK;
 }
