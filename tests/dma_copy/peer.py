@@ -22,7 +22,8 @@ bytes instead of doing the DMA.
 status, write); ``die-after-direction``: SIGKILL itself once the DPU answered; ``stall-after-direction``: print
 ``stalled`` then, and only wait for a message; ``raw:HEX``: send
 those bytes as the first message; ``then:HEX``: send the direction, then those bytes instead of the
-export; ``announce:N``: announce a file of N bytes on the host without having it.
+export; ``announce:N``: announce a file of N bytes on the host without having it; ``shift:N``: as ``good``, with
+the buffer's address moved by N bytes in the export descriptor.
 """
 
 from __future__ import annotations
@@ -241,7 +242,8 @@ def host(path: Path, scenario: str) -> None:
     if local is not None:
         mem[:] = path.read_bytes()
     mm.start()
-    p.send(export(mm.get_memrange()[0], mm.export_pci(p.dev)))
+    shift = int(scenario[6:]) if scenario.startswith("shift:") else 0
+    p.send(export(mm.get_memrange()[0] + shift, mm.export_pci(p.dev)))
     msg = p.recv()
     if msg == status(True) and local is None:
         path.write_bytes(bytes(mem))

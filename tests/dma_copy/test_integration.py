@@ -313,6 +313,19 @@ def test_the_dpu_refuses_a_malformed_message(spawn: Spawn, tmp_path: Path, scena
     _nothing_written(dpu_file.parent)
 
 
+def test_the_dpu_refuses_an_address_outside_the_export(spawn: Spawn, tmp_path: Path) -> None:
+    """A well-formed export whose announced file runs one byte past the exported memory."""
+    host_file, dpu_file = _sides(tmp_path)
+    host_file.write_bytes(b"12345")
+    dpu = _dpu(spawn, dpu_file)
+    peer = _peer(spawn, "host", host_file, "shift:1")
+    prc, pout, _ = peer.finish()
+    drc, _, derr = dpu.finish()
+    assert prc == 0 and _received(pout)[-1] == STATUS_FAIL, pout
+    assert drc == 1 and "Unable to acquire DOCA remote buffer of 5 bytes" in derr, derr
+    _nothing_written(dpu_file.parent)
+
+
 def test_the_dpu_fails_on_the_hosts_failure_status(spawn: Spawn, tmp_path: Path) -> None:
     host_file, dpu_file = _sides(tmp_path)
     dpu = _dpu(spawn, dpu_file)
