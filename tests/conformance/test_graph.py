@@ -4,6 +4,7 @@ limits."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ import doca_py as d
 from doca_py import errors as e
 
 from ..core.helpers import DPU_PCI, local_mmap
+from ..native.fakelib.plugin import FakeLibs
+from .backends import over_fakes
 
 SIZE = 256
 
@@ -32,9 +35,12 @@ class Rig:
     log: list[str] = field(default_factory=list)
 
     def drain(self, n: int) -> None:
+        """Progress until *n* runs ended (bounded: a run that never ends fails the test)."""
+        deadline = time.monotonic() + 10.0
         while len(self.ends) < n:
             if not self.pe.progress():
-                self.pe.wait(5.0)
+                assert time.monotonic() < deadline, f"{len(self.ends)} of {n} graph runs ended: {self.ends}"
+                self.pe.wait(0.1)
 
     def region(self, k: int, fill: int | None = None) -> d.Buf:
         """The *k*-th SIZE-byte region of the map as a buffer (data = the region when *fill* is given)."""
@@ -64,24 +70,21 @@ def rig(num_instances: int = 2, num_tasks: int = 8) -> Iterator[Rig]:
         yield r
 
 
-def _strict_native() -> bool:
-    """The native half over libdoca with a strict emulator behind it: a strict finding comes back as BAD_STATE."""
-    from doca_py.emulated import strict
-
-    return strict.STRICT
-
-
 def _misuse(backend: str, documented: type[Exception]) -> type[Exception]:
     """What a misuse strict mode catches raises: the emulator's strict finding, its BAD_STATE through libdoca,
-    or DOCA's documented error."""
+    or DOCA's documented error (the fakes, or strict mode off)."""
     from doca_py.emulated import strict
 
-    if not strict.STRICT:
+    if not strict.STRICT or backend == "fakes":
         return documented
     return d.DocaUsageError if backend == "emulated" else e.DocaBadState
 
 
 def test_nodes_run_in_dependency_order_and_tasks_keep_their_callbacks_quiet(backend: str) -> None:
+    _nodes_run_in_dependency_order_and_tasks_keep_their_callbacks_quiet(backend)
+
+
+def _nodes_run_in_dependency_order_and_tasks_keep_their_callbacks_quiet(backend: str) -> None:
     """A diamond: copy -> (check_a, check_b) -> last. Each user node sees what the nodes it depends on did;
     the DMA task's own callbacks never run; the completion callback gets both user data."""
     with rig() as r:
@@ -116,6 +119,10 @@ def test_nodes_run_in_dependency_order_and_tasks_keep_their_callbacks_quiet(back
 
 
 def test_an_instance_is_reused_and_instances_run_side_by_side(backend: str) -> None:
+    _an_instance_is_reused_and_instances_run_side_by_side(backend)
+
+
+def _an_instance_is_reused_and_instances_run_side_by_side(backend: str) -> None:
     with rig(num_instances=3) as r:
         copy = r.graph.node_create_from_ctx(r.dma)
         user = r.graph.node_create_from_user(lambda k: r.log.append(r.bytes_of(k)[:1].hex()))
@@ -142,6 +149,10 @@ def test_an_instance_is_reused_and_instances_run_side_by_side(backend: str) -> N
 
 
 def test_a_failed_user_node_fails_the_run_through_the_error_callback(backend: str) -> None:
+    _a_failed_user_node_fails_the_run_through_the_error_callback(backend)
+
+
+def _a_failed_user_node_fails_the_run_through_the_error_callback(backend: str) -> None:
     """The failing node's dependents never start; the instance is reusable after its error callback."""
     with rig() as r:
         fail = [True]
@@ -172,6 +183,10 @@ def test_a_failed_user_node_fails_the_run_through_the_error_callback(backend: st
 
 
 def test_a_failed_ctx_node_fails_the_run(backend: str) -> None:
+    _a_failed_ctx_node_fails_the_run(backend)
+
+
+def _a_failed_ctx_node_fails_the_run(backend: str) -> None:
     """A DMA task that fails (destination too small) fails the run; its dependents never start and its own
     error callback does not run."""
     with rig() as r:
@@ -188,6 +203,10 @@ def test_a_failed_ctx_node_fails_the_run(backend: str) -> None:
 
 
 def test_building_rules_and_limits(backend: str) -> None:
+    _building_rules_and_limits(backend)
+
+
+def _building_rules_and_limits(backend: str) -> None:
     with rig(num_instances=1) as r:
         g = r.graph
         with pytest.raises(e.DocaBadState):
@@ -224,6 +243,10 @@ def test_building_rules_and_limits(backend: str) -> None:
 
 
 def test_node_data_rules_and_a_submit_in_flight(backend: str) -> None:
+    _node_data_rules_and_a_submit_in_flight(backend)
+
+
+def _node_data_rules_and_a_submit_in_flight(backend: str) -> None:
     with rig() as r, d.Dma(r.dev) as other:
         r.pe.connect_ctx(other)
         other.task_memcpy_set_conf(lambda t, u, c: None, lambda t, u, c: None, 2)
@@ -253,6 +276,10 @@ def test_node_data_rules_and_a_submit_in_flight(backend: str) -> None:
 
 
 def test_a_sub_graph_node_runs_an_instance_of_another_graph(backend: str) -> None:
+    _a_sub_graph_node_runs_an_instance_of_another_graph(backend)
+
+
+def _a_sub_graph_node_runs_an_instance_of_another_graph(backend: str) -> None:
     with rig() as r:
         sub = d.Graph(r.pe)
         sub.set_conf(lambda i, u, g: r.log.append("sub callback"), lambda i, u, g: r.log.append("sub error"), 1)
@@ -274,3 +301,17 @@ def test_a_sub_graph_node_runs_an_instance_of_another_graph(backend: str) -> Non
         inst.submit()
         r.drain(1)
         assert r.ends[0][0] == "ok" and r.log == ["sub 42", "then"]
+
+
+SCENARIOS = {name[5:]: fn for name, fn in list(globals().items()) if name.startswith("test_")
+             and callable(globals().get("_" + name[5:]))}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_over_the_fakes(scenario: str, fakelibs: FakeLibs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same scenarios on the native backend over the C fakes (tests/native/fakelib/graph.c): the native
+    layer against an independent doca_graph."""
+    if d.impl == "native" or FakeLibs.compiler() is None:
+        pytest.skip("the native backend over the fakes (no real DOCA, a C compiler)")
+    with over_fakes(fakelibs, monkeypatch):
+        globals()["_" + scenario]("fakes")
