@@ -202,6 +202,42 @@ def _a_failed_ctx_node_fails_the_run(backend: str) -> None:
         assert r.ends[0][0] == "err" and r.ends[0][2] is None and r.log == [] and r.task_cbs == []
 
 
+def test_a_user_node_raising_a_python_error_fails_the_run_and_leaves_progress(backend: str) -> None:
+    _a_user_node_raising_a_python_error_fails_the_run_and_leaves_progress(backend)
+
+
+def _a_user_node_raising_a_python_error_fails_the_run_and_leaves_progress(backend: str) -> None:
+    """A bug in a user node (not a DocaError) fails its run (UNEXPECTED, the error callback) and the exception
+    leaves Pe.progress(), as any callback's does; the Pe and the instance work on."""
+    with rig() as r:
+        boom = [True]
+
+        def user(_: Any) -> None:
+            if boom[0]:
+                raise ZeroDivisionError("a bug in the user node")
+            r.log.append("ran")
+
+        copy = r.graph.node_create_from_ctx(r.dma)
+        node = r.graph.node_create_from_user(user)
+        r.graph.add_dependency(copy, node)
+        r.graph.start()
+        inst = r.graph.instance_create()
+        dst = r.region(1)
+        inst.set_ctx_node_data(copy, r.dma.task_memcpy_alloc_init(r.region(0, fill=2), dst))
+        inst.submit()
+        deadline = time.monotonic() + 10.0
+        with pytest.raises(ZeroDivisionError, match="a bug in the user node"):
+            while time.monotonic() < deadline:
+                r.pe.progress()
+        r.drain(1)
+        assert [x[0] for x in r.ends] == ["err"] and r.log == []
+        boom[0] = False
+        dst.reset_data_len()
+        inst.submit()
+        r.drain(2)
+        assert r.ends[1][0] == "ok" and r.log == ["ran"]
+
+
 def test_building_rules_and_limits(backend: str) -> None:
     _building_rules_and_limits(backend)
 
