@@ -42,6 +42,7 @@ from .ctx import Ctx, Task
 from .dev import Dev, DevInfo, DevInfoRep, DevRep, devinfo_create_list
 from .dma import Dma, DmaTaskMemcpy
 from .mmap_advise import MmapAdvise, MmapAdviseTaskInvalidateCache
+from .graph import Graph, GraphInstance, GraphNode
 from .ec import Ec, EcMatrix, EcMatrixType, EcTaskCreate, EcTaskGaloisMul, EcTaskRecover, EcTaskUpdate
 from .errors import DocaError, DocaImplError, DocaPyError, DocaTypeError, DocaUsageError, DocaWarning, ErrorCode
 from .log import LogLevel, logger
@@ -85,7 +86,7 @@ __all__ = [
     "impl", "__version__", "version_runtime", "version_info_runtime",
     "Dev", "DevInfo", "DevInfoRep", "DevRep", "devinfo_create_list",
     "Mmap", "BufInventory", "Buf", "BufPool", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy", "MmapAdvise",
-    "MmapAdviseTaskInvalidateCache",
+    "MmapAdviseTaskInvalidateCache", "Graph", "GraphInstance", "GraphNode",
     "Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
     "Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate", "CompressTaskDecompressLz4Stream",
     "CompressTaskDecompressLz4Block", "CompressTaskType",

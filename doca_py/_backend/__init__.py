@@ -59,6 +59,7 @@ from .protocols.engines import (
     EcHandle,
     EcMatrixHandle,
 )
+from .protocols.graph import GraphBackend
 from .protocols.mmap_advise import MmapAdviseBackend, MmapAdviseHandle
 from .protocols.rdma import RdmaBackend, RdmaHandle
 from .protocols.rdma_sync_event import RdmaSyncEventBackend
@@ -199,6 +200,15 @@ class Backend:
             from ..native import dma as n
             return n
         from ..emulated import dma as e
+        return e
+
+    @cached_property
+    def graph(self) -> GraphBackend:
+        """``doca_py.<impl>.graph``."""
+        if self.native:
+            from ..native import graph as n
+            return n
+        from ..emulated import graph as e
         return e
 
     @cached_property

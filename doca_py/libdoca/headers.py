@@ -504,7 +504,7 @@ struct doca_rdma_gid {
 HEADERS: tuple[str, ...] = (
     "doca_compat.h", "doca_common_defines.h", "doca_error.h", "doca_types.h", "doca_version.h",
     "doca_dev.h", "doca_mmap.h", "doca_buf.h", "doca_buf_inventory.h", "doca_buf_pool.h", "doca_pe.h",
-    "doca_ctx.h", "doca_log.h", "doca_sync_event.h", "doca_mmap_advise.h", "doca_rdma_bridge.h",
+    "doca_ctx.h", "doca_log.h", "doca_sync_event.h", "doca_mmap_advise.h", "doca_rdma_bridge.h", "doca_graph.h",
     "doca_dma.h", "doca_compress.h", "doca_erasure_coding.h", "doca_rdma.h",
     "doca_comch.h", "doca_comch_consumer.h", "doca_comch_producer.h",
     "doca_cc.h", "doca_cc_consumer.h", "doca_cc_producer.h",

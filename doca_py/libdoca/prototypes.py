@@ -421,6 +421,27 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "DOCA_EXPERIMENTAL void doca_mmap_advise_task_invalidate_cache_set_buf(struct doca_mmap_advise_task_invalidate_cache *task, struct doca_buf *buf)",
         "DOCA_EXPERIMENTAL struct doca_buf *doca_mmap_advise_task_invalidate_cache_get_buf(const struct doca_mmap_advise_task_invalidate_cache *task)",
     ),
+    "doca_graph.h": (
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_create(struct doca_pe *pe, struct doca_graph **graph)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_destroy(struct doca_graph *graph)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_set_conf(struct doca_graph *graph, doca_graph_completion_cb_t graph_completion_cb, doca_graph_completion_cb_t graph_error_cb, uint32_t num_instances)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_set_user_data(struct doca_graph *graph, union doca_data user_data)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_get_user_data(const struct doca_graph *graph, union doca_data *user_data)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_node_create_from_ctx(struct doca_graph *graph, const struct doca_ctx *ctx, struct doca_graph_node **node)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_node_create_from_user(struct doca_graph *graph, doca_graph_user_node_cb_t cb, struct doca_graph_node **node)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_node_create_from_graph(struct doca_graph *graph, struct doca_graph *sub_graph, struct doca_graph_node **node)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_add_dependency(struct doca_graph *graph, struct doca_graph_node *from, struct doca_graph_node *to)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_start(struct doca_graph *graph)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_stop(struct doca_graph *graph)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_instance_create(const struct doca_graph *graph, struct doca_graph_instance **graph_instance)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_instance_destroy(struct doca_graph_instance *graph_instance)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_instance_set_user_data(struct doca_graph_instance *graph_instance, union doca_data user_data)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_instance_get_user_data(const struct doca_graph_instance *graph_instance, union doca_data *user_data)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_instance_set_ctx_node_data(struct doca_graph_instance *graph_instance, struct doca_graph_node *node, struct doca_task *task)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_instance_set_user_node_data(struct doca_graph_instance *graph_instance, struct doca_graph_node *node, void *cookie)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_instance_set_sub_graph_node_data(struct doca_graph_instance *graph_instance, struct doca_graph_node *node, struct doca_graph_instance *sub_graph_instance)",
+        "DOCA_EXPERIMENTAL doca_error_t doca_graph_instance_submit(struct doca_graph_instance *graph_instance)",
+    ),
     "doca_pe.h": (
         "DOCA_STABLE doca_error_t doca_pe_create(struct doca_pe **pe)",
         "DOCA_STABLE doca_error_t doca_pe_destroy(struct doca_pe *pe)",
@@ -895,6 +916,10 @@ TYPEDEFS: dict[str, tuple[str, ...]] = {
     ),
     "doca_mmap_advise.h": (
         "typedef void (*doca_mmap_advise_task_invalidate_cache_completion_cb_t)(struct doca_mmap_advise_task_invalidate_cache *task, union doca_data task_user_data, union doca_data ctx_user_data)",
+    ),
+    "doca_graph.h": (
+        "typedef void (*doca_graph_completion_cb_t)(struct doca_graph_instance *instance, union doca_data instance_user_data, union doca_data graph_user_data)",
+        "typedef doca_error_t (*doca_graph_user_node_cb_t)(void *cookie)",
     ),
     "doca_dma.h": (
         "typedef void (*doca_dma_task_memcpy_completion_cb_t)(struct doca_dma_task_memcpy *task, union doca_data task_user_data, union doca_data ctx_user_data)",

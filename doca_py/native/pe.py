@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from typing import Any
 
 from .._backend.protocols.core import CtxHandle
 from ..emulated import trace
@@ -26,6 +27,10 @@ class NativePe(Borrowable):
         self._progress = lib().doca_pe_progress
         self._running = False
         self._owner: int | None = None
+        #: Graphs created on this Pe (:mod:`.graph`): their recorded callbacks run after the C progress.
+        self.graphs: list[Any] = []
+        #: Exceptions of Python code C called back during the C progress (a graph's user node): raised after it.
+        self.raised: list[BaseException] = []
 
     def connect_ctx(self, ctx: CtxHandle) -> None:
         assert isinstance(ctx, NativeCtx)
@@ -50,6 +55,26 @@ class NativePe(Borrowable):
                 finally:
                     self._running = False
                 did = True
+        if self.graphs:
+            did = self._dispatch_graphs() or did
+        return did
+
+    def _dispatch_graphs(self) -> bool:
+        did = False
+        self._running = True
+        try:
+            for g in self.graphs:
+                if g.pending:
+                    g.dispatch()
+                    did = True
+            if self.raised:
+                exc = self.raised.pop(0)
+                raise exc
+        except BaseException as exc:
+            if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
+            raise
+        finally:
+            self._running = False
         return did
 
     def _adopt_thread(self) -> None:

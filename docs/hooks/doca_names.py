@@ -28,6 +28,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
                                    "doca_py.log"),
     "DOCA DMA (libdoca_dma)": ("doca_py.dma",),
     "DOCA mmap advise (libdoca_mmap_advise)": ("doca_py.mmap_advise",),
+    "DOCA Graph (doca_graph.h, libdoca_common)": ("doca_py.graph",),
     "DOCA Erasure Coding (libdoca_erasure_coding)": ("doca_py.ec",),
     "DOCA Compress (libdoca_compress)": ("doca_py.compress",),
     "DOCA Comch (libdoca_comch)": ("doca_py.comch",),

@@ -69,6 +69,21 @@ def test_dma_local_copy_in_c_copies_the_text(version: str, tmp_path: Path, doca_
     assert proc.stderr == ""
 
 
+@pytest.mark.parametrize("version", ["2.6", "3.2"])
+def test_a_doca_graph_in_c(version: str, tmp_path: Path, doca_knobs: Knobs) -> None:
+    """doca_graph.h from C over libdoca: a DMA node then a user node, one run completing, one failed by its
+    user node's DOCA_ERROR_BAD_STATE, the tasks' own callbacks silent, the documented refusals."""
+    program = compile_c(HERE / "graph_pipeline.c", tmp_path / "graph_pipeline", version, "doca_dma", "doca_common")
+    proc = run_c(program, c_env(version, doca_knobs))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "add after start: DOCA_ERROR_BAD_STATE"  # strict mode's finding reaches C as BAD_STATE
+    assert lines[1] in ("submit in flight: DOCA_ERROR_BAD_STATE", "submit in flight: DOCA_ERROR_IN_USE")
+    assert sorted(lines[2:6]) == ["instance 0 completed (graph user data)", "instance 1 failed (graph user data)",
+                                  "user node 0: 512 bytes of 0x30", "user node 1: 512 bytes of 0x31"]
+    assert lines[6:] == ["task callbacks: 0", "stop with instances: DOCA_ERROR_IN_USE"]
+
+
 def test_errors_are_logged_on_stderr_and_fail_the_program(tmp_path: Path, doca_knobs: Knobs) -> None:
     program = compile_c(EXAMPLES / "dma_local_copy.c", tmp_path / "dma_local_copy", "3.2", "doca_dma",
                         "doca_common")

@@ -22,14 +22,16 @@ HOT = ("doca_pe_progress", "doca_task_submit", "doca_task_try_submit", "doca_tas
        "doca_comch_server_task_send_alloc_init", "doca_ec_task_recover_set_available_blocks",
        "doca_compress_task_decompress_lz4_stream_get_xxh_cs", "doca_error_get_name", "doca_ctx_get_user_data",
        "doca_mmap_advise_task_invalidate_cache_alloc_init", "doca_mmap_advise_task_invalidate_cache_as_doca_task",
-       "doca_mmap_advise_task_invalidate_cache_set_buf")
+       "doca_mmap_advise_task_invalidate_cache_set_buf", "doca_graph_instance_submit",
+       "doca_graph_instance_set_ctx_node_data", "doca_graph_instance_set_user_node_data")
 BLOCKING = ("doca_sync_event_wait_gt", "doca_sync_event_wait_eq_yield", "doca_ctx_start", "doca_ctx_stop",
             "doca_pe_create", "doca_pe_request_notification", "doca_pe_clear_notification", "doca_dev_open",
             "doca_mmap_start", "doca_mmap_stop", "doca_rdma_connect_to_addr", "doca_rdma_start_listen_to_port",
             "doca_comch_server_create", "doca_dma_task_memcpy_set_conf", "doca_dma_cap_task_memcpy_is_supported",
             "doca_rdma_task_receive_set_dst_buf_list_len", "doca_buf_inventory_start", "doca_devinfo_create_list",
             "doca_mmap_advise_task_cache_invalidate_get_max_buf_size", "doca_mmap_advise_task_invalidate_cache_set_conf",
-            "doca_rdma_bridge_get_dev_pd", "doca_rdma_bridge_open_dev_from_pd")
+            "doca_rdma_bridge_get_dev_pd", "doca_rdma_bridge_open_dev_from_pd", "doca_graph_create", "doca_graph_start",
+            "doca_graph_set_conf", "doca_graph_stop", "doca_graph_instance_create", "doca_graph_instance_destroy")
 
 
 def test_the_policy_decides_the_data_path_and_the_blocking_calls() -> None:

@@ -1,9 +1,10 @@
-"""The declarations of ``doca_mmap_advise.h`` and ``doca_rdma_bridge.h`` (libdoca_common) against the
-headers, and what an older runtime says about them.
+"""The declarations of ``doca_mmap_advise.h``, ``doca_rdma_bridge.h`` and ``doca_graph.h`` (libdoca_common)
+against the headers, and what an older runtime says about them.
 
 The C API inventory (``capi_inventory``) does not list these headers, so the signatures below are copied
 from the DOCA 3.0.0058 headers (``doca_rdma_bridge.h`` is the same in 2.6.0058 but for
-``doca_rdma_bridge_get_mmap_mkey_from_pd``, which 2.6 lacks; 2.6 has no ``doca_mmap_advise.h``)."""
+``doca_rdma_bridge_get_mmap_mkey_from_pd``, which 2.6 lacks; 2.6 has no ``doca_mmap_advise.h``;
+``doca_graph.h`` is the same in 2.6.0058 and 3.0.0058)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import pytest
 
 import doca_py as d
 from doca_py.native import capi
-from doca_py.native.capi import COMMON, MissingFunction, TaskCompletionCb
+from doca_py.native.capi import COMMON, GraphCompletionCb, GraphUserNodeCb, MissingFunction, TaskCompletionCb
 from doca_py.native.capi.common import BEYOND_INVENTORY
+from doca_py.native.capi.graph import GRAPH
 from doca_py.native.capi.mmap_advise import MMAP_ADVISE
 from doca_py.native.capi.rdma_bridge import RDMA_BRIDGE
 
@@ -40,8 +42,31 @@ HEADERS = {
         doca_error_t doca_rdma_bridge_get_buf_mkey(const struct doca_buf *buf, struct doca_dev *dev, uint32_t *mkey);
         doca_error_t doca_rdma_bridge_get_mmap_mkey_from_pd(const struct doca_mmap *mmap, struct ibv_pd *pd, uint32_t *mkey);
     """,
+    "doca_graph.h": """
+        doca_error_t doca_graph_create(struct doca_pe *pe, struct doca_graph **graph);
+        doca_error_t doca_graph_destroy(struct doca_graph *graph);
+        doca_error_t doca_graph_set_conf(struct doca_graph *graph, doca_graph_completion_cb_t graph_completion_cb, doca_graph_completion_cb_t graph_error_cb, uint32_t num_instances);
+        doca_error_t doca_graph_set_user_data(struct doca_graph *graph, union doca_data user_data);
+        doca_error_t doca_graph_get_user_data(const struct doca_graph *graph, union doca_data *user_data);
+        doca_error_t doca_graph_node_create_from_ctx(struct doca_graph *graph, const struct doca_ctx *ctx, struct doca_graph_node **node);
+        doca_error_t doca_graph_node_create_from_user(struct doca_graph *graph, doca_graph_user_node_cb_t cb, struct doca_graph_node **node);
+        doca_error_t doca_graph_node_create_from_graph(struct doca_graph *graph, struct doca_graph *sub_graph, struct doca_graph_node **node);
+        doca_error_t doca_graph_add_dependency(struct doca_graph *graph, struct doca_graph_node *from, struct doca_graph_node *to);
+        doca_error_t doca_graph_start(struct doca_graph *graph);
+        doca_error_t doca_graph_stop(struct doca_graph *graph);
+        doca_error_t doca_graph_instance_create(const struct doca_graph *graph, struct doca_graph_instance **graph_instance);
+        doca_error_t doca_graph_instance_destroy(struct doca_graph_instance *graph_instance);
+        doca_error_t doca_graph_instance_set_user_data(struct doca_graph_instance *graph_instance, union doca_data user_data);
+        doca_error_t doca_graph_instance_get_user_data(const struct doca_graph_instance *graph_instance, union doca_data *user_data);
+        doca_error_t doca_graph_instance_set_ctx_node_data(struct doca_graph_instance *graph_instance, struct doca_graph_node *node, struct doca_task *task);
+        doca_error_t doca_graph_instance_set_user_node_data(struct doca_graph_instance *graph_instance, struct doca_graph_node *node, void *cookie);
+        doca_error_t doca_graph_instance_set_sub_graph_node_data(struct doca_graph_instance *graph_instance, struct doca_graph_node *node, struct doca_graph_instance *sub_graph_instance);
+        doca_error_t doca_graph_instance_submit(struct doca_graph_instance *graph_instance);
+    """,
 }
-TABLES = {"doca_mmap_advise.h": MMAP_ADVISE, "doca_rdma_bridge.h": RDMA_BRIDGE}
+TABLES = {"doca_mmap_advise.h": MMAP_ADVISE, "doca_rdma_bridge.h": RDMA_BRIDGE, "doca_graph.h": GRAPH}
+# The callback typedefs of these headers (every other ``*_cb_t`` is a task completion callback).
+CALLBACKS = {"doca_graph_completion_cb_t": GraphCompletionCb, "doca_graph_user_node_cb_t": GraphUserNodeCb}
 
 
 def _ctype(text: str) -> Any:
@@ -50,9 +75,9 @@ def _ctype(text: str) -> Any:
     t = re.sub(r"\s+\w+$", "", t) if not t.endswith("*") and " " in t else t  # drop the parameter name
     t = re.sub(r"\s*\*\s*\w+$", " *", t).replace(" ", "")  # "doca_dev *dev" -> "doca_dev*"
     if t.endswith("_cb_t"):
-        return TaskCompletionCb
-    if t.endswith("**") or t in ("uint64_t*", "uint32_t*"):
-        return {"uint64_t*": ctypes.POINTER(ctypes.c_uint64),
+        return CALLBACKS.get(t, TaskCompletionCb)
+    if t.endswith("**") or t in ("uint64_t*", "uint32_t*", "doca_data*"):
+        return {"uint64_t*": ctypes.POINTER(ctypes.c_uint64), "doca_data*": ctypes.POINTER(ctypes.c_uint64),
                 "uint32_t*": ctypes.POINTER(ctypes.c_uint32)}.get(t, ctypes.POINTER(ctypes.c_void_p))
     if t.endswith("*"):
         return ctypes.c_void_p
@@ -79,7 +104,7 @@ def test_every_function_is_declared_as_the_header_says(header: str) -> None:
 
 
 def test_they_are_libdoca_common_s_beyond_the_inventory() -> None:
-    names = {d.name for d in MMAP_ADVISE + RDMA_BRIDGE}
+    names = {d.name for d in MMAP_ADVISE + RDMA_BRIDGE + GRAPH}
     assert names <= BEYOND_INVENTORY and names <= {d.name for d in COMMON}
     assert capi.tables()["common"] == COMMON
 
@@ -89,6 +114,7 @@ def test_versions_name_the_release_that_has_them() -> None:
     assert {d.name: d.since for d in RDMA_BRIDGE} == {
         "doca_rdma_bridge_get_dev_pd": None, "doca_rdma_bridge_open_dev_from_pd": None,
         "doca_rdma_bridge_get_buf_mkey": None, "doca_rdma_bridge_get_mmap_mkey_from_pd": (3, 0)}
+    assert {d.since for d in GRAPH} == {None} and {d.until for d in GRAPH} == {None}  # 2.6 and 3.x alike
     text = MissingFunction(MMAP_ADVISE[0], "common", (2, 6, 58)).message
     assert "doca_mmap_advise_create is not exported" in text and "from DOCA 2.8" in text
 

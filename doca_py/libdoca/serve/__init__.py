@@ -19,7 +19,8 @@ __all__ = ["attach", "attached", "MODULES"]
 
 #: The serve modules, one per DOCA library (imported at the first attach).
 MODULES = ("common", "log", "dma", "compress", "erasure_coding", "rdma", "rdma_tasks", "rdma_sync_event",
-           "rdma_bridge", "comch", "comch_fastpath", "sync_event", "buf_pool", "mmap_advise")
+           "rdma_bridge", "comch", "comch_fastpath", "sync_event", "buf_pool", "mmap_advise",
+           "graph")
 
 _lock = threading.Lock()
 _keep: list[Any] = []  # the slot callbacks: alive for the process, as C holds their addresses

@@ -48,6 +48,8 @@ __all__ = [
     "CtxStateChangedCb",
     "MmapMemrangeFreeCb",
     "LogFlushCb",
+    "GraphCompletionCb",
+    "GraphUserNodeCb",
 ]
 
 Version = tuple[int, int, int]
@@ -69,6 +71,13 @@ MmapMemrangeFreeCb = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ct
 
 LogFlushCb = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
 """``log_flush_callback(buf)`` of the buffer log backends."""
+
+GraphCompletionCb = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
+"""``doca_graph_completion_cb_t(instance, instance_user_data, graph_user_data)``: a graph instance
+completed (its graph's completion or error callback)."""
+
+GraphUserNodeCb = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+"""``doca_graph_user_node_cb_t(cookie)``: a user node's work; returns a ``doca_error_t``."""
 
 
 _PLATFORMS = {"win32": "Windows", "linux": "Linux"}
@@ -179,6 +188,7 @@ KEEPS_GIL = re.compile(
       | buf_pool_buf_alloc
       | error_get_(?:name|descr)$
       | (?:ctx|mmap|buf_inventory|buf_pool|comch_connection|cc_connection|rdma_connection)_[gs]et_user_data$
+      | graph_instance_(?:submit|set_(?:ctx|user|sub_graph)_node_data|[gs]et_user_data)$  # a graph's run
       | [a-z0-9_]+?_task_[a-z0-9_]+?_                      # a task type's alloc, cast, getters and setters
             (?:alloc_init|allocate_init|as_task|as_doca_task|(?:set|get)_[a-z0-9_]+)$
     )""",

@@ -38,7 +38,7 @@ class Lib(Protocol):
     def has(self, name: str) -> bool: ...
 
 class CommonLib(Lib, Protocol):
-    """libdoca_common: 280 functions."""
+    """libdoca_common: 299 functions."""
 
     doca_error_get_name: CFunc[[int], bytes | None]
     doca_error_get_descr: CFunc[[int], bytes | None]
@@ -320,6 +320,25 @@ class CommonLib(Lib, Protocol):
     doca_rdma_bridge_open_dev_from_pd: CFunc[[VoidP, Ptr], int]
     doca_rdma_bridge_get_buf_mkey: CFunc[[VoidP, VoidP, Ptr], int]
     doca_rdma_bridge_get_mmap_mkey_from_pd: CFunc[[VoidP, VoidP, Ptr], int]
+    doca_graph_create: CFunc[[VoidP, Ptr], int]
+    doca_graph_destroy: CFunc[[VoidP], int]
+    doca_graph_set_conf: CFunc[[VoidP, Callback, Callback, int], int]
+    doca_graph_set_user_data: CFunc[[VoidP, int], int]
+    doca_graph_get_user_data: CFunc[[VoidP, Ptr], int]
+    doca_graph_node_create_from_ctx: CFunc[[VoidP, VoidP, Ptr], int]
+    doca_graph_node_create_from_user: CFunc[[VoidP, Callback, Ptr], int]
+    doca_graph_node_create_from_graph: CFunc[[VoidP, VoidP, Ptr], int]
+    doca_graph_add_dependency: CFunc[[VoidP, VoidP, VoidP], int]
+    doca_graph_start: CFunc[[VoidP], int]
+    doca_graph_stop: CFunc[[VoidP], int]
+    doca_graph_instance_create: CFunc[[VoidP, Ptr], int]
+    doca_graph_instance_destroy: CFunc[[VoidP], int]
+    doca_graph_instance_set_user_data: CFunc[[VoidP, int], int]
+    doca_graph_instance_get_user_data: CFunc[[VoidP, Ptr], int]
+    doca_graph_instance_set_ctx_node_data: CFunc[[VoidP, VoidP, VoidP], int]
+    doca_graph_instance_set_user_node_data: CFunc[[VoidP, VoidP, VoidP], int]
+    doca_graph_instance_set_sub_graph_node_data: CFunc[[VoidP, VoidP, VoidP], int]
+    doca_graph_instance_submit: CFunc[[VoidP], int]
     doca_version: Callable[[], bytes | None]
     doca_buf_inventory_buf_get_by_addr: Callable[[VoidP, VoidP, VoidP, int, Ptr], int]
     doca_buf_inventory_buf_get_by_data: Callable[[VoidP, VoidP, VoidP, int, Ptr], int]

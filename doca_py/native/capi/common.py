@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ._decl import CtxStateChangedCb, Decl, LogFlushCb, MmapMemrangeFreeCb, pre3, register
 from .buf_pool import BUF_POOL
+from .graph import GRAPH
 from .mmap_advise import MMAP_ADVISE
 from .rdma_bridge import RDMA_BRIDGE
 from .sync_event import SYNC_EVENT
@@ -249,12 +250,12 @@ COMMON: tuple[Decl, ...] = (
     _f("doca_mmap_get_mkey", ERR, P, P, U32_P, since=(3, 2)),
     _f("doca_devinfo_get_pci_func_type", ERR, P, INT_P, since=(3, 1)),
     _f("doca_devinfo_get_sf_index", ERR, P, U32_P, since=(3, 1)),
-) + BUF_POOL + SYNC_EVENT + MMAP_ADVISE + RDMA_BRIDGE
+) + BUF_POOL + SYNC_EVENT + MMAP_ADVISE + RDMA_BRIDGE + GRAPH
 """Every exported libdoca_common function, 3.x signatures plus 2.x variants."""
 
-BEYOND_INVENTORY: frozenset[str] = frozenset(d.name for d in BUF_POOL + SYNC_EVENT + MMAP_ADVISE + RDMA_BRIDGE)
+BEYOND_INVENTORY: frozenset[str] = frozenset(d.name for d in BUF_POOL + SYNC_EVENT + MMAP_ADVISE + RDMA_BRIDGE + GRAPH)
 """Functions of libdoca_common headers that ``doca-c-api.md``'s inventory does not list
-(``doca_buf_pool.h``, ``doca_sync_event.h``, ``doca_mmap_advise.h``, ``doca_rdma_bridge.h``), declared
+(``doca_buf_pool.h``, ``doca_sync_event.h``, ``doca_mmap_advise.h``, ``doca_rdma_bridge.h``, ``doca_graph.h``), declared
 from the DOCA 3.0 headers."""
 
 register(LIBNAME, COMMON)

@@ -251,9 +251,13 @@ EXPORT doca_error_t doca_devinfo_get_active_rate(const struct doca_devinfo *d, u
 #define MAX_CTX 8
 #define MAX_CHANGES 8
 enum { S_STARTING = 1, S_STOPPING = 3 };
+struct fake_gwork;
+struct fake_ginst;
 struct doca_pe {
 	struct doca_task *queue[QUEUE];
 	unsigned head, count;
+	struct fake_gwork *gwork_head, *gwork_tail; /* graph user nodes to run (graph.c) */
+	unsigned gwork_count;
 	struct doca_ctx *ctxs[MAX_CTX];
 	int nctx;
 	int event_fd, armed; /* the notification handle: an eventfd, signalled once per arming */
@@ -276,7 +280,11 @@ struct doca_task {
 	doca_error_t status;
 	int inflight, freed;
 	struct doca_task *next_free;
+	struct fake_ginst *grun; /* the graph instance running the task (graph.c), or NULL */
+	int gnode;
 };
+static void graph_task_done(struct doca_task *t);
+static int graph_run_users(struct doca_pe *pe);
 
 static void set_state(struct doca_ctx *ctx, int state)
 {
@@ -419,8 +427,16 @@ EXPORT uint8_t doca_pe_progress(struct doca_pe *pe)
 		t->ctx->inflight--;
 		if (t->ctx->state == S_STOPPING && t->status == E_OK)
 			t->status = E_IO_FAILED; /* flushed */
-		t->ctx->task_cb(t, t->user_data, t->ctx->user_data);
+		if (t->grun != NULL) {
+			union doca_data none = {0};
+			t->ctx->task_cb(t, none, t->ctx->user_data);
+			graph_task_done(t);
+		} else {
+			t->ctx->task_cb(t, t->user_data, t->ctx->user_data);
+		}
 	}
+	if (pe->gwork_count)
+		any |= graph_run_users(pe);
 	any |= deliver_changes(pe); /* a failed task stopped its ctx */
 	return any;
 }
@@ -1130,3 +1146,4 @@ EXPORT doca_error_t doca_buf_inventory_buf_reuse_by_data(struct doca_buf *b, voi
 #if MMAP_ADVISE
 #include "mmap_advise.c"
 #endif
+#include "graph.c" /* doca_graph.h: the same in 2.6 and 3.x */
