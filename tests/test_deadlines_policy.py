@@ -1,5 +1,5 @@
 """No test gives an app a literal time-out (issue 35 item 25): every ``--control-timeout``,
-``--target-io-timeout``, ``--first-message-timeout``, ``--io-timeout``, per-run ``--timeout``, File
+``--target-io-timeout``, ``--first-message-timeout``, ``--io-timeout``, ``--idle-timeout``, per-run ``--timeout``, File
 Compression's and Secure Channel's ``-t``, ``control_timeout=``-style argument and comch retry window
 that a test passes to a running app comes from tests/deadlines.py (`product_timeout`, `bound`), so a
 loaded machine cannot make a healthy peer miss it.
@@ -14,9 +14,10 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-FLAGS = {"--control-timeout", "--target-io-timeout", "--first-message-timeout", "--io-timeout", "--timeout"}
+FLAGS = {"--control-timeout", "--target-io-timeout", "--first-message-timeout", "--io-timeout", "--idle-timeout",
+         "--timeout"}
 SHORT_T = ("file_compression", "secure_channel")  # where -t is a time-out (elsewhere: a block count …)
-KEYWORDS = {"control_timeout", "target_io_timeout", "first_message_timeout", "io_timeout"}
+KEYWORDS = {"control_timeout", "target_io_timeout", "first_message_timeout", "io_timeout", "idle_timeout"}
 ENV = "DOCA_PY_COMCH_RETRY_WINDOW"
 PARSERS = {"parse_args", "parse_config", "model_validate"}
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .cli import abort_on_sigint, build_parser, main, parse_args
 from .config import InitiatorAppConfig, InitiatorConfig
-from .control import ABORT_BUDGET, APP_NAME, RESPONSE_TIMEOUT, Initiator
+from .control import ABORT_BUDGET, APP_NAME, Initiator
 
-__all__ = ["APP_NAME", "ABORT_BUDGET", "RESPONSE_TIMEOUT", "Initiator", "InitiatorConfig", "InitiatorAppConfig",
+__all__ = ["APP_NAME", "ABORT_BUDGET", "Initiator", "InitiatorConfig", "InitiatorAppConfig",
            "build_parser", "parse_args", "abort_on_sigint", "main"]

@@ -37,7 +37,10 @@ class InitiatorConfig(CommonConfig):
     run_limit_operation_count: int = flag(1_000_000, kind="int", help="transactions per worker")
     transaction_count: int = flag(64, kind="int", help="concurrent transactions per worker")
     command_channel_name: str = flag("doca_storage_comch", help="comch server name to connect to")
-    control_timeout: ControlTimeout = flag(5, kind="int", help="seconds to connect and to wait for the data path")
+    control_timeout: ControlTimeout = flag(5, kind="int",
+                                          help="seconds to connect, to wait for each control response (the "
+                                               "reference: a fixed 5 s), for the data path and for the "
+                                               "service's consumers to expire")
     local_io_region_size: int = flag(0, kind="int", help="local IO region size in bytes (0 = storage capacity)")
     blocks_per_io: int = flag(1, kind="int", help="storage blocks per IO")
 

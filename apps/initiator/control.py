@@ -10,13 +10,14 @@ it, problems are collected: the report says ``Test failed!!`` and the status is 
 stop/shutdown are still performed while the service is reachable. Ctrl-C stops every
 wait within 100 ms; after it, each remaining control step gets a share of a 1.5 s budget.
 
-Every wait is bounded: the connection and the data-path set-up by ``--control-timeout``, each
-control response by 5 s, each IO by ``--io-timeout`` (the workers end the run with the IOs that
-timed out), and ``stop_storage_response`` as an IO (:func:`stop_response_timeout`): a bridge finds a
+Every wait is bounded, every control wait by ``--control-timeout``: the connection, each control
+response (the reference waits a fixed 5 s, its default), the data-path set-up and the expiry of the
+service's consumers; each IO by ``--io-timeout`` (the workers end the run with the IOs that timed
+out); ``stop_storage_response`` as long as an IO too (:func:`stop_response_timeout`): a bridge finds a
 stalled target that no IO waited for (a parity target under plain reads) only when it relays the
-stop, after its ``--target-io-timeout``. After an IO timeout the service is given :data:`STALLED_STOP_TIMEOUT` to answer
-``stop_storage_request``; if it does not, it is taken as unresponsive and the shutdown is
-skipped, so a stopped service ends the run within the IO deadline plus about 2 s.
+stop, after its ``--target-io-timeout``. After an IO timeout the service is given ``--control-timeout``
+to answer ``stop_storage_request``; if it does not, it is taken as unresponsive and the shutdown is
+skipped, so a stopped service ends the run within the IO deadline plus ``--control-timeout``.
 """
 
 from __future__ import annotations
@@ -49,30 +50,25 @@ from .plan import WorkerPlan, load_expected, plan_workers, strategy_steps
 from .report import JobResult, RunReport, build_json_report, format_normal_report
 from .worker import Worker
 
-__all__ = ["APP_NAME", "Initiator", "RESPONSE_TIMEOUT", "ABORT_BUDGET", "STALLED_STOP_TIMEOUT",
-           "stop_response_timeout"]
+__all__ = ["APP_NAME", "Initiator", "ABORT_BUDGET", "stop_response_timeout"]
 
 APP_NAME = "doca_storage_initiator_comch"
-RESPONSE_TIMEOUT = 5.0
-"""Fixed wait for each control response (``default_control_timeout_seconds``)."""
 ABORT_BUDGET = 1.5
 """Seconds the control steps may still take after Ctrl-C (so the program ends within 2 s)."""
-STALLED_STOP_TIMEOUT = 1.0
-"""Seconds the service may take to answer ``stop_storage_request`` after IOs timed out."""
 _TICK = 0.05
 _WORKER_JOIN = 3.0
 
 
-def stop_response_timeout(io_timeout: int) -> float:
+def stop_response_timeout(io_timeout: int, control_timeout: int) -> float:
     """Seconds to wait for ``stop_storage_response``: as long as for an IO (``--io-timeout``; its
-    default when that is 0), never less than :data:`RESPONSE_TIMEOUT`.
+    default when that is 0), never less than for any control response (``--control-timeout``).
 
     The rule: a bridge answers stop within its ``--target-io-timeout`` plus
     :data:`apps.storage.runtime.service_control.STOP_DRAIN_MIN` (it takes a target that has not
     answered the relayed stop by then out), and ``--io-timeout`` is kept above the bridge's
     ``--target-io-timeout`` (8 s against 5 s by default), as for the reads it serves degraded.
     """
-    return max(RESPONSE_TIMEOUT, float(io_timeout or IO_TIMEOUT_DEFAULT))
+    return float(max(control_timeout, io_timeout or IO_TIMEOUT_DEFAULT))
 
 _log = logging.getLogger("apps.initiator")
 M = MessageType
@@ -140,9 +136,12 @@ class Initiator:
 
     # -- control requests -------------------------------------------------------------------------------
     def _request(self, mtype: MessageType, payload: Payload | None = None,
-                 timeout: float = RESPONSE_TIMEOUT) -> ControlMessage:
+                 timeout: float | None = None) -> ControlMessage:
+        """Send *mtype* and wait for its response, *timeout* seconds (default: ``--control-timeout``)."""
         channel = self._channel
         assert channel is not None
+        if timeout is None:
+            timeout = float(self.config.control_timeout)
         msg = ControlMessage(mtype, self._mids.next(), self._cids.next(), payload)
         abortable = not self._aborting()
         timeout = self._budget(timeout)
@@ -156,8 +155,9 @@ class Initiator:
                                   f"{mtype.response_type.wire_name}") from None
         except StorageAppError as exc:
             if exc.code == ErrorCode.TIME_OUT:
+                flag = " (--control-timeout)" if timeout == self.config.control_timeout else ""
                 raise StorageAppError(ErrorCode.TIME_OUT, f"no {mtype.response_type.wire_name} from the service "
-                                                          f"within {timeout:g} s") from None
+                                                          f"within {timeout:g} s{flag}") from None
             raise
         return check_response(msg, response)
 
@@ -240,8 +240,9 @@ class Initiator:
         timed_out = sum(len(w.timed_out) for w in self._workers)
         if not self._peer_lost:
             try:
-                self._request(M.STOP_STORAGE_REQUEST, timeout=STALLED_STOP_TIMEOUT if timed_out
-                              else stop_response_timeout(cfg.io_timeout))
+                # After IO timeouts the service is suspect: a control wait, not an IO's.
+                self._request(M.STOP_STORAGE_REQUEST, timeout=None if timed_out
+                              else stop_response_timeout(cfg.io_timeout, cfg.control_timeout))
             except StorageAppError as exc:
                 report.errors.append(f"stop_storage_request failed: {exc}")
                 if timed_out and exc.code == ErrorCode.TIME_OUT:

@@ -394,8 +394,13 @@ class DataPath(WorkerThread):
             self.error = None
             self._timed_out(late or [txn], "the service did not answer within the comch retry window (the "
                                            "connection was dropped)" + stall_note())
-        elif self._running:
-            self._fail(f"producer send of transaction {txn.index} failed: {status.name}")
+        else:
+            # A send launched in the moment the connection went down fails NOT_CONNECTED, and may come
+            # before the retry window's IO_FAILED: the connection failed all the same (as for a failed
+            # receive), so that IO_FAILED, here or in another worker, still names the IOs in flight.
+            self._connection_failed = self._connection_failed or status in _CONNECTION_GONE
+            if self._running:
+                self._fail(f"producer send of transaction {txn.index} failed: {status.name}")
 
     def _on_recv(self, task: ComchConsumerTaskPostRecv, slot: int, ctx_user_data: Any) -> None:
         kind, user_data, result, io_size, req_off, sto_off = unpack_io_message_from(self._mem,

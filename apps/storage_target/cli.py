@@ -45,6 +45,7 @@ def _print_config(config: TargetConfig) -> None:
     _print(f"\tlisten-port : {config.listen_port},")
     _print(f"\tfirst-message-timeout : {config.first_message_timeout},")
     _print(f"\tcontrol-timeout : {config.control_timeout},")
+    _print(f"\tidle-timeout : {config.idle_timeout},")
     _print(f"\tbinary-content : \"{config.binary_content or ''}\",")
     _print(f"\tblock-count : {config.block_count},")
     _print(f"\tblock-size : {config.block_size}")

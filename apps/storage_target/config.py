@@ -1,5 +1,5 @@
 """The target's flags (``doca_storage_target_rdma``, storage-apps-spec §2.4) plus
-``--listen-address``, ``--first-message-timeout`` and ``--control-timeout``."""
+``--listen-address``, ``--first-message-timeout``, ``--control-timeout`` and ``--idle-timeout``."""
 
 from __future__ import annotations
 
@@ -34,6 +34,12 @@ class TargetConfig(CommonConfig):
                                      "(status 1): no control message while one is expected, or, once the data "
                                      "path has carried io, no io message and no stop_storage_request; a stop of "
                                      "the target itself is not counted; 0 = no limit (the reference)")
+    idle_timeout: int = flag(0, kind="int",
+                             help="seconds the requester may send nothing at all in a session (no control message, "
+                                  "no io message) before the target ends it (status 1), even while the data path "
+                                  "runs with no io for this target, where --control-timeout cannot tell an idle "
+                                  "requester from a stopped one; 0 = no limit (the default: an idle session is "
+                                  "legitimate, e.g. the parity target of a read-only run)")
     binary_content: Path | None = flag(None, metavar="FILE",
                                        help="initial content: an .sbc file (detected by magic) or a raw file of "
                                             "exactly block-size x block-count bytes")
@@ -64,7 +70,7 @@ class TargetConfig(CommonConfig):
             raise ValueError(f"{v} must be from 0 (no limit) to 86400 seconds")
         return v
 
-    @field_validator("control_timeout")
+    @field_validator("control_timeout", "idle_timeout")
     @classmethod
     def _control_timeout(cls, v: int) -> int:
         if not 0 <= v <= 86400:

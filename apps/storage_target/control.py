@@ -31,6 +31,11 @@ Endings:
   an idle requester from a stopped one, and waits for the stop as the reference does). A stop of
   the target itself (:mod:`apps.common.runtime.stall`) restarts the count instead of being blamed on
   the requester;
+* with ``--idle-timeout`` (off by default), the requester sends nothing at all (no control message,
+  no io message) for that long, in any phase → the same teardown and ``EXCEPTION: The requester (...)
+  sent nothing for N s (--idle-timeout) ...``, saying it may be stopped or only idle: the storage
+  protocol has no message, and the connections no property, that tells a stopped requester from an
+  idle one (TCP keepalive and RDMA are answered by the requester's kernel and NIC, not by it);
 * Ctrl-C / ``SIGTERM`` in any phase → the same clean teardown,
   ``EXCEPTION: Aborted: User requested abort`` and exit status 1 (the reference only
   honours Ctrl-C in control-phase waits).
@@ -78,7 +83,9 @@ ABORTED_TEXT = "Aborted: User requested abort"
 LISTENING_PREFIX = "Listening on port "
 """Start of the stdout line that reports the TCP port (useful with ``--listen-port 0``)."""
 START_TIMEOUT = 10.0
-"""Seconds ``start_storage_request`` waits for every RDMA context to be RUNNING."""
+"""Seconds ``start_storage_request`` waits at least for every RDMA context to be RUNNING (longer with a
+longer ``--control-timeout``: the requester waits for that answer meanwhile, and the operator allowed it
+that much)."""
 DRAIN_TIMEOUT = 5.0
 """Seconds ``stop_storage_request`` lets in-flight io messages complete."""
 ABORT_DRAIN_TIMEOUT = 0.5
@@ -176,11 +183,13 @@ class TargetSession:
 
     def next_request(self, channel: ControlChannel, expected: MessageType) -> ControlMessage:
         """The requester's next control message; ``TIME_OUT`` once it has been silent for
-        ``--control-timeout`` seconds (see the module's endings), ``CONNECTION_ABORTED`` on Ctrl-C."""
+        ``--control-timeout`` or ``--idle-timeout`` seconds (see the module's endings),
+        ``CONNECTION_ABORTED`` on Ctrl-C."""
         limit = float(self.config.control_timeout)
+        idle = float(self.config.idle_timeout)
         clock = self._clock
-        log.debug("waiting for a %s (the requester may stay silent for %s)", expected.wire_name,
-                  f"{limit:g} s" if limit else "ever")
+        log.debug("waiting for a %s (the requester may stay silent for %s%s)", expected.wire_name,
+                  f"{limit:g} s" if limit else "ever", f"; idle for {idle:g} s" if idle else "")
         while True:
             if self.abort.is_set():
                 raise _aborted()
@@ -196,8 +205,11 @@ class TargetSession:
             if io != self._io_seen:
                 self._io_seen, self._heard = io, now
                 self._io_in_data_path = self._io_in_data_path or self.data_path_running
-            if limit and now - self._heard >= limit and (self._io_in_data_path or not self.data_path_running):
+            silent = now - self._heard
+            if limit and silent >= limit and (self._io_in_data_path or not self.data_path_running):
                 raise StorageAppError(ErrorCode.TIME_OUT, self._silence_text(channel, expected, limit))
+            if idle and silent >= idle:
+                raise StorageAppError(ErrorCode.TIME_OUT, self._idle_text(channel, expected, idle))
 
     def _silence_text(self, channel: ControlChannel, expected: MessageType, limit: float) -> str:
         peer = getattr(channel.transport, "peer", "?")
@@ -206,6 +218,17 @@ class TargetSession:
                     f"and no {expected.wire_name}, while the data path ran; ending the session")
         return (f"The requester ({peer}) sent nothing for {limit:g} s (--control-timeout) while the target was "
                 f"expecting a {expected.wire_name}; ending the session")
+
+    def _idle_text(self, channel: ControlChannel, expected: MessageType, idle: float) -> str:
+        peer = getattr(channel.transport, "peer", "?")
+        if self.data_path_running:
+            what = (f"no io message since its last one and no {expected.wire_name}" if self._io_in_data_path else
+                    f"no io message since the data path started and no {expected.wire_name}")
+        else:
+            what = f"no {expected.wire_name}"
+        return (f"The requester ({peer}) sent nothing for {idle:g} s (--idle-timeout): {what}. It may be stopped or "
+                f"hung, or only idle (nothing tells them apart: an idle requester sends nothing either); ending the "
+                f"session")
 
     def handle(self, msg: ControlMessage) -> ControlMessage:
         """The response to an in-order request (an ``error_response`` if it fails)."""
@@ -286,7 +309,8 @@ class TargetSession:
         if missing:
             raise StorageAppError(ErrorCode.BAD_STATE, f"missing RDMA connections (context/role): "
                                                        f"{', '.join(missing)}")
-        deadline = time.monotonic() + START_TIMEOUT
+        limit = max(START_TIMEOUT, float(self.config.control_timeout))
+        deadline = time.monotonic() + limit
         while not all(w.ready for w in self.workers):
             if self.abort.is_set():
                 raise _aborted()
@@ -296,7 +320,7 @@ class TargetSession:
             if time.monotonic() >= deadline:
                 waiting = [w.name for w in self.workers if not w.ready]
                 raise StorageAppError(ErrorCode.TIME_OUT, f"RDMA contexts of {', '.join(waiting)} did not reach "
-                                                          f"RUNNING within {START_TIMEOUT:.0f} s")
+                                                          f"RUNNING within {limit:g} s")
             self.abort.wait(0.01)
         for w in self.workers:
             w.start_data_path()

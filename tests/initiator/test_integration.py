@@ -220,6 +220,23 @@ def test_no_bridge_times_out(tmp_path: Path) -> None:
     assert "Traceback" not in res.err
 
 
+def test_each_control_response_is_awaited_for_control_timeout(plain: Path, bridge_factory: object,
+                                                             tmp_path: Path) -> None:
+    """Issue 35 item 25: each control response was awaited for a fixed 5 s (the reference's
+    ``default_control_timeout_seconds``) whatever ``--control-timeout`` said, so a service slowed by a
+    loaded machine failed the run ("no init_storage_response from the service within 5 s" in a run
+    given 10). Every control wait now follows ``--control-timeout``: here one above the old 5 s, so the
+    message says which bound applied."""
+    timeout = deadlines.product_timeout(6)  # above the old fixed 5 s on any machine
+    bridge: Bridge = bridge_factory(plain, "--hang-on", "init_storage_request")  # type: ignore[operator]
+    res = run_initiator(tmp_path, _initiator_argv(bridge, "read_throughput_test", "--control-timeout", str(timeout)),
+                        within=max(DEADLINE, deadlines.bound(timeout, starts=2)))
+    assert res.rc == 1, res.err
+    assert f"EXCEPTION: no init_storage_response from the service within {timeout} s (--control-timeout)" \
+        in res.err, res.err
+    assert "Traceback" not in res.err
+
+
 @pytest.mark.parametrize("bridge_option, wait_for", [
     (("--stall-after-ios", "30"), "stalled"),                      # during the data path
     (("--hang-on", "start_storage_request"), "hanging start_storage_request"),  # waiting for a response

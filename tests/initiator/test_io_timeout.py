@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from apps.initiator.control import STALLED_STOP_TIMEOUT
 from tests import deadlines
 
 from .test_integration import (DEADLINE, PHASES, Bridge, _initiator_argv, plain, bridge_factory,  # noqa: F401
@@ -23,11 +22,12 @@ def test_ios_without_a_response_time_out_and_the_session_still_ends(plain: Path,
     """The service answers 30 IOs, then none (but still its control requests): after
     ``--io-timeout`` the run fails naming the IOs; stop and shutdown are still performed, in bounded time.
     The time-out is short, and long enough that a loaded machine does not time out the first 30."""
-    io_timeout = deadlines.product_timeout(1)
+    io_timeout, control = deadlines.product_timeout(1), deadlines.product_timeout(10)
     bridge: Bridge = bridge_factory(plain, "--stall-after-ios", "30")  # type: ignore[operator]
     res = run_initiator(tmp_path, _initiator_argv(bridge, "read_throughput_test", "--run-limit-operation-count",
-                                                  "100000", "--io-timeout", str(io_timeout)),
-                        within=max(DEADLINE, deadlines.bound(io_timeout, STALLED_STOP_TIMEOUT, starts=2)))
+                                                  "100000", "--io-timeout", str(io_timeout),
+                                                  "--control-timeout", str(control)),
+                        within=max(DEADLINE, deadlines.bound(io_timeout, control, starts=2)))
     assert res.rc == 1, res.err
     assert f"IO(s) timed out: no response from the service within {io_timeout} s (--io-timeout): read of storage " \
         "offset " in res.err, res.err
@@ -67,13 +67,15 @@ def test_a_stopped_service_is_not_one_that_closed_the_connection(plain: Path, br
     and each worker names the IOs that never got their response."""
     # short, so the stop is found soon; long enough that a loaded machine does not make the service
     # look stopped before it is (tests/deadlines.py)
-    window, io_timeout = deadlines.product_timeout(1), deadlines.product_timeout(3)
+    window, io_timeout, control = deadlines.product_timeout(1), deadlines.product_timeout(3), \
+        deadlines.product_timeout(10)
     monkeypatch.setenv("DOCA_PY_COMCH_RETRY_WINDOW", str(window))
     bridge: Bridge = bridge_factory(plain, "--stop-after-ios", "30")  # type: ignore[operator]
     try:
         res = run_initiator(tmp_path, _initiator_argv(bridge, "read_throughput_test", "--run-limit-operation-count",
-                                                      "100000", "--io-timeout", str(io_timeout)),
-                            within=max(DEADLINE, deadlines.bound(window, io_timeout, STALLED_STOP_TIMEOUT, starts=2)))
+                                                      "100000", "--io-timeout", str(io_timeout),
+                                                      "--control-timeout", str(control)),
+                            within=max(DEADLINE, deadlines.bound(window, io_timeout, control, starts=2)))
     finally:
         bridge.proc.kill()
     assert res.rc == 1, res.err

@@ -22,6 +22,7 @@ from apps.initiator.plan import (
     strategy_io_kinds, strategy_steps, synthesize_expected,
 )
 from apps.initiator.report import JobResult, RunReport, build_json_report, format_normal_report
+from apps.initiator.worker import Worker
 from apps.common.errors import StorageAppError
 from apps.common.cli.manpages import APPS, build_manpage
 from apps.common.runtime.stats import RunStats, format_run_stats
@@ -280,16 +281,18 @@ def test_module_examples(name: str) -> None:
 
 def test_the_wait_for_stop_outlasts_the_bridges_stall_deadline() -> None:
     from apps.gga_offload.config import GgaOffloadConfig
-    from apps.initiator.config import IO_TIMEOUT_DEFAULT
-    from apps.initiator.control import RESPONSE_TIMEOUT, stop_response_timeout
+    from apps.initiator.config import IO_TIMEOUT_DEFAULT, InitiatorConfig
+    from apps.initiator.control import stop_response_timeout
     from apps.storage.runtime.service_control import STOP_DRAIN_MIN
 
     bridge_stall = GgaOffloadConfig.model_fields["target_io_timeout"].default
+    control = InitiatorConfig.model_fields["control_timeout"].default
     # The bridge answers stop within its stall deadline plus the drain's minimum: the initiator waits longer.
-    assert stop_response_timeout(IO_TIMEOUT_DEFAULT) > bridge_stall + STOP_DRAIN_MIN
-    assert stop_response_timeout(0) == IO_TIMEOUT_DEFAULT  # no IO deadline: still the default wait
-    assert stop_response_timeout(1) == RESPONSE_TIMEOUT
-    assert stop_response_timeout(30) == 30
+    assert stop_response_timeout(IO_TIMEOUT_DEFAULT, control) > bridge_stall + STOP_DRAIN_MIN
+    assert stop_response_timeout(0, control) == IO_TIMEOUT_DEFAULT  # no IO deadline: still the default wait
+    assert stop_response_timeout(1, control) == control  # never shorter than any control response's wait
+    assert stop_response_timeout(1, 20) == 20  # issue 35 item 25: --control-timeout, not a fixed 5 s
+    assert stop_response_timeout(30, control) == 30
 
 
 def test_help_says_what_a_user_meets() -> None:
@@ -342,3 +345,60 @@ def test_the_last_worker_finishing_as_the_lost_service_is_waited_on() -> None:
     finally:
         assert w.join(0)
     assert report.errors == ["the service closed the control connection during the run"]
+
+
+
+class _FailedTask:
+    def __init__(self, status: ErrorCode) -> None:
+        self.status = status
+
+    def get_status(self) -> ErrorCode:
+        return self.status
+
+
+def _worker_with_ios_in_flight(index: int) -> Worker:
+    """A worker (no thread, no DOCA objects) whose two transactions have a read in flight each."""
+    plans = plan_workers([index, index + 1], local_region_size=8 * 4096, capacity=8 * 4096,
+                         effective_block_size=4096, transaction_count=2, run_limit=100)
+    w = Worker(plans[index], steps=strategy_steps("read_throughput_test"), io_size=4096, dev=None,  # type: ignore[arg-type]
+               connection=None, region=memoryview(bytearray(8 * 4096)), expected=None,  # type: ignore[arg-type]
+               pin=False)
+    for k, txn in enumerate(w._txns):
+        txn.refs, txn.awaiting, txn.kind, txn.storage, txn.io_start_ns = 2, True, 1, 4096 * k, k
+    w._inflight_ios = len(w._txns)
+    w._running = True
+    return w
+
+
+def _send_failed(w: Worker, k: int, status: ErrorCode) -> None:
+    w._on_send_error(_FailedTask(status), w._txns[k], None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("where", ["same worker", "other worker"])
+def test_a_send_refused_as_the_connection_drops_does_not_hide_the_unanswered_ios(where: str) -> None:
+    """Issue 35 (a once-seen failure of test_a_stopped_service_is_not_one_that_closed_the_connection): the
+    transport drops a silent service's connection (its retry window ran out) and fails the sends it waited on
+    with IO_FAILED; a send the worker launched in that moment (a resubmitted one, or a new IO) fails with
+    NOT_CONNECTED instead, and its callback may come first. That NOT_CONNECTED used to stop the worker as a
+    plain send failure ("producer send of transaction 1 failed: NOT_CONNECTED"), so the IO_FAILED that
+    followed, in this worker or another, no longer named its IOs as unanswered."""
+    w = _worker_with_ios_in_flight(0)
+    try:
+        _send_failed(w, 1, ErrorCode.NOT_CONNECTED)
+        if where == "same worker":
+            _send_failed(w, 0, ErrorCode.IO_FAILED)
+        else:
+            other = _worker_with_ios_in_flight(1)
+            try:
+                _send_failed(other, 0, ErrorCode.IO_FAILED)
+                assert other.unanswered
+            finally:
+                assert other.join(0)
+            w.finished.set()
+            w.name_unanswered()
+    finally:
+        assert w.join(0)
+    assert w.unanswered, w.error
+    assert w.error is not None and w.error.startswith(
+        "worker 0 (cpu 0): 2 IO(s) timed out: the service did not answer within the comch retry window (the "
+        "connection was dropped)"), w.error

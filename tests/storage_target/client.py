@@ -7,9 +7,9 @@
   one io_control + one io_data RDMA context per core, an RDMA-exported region the target
   reads and writes, and io messages sent / answered over the io_control connection.
 
-As a child process (``python -m tests.storage_target.client PORT CORES``) the requester
-runs a whole session up to some io, prints ``ready`` and then waits on stdin forever: the
-test kills it to simulate a client that dies mid-run.
+As a child process (``python -m tests.storage_target.client PORT CORES [--no-io]``) the requester
+runs a whole session up to some io (none with ``--no-io``), prints ``ready`` and then waits on stdin
+forever: the test kills or stops it to simulate a client that dies or hangs mid-run.
 
 Every wait is bounded by :data:`DEADLINE`; nothing sleeps.
 """
@@ -317,11 +317,12 @@ class Requester:
         self.dev.close()
 
 
-def _child(port: int, cores: int) -> int:
-    """Set a session up, do one read per core, print ``ready`` and wait to be killed."""
+def _child(port: int, cores: int, io: bool = True) -> int:
+    """Set a session up, do one read per core (none with *io* false: an idle session, as the gga bridge's
+    with its parity target in a read-only run), print ``ready`` and wait to be killed."""
     req = Requester(port, cores=cores)
     details = req.setup()
-    for i in range(cores):
+    for i in range(cores if io else 0):
         assert req.read(i, 0, 0, details.block_size) == 0
     print("ready", flush=True)
     sys.stdin.readline()
@@ -330,4 +331,4 @@ def _child(port: int, cores: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(int(sys.argv[1]), int(sys.argv[2])))
+    sys.exit(_child(int(sys.argv[1]), int(sys.argv[2]), io="--no-io" not in sys.argv[3:]))

@@ -17,8 +17,9 @@ pytestmark = pytest.mark.multiprocess
 
 PROGRESS = "progress: "
 CONTROL_TIMEOUT = 10.0  # what apps.topology.start gives every process
-STOP_WAIT = 1.0
-"""What the initiator gives the stop request once its IOs timed out (then it skips the shutdown)."""
+STOP_WAIT = CONTROL_TIMEOUT
+"""What the initiator gives the stop request once its IOs timed out (its --control-timeout; then it skips
+the shutdown)."""
 
 
 def _ending() -> float:
