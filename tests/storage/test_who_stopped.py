@@ -1,7 +1,9 @@
 """Words that name who stopped (issue 35 item 21).
 
 * A bridge whose initiator stopped answering (a comch send to it failed with ``IO_FAILED``: the transport's
-  retry window ran out) says so; it used to say "the initiator closed the comch connection".
+  retry window ran out) says so; it used to say "the initiator closed the comch connection". It waits for
+  its workers' word as long as they take (tests/storage/test_initiator_evidence.py: a real worker held
+  back); should one never run, it says the cause is unknown rather than guess.
 * A process that was itself stopped notices it (`apps.common.runtime.stall`): a loop that comes round far
   later than its interval did not run in between, and a message blaming a peer soon after says so.
 
@@ -14,13 +16,14 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from apps.common.runtime import stall
 from apps.storage.runtime.service_control import (
-    INITIATOR_GONE_TEXT, INITIATOR_UNANSWERED_TEXT, BridgeControl, InitiatorGone,
+    INITIATOR_GONE_TEXT, INITIATOR_LOST_TEXT, INITIATOR_UNANSWERED_TEXT, BridgeControl, InitiatorGone,
 )
 
 
@@ -88,7 +91,16 @@ class _Comch:
 
 @dataclass
 class _Worker:
+    """A worker whose every progress round since the drop has run (*behind*: it never runs again)."""
     initiator_unanswered: bool = False
+    behind: bool = False
+    name: str = "worker 0 (cpu 0)"
+
+    def progress_mark(self) -> int:
+        return 1
+
+    def progressed_past(self, mark: int) -> bool:
+        return not self.behind
 
 
 @dataclass
@@ -96,6 +108,7 @@ class _Bridge(BridgeControl[Any]):
     comch: Any = field(default_factory=_Comch)
     workers: list[Any] = field(default_factory=list)
     abort: threading.Event = field(default_factory=threading.Event)
+    config: Any = field(default_factory=lambda: SimpleNamespace(control_timeout=30))
 
 
 @pytest.mark.parametrize("how", ["data path send", "control send"])
@@ -114,5 +127,16 @@ def test_an_initiator_that_stopped_answering_is_not_said_to_have_closed(how: str
 def test_an_initiator_that_closed_is_said_to_have_closed() -> None:
     bridge = _Bridge(workers=[_Worker()])
     with pytest.raises(InitiatorGone) as info:
-        bridge._check_initiator()  # waits briefly for the workers' word, then: nothing failed, it closed
+        bridge._check_initiator()  # every worker ran since the drop and none had a send fail: it closed
     assert str(info.value).startswith(INITIATOR_GONE_TEXT) and not info.value.unanswered
+
+
+def test_a_worker_that_never_reports_leaves_the_cause_unknown_not_guessed() -> None:
+    bridge = _Bridge(workers=[_Worker(), _Worker(behind=True, name="worker 1 (cpu 3)")],
+                     config=SimpleNamespace(control_timeout=0))  # the safety net fires at once
+    with pytest.raises(InitiatorGone) as info:
+        bridge._check_initiator()
+    assert str(info.value) == (f"{INITIATOR_LOST_TEXT}; whether the initiator closed it or stopped answering is "
+                               f"unknown: worker 1 (cpu 3) did not run its progress engine within 0 s "
+                               f"(--control-timeout) to report its sends to the initiator")
+    assert not info.value.unanswered

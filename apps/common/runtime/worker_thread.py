@@ -89,6 +89,9 @@ class WorkerThread:
         self._running = False  # the data path accepts work
         self._pe: d.Pe | None = None
         self.error: str | None = None
+        #: `_step` rounds completed (written by the worker thread only; others read it, see
+        #: ``BridgeWorkerThread.progress_mark``).
+        self.rounds = 0
         register(self)  # sampled by live statistics (apps.common.runtime.live_stats) while it lives
 
     @property
@@ -185,6 +188,7 @@ class WorkerThread:
                 if self._exit:
                     break
                 self._step()
+                self.rounds += 1
         except Exception as exc:  # noqa: BLE001 - a worker must never take the process down
             log.exception("%s failed", self.name)
             self.error = self.error or f"{type(exc).__name__}: {exc}"

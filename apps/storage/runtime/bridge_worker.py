@@ -117,6 +117,19 @@ class BridgeWorkerThread(WorkerThread, Generic[S]):
         """Allocate the tasks (answers go to *remote_consumer_id*) and post every receive."""
         self._call(lambda: self._start_data_path(remote_consumer_id), None, "start its data path")
 
+    def progress_mark(self) -> int:
+        """A mark for :meth:`progressed_past`, taken now by the control thread.
+
+        Every round of the worker's loop (and of a stop's drain) runs at least one whole ``Pe.progress()``
+        (when it has a Pe), which delivers every completion its Pe held when it began: the round after the one under way now
+        began after now, so two rounds on, whatever the Pe held now has reached the worker's callbacks."""
+        return self.rounds + 2
+
+    def progressed_past(self, mark: int) -> bool:
+        """Whether the worker delivered every completion its Pe held when *mark* was taken (or its thread
+        has ended: it will deliver nothing more)."""
+        return self.rounds >= mark or not self.alive
+
     def stop_data_path(self, drain_timeout: float) -> None:
         """Stop taking requests, let those in flight be answered (≤ *drain_timeout*), destroy
         the comch consumer and producer (the initiator waits for them to expire)."""
@@ -190,6 +203,7 @@ class BridgeWorkerThread(WorkerThread, Generic[S]):
                 else:
                     self.pe_misses += 1
                     self._sleep(RETRY_SLEEP if self._retry or self._blocked else DATA_SLEEP)
+                self.rounds += 1
         # The reference destroys the comch producer/consumer at stop: the initiator waits for
         # the consumer to expire before it shuts down.
         self._close_comch()

@@ -45,7 +45,7 @@ from apps.common.runtime.stall import LoopClock, describe_stall, stall_note
 from apps.common.runtime.stats import WorkerStats, format_worker_stats
 
 __all__ = ["ABORTED_TEXT", "DRAIN_TIMEOUT", "STOP_DRAIN_MIN", "ABORT_DRAIN_TIMEOUT", "TICK", "Printer", "TargetFailure",
-           "InitiatorGone", "INITIATOR_GONE_TEXT", "INITIATOR_UNANSWERED_TEXT", "aborted",
+           "InitiatorGone", "INITIATOR_GONE_TEXT", "INITIATOR_UNANSWERED_TEXT", "INITIATOR_LOST_TEXT", "aborted",
            "BridgeWorker", "BridgeControl", "open_host_representor", "serve_session"]
 
 Printer = Callable[[str], None]
@@ -77,9 +77,8 @@ INITIATOR_GONE_TEXT = "the initiator closed the comch connection"
 INITIATOR_UNANSWERED_TEXT = ("the initiator stopped answering: a comch send to it failed with IO_FAILED once the "
                              "transport's retry window ran out (it is stopped, hung or cut off), and the connection "
                              "was dropped")
-EVIDENCE_WAIT = 0.5
-"""Seconds the control thread waits, once the initiator's connection is gone, for the workers to report
-how (their send to the initiator failing with IO_FAILED arrives on their own progress engines)."""
+INITIATOR_LOST_TEXT = "the initiator's comch connection was dropped"
+"""The start of the message when the bridge cannot tell how (a worker did not run within ``--control-timeout``)."""
 
 
 class InitiatorGone(StorageAppError):
@@ -87,8 +86,11 @@ class InitiatorGone(StorageAppError):
     bridge must end. *unanswered*: it was dropped because the initiator did not answer, not closed
     by it; *note* is appended (a stop of this process just before, `stall_note`)."""
 
-    def __init__(self, detail: str = "", *, unanswered: bool = False, note: str = "") -> None:
+    def __init__(self, detail: str = "", *, unanswered: bool = False, note: str = "", undetermined: str = "") -> None:
         text = INITIATOR_UNANSWERED_TEXT if unanswered else INITIATOR_GONE_TEXT
+        if undetermined and not unanswered:  # the evidence never came in: say so, blame nobody
+            text = f"{INITIATOR_LOST_TEXT}; whether the initiator closed it or stopped answering is unknown: " \
+                   f"{undetermined}"
         super().__init__(ErrorCode.CONNECTION_RESET, text + (f" ({detail})" if detail else "") + note)
         self.unanswered = unanswered
 
@@ -113,6 +115,10 @@ class BridgeWorker(Protocol):
 
     @property
     def initiator_unanswered(self) -> bool: ...
+
+    def progress_mark(self) -> int: ...
+
+    def progressed_past(self, mark: int, /) -> bool: ...
 
     def not_ready(self) -> list[str]: ...
 
@@ -213,14 +219,34 @@ class BridgeControl(Generic[W]):
         """Why the initiator's connection went away, as far as this bridge can tell: it did not answer (a
         comch send to it, control or data path, failed with ``IO_FAILED``), or it closed the connection;
         with a note when this bridge had itself just been stopped (its sends then went unanswered because
-        of its own pause)."""
-        deadline = time.monotonic() + (EVIDENCE_WAIT if self.workers else 0.0)
+        of its own pause).
+
+        Called once the loss was seen. The transport fails what waited for the initiator before it reports
+        the loss: the control channel's sends on this thread's Pe ahead of the disconnect event, the workers'
+        on their own Pes before it posts that event (the emulated and libdoca comch, ``die``). So the answer
+        is certain once every worker has run a whole ``Pe.progress()`` begun after now
+        (`BridgeWorkerThread.progress_mark`), however long the machine makes that take; ``--control-timeout``
+        bounds the wait only in case a worker hangs, and then the message says the cause is unknown."""
+        marks = [(w, w.progress_mark()) for w in self.workers]
+        deadline = time.monotonic() + self.timeout
+        clock = LoopClock(TICK / 5)
         while True:
-            unanswered = self.comch.unanswered or any(w.initiator_unanswered for w in self.workers)
-            if unanswered or time.monotonic() >= deadline:
-                break
+            if self.comch.unanswered or any(w.initiator_unanswered for w in self.workers):
+                return InitiatorGone(unanswered=True, note=stall_note())
+            behind = [w.name for w, mark in marks if not w.progressed_past(mark)]
+            if not behind:
+                return InitiatorGone(note=stall_note())
+            stall = clock.tick()
+            if stall:  # this process did not run: neither did its workers
+                deadline += stall
+            if self.abort.is_set():
+                return InitiatorGone(undetermined=f"the wait for {', '.join(behind)} to report was aborted",
+                                     note=stall_note())
+            if time.monotonic() >= deadline:
+                return InitiatorGone(undetermined=f"{', '.join(behind)} did not run its progress engine within "
+                                                  f"{self.timeout:g} s (--control-timeout) to report its sends to "
+                                                  f"the initiator", note=stall_note())
             self.abort.wait(TICK / 5)
-        return InitiatorGone(unanswered=unanswered, note=stall_note())
 
     def _relay_idle(self) -> None:
         """One idle step of a relay (the bridge waits for its target(s)): keep the comch PE
