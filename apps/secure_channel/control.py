@@ -27,18 +27,20 @@ from .config import SecureChannelConfig
 from .wire import Metadata, MsgType, pack_metadata, parse_metadata
 from .worker import ConsumerThread, ProducerThread, ThreadResult
 
-__all__ = ["SERVER_NAME", "PeerMessages", "run", "sc_start", "statistics_lines", "LINGER", "LOSS_GRACE"]
+__all__ = ["SERVER_NAME", "PeerMessages", "run", "sc_start", "statistics_lines", "LINGER", "LOSS_GRACE", "LOSS_TIMEOUT"]
 
 SERVER_NAME = "secure_channel_server"
 """The comch server name (``SERVER_NAME`` of the C app)."""
 LINGER = 10.0
 """Seconds the DPU waits, after ``END``, for the host to disconnect."""
 LOSS_GRACE = 2.0
-"""Seconds the main thread keeps progressing the comch channel after a fast-path thread failed while the
-connection still looked up. A thread may learn of a lost peer first (its producer or consumer refused on
-a connection DOCA already tore down, a task flushed) while the loss waits in the channel's progress engine:
-DOCA reports a connection's state only through progress, so the loss, not the thread's symptom, is then
-the failure to report."""
+"""Seconds the main thread keeps progressing the comch channel after a fast-path thread failed for a reason
+of its own while the connection still looked up: should the connection go meanwhile, the loss is reported."""
+LOSS_TIMEOUT = 30.0
+"""Seconds the main thread waits at most for the comch channel to report the loss of a connection a
+fast-path thread already met (`ThreadResult.lost`): the transport reports the loss on the channel's progress
+engine only after it failed the thread's tasks, and on a loaded machine that may come much later than a
+grace; this bound is only a safety net, after which the message says what was seen."""
 
 log = logging.getLogger("apps.secure_channel")
 
@@ -100,9 +102,9 @@ def _check(channel: ComchChannel, peer: PeerMessages, abort: threading.Event, wh
     channel.check()
 
 
-def _await_loss(channel: ComchChannel) -> None:
-    """Progress *channel* until it reports a lost connection, for at most `LOSS_GRACE` seconds."""
-    deadline = time.monotonic() + LOSS_GRACE
+def _await_loss(channel: ComchChannel, within: float) -> None:
+    """Progress *channel* until it reports a lost connection, for at most *within* seconds."""
+    deadline = time.monotonic() + within
     while channel.connected and time.monotonic() < deadline:
         channel.progress(POLL_INTERVAL)
 
@@ -110,15 +112,20 @@ def _await_loss(channel: ComchChannel) -> None:
 def _thread_failure(channel: ComchChannel, producer: ProducerThread,
                     consumer: ConsumerThread) -> StorageAppError | None:
     """The first thread's failure; a thread that failed because the peer went away says so only
-    indirectly, so then the peer's departure is the failure."""
+    indirectly, so then the peer's departure is the failure: the channel reports it, as late as the
+    machine makes it (`LOSS_TIMEOUT` as a safety net)."""
     for result, what in ((producer.result, "Send"), (consumer.result, "Receive")):
         if result.error is not None:
-            _await_loss(channel)
+            _await_loss(channel, LOSS_TIMEOUT if result.lost else LOSS_GRACE)
             if not channel.connected:
                 # a fast-path task that failed with IO_FAILED tells a stopped peer from one that left
                 channel.unanswered = channel.unanswered or producer.result.unanswered or consumer.result.unanswered
                 return channel.peer_closed()
-            return StorageAppError(ErrorCode.BAD_STATE, f"{what} thread finished unsuccessfully: {result.error}")
+            text = f"{what} thread finished unsuccessfully: {result.error}"
+            if result.lost:
+                text += f" (the comch connection looked lost to it, but the channel did not report a loss within " \
+                        f"{LOSS_TIMEOUT:g} s)"
+            return StorageAppError(ErrorCode.BAD_STATE, text)
     return None
 
 

@@ -29,8 +29,12 @@ from doca_py.comch import (ComchConnection, ComchConsumer, ComchConsumerTaskPost
 from doca_py.errors import DocaAgain, DocaError, DocaInvalidValue, ErrorCode
 
 __all__ = ["MAX_FASTPATH_TASKS", "FastPathState", "ThreadResult", "ProducerThread", "ConsumerThread",
-           "message_pattern", "STOP_TIMEOUT"]
+           "message_pattern", "STOP_TIMEOUT", "LOSS_CODES"]
 
+LOSS_CODES = frozenset({ErrorCode.CONNECTION_RESET, ErrorCode.NOT_CONNECTED, ErrorCode.CONNECTION_ABORTED,
+                        ErrorCode.IO_FAILED})
+"""What a task or a call fails with when the comch connection is gone (creating a producer or consumer on
+it: also ``BAD_STATE``, "the comch connection is not established")."""
 MAX_FASTPATH_TASKS = 1024
 """Most producer or consumer tasks in flight (the C app's ``MAX_FASTPATH_TASKS``)."""
 STOP_TIMEOUT = 10.0
@@ -64,6 +68,10 @@ class ThreadResult:
     unanswered: bool = False
     """Whether a task failed with ``IO_FAILED``: the peer did not answer within the transport's retry
     window (it stopped or hangs) and the connection was dropped."""
+    lost: bool = False
+    """Whether the failure is a symptom of the connection's loss (`LOSS_CODES`: a task failed, or the
+    connection refused the thread's producer or consumer): the loss is certain, and the comch channel's
+    progress engine reports it, however late."""
 
     @property
     def elapsed_ms(self) -> float:
@@ -106,6 +114,8 @@ class _FastPath:
                 self.result.error = f"{self.kind} datapath failed"
         except Exception as exc:  # noqa: BLE001 - reported by the main thread
             self.result.error = str(exc) if isinstance(exc, DocaError) else f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, DocaError) and (exc.code in LOSS_CODES or exc.code == ErrorCode.BAD_STATE):
+                self.result.lost = True  # the connection refused the producer / consumer, or a call on it
         finally:
             if self.result.end == 0.0:
                 self.result.end = time.perf_counter()
@@ -124,10 +134,12 @@ class _FastPath:
         mm.add_dev(self.dev)
         mm.start()
 
-    def _fail(self, text: str) -> None:
+    def _fail(self, text: str, *, lost: bool = False) -> None:
+        """The thread failed (*lost*: because the connection is gone)."""
         if self.state is not FastPathState.ERROR:
             self.state = FastPathState.ERROR
             self.result.error = text
+            self.result.lost = lost
 
     def _poll(self, pe: d.Pe, busy: bool = False) -> None:
         if self.stop.is_set():
@@ -173,7 +185,7 @@ class ProducerThread(_FastPath):
             self._retry.append(task)
         except DocaError as exc:
             task.free()
-            self._fail(f"failed to submit producer send task: {exc}")
+            self._fail(f"failed to submit producer send task: {exc}", lost=exc.code in LOSS_CODES)
 
     def _sent(self, task: ComchProducerTaskSend, user_data: Any, ctx_user_data: Any) -> None:
         if self.state is not FastPathState.IN_PROGRESS:
@@ -194,7 +206,7 @@ class ProducerThread(_FastPath):
         if status is ErrorCode.IO_FAILED:
             self.result.unanswered = True
         if self.state is FastPathState.IN_PROGRESS:  # flushed tasks after the end are expected
-            self._fail(f"received a producer send task completion error: {status.name}")
+            self._fail(f"received a producer send task completion error: {status.name}", lost=status in LOSS_CODES)
 
     def _run(self) -> None:
         with d.Pe() as pe, d.Mmap() as mm, d.BufInventory(1) as inv:
@@ -279,7 +291,7 @@ class ConsumerThread(_FastPath):
         except DocaError as exc:
             task.free()
             buf.dec_refcount()
-            self._fail(f"failed to resubmit post_recv task: {exc}")
+            self._fail(f"failed to resubmit post_recv task: {exc}", lost=exc.code in LOSS_CODES)
 
     def _recv_failed(self, task: ComchConsumerTaskPostRecv, user_data: Any, ctx_user_data: Any) -> None:
         status = task.get_status()
@@ -289,7 +301,7 @@ class ConsumerThread(_FastPath):
         if status is ErrorCode.IO_FAILED:
             self.result.unanswered = True
         if self.state is FastPathState.IN_PROGRESS:  # flushed receives after the end are expected
-            self._fail(f"received a consumer post recv completion error: {status.name}")
+            self._fail(f"received a consumer post recv completion error: {status.name}", lost=status in LOSS_CODES)
 
     def _run(self) -> None:
         with d.Pe() as pe, d.Mmap() as mm, d.BufInventory(self.n_tasks) as inv:
@@ -309,7 +321,7 @@ class ConsumerThread(_FastPath):
     def _receive_all(self, pe: d.Pe, consumer: ComchConsumer, mm: d.Mmap, inv: d.BufInventory) -> None:
         while consumer.get_state() is not d.CtxState.RUNNING:
             if consumer.get_state() is d.CtxState.IDLE:
-                self._fail("the consumer stopped while starting (the comch connection went away)")
+                self._fail("the consumer stopped while starting (the comch connection went away)", lost=True)
                 return
             self._poll(pe)
             if self.state is FastPathState.ERROR:

@@ -167,6 +167,72 @@ def test_a_thread_that_meets_the_lost_connection_first_reports_the_loss() -> Non
     assert str(failure) == "the comch client closed the connection" and channel.progressed == 1
 
 
+class _Clock:
+    """``time`` for `apps.secure_channel.control`, moved only by the channel's progress."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class _SlowLoss(_DroppedChannel):
+    """A loaded machine: each progress of the channel takes *step* seconds, and the transport, which failed
+    the thread's task first, posts the loss to the channel's engine only *late* seconds later."""
+
+    def __init__(self, clock: _Clock, step: float, late: float) -> None:
+        self.connected = True  # type: ignore[misc]
+        self.clock = clock
+        self.step = step
+        self.lost_at = clock.now + late
+
+    def progress(self, timeout: float = 0.0) -> bool:
+        self.clock.now += self.step
+        if self.clock.now >= self.lost_at:
+            self.connected = False  # type: ignore[misc]
+        return True
+
+
+@pytest.mark.parametrize("status", ["CONNECTION_RESET", "IO_FAILED"])
+def test_a_loss_a_thread_met_is_reported_however_late_the_channel_learns_it(
+        monkeypatch: pytest.MonkeyPatch, status: str) -> None:
+    """A thread's task failed because the connection is gone; the loss reaches the channel's progress engine
+    only after the 2 s grace the main thread used to give it (a loaded machine): it used to report the
+    thread's symptom ("Send thread finished unsuccessfully: ...") instead of the peer's departure."""
+    from types import SimpleNamespace
+
+    from apps.secure_channel import control
+
+    clock = _Clock()
+    monkeypatch.setattr(control, "time", clock)
+    channel = _SlowLoss(clock, step=0.5, late=3 * control.LOSS_GRACE)
+    producer = SimpleNamespace(result=ThreadResult(error=f"received a producer send task completion error: {status}",
+                                                   unanswered=status == "IO_FAILED", lost=True))
+    consumer = SimpleNamespace(result=ThreadResult())
+    failure = control._thread_failure(channel, producer, consumer)  # type: ignore[arg-type]
+    if status == "IO_FAILED":
+        assert str(failure).startswith("the comch client did not answer within the retry window"), str(failure)
+    else:
+        assert str(failure) == "the comch client closed the connection"
+
+
+def test_a_loss_that_never_reaches_the_channel_is_said_as_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from apps.secure_channel import control
+
+    clock = _Clock()
+    monkeypatch.setattr(control, "time", clock)
+    channel = _SlowLoss(clock, step=1.0, late=float("inf"))
+    producer = SimpleNamespace(result=ThreadResult(error="received a producer send task completion error: "
+                                                         "CONNECTION_RESET", lost=True))
+    failure = control._thread_failure(channel, producer, SimpleNamespace(result=ThreadResult()))  # type: ignore[arg-type]
+    assert str(failure) == ("Send thread finished unsuccessfully: received a producer send task completion error: "
+                            "CONNECTION_RESET (the comch connection looked lost to it, but the channel did not "
+                            f"report a loss within {control.LOSS_TIMEOUT:g} s)")
+
+
 def test_a_thread_failure_on_a_connection_that_stays_up_is_the_thread_s(monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
