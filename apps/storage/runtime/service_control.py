@@ -223,7 +223,8 @@ class BridgeControl(Generic[W]):
 
         Called once the loss was seen. The transport fails what waited for the initiator before it reports
         the loss: the control channel's sends on this thread's Pe ahead of the disconnect event, the workers'
-        on their own Pes before it posts that event (the emulated and libdoca comch, ``die``). So the answer
+        on their own Pes before it posts that event (doca_py's comch, emulated and served as libdoca:
+        ``EmuComchConnection.die``). So the answer
         is certain once every worker has run a whole ``Pe.progress()`` begun after now
         (`BridgeWorkerThread.progress_mark`), however long the machine makes that take; ``--control-timeout``
         bounds the wait only in case a worker hangs, and then the message says the cause is unknown."""
