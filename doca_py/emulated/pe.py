@@ -34,11 +34,17 @@ from ..types import PeEventMode
 from . import strict, trace
 from . import version as emu_version
 
-__all__ = ["EmuPe", "Lane", "pe_create", "SHUFFLED"]
+__all__ = ["EmuPe", "Lane", "pe_create", "SHUFFLED", "QUIET"]
 
 #: Functions whose queue items may be reordered by shuffling, each with whether an item whose task has
 #: no lane may move (engine work: yes; a transport launch without a queue: no, it keeps its place).
 SHUFFLED: dict[Callable[[Any], object], bool] = {}
+
+#: Work items that are no progress in DOCA's sense by themselves: ``doca_pe_progress`` returns 1 for a
+#: task completion, an event or a ctx state transition, not for work a task started. ``True``: a task's
+#: launch (the item's argument), progress only when it completed the task at once; ``False``: internal
+#: work that never is (a transport's flush, a poll nudge).
+QUIET: dict[Callable[[Any], object], bool] = {}
 
 
 class Lane:
@@ -131,21 +137,24 @@ class EmuPe:
         if not n:
             return polled
         self.running = True
+        made = polled
         try:
             if n > 1 and strict.SHUFFLE:
-                self._run_shuffled(n)
+                made = self._run_shuffled(n) or made
             else:
                 # Only the items present now: callbacks that resubmit wait for the next progress.
                 pop = q.popleft
                 for _ in _repeat(None, n):
                     fn, arg = pop()
                     fn(arg)
+                    if not made:
+                        made = _made_progress(fn, arg)
         except BaseException as exc:
             if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
             raise
         finally:
             self.running = False
-        return True
+        return made
 
     def _poll(self) -> bool:
         """Let the transports' rings deliver what their peers published (callbacks may run)."""
@@ -164,16 +173,20 @@ class EmuPe:
                                  "first progressed it")
         self.owner = threading.get_ident()
 
-    def _run_shuffled(self, n: int) -> None:
+    def _run_shuffled(self, n: int) -> bool:
         pop = self.ready.popleft
         batch = [pop() for _ in range(n)]
         items = _interleave(batch)
+        made = False
         for k, (fn, arg) in enumerate(items):
             try:
                 fn(arg)
             except BaseException:
                 self.ready.extendleft(reversed(items[k + 1:]))  # the rest runs on the next progress
                 raise
+            if not made:
+                made = _made_progress(fn, arg)
+        return made
 
     def get_notification_handle(self) -> int:
         return self.efd
@@ -208,6 +221,14 @@ class EmuPe:
             raise DocaInUse(f"{len(self.ctxs)} ctx(s) are still connected to this progress engine")
         os.close(self.efd)
         self.efd = -1
+
+
+def _made_progress(fn: Callable[[Any], object], arg: Any) -> bool:
+    """Whether running the item ``fn(arg)`` was progress as ``doca_pe_progress`` counts it (:data:`QUIET`)."""
+    launch = QUIET.get(fn)
+    if launch is None:
+        return True
+    return launch and not arg.inflight
 
 
 def _item_key(fn: Callable[[Any], object], arg: Any, i: int) -> tuple[int, int]:

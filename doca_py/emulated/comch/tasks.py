@@ -18,7 +18,7 @@ from .. import strict
 from ..buf import EmuBuf
 from ..ctx import EmuTask, TaskPool, complete_task
 from ..mmap import EmuMmap, reachable
-from ..pe import EmuPe, Lane
+from ..pe import QUIET, EmuPe, Lane
 from .wire import (
     HDR,
     HDR_SIZE,
@@ -120,6 +120,9 @@ def flush_credits(c: ConsumerSide) -> None:
         conn.enq += HDR_SIZE
     conn.flush()
 
+
+# Internal work: no progress in doca_pe_progress's sense (the completions they lead to are).
+QUIET.update({flush_ctx: False, flush_credits: False})
 
 class Remote:
     """A consumer of the peer, as this side's producers see it: receive credits, and the
