@@ -104,8 +104,8 @@ class Pe(DocaObject):
     def wait(self, timeout: float | None = None, *, extra_fds: Sequence[int] | None = None) -> bool | list[int]:
         """``doca_pe_progress``, sleeping on the notification handle up to *timeout* seconds if idle.
 
-        Returns whether progress was made (as [`progress`][doca_py.pe.Pe.progress]). With *extra_fds* (file descriptors such as a worker's
-        wake-up eventfd) the sleep also ends when one of them is readable, and the result is
+        Returns whether progress was made (as [`progress`][doca_py.pe.Pe.progress]). With *extra_fds* (file
+        descriptors such as a worker's wake-up eventfd) the sleep also ends when one of them is readable, and the result is
         the list of those that are (empty when only completions, or nothing, ended it); the
         caller drains them. Either way the completions that ended the sleep have run.
         """

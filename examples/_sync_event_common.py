@@ -29,7 +29,7 @@ from typing import Any
 
 import doca_py as d
 from doca_py.comch import ComchClient, ComchConnection, ComchServer, ComchTaskSend
-from doca_py.errors import DocaBadState, DocaInvalidValue, DocaNotSupported, DocaTimeout, DocaUnknown
+from doca_py.errors import DocaBadState, DocaInvalidValue, DocaPyError, DocaNotSupported, DocaTimeout, DocaUnknown
 
 from _common import SLEEP_IN_SECONDS, open_doca_device_rep_with_pci, open_doca_device_with_pci
 
@@ -194,6 +194,16 @@ def sync_event_async_task_submit(se_rt_objs: SyncEventRuntimeObjects, se_task: d
         timeout -= SLEEP_IN_NANOS
     if se_rt_objs.se_task_result != d.ErrorCode.SUCCESS:
         raise DocaUnknown("Failed to execute set task for sync event")  # the error callback's status
+
+
+def free_task(se_task: d.Task) -> None:
+    """``doca_task_free`` after ``sync_event_async_task_submit``, whatever its result (as the C does). A
+    task still in flight (its wait timed out) cannot be freed: it stays DOCA's, and the teardown's stop
+    flushes it."""
+    try:
+        se_task.free()
+    except DocaPyError as exc:
+        log.error("Failed to free the sync event task: %s", exc)
 
 
 # -- comch: the exported event travels from one side to the other ---------------------------------------

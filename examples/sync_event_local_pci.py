@@ -35,7 +35,8 @@ import doca_py as d
 from doca_py.comch import ComchConnection
 
 from _common import run_sample, setup_logging
-from _sync_event_common import (UINT64_MAX, SyncEventConfig, SyncEventRuntimeObjects, config_from_args, open_devices,
+from _sync_event_common import (UINT64_MAX, SyncEventConfig, SyncEventRuntimeObjects, config_from_args, free_task,
+                                open_devices,
                                 progress_comch_sends, sync_event_async_task_submit, sync_event_cc_handshake,
                                 sync_event_cc_send, sync_event_config_validate, sync_event_params_register,
                                 sync_event_start_async, sync_event_tear_down)
@@ -94,20 +95,26 @@ def se_communicate_async(se_cfg: SyncEventConfig, se_rt_objs: SyncEventRuntimeOb
     log.info("Signaling sync event for remote side")
     if se_cfg.is_update_atomic:
         notify_add_task = se_ctx.task_notify_add_alloc_init(1, user_data=user_data)
-        sync_event_async_task_submit(se_rt_objs, notify_add_task)
-        # The C passes &fetched to the alloc; DOCA writes it at completion (doca_py reads it from the task).
-        log.info("Added 1 to the sync event, which held %d", notify_add_task.get_fetched_val())
-        notify_add_task.free()
+        try:
+            sync_event_async_task_submit(se_rt_objs, notify_add_task)
+            # The C passes &fetched to the alloc; DOCA writes it at completion (doca_py reads it from the task).
+            log.info("Added 1 to the sync event, which held %d", notify_add_task.get_fetched_val())
+        finally:
+            free_task(notify_add_task)
     else:
         notify_set_task = se_ctx.task_notify_set_alloc_init(se_value, user_data=user_data)
-        sync_event_async_task_submit(se_rt_objs, notify_set_task)
-        notify_set_task.free()
+        try:
+            sync_event_async_task_submit(se_rt_objs, notify_set_task)
+        finally:
+            free_task(notify_set_task)
         log.info("Set the sync event to %d", se_value)
     se_value += 1
     wait_eq_task = se_ctx.task_wait_eq_alloc_init(se_value, UINT64_MAX, user_data=user_data)
     log.info("Waiting for sync event to be signaled from remote side (value %d)", se_value)
-    sync_event_async_task_submit(se_rt_objs, wait_eq_task)
-    wait_eq_task.free()
+    try:
+        sync_event_async_task_submit(se_rt_objs, wait_eq_task)
+    finally:
+        free_task(wait_eq_task)
     log.info("Done")
 
 

@@ -33,8 +33,8 @@ from doca_py.errors import DocaTimeout
 
 from _common import SLEEP_IN_SECONDS, run_sample, setup_logging
 from _sync_event_common import (SYNC_EVENT_CC_MAX_MSG_SIZE, SYNC_EVENT_CC_TIMEOUT_SEC, UINT64_MAX, SyncEventConfig,
-                                SyncEventRuntimeObjects, config_from_args, open_devices, sync_event_async_task_submit,
-                                sync_event_cc_handshake, sync_event_config_validate, sync_event_params_register,
+                                SyncEventRuntimeObjects, config_from_args, free_task, open_devices,
+                                sync_event_async_task_submit, sync_event_cc_handshake, sync_event_config_validate, sync_event_params_register,
                                 sync_event_start_async, sync_event_tear_down)
 
 log = setup_logging("SYNC_EVENT::SAMPLE")
@@ -94,23 +94,32 @@ def se_communicate_async(se_cfg: SyncEventConfig, se_rt_objs: SyncEventRuntimeOb
     user_data = 0
     se_value = 1
     wait_eq_task = se_ctx.task_wait_eq_alloc_init(se_value, UINT64_MAX, user_data=user_data)
-    log.info("Waiting for sync event to be signaled from remote side (value %d)", se_value)
-    sync_event_async_task_submit(se_rt_objs, wait_eq_task)
-    se_value += 1
-    log.info("Signaling sync event for remote side")
-    if se_cfg.is_update_atomic:
-        notify_add_task = se_ctx.task_notify_add_alloc_init(1, user_data=user_data)
-        sync_event_async_task_submit(se_rt_objs, notify_add_task)
-        # The C passes &fetched to the alloc; DOCA writes it at completion (doca_py reads it from the task).
-        log.info("Added 1 to the sync event, which held %d", notify_add_task.get_fetched_val())
-        notify_add_task.free()
-    else:
-        notify_set_task = se_ctx.task_notify_set_alloc_init(se_value, user_data=user_data)
-        sync_event_async_task_submit(se_rt_objs, notify_set_task)
-        notify_set_task.free()
-        log.info("Set the sync event to %d", se_value)
-    log.info("Done")
-    wait_eq_task.free()
+    # The C frees the wait task only at the end of a successful exchange; the port frees it on a failure
+    # too, so that the teardown's stop can bring the ctx to IDLE.
+    try:
+        log.info("Waiting for sync event to be signaled from remote side (value %d)", se_value)
+        sync_event_async_task_submit(se_rt_objs, wait_eq_task)
+        se_value += 1
+        log.info("Signaling sync event for remote side")
+        if se_cfg.is_update_atomic:
+            notify_add_task = se_ctx.task_notify_add_alloc_init(1, user_data=user_data)
+            try:
+                sync_event_async_task_submit(se_rt_objs, notify_add_task)
+                # The C passes &fetched to the alloc; DOCA writes it at completion (doca_py reads it from the
+                # task).
+                log.info("Added 1 to the sync event, which held %d", notify_add_task.get_fetched_val())
+            finally:
+                free_task(notify_add_task)
+        else:
+            notify_set_task = se_ctx.task_notify_set_alloc_init(se_value, user_data=user_data)
+            try:
+                sync_event_async_task_submit(se_rt_objs, notify_set_task)
+            finally:
+                free_task(notify_set_task)
+            log.info("Set the sync event to %d", se_value)
+        log.info("Done")
+    finally:
+        free_task(wait_eq_task)
 
 
 def comch_recv_event_cb(msg: memoryview, comch_connection: ComchConnection) -> None:

@@ -17,6 +17,11 @@ delivers its completions in submission order whichever thread or path finished t
 first (:func:`..ctx.complete_task`), as a queue pair's completion queue does. The
 notification handle is an ``eventfd`` written when a post lands on an armed PE, so
 callers can sleep in ``select``/``epoll``/asyncio.
+
+``progress()`` returns what ``doca_pe_progress`` does: whether progress was made — a completion, an
+event, a state change (:data:`QUIET` names the items that are not: a task's launch unless it completed
+the task at once, a transport's flush). The flushes a batch's launches need (:meth:`EmuPe.defer`) run at
+the end of that batch, so a loop that progresses until nothing happens has pushed out what it submitted.
 """
 
 from __future__ import annotations
@@ -86,6 +91,8 @@ class EmuPe:
         #: Same-host transport rings polled by every progress (objects with ``poll() -> bool`` and
         #: ``arm() -> bool``); replaced, never mutated, so a progress may iterate it meanwhile.
         self.pollers: list[Any] = []
+        #: Internal work for the end of the running batch (:meth:`defer`); only the Pe's thread touches it.
+        self.deferred: deque[_Item] = deque()
 
     def post(self, fn: Callable[[Any], object], arg: Any) -> None:
         """Queue ``fn(arg)`` for the next progress; safe from any thread."""
@@ -149,12 +156,33 @@ class EmuPe:
                     fn(arg)
                     if not made:
                         made = _made_progress(fn, arg)
+            if self.deferred:
+                self._run_deferred()
         except BaseException as exc:
             if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
+            if self.deferred:  # the next progress() runs them
+                self.post_items(list(self.deferred))
+                self.deferred.clear()
             raise
         finally:
             self.running = False
         return made
+
+    def defer(self, fn: Callable[[Any], object], arg: Any) -> None:
+        """Queue internal work (a connection's flush) for the end of the running ``progress()`` batch — on
+        the Pe's thread inside ``progress()`` — or else for the next ``progress()``. Deferred work runs no
+        user code; a loop that progresses until ``progress()`` returns False has then pushed out what its
+        tasks queued."""
+        if self.running and _get_ident() == self.owner:
+            self.deferred.append((fn, arg))
+        else:
+            self.post(fn, arg)
+
+    def _run_deferred(self) -> None:
+        deferred = self.deferred
+        while deferred:
+            fn, arg = deferred.popleft()
+            fn(arg)
 
     def _poll(self) -> bool:
         """Let the transports' rings deliver what their peers published (callbacks may run)."""

@@ -188,7 +188,7 @@ class EmuComchTaskSend(_OrderedTask):
             sender.dirty.add(conn)
             if not sender.flush_posted:
                 sender.flush_posted = True
-                sender.pe.post(flush_ctx, sender)  # type: ignore[union-attr]
+                sender.pe.defer(flush_ctx, sender)  # type: ignore[union-attr]
         else:
             self.status = NOT_CONNECTED
             self.reason = "the connection is closed"
@@ -243,7 +243,7 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
         ctx.unsent += 1
         if not ctx.credit_posted:
             ctx.credit_posted = True
-            ctx.pe.post(flush_credits, ctx)  # type: ignore[union-attr]
+            ctx.pe.defer(flush_credits, ctx)  # type: ignore[union-attr]
 
     def set_buf(self, buf: BufHandle) -> None:
         assert isinstance(buf, EmuBuf)
@@ -334,7 +334,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
         ctx.dirty.add(conn)
         if not ctx.flush_posted:
             ctx.flush_posted = True
-            ctx.pe.post(flush_ctx, ctx)  # type: ignore[union-attr]
+            ctx.pe.defer(flush_ctx, ctx)  # type: ignore[union-attr]
         if st:
             self.status = st
             complete_task(self)
