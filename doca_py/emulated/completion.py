@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..errors import DocaError, ErrorCode
 from ..log import logger
 from . import strict, trace
-from .pe import SHUFFLED, Lane
+from .pe import QUIET, SHUFFLED, Lane
 
 if TYPE_CHECKING:
     from .buf import EmuBuf
@@ -222,6 +222,8 @@ def _launch_local(task: EmuTask) -> None:
 # Engine work and completions may be reordered freely; transport launches (_launch: rdma, comch) only
 # across queues: a queue pair or channel starts its work requests in the order they were posted.
 SHUFFLED.update({complete_task: True, _launch_local: True, _launch: False})
+# A launch is progress only when it completed its task at once (engine work done inline, a task failed).
+QUIET.update({_launch_local: True, _launch: True})
 
 
 def unreachable_ok(task: EmuTask, *bufs: EmuBuf) -> bool:

@@ -18,7 +18,7 @@ from .. import strict
 from ..buf import EmuBuf
 from ..ctx import EmuTask, TaskPool, complete_task
 from ..mmap import EmuMmap, reachable
-from ..pe import EmuPe, Lane
+from ..pe import QUIET, EmuPe, Lane
 from .wire import (
     HDR,
     HDR_SIZE,
@@ -121,6 +121,9 @@ def flush_credits(c: ConsumerSide) -> None:
     conn.flush()
 
 
+# Internal work: no progress in doca_pe_progress's sense (the completions they lead to are).
+QUIET.update({flush_ctx: False, flush_credits: False})
+
 class Remote:
     """A consumer of the peer, as this side's producers see it: receive credits, and the
     producer tasks (in flight) waiting for one because their data found no receive posted."""
@@ -185,7 +188,7 @@ class EmuComchTaskSend(_OrderedTask):
             sender.dirty.add(conn)
             if not sender.flush_posted:
                 sender.flush_posted = True
-                sender.pe.post(flush_ctx, sender)  # type: ignore[union-attr]
+                sender.pe.defer(flush_ctx, sender)  # type: ignore[union-attr]
         else:
             self.status = NOT_CONNECTED
             self.reason = "the connection is closed"
@@ -240,7 +243,7 @@ class EmuComchConsumerTaskPostRecv(_OrderedTask):
         ctx.unsent += 1
         if not ctx.credit_posted:
             ctx.credit_posted = True
-            ctx.pe.post(flush_credits, ctx)  # type: ignore[union-attr]
+            ctx.pe.defer(flush_credits, ctx)  # type: ignore[union-attr]
 
     def set_buf(self, buf: BufHandle) -> None:
         assert isinstance(buf, EmuBuf)
@@ -331,7 +334,7 @@ class EmuComchProducerTaskSend(_OrderedTask):
         ctx.dirty.add(conn)
         if not ctx.flush_posted:
             ctx.flush_posted = True
-            ctx.pe.post(flush_ctx, ctx)  # type: ignore[union-attr]
+            ctx.pe.defer(flush_ctx, ctx)  # type: ignore[union-attr]
         if st:
             self.status = st
             complete_task(self)

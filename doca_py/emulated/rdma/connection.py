@@ -20,7 +20,7 @@ from ...errors import (
 from .. import export as ex
 from .. import version as emu_version
 from ..mmap import EmuMmap
-from ..pe import Lane
+from ..pe import QUIET, Lane
 from ..transport.reactor import reactor
 from ..transport.stream import Stream
 from .config import (
@@ -250,7 +250,7 @@ class EmuRdmaConnection:
             st.flush_posted = True
             pe = self.ctx.pe
             assert pe is not None
-            pe.post(_flush, st)
+            pe.defer(_flush, st)
 
     def map_id(self, st: Stream, mm: EmuMmap) -> int:
         """The id of *mm* on this connection; registers it with the peer first (st.lock held)."""
@@ -273,6 +273,9 @@ class EmuRdmaConnection:
 
 def _flush(st: Stream) -> None:
     st.flush()
+
+
+QUIET[_flush] = False  # internal: the completions it leads to are the progress
 
 
 def _retry_check(conn: EmuRdmaConnection) -> None:

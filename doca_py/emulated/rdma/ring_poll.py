@@ -13,6 +13,7 @@ import functools
 import threading
 
 from ..ctx import _complete
+from ..pe import QUIET
 from ..transport.reactor import reactor
 from ..transport.shmring import K_PAD, MAX_RECORD, RingError, fence, ring_doorbell
 from .config import (
@@ -307,3 +308,6 @@ def io_serve(conn: RingPeer) -> None:
 
 def _noop(_: object) -> None:
     """Posted to make a Pe poll its rings (and wake it if it sleeps)."""
+
+
+QUIET[_noop] = False  # what the poll delivers is the progress, not the nudge
