@@ -298,11 +298,12 @@ class NativeComchEndpoint(NativeCtx):
                         self.state_cb(*what)
                 else:
                     obj.inflight = False
+                    o = obj.owner
                     if what:
-                        obj.pool.success(obj.owner)
+                        obj.on_success(o, o.user_data, obj.cud.user_data)
                     else:
                         self.task_failed(obj)
-                        obj.pool.error(obj.owner)
+                        obj.on_error(o, o.user_data, obj.cud.user_data)
             except BaseException:
                 self.pending[:0] = pending[i + 1:]  # keep the rest for the next progress
                 raise
