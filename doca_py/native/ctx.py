@@ -30,16 +30,22 @@ _ctxs: dict[int, NativeCtx] = {}
 
 
 # The trampolines append the task's prebuilt ``(task, ok)`` item: no allocation per completion.
+# A subscript, not ``dict.get`` (an unknown key is a task of another binding), and the ctx's bound append
+# kept on the task: one call per completion, the append.
 def _task_ok(task_ptr: int | None, task_ud: int, ctx_ud: int) -> None:
-    t = _tasks.get(task_ud)
-    if t is not None:
-        t.ctx.pending.append(t.ok_item)
+    try:
+        t = _tasks[task_ud]
+    except KeyError:
+        return
+    t.record(t.ok_item)
 
 
 def _task_err(task_ptr: int | None, task_ud: int, ctx_ud: int) -> None:
-    t = _tasks.get(task_ud)
-    if t is not None:
-        t.ctx.pending.append(t.err_item)
+    try:
+        t = _tasks[task_ud]
+    except KeyError:
+        return
+    t.record(t.err_item)
 
 
 #: Registered with every ``*_set_conf``; kept alive for the process.
@@ -76,7 +82,6 @@ class NativeCtx(Borrowable):
         _ctxs[self.key] = self
         #: Completions recorded by trampolines, dispatched by NativePe.progress.
         self.pending: list[tuple[Any, Any]] = []
-        self._spare: list[tuple[Any, Any]] = []
         self.state_cb: Callable[[int, int], None] | None = None
         self.pe: Any = None
         #: Why the ctx stopped, as the tasks its stop flushes report it ("" while it runs). DOCA reports only
@@ -122,10 +127,11 @@ class NativeCtx(Borrowable):
     def dispatch(self) -> bool:
         """Run the Python side of recorded completions; called by the Pe."""
         pending = self.pending
-        if not pending:
+        n = len(pending)
+        if not n:
             return False
-        # Two lists take turns (no list per progress); a callback's completions land in the other.
-        self.pending, self._spare = self._spare, pending
+        # One list for the ctx's life (the tasks keep its bound append): the n items recorded before this
+        # dispatch run now; what a callback's DOCA call records meanwhile waits for the next progress.
         i = 0
         try:
             for obj, what in pending:
@@ -141,11 +147,10 @@ class NativeCtx(Borrowable):
                     else:
                         self.task_failed(obj)
                         obj.on_error(o, o.user_data, obj.cud.user_data)
-        except BaseException:
-            self.pending[:0] = pending[i:]  # keep the rest for the next progress
-            raise
+                if i == n:
+                    break
         finally:
-            pending.clear()
+            del pending[:i]  # a callback raised: the rest runs on the next progress
         return True
 
     def task_failed(self, task: NativeTask) -> None:
@@ -217,7 +222,7 @@ class NativeTask:
     """A ``doca_task *`` of some library task type."""
 
     __slots__ = ("ptr", "task_ptr", "pool", "ctx", "owner", "inflight", "flushed_by", "key", "ok_item", "err_item",
-                 "_submit", "on_success", "on_error", "cud", "submitted")
+                 "_submit", "on_success", "on_error", "cud", "submitted", "record")
     #: DOCA reports only the status; the emulated backend also says why.
     reason = ""
 
@@ -233,6 +238,7 @@ class NativeTask:
         # What the completion trampolines record, built once per descriptor.
         self.ok_item = (self, True)
         self.err_item = (self, False)
+        self.record = pool.ctx.pending.append  # what the trampolines call (the ctx's list never changes)
         # The completions, called straight by the dispatch (no wrapper frame); ``await task`` routes one run.
         self.on_success: Completion = pool.success
         self.on_error: Completion = pool.error
