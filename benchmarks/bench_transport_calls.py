@@ -39,6 +39,17 @@ from doca_py.types import AccessFlag as A  # noqa: E402
 from doca_py.types import CtxState  # noqa: E402
 
 PERMS = A.LOCAL_READ_WRITE | A.RDMA_READ | A.RDMA_WRITE
+
+
+def _submitter(t: d.Task) -> Callable[[], None]:
+    """The task's fast-lane submit (``Task.submitter``; ``Task.submit`` on a tree without it, to compare)."""
+    fast = getattr(t, "submitter", None)
+    return fast() if fast is not None else t.submit
+
+
+def _reset(b: d.Buf) -> Callable[[], None]:
+    lane = getattr(b, "fast_lane", None)
+    return lane().reset_data_len if lane is not None else b.reset_data_len
 MSG = 64
 BLOCK = 4096
 
@@ -133,7 +144,7 @@ class Pair:
         for i in range(2 * w):  # receives: more than the sends in flight, re-posted at once
             dst = self.inv.buf_get_by_addr(self.mb, self.bbase + i * MSG, MSG)
             r = self.b.task_receive_allocate_init(dst)
-            r.user_data = (r.submitter(), dst.fast_lane().reset_data_len)
+            r.user_data = (_submitter(r), _reset(dst))
             self.tasks.append(r)
             self.bufs.append(dst)
             r.submit()
@@ -142,7 +153,7 @@ class Pair:
         self.sends = []
         for _ in range(w):
             s = self.a.task_send_allocate_init(self.ca, src)
-            s.user_data = s.submitter()
+            s.user_data = _submitter(s)
             self.sends.append(s)
             self.tasks.append(s)
 
@@ -164,7 +175,7 @@ class Pair:
             src = self.inv.buf_get_by_data(self.ma, self.abase + (64 + i) * BLOCK, BLOCK)
             dst = self.inv.buf_get_by_addr(self.remote, self.rbase + (64 + i) * BLOCK, BLOCK)
             w = self.a.task_write_allocate_init(self.ca, src, dst)
-            w.user_data = (w.submitter(), dst.fast_lane().reset_data_len)
+            w.user_data = (_submitter(w), _reset(dst))
             self.bufs += [src, dst]
             self.writes.append(w)
             self.tasks.append(w)

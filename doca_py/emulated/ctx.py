@@ -197,7 +197,9 @@ class TaskPool(Generic[T]):
         # submit): engine task classes run inline; transfers with their own _begin, and factories that
         # are not a class, go through the generic _launch.
         inline = isinstance(factory, type) and issubclass(factory, EmuTask) and factory._begin is EmuTask._begin
-        self.launcher: Callable[[T], None] = _launch_local if inline else _launch
+        # A task class may bring its own launcher (EmuTask.launch_fn: its _begin with the launch's checks inlined).
+        own = factory.launch_fn if isinstance(factory, type) and issubclass(factory, EmuTask) else None
+        self.launcher: Callable[[T], None] = own or (_launch_local if inline else _launch)
         self.success: Completion | None = None
         self.error: Completion | None = None
         #: Whose ``user_data`` the completions get as ``ctx_user_data`` (the public ctx).

@@ -41,6 +41,9 @@ class EmuTask:
     #: task): strict mode then lets it run instead of refusing the submit.
     released_ok = False
     _checks_submit = False
+    #: The launcher of a task class whose own (``_launch`` with its ``_begin`` inlined: one frame per task
+    #: less); ``None``: the pool picks the generic one.
+    launch_fn: Callable[[Any], None] | None = None
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         self.pool = pool
