@@ -212,6 +212,90 @@ class Pair:
         self.dev.close()
 
 
+class ComchPair:
+    """A comch server and client in this process, one Pe each; the client sends 64-byte messages, each send task
+    re-submitted from its callback (a message is one transport task: the server receives it as an event)."""
+
+    def __init__(self, window: int, shm: bool) -> None:
+        import uuid
+
+        from doca_py.comch import ComchClient, ComchServer
+        from doca_py.emulated import comch as emu
+
+        emu.configure(shm=shm)
+        self.dpu = d.Dev.open_by_pci_addr("03:00.0")
+        self.host = d.Dev.open_by_pci_addr("3b:00.0")
+        self.spe, self.cpe = d.Pe(), d.Pe()
+        self.rep = self.dpu.open_rep_by_pci_addr("3b:00.0")
+        name = f"bench-{uuid.uuid4().hex[:8]}"
+        self.server = ComchServer(self.dpu, self.rep, name)
+        self.spe.connect_ctx(self.server)
+        self.got = self.sent = self.left = 0
+        self.server.task_send_set_conf(self._failed, self._failed, 4)
+        self.server.event_msg_recv_register(self._msg)
+        self.client = ComchClient(self.host, name)
+        self.cpe.connect_ctx(self.client)
+        self.client.task_send_set_conf(self._sent, self._failed, 2 * window)
+        self.client.event_msg_recv_register(self._msg)
+        self.server.start()
+        self.client.start()
+        end = time.monotonic() + 20
+        while self.client.get_state() != CtxState.RUNNING:
+            if time.monotonic() > end:
+                raise TimeoutError("comch client did not connect")
+            self.spe.progress()
+            self.cpe.progress()
+        conn = self.client.get_connection()
+        self.tasks = [self.client.task_send_alloc_init(conn, bytes(MSG)) for _ in range(window)]
+        for t in self.tasks:
+            t.user_data = _submitter(t)
+        self.closing = False
+
+    def _msg(self, msg: Any, conn: Any) -> None:
+        self.got += 1
+
+    def _sent(self, t: Any, submit: Any, c: Any) -> None:
+        self.sent += 1
+        if self.left > 0:
+            self.left -= 1
+            submit()
+
+    def _failed(self, t: Any, u: Any, c: Any) -> None:
+        if not self.closing:
+            raise RuntimeError(f"comch task failed: {t.exception()}")
+
+    def run(self, n: int) -> int:
+        start = self.got
+        self.sent, self.left = 0, n - len(self.tasks)
+        for t in self.tasks:
+            t.user_data()
+        spe, cpe = self.spe, self.cpe
+        while self.sent < n or self.got - start < n:
+            a = cpe.progress()
+            if not (spe.progress() or a):
+                spe.wait(0.01)
+        return n
+
+    def close(self) -> None:
+        self.closing = True
+        for t in self.tasks:
+            t.free()
+        self.client.stop()
+        end = time.monotonic() + 20
+        while self.client.get_state() != CtxState.IDLE and time.monotonic() < end:
+            self.cpe.progress()
+            self.spe.progress()
+        self.server.stop()
+        while self.server.get_state() != CtxState.IDLE and time.monotonic() < end:
+            self.spe.progress()
+            self.cpe.progress()
+        for o in (self.client, self.server, self.cpe, self.spe, self.rep, self.host, self.dpu):
+            o.close()
+        from doca_py.emulated import comch as emu
+
+        emu.configure(shm=False)
+
+
 def calls_per_task(run: Callable[[int], int], short: int, long: int) -> float:
     """cProfile call count per transport task on this thread: (long run - short run) / their task difference."""
     counts = []
@@ -241,18 +325,29 @@ def cpu_per_task(runs: list[Callable[[int], int]], n: int, rounds: int) -> list[
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--mode", choices=("streams", "rings", "tcp", "all"), default="all")
+    ap.add_argument("--mode", choices=("streams", "rings", "tcp", "comch", "all"), default="all")
     ap.add_argument("--window", type=int, default=64, help="sends in flight (writes: a quarter of it)")
     ap.add_argument("--messages", type=int, default=20_000, help="messages (writes) per timed run")
     ap.add_argument("--rounds", type=int, default=8, help="interleaved timing rounds")
     args = ap.parse_args()
-    modes = ("streams", "rings", "tcp") if args.mode == "all" else (args.mode,)
+    modes = ("streams", "rings", "tcp", "comch") if args.mode == "all" else (args.mode,)
     print(f"emulated transport, {args.messages} per timed run, {args.rounds} rounds; calls: cProfile on the Pe's "
           "thread, (long run - short run) per transport task")
     print()
     print("| transport | workload | calls per transport task | CPU µs per transport task (median, range) |")
     print("|---|---|---:|---:|")
     for mode in modes:
+        if mode == "comch":
+            for shm, label in ((False, "comch socket"), (True, "comch rings")):
+                cp = ComchPair(args.window, shm)
+                try:
+                    calls = calls_per_task(cp.run, args.messages // 4, args.messages)
+                    cpu = cpu_per_task([cp.run], args.messages, args.rounds)[0]
+                    print(f"| {label} | send {MSG} B, {args.window} in flight | {calls:.2f} | "
+                          f"{statistics.median(cpu):.2f} ({min(cpu):.2f}–{max(cpu):.2f}) |", flush=True)
+                finally:
+                    cp.close()
+            continue
         p = Pair(mode, args.window)
         try:
             p.setup_send()

@@ -96,8 +96,9 @@ class RdmaTask(Work):
         f = self.fifo
         if f is not None:
             f.remove(self)
-        self.fifo = self.lane = q  # its place in its queue, in submission order: nothing after this refuses
-        q.tasks.append(self)
+        # Its queue, whose launches run in submission order (the lane): nothing after this refuses. It
+        # enters the queue's list only if it must wait there for its turn (see _launch).
+        self.fifo = self.lane = q
         if strict.STRICT:
             pin_bufs(self)
         pool = self.pool
@@ -124,10 +125,8 @@ class RdmaTask(Work):
         if q is None:  # not queued (cannot happen while the ctx runs): start it now
             self.go()
             return
-        tasks = q.tasks
         c = self.conn  # None for receives: their queue has no gate
-        if tasks[0] is self and (c is None or c.state == C_ESTABLISHED):
-            tasks.popleft()  # its turn, and the connection is up: the hot path (go inlined)
+        if not q.nready and (c is None or c.state == C_ESTABLISHED):  # its turn (see _launch)
             self.fifo = None
             try:
                 self._start()
@@ -139,9 +138,8 @@ class RdmaTask(Work):
                 self.status = exc.code
                 self.reason = exc.detail
                 _complete(self)
-            if q.nready:  # tasks launched before their turn wait behind
-                q.run()
             return
+        q.tasks.append(self)
         self.ready = True
         q.nready += 1
         q.run()
@@ -185,10 +183,11 @@ def _launch(task: RdmaTask) -> None:
     if q is None:  # not queued (cannot happen while the ctx runs): start it now
         task.go()
         return
-    tasks = q.tasks
     c = task.conn  # None for receives: their queue has no gate
-    if tasks[0] is task and (c is None or c.state == C_ESTABLISHED):
-        tasks.popleft()  # its turn, and the connection is up: the hot path (go inlined)
+    # A queue's launches run in submission order, so every task before this one has launched: started,
+    # completed, or waiting in q.tasks for the connection (nready). None waits and the connection is
+    # up: its turn, the hot path (go inlined, the queue's list untouched).
+    if not q.nready and (c is None or c.state == C_ESTABLISHED):
         task.fifo = None
         try:
             task._start()
@@ -200,9 +199,8 @@ def _launch(task: RdmaTask) -> None:
             task.status = exc.code
             task.reason = exc.detail
             _complete(task)
-        if q.nready:  # tasks launched before their turn wait behind
-            q.run()
         return
+    q.tasks.append(task)  # it waits behind the ones waiting, in order
     task.ready = True
     q.nready += 1
     q.run()
