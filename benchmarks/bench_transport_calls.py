@@ -310,6 +310,31 @@ def calls_per_task(run: Callable[[int], int], short: int, long: int) -> float:
     return (c1 - c0) / (k1 - k0)
 
 
+def writes_per_task(run: Callable[[int], int], n: int) -> float:
+    """Socket (or shared-memory ring) writes of the transport per transport task, every thread: the batching
+    a data path keeps (fewer calls must not mean more, smaller writes)."""
+    from doca_py.emulated.comch.connection import EmuComchConnection
+    from doca_py.emulated.transport.stream import Stream
+
+    count = [0]
+    saved = [(cls, cls._send_locked) for cls in (Stream, EmuComchConnection)]
+
+    def counting(fn: Any) -> Any:
+        def wrapper(self: Any) -> Any:
+            count[0] += 1
+            return fn(self)
+        return wrapper
+
+    for cls, fn in saved:
+        cls._send_locked = counting(fn)  # type: ignore[method-assign]
+    try:
+        k = run(n)
+    finally:
+        for cls, fn in saved:
+            cls._send_locked = fn  # type: ignore[method-assign]
+    return count[0] / k
+
+
 def cpu_per_task(runs: list[Callable[[int], int]], n: int, rounds: int) -> list[list[float]]:
     """Process CPU µs per transport task of each run, *rounds* interleaved rounds."""
     out: list[list[float]] = [[] for _ in runs]
@@ -329,21 +354,24 @@ def main() -> int:
     ap.add_argument("--window", type=int, default=64, help="sends in flight (writes: a quarter of it)")
     ap.add_argument("--messages", type=int, default=20_000, help="messages (writes) per timed run")
     ap.add_argument("--rounds", type=int, default=8, help="interleaved timing rounds")
+    ap.add_argument("--time-only", action="store_true", help="skip the call counts (the cross-tree timing rounds)")
     args = ap.parse_args()
     modes = ("streams", "rings", "tcp", "comch") if args.mode == "all" else (args.mode,)
     print(f"emulated transport, {args.messages} per timed run, {args.rounds} rounds; calls: cProfile on the Pe's "
           "thread, (long run - short run) per transport task")
     print()
-    print("| transport | workload | calls per transport task | CPU µs per transport task (median, range) |")
-    print("|---|---|---:|---:|")
+    print("| transport | workload | calls per transport task | writes per 1000 transport tasks "
+          "| CPU µs per transport task (median, range) |")
+    print("|---|---|---:|---:|---:|")
     for mode in modes:
         if mode == "comch":
             for shm, label in ((False, "comch socket"), (True, "comch rings")):
                 cp = ComchPair(args.window, shm)
                 try:
-                    calls = calls_per_task(cp.run, args.messages // 4, args.messages)
+                    calls = 0.0 if args.time_only else calls_per_task(cp.run, args.messages // 4, args.messages)
+                    writes = writes_per_task(cp.run, args.messages)
                     cpu = cpu_per_task([cp.run], args.messages, args.rounds)[0]
-                    print(f"| {label} | send {MSG} B, {args.window} in flight | {calls:.2f} | "
+                    print(f"| {label} | send {MSG} B, {args.window} in flight | {calls:.2f} | {writes * 1000:.0f} | "
                           f"{statistics.median(cpu):.2f} ({min(cpu):.2f}–{max(cpu):.2f}) |", flush=True)
                 finally:
                     cp.close()
@@ -354,12 +382,14 @@ def main() -> int:
             win = max(2, args.window // 4)
             p.window = win
             p.setup_write()
-            calls_s = calls_per_task(p.run_send, args.messages // 4, args.messages)
-            calls_w = calls_per_task(p.run_write, args.messages // 4, args.messages)
+            calls_s = 0.0 if args.time_only else calls_per_task(p.run_send, args.messages // 4, args.messages)
+            calls_w = 0.0 if args.time_only else calls_per_task(p.run_write, args.messages // 4, args.messages)
+            writes_s, writes_w = writes_per_task(p.run_send, args.messages), writes_per_task(p.run_write, args.messages)
             cpu_s, cpu_w = cpu_per_task([p.run_send, p.run_write], args.messages, args.rounds)
-            for name, calls, cpu in ((f"send/receive {MSG} B, {args.window} in flight", calls_s, cpu_s),
-                                     (f"write {BLOCK >> 10} KiB, {win} in flight", calls_w, cpu_w)):
-                print(f"| {mode} | {name} | {calls:.2f} | {statistics.median(cpu):.2f} "
+            for name, calls, writes, cpu in (
+                    (f"send/receive {MSG} B, {args.window} in flight", calls_s, writes_s, cpu_s),
+                    (f"write {BLOCK >> 10} KiB, {win} in flight", calls_w, writes_w, cpu_w)):
+                print(f"| {mode} | {name} | {calls:.2f} | {writes * 1000:.0f} | {statistics.median(cpu):.2f} "
                       f"({min(cpu):.2f}–{max(cpu):.2f}) |", flush=True)
         finally:
             p.close()
