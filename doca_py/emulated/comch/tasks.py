@@ -211,20 +211,24 @@ class EmuComchTaskSend(_OrderedTask):
             pe.wake()
 
     def _run(self) -> None:
+        """The frame joins the connection's output; the ctx flushes once per batch."""
         conn = self.conn
         assert conn is not None
         frame = self.frame
+        n = len(frame)
         with conn.lock:
             ok = not conn.closed
             if ok:
                 conn.out += frame
-                self.end = conn.enq = conn.enq + len(frame)
+                self.end = conn.enq = conn.enq + n
                 conn.wq.append(self)
                 conn.nmsgs += 1
-                conn.nframe_bytes += len(frame)
+                conn.nframe_bytes += n
         if ok:
             sender: Batching = self.ctx  # type: ignore[assignment]
-            sender.dirty.add(conn)
+            dirty = sender.dirty
+            if conn not in dirty:  # once per batch, not per message
+                dirty.add(conn)
             if not sender.flush_posted:
                 sender.flush_posted = True
                 sender.pe.post(flush_ctx, sender)  # type: ignore[union-attr]
