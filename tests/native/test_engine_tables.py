@@ -520,3 +520,32 @@ def test_probe_compares_the_engines_with_their_tables(engines30_dir: Path, capsy
     assert reports["erasure_coding"]["missing"] == [] and reports["erasure_coding"]["undeclared"] == []
     assert reports["compress"]["missing"] == sorted(d.name for d in COMPRESS_26)
     assert reports["compress"]["undeclared"] == []
+
+
+def test_buffer_operations_are_one_ctypes_call_each(env30: BoundLib) -> None:
+    """Issue 34: a buffer's per-IO operations call their C function directly (resolved once per inventory),
+    not through the loader on every call; set_data's bounds check reads a cached window."""
+    b = Bench(env30)
+    buf = b.buf(b"0123456789abcdef", 64)
+    head = buf.get_head()
+    buf.set_data(head, 16)  # the first re-aim of a descriptor wrapped from C reads its window once
+    frames: list[str] = []
+
+    def prof(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            frames.append(frame.f_code.co_name)
+
+    sys.setprofile(prof)
+    try:
+        buf.set_data(head + 8, 8)
+        buf.reset_data_len()
+        n = buf.get_data_len()
+        data = buf.get_data()
+    finally:
+        sys.setprofile(None)
+    assert (data, n) == (head + 8, 0)
+    assert frames == ["set_data", "reset_data_len", "get_data_len", "get_data"]  # one frame each, no loader
+    # Outside the window: refused before C sees it, and the buffer is unchanged.
+    with pytest.raises(errors.DocaInvalidValue, match="leaves the window"):
+        buf.set_data(head + 60, 8)
+    assert (buf.get_data(), buf.get_data_len()) == (head + 8, 0)
