@@ -355,10 +355,11 @@ class Fifo(Lane):
 
     Hardware starts the work requests of one queue in the order they were posted
     (``doca_task_submit``). The Pe launches a lane's tasks in that order (shuffling never
-    reorders them within it); each task enters its queue at submit and its work starts at its
-    launch, unless tasks before it are still waiting, *ready*, for the peer to connect: then it
-    waits behind them and they start in order once the connection is up (or fail when it breaks).
-    A task that completes without starting (flushed, fault injected) leaves the queue then.
+    reorders them within it), and a task's work starts at its launch, unless tasks before it are
+    still waiting, *ready*, for the peer to connect: then it joins them in :attr:`tasks` and they
+    start in order once the connection is up (or fail when it breaks). So :attr:`tasks` holds the
+    launched tasks that wait, in order; a task that completes without starting (flushed, fault
+    injected) leaves it then.
     """
 
     __slots__ = ("ctx", "tasks", "run", "nready")
