@@ -49,8 +49,8 @@ from apps.storage.wire.addressing import target_transfer_error
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.common.errors import StorageAppError
 from apps.common.runtime.worker_thread import WorkerThread
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place, \
-    unpack_io_message_from
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, RESULT_TYPE, IoMessage, IoMessageType, \
+    make_response_in_place, pack_u32_into, unpack_io_message_from
 from apps.common.runtime.stats import WorkerStats
 
 __all__ = ["StorageRegion", "Worker", "MAX_TRANSACTIONS", "RDMA_PERMISSIONS"]
@@ -67,6 +67,8 @@ _IDLE_SLEEP = 0.1
 _MAX_WARNINGS = 8    # refused io messages logged at WARNING per worker, then DEBUG
 _ABORT_DRAIN = 0.5   # longest drain once Ctrl-C was pressed
 _ZERO_MSG = bytes(IO_MESSAGE_SIZE)
+_RESULT = RESULT_TYPE
+_pack_u32 = pack_u32_into
 _READ = int(IoMessageType.READ)
 _WRITE = int(IoMessageType.WRITE)
 
@@ -376,8 +378,20 @@ class Worker(WorkerThread):
             self._fail(f"a receive failed: {task.get_status().name}")
 
     def _on_transferred(self, task: RdmaTaskWrite | RdmaTaskRead, s: _Slot, _role: Any) -> None:
+        # The transaction's next step inline: answer (what _respond does, for SUCCESS).
         self.operation_count += 1
-        self._respond(s, ErrorCode.SUCCESS)
+        if self._closing:
+            return
+        io, send = s.io, s.send_task
+        assert send is not None
+        _pack_u32(io, 0, _RESULT)   # make_response_in_place: type and result, the rest echoed
+        _pack_u32(io, 16, 0)
+        try:
+            send.submit()
+        except DocaError as exc:
+            self._in_flight -= 1
+            if self._running:
+                self._fail(f"failed to send a response: {exc}")
 
     def _on_transfer_error(self, task: RdmaTaskWrite | RdmaTaskRead, s: _Slot, _role: Any) -> None:
         self.operation_count += 1
@@ -401,8 +415,14 @@ class Worker(WorkerThread):
 
     def _on_sent(self, task: RdmaTaskSend, s: _Slot, _role: Any) -> None:
         self._in_flight -= 1
-        if self._running:
-            self._post_receive(s)
+        if self._running:  # the next step inline: post the slot's receive again (_post_receive)
+            buf, recv = s.recv_buf, s.recv_task
+            assert buf is not None and recv is not None
+            buf.reset_data_len()  # the window never moves: only empty the data
+            try:
+                recv.submit()
+            except DocaError as exc:
+                self._fail(f"failed to post a receive: {exc}")
 
     def _on_send_error(self, task: RdmaTaskSend, s: _Slot, _role: Any) -> None:
         self._in_flight -= 1
