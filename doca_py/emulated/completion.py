@@ -60,12 +60,13 @@ def complete_task(task: EmuTask) -> None:
         ctx.inflight -= 1
         if task.pinned:
             unpin_bufs(task)
+        o = task.owner
         if lane is None:
-            task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
+            task.on_success(o, o.user_data, task.cud.user_data)
             return
         lane.delivered += 1
         try:
-            task.pool.success(task.owner)  # type: ignore[misc]
+            task.on_success(o, o.user_data, task.cud.user_data)
         except BaseException:
             _release_later(task, lane)
             raise
@@ -124,7 +125,8 @@ def deliver_completion(task: EmuTask) -> None:
     if task.pinned:
         unpin_bufs(task)
     if ctx.state == _RUNNING and task.status == _SUCCESS:
-        task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
+        o = task.owner
+        task.on_success(o, o.user_data, task.cud.user_data)
         return
     flushed = ctx.state == _STOPPING
     if flushed:
@@ -139,10 +141,10 @@ def deliver_completion(task: EmuTask) -> None:
             ctx._on_stop()
     if task.reason and not flushed and task.status != FLUSHED:
         logger.warning("%r failed with %s: %s", task, ErrorCode(task.status).name, task.reason)
-    cb = task.pool.success if task.status == _SUCCESS else task.pool.error
-    assert cb is not None
+    cb = task.on_success if task.status == _SUCCESS else task.on_error
     try:
-        cb(task.owner)
+        o = task.owner
+        cb(o, o.user_data, task.cud.user_data)
     finally:
         if ctx.state == _STOPPING:
             ctx._maybe_idle()
@@ -216,7 +218,8 @@ def _launch_local(task: EmuTask) -> None:
     if trace.ON: trace.complete(task)  # trace hook: completion (inlined success path)
     task.inflight = False
     ctx.inflight -= 1
-    task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
+    o = task.owner
+    task.on_success(o, o.user_data, task.cud.user_data)
 
 
 # Engine work and completions may be reordered freely; transport launches (_launch: rdma, comch) only

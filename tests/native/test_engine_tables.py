@@ -39,6 +39,7 @@ from . import capi_inventory
 from .conftest import UseLibdir
 from .fakelib import engines as fake
 from .fakelib.plugin import FakeLibs
+from .owners import NO_CTX, Owner
 
 POINTER_BASE: Any = ctypes._Pointer  # noqa: SLF001
 CFUNC_BASE: Any = getattr(ctypes, "_CFuncPtr")
@@ -238,7 +239,8 @@ class Bench:
 
 def _completions(pool: ndma.EngineTaskPool, num: int = 8) -> list[object]:
     done: list[object] = []
-    pool.set_conf(done.append, lambda owner: done.append(("error", owner)), num)
+    pool.set_conf(lambda owner, ud, cud: done.append(owner), lambda owner, ud, cud: done.append(("error", owner)),
+                  num, NO_CTX)
     return done
 
 
@@ -255,7 +257,7 @@ def test_dma_memcpy_round_trip(env30: BoundLib) -> None:
     assert t.ptr != t.task_ptr  # the library task and its doca_task differ in the fake
     assert env30.doca_task_get_user_data(t.task_ptr) == t.key
     assert (t.get_src(), t.get_dst()) == (src.ptr, dst.ptr)
-    t.owner = "the public task"
+    t.owner = Owner("the public task")
     t.submit()
     assert t.inflight and done == []
     assert b.pe.progress()
@@ -352,7 +354,7 @@ def test_ec_matrices_and_tasks(env30: BoundLib) -> None:
     for kind, t in tasks.items():
         assert t.kind == kind and t.ptr != t.task_ptr
         assert (t.get_src(), t.get_dst()) == (src.ptr, dst.ptr)
-        t.owner = kind
+        t.owner = Owner(kind)
         t.submit()
     assert tasks["recover"].get_matrix() == recover.ptr and tasks["recover"].matrix is recover
     tasks["create"].set_matrix(raw)
@@ -414,7 +416,7 @@ def test_compress_tasks_on_30(env30: BoundLib) -> None:
              "decompress_lz4_block": comp.task_decompress_lz4_block_alloc_init(src, dst)}
     for task, t in tasks.items():
         assert (t.get_src(), t.get_dst()) == (src.ptr, dst.ptr)
-        t.owner = task
+        t.owner = Owner(task)
         t.submit()
     assert b.pe.progress()
     assert done == {task: [task] for task in ncomp.TASK_TYPES}
@@ -463,7 +465,7 @@ def test_lz4_stream_maps_to_the_26_task(env26: BoundLib) -> None:
     assert comp.legacy_lz4 and comp.decompress_lz4_stream.kind == "decompress_lz4"
     done = _completions(comp.decompress_lz4_stream)
     with pytest.raises(DocaNotSupported, match=r"lz4_block_set_conf .*DOCA 2\.6\.0058.*from DOCA 3\.0"):
-        comp.decompress_lz4_block.set_conf(print, print, 4)
+        comp.decompress_lz4_block.set_conf(print, print, 4, NO_CTX)
     b.pe.connect_ctx(comp)
     assert comp.start() == 2
     src, dst = b.buf(b"lz4 frame body"), b.buf(size=64)
@@ -476,7 +478,7 @@ def test_lz4_stream_maps_to_the_26_task(env26: BoundLib) -> None:
     assert (t.crc_cs, t.adler_cs) == (fake.CRC, fake.ADLER)
     with pytest.raises(DocaNotSupported, match="not xxh_cs"):
         _ = t.xxh_cs
-    t.owner = "lz4"
+    t.owner = Owner("lz4")
     t.submit()
     assert b.pe.progress() and done == ["lz4"]
     for flags in ((True, True), (False, False)):
