@@ -60,7 +60,8 @@ class EngineSlot:
     """One transaction's engine tasks and buffers (``None`` while their context restarts)."""
 
     __slots__ = ("recover", "decompress", "fetch", "create", "rec_src", "rec_src2", "rec_dst", "rec_mode",
-                 "dec_src", "dec_dst", "dma_src", "dma_dst", "ec_src", "ec_dst", "running")
+                 "dec_src", "dec_dst", "dma_src", "dma_dst", "ec_src", "ec_dst", "running", "dec_submit",
+                 "dec_src_lane", "dec_dst_lane")
 
     def __init__(self, rec_src: d.Buf, rec_src2: d.Buf, rec_dst: d.Buf, dec_src: d.Buf, dec_dst: d.Buf,
                  dma_src: d.Buf, dma_dst: d.Buf, ec_src: d.Buf, ec_dst: d.Buf) -> None:
@@ -74,6 +75,10 @@ class EngineSlot:
         self.create: EcTaskCreate | None = None
         self.rec_mode: ReadMode | None = None  # the recover matrix the task holds
         self.running = 0                        # the step whose task is in flight (0: none)
+        # The fast lane of a read's decompress: the task's one-call submit (with the task), its buffers' functions.
+        self.dec_submit: Callable[[], None] | None = None
+        self.dec_src_lane = dec_src.fast_lane()
+        self.dec_dst_lane = dec_dst.fast_lane()
 
 
 class Engines:
@@ -177,6 +182,7 @@ class Engines:
             elif ctx is self.compress:
                 s.decompress = self.compress.task_decompress_lz4_stream_alloc_init(False, True, s.dec_src,
                                                                                    s.dec_dst, t)
+                s.dec_submit = s.decompress.submitter()
             else:
                 s.fetch = self.dma.task_memcpy_alloc_init(s.dma_src, s.dma_dst, t)
 
@@ -218,14 +224,16 @@ class Engines:
             problem = check_compressed_size(size, b)
             t.set_error(IO_FAILED, f"block at storage offset {t.storage_offset} + {t.block}: {problem}")
             return
-        s.dec_src.set_data(self._region_base + base + HEADER_SIZE, size)
+        s.dec_src_lane.set_data(self._region_base + base + HEADER_SIZE, size)
         dst = self._host_base + t.requester_offset + t.block * b  # ChunkLayout.host_offset
         if self._reuse:
-            s.dec_dst.reuse_by_addr(dst, b)
+            s.dec_dst_lane.reuse_by_args(dst, b, dst, 0)  # Buf.reuse_by_addr
         else:
             self._new_dec_dst(s, dst, b)
+        submit = s.dec_submit
+        assert submit is not None  # with the task
         try:  # _submit() inline
-            task.submit()
+            submit()
         except DocaError as exc:
             if task.get_ctx().get_state() != CtxState.RUNNING:  # stopped by a failure not reported yet
                 self._stopped(task.get_ctx())
@@ -247,6 +255,7 @@ class Engines:
         assert s.decompress is not None and self._inv is not None and self._host is not None
         s.dec_dst.dec_refcount()
         s.dec_dst = self._inv.buf_get_by_addr(self._host, addr, length)
+        s.dec_dst_lane = s.dec_dst.fast_lane()
         s.decompress.set_dst(s.dec_dst)
 
     def fetch(self, t: Transaction) -> None:
@@ -307,7 +316,7 @@ class Engines:
 
     def _on_decompressed(self, task: CompressTaskDecompressLz4Stream, t: Transaction, _ud: Any) -> None:
         s = self._slots[t.index]
-        n = s.dec_dst.get_data_len()
+        n = s.dec_dst_lane.get_data_len()
         s.running = 0  # _done() inline
         t.op_busy = False
         b = self._block_size
@@ -390,7 +399,7 @@ class Engines:
         elif task is s.recover:
             s.recover = None
         elif task is s.decompress:
-            s.decompress = None
+            s.decompress = s.dec_submit = None  # a freed task's submitter is called no more
         elif task is s.fetch:
             s.fetch = None
 

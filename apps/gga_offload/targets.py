@@ -82,6 +82,9 @@ class Targets:
         self._txns: list[Transaction] = []
         self.req_slots: list[list[memoryview]] = []     # [transaction][role]
         self.sends: list[list[RdmaTaskSend]] = []       # [transaction][role]
+        self.send_submits: list[list[Callable[[], None]]] = []  # their one-call submits (fast lane)
+        # [role][transaction]: a response slot's buffer reset and its receive's submit, one call each (fast lane)
+        self._resp_lanes: list[list[tuple[Callable[[], None], Callable[[], None]]]] = []
         self._resp_slots: list[list[memoryview]] = []    # [role][transaction]
         self._resp_tasks: list[list[RdmaTaskReceive]] = []
         self._resp_bufs: list[list[d.Buf]] = []          # each receive's buffer (its slot, fixed)
@@ -143,6 +146,7 @@ class Targets:
                 sends.append(ctrl.task_send_allocate_init(conn, inv.buf_get_by_data(io_mm, base + off, m), t))
             self.req_slots.append(slots)
             self.sends.append(sends)
+            self.send_submits.append([task.submitter() for task in sends])
         for r, ctrl in enumerate(self.ctrl):
             rslots, tasks, bufs = [], [], []
             for j in range(len(txns)):
@@ -154,6 +158,8 @@ class Targets:
             self._resp_slots.append(rslots)
             self._resp_tasks.append(tasks)
             self._resp_bufs.append(bufs)
+            self._resp_lanes.append([(buf.fast_lane().reset_data_len, task.submitter())
+                                     for buf, task in zip(bufs, tasks)])
         for r in range(3):
             for j in range(len(txns)):
                 self._post_receive(r, j)
@@ -169,11 +175,11 @@ class Targets:
         where = t.where
         if self.io_timeout:
             t.deadline = time.monotonic() + self.io_timeout
-        slots, sends = self.req_slots[t.index], self.sends[t.index]
+        slots, sends = self.req_slots[t.index], self.send_submits[t.index]
         for r in roles:
             pack_io_message_into(slots[r], 0, kind, t.index, 0, h, where[r], storage)
             try:
-                sends[r].submit()
+                sends[r]()
             except DocaError as exc:
                 t.set_error(exc.code, f"sending to {_NAMES[r]} failed: {exc}")
                 continue
@@ -225,21 +231,23 @@ class Targets:
             typ, ud, result = unpack_io_head_from(self._resp_slots[r][j])
         else:
             typ, ud, result = _RESULT, -1, 0
-        if self._accepting():  # the slot takes the next response (_post_receive, inline)
-            self._resp_bufs[r][j].reset_data_len()  # a response is used only when it filled all 64 bytes
+        txns = self._txns
+        t = txns[ud] if 0 <= ud < len(txns) else None
+        # A busy transaction is an IO in flight: responses are still expected (what _accepting() says).
+        if (t is not None and t.busy) or self._accepting():  # the slot takes the next response (_post_receive)
+            reset, submit = self._resp_lanes[r][j]
+            reset()  # a response is used only when it filled all 64 bytes
             try:
-                self._resp_tasks[r][j].submit()
+                submit()
             except DocaError as exc:
                 self.target_failed(TargetRole(r), f"posting a receive failed: {exc}")
-        txns = self._txns
-        if not 0 <= ud < len(txns) or not txns[ud].resp_mask & (1 << r):
+        if t is None or not t.resp_mask & (1 << r):
             if TargetRole(r) in self.dead:  # a late answer of a target that is out: written off
                 log.debug("%s: ignoring a late response from %s (out)", self._name, _NAMES[r])
             else:
                 log.warning("%s: ignoring an unexpected response from %s (%d bytes, user_data %d)", self._name,
                             _NAMES[r], n, ud)
             return
-        t = txns[ud]
         t.resp_mask &= ~(1 << r)  # Transaction.answered() inline; its error texts on the slow path
         if typ != _RESULT or result != SUCCESS:
             t.answered(r, typ, result, _RESULT)
@@ -350,6 +358,8 @@ class Targets:
                 s.release()
         self.req_slots.clear()
         self.sends.clear()
+        self.send_submits.clear()
+        self._resp_lanes.clear()
         self._resp_slots.clear()
         self._resp_tasks.clear()
         self._resp_bufs.clear()

@@ -111,6 +111,11 @@ class Worker(BridgeWorkerThread[SharedResources]):
         self._recv_tasks: list[ComchConsumerTaskPostRecv] = []
         self._send_tasks: list[ComchProducerTaskSend] = []
         self._recv_bufs: list[d.Buf] = []
+        # The fast lane, per transaction: its receive's and its reply's one-call submits, its receive buffer's
+        # one-call functions (bound when the data path starts).
+        self._recv_submits: list[Callable[[], None]] = []
+        self._send_submits: list[Callable[[], None]] = []
+        self._recv_lanes: list[d.BufLane] = []
         self._steps: dict[int, Callable[[Transaction], None]] = {}
         self._retry: deque[Transaction] = deque()
         self._blocked: deque[Transaction] = deque()  # the engines' (set at creation)
@@ -251,6 +256,9 @@ class Worker(BridgeWorkerThread[SharedResources]):
             self._recv_bufs.append(recv_buf)
             self._recv_tasks.append(consumer.task_post_recv_alloc_init(recv_buf, t))
             self._send_tasks.append(producer.task_send_alloc_init(send_buf, None, remote_consumer_id, t))
+            self._recv_submits.append(self._recv_tasks[-1].submitter())
+            self._send_submits.append(self._send_tasks[-1].submitter())
+            self._recv_lanes.append(recv_buf.fast_lane())
             self._txns.append(t)
         engines.prepare(inv, sh.region, sh.region_base, sh.host, sh.host_base, sh.host_size, layout, self._txns)
         self._running = True
@@ -282,6 +290,8 @@ class Worker(BridgeWorkerThread[SharedResources]):
                 log.error("%s: closing its comch %s failed: %s", self.name, name, exc)
         self._recv_tasks.clear()
         self._send_tasks.clear()
+        self._recv_submits.clear()
+        self._send_submits.clear()
         self._consumer = self._producer = None
 
     # ------------------------------------------------------------------ initiator side
@@ -305,7 +315,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         t.busy = True
         self._in_flight += 1
         slot = self._slots[t.index]
-        received = self._recv_bufs[t.index].get_data_len()
+        received = self._recv_lanes[t.index].get_data_len()
         typ, _user, _res, size, requester, storage = unpack_io_message_from(slot)
         b, most, capacity, host_size = self._limits
         # check_initiator_request() inline; it only runs (for its text) when something is wrong
@@ -354,11 +364,11 @@ class Worker(BridgeWorkerThread[SharedResources]):
         at = storage // b * h  # Transaction.target_storage_offset of block 0
         if targets.io_timeout:
             t.deadline = _monotonic() + targets.io_timeout
-        slots, sends = targets.req_slots[t.index], targets.sends[t.index]
+        slots, sends = targets.req_slots[t.index], targets.send_submits[t.index]
         for r in _READ_PAIR:
             pack_io_message_into(slots[r], 0, _READ, t.index, 0, h, where[r], at)
             try:
-                sends[r].submit()
+                sends[r]()
             except DocaError as exc:
                 t.set_error(exc.code, f"sending to {_ROLE_NAMES[r]} failed: {exc}")
                 continue
@@ -392,7 +402,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
             self._reply_lost(t, "the comch producer is gone")
             return
         try:  # _submit_reply() inline; the send buffer always covers the whole slot: the answer is made in place
-            self._send_tasks[j].submit()
+            self._send_submits[j]()
         except DocaError as exc:
             if exc.code == _AGAIN:
                 self._retry.append(t)  # DOCA 3.x: no receive posted by the initiator yet; a later round
@@ -430,9 +440,9 @@ class Worker(BridgeWorkerThread[SharedResources]):
         j = t.index  # the slot takes the next request (_post_request_receive, inline)
         if j >= len(self._recv_tasks):
             return  # the consumer is gone
-        self._recv_bufs[j].reset_data_len()  # not zeroed: a request is used only when it filled all 64 bytes
+        self._recv_lanes[j].reset_data_len()  # not zeroed: a request is used only when it filled all 64 bytes
         try:
-            self._recv_tasks[j].submit()
+            self._recv_submits[j]()
         except DocaError as exc:
             self._fail(f"failed to post a comch receive: {exc}")
 
@@ -492,6 +502,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         self._slots.clear()
         self._txns.clear()
         self._recv_bufs.clear()
+        self._recv_lanes.clear()
         self._close_quietly((("io-message mmap", self._io_mm), ("progress engine", self._pe)))
         self._targets = self._engines = None
         self._inv = self._io_mm = self._pe = None

@@ -90,16 +90,24 @@ class SharedResources:
     transactions: int               # N = 2·T slots per worker
 
 
+def _no_task() -> None:
+    raise StorageAppError(ErrorCode.BAD_STATE, "the slot's task is not allocated")
+
+
 class _Request:
     """A_j: one initiator message, from its arrival until it is answered."""
 
     __slots__ = ("index", "addr", "view", "buf", "recv_task", "send_task", "refuse_task", "user_data", "waiting",
-                 "failed", "echo", "is_response")
+                 "failed", "size", "requester", "storage", "is_response", "lane", "recv_submit", "send_submit")
 
     def __init__(self, index: int, addr: int, view: memoryview, buf: d.Buf) -> None:
         self.index, self.addr, self.view, self.buf = index, addr, view, buf
         self.is_response = False  # the producer's completions tell A_j from B_k by this (no isinstance per IO)
-        self.echo: tuple[int, int, int] = (0, 0, 0)  # io_size and both offsets, which the answer must echo
+        self.size = self.requester = self.storage = 0  # what the answer must echo (io_size, both offsets)
+        # The fast lane: the buffer's one-call functions, the tasks' one-call submits (bound once allocated).
+        self.lane = buf.fast_lane()
+        self.recv_submit: Callable[[], None] = _no_task
+        self.send_submit: Callable[[], None] = _no_task
         self.recv_task: ComchConsumerTaskPostRecv | None = None
         self.send_task: RdmaTaskSend | None = None
         self.refuse_task: ComchProducerTaskSend | None = None
@@ -111,11 +119,15 @@ class _Request:
 class _Response:
     """B_k: one target answer, from its arrival until the initiator has it."""
 
-    __slots__ = ("index", "addr", "view", "buf", "recv_task", "forward_task", "is_response")
+    __slots__ = ("index", "addr", "view", "buf", "recv_task", "forward_task", "is_response", "lane", "recv_submit",
+                 "forward_submit")
 
     def __init__(self, index: int, addr: int, view: memoryview, buf: d.Buf) -> None:
         self.index, self.addr, self.view, self.buf = index, addr, view, buf
         self.is_response = True
+        self.lane = buf.fast_lane()
+        self.recv_submit: Callable[[], None] = _no_task
+        self.forward_submit: Callable[[], None] = _no_task
         self.recv_task: RdmaTaskReceive | None = None
         self.forward_task: ComchProducerTaskSend | None = None
 
@@ -258,10 +270,12 @@ class Worker(BridgeWorkerThread[SharedResources]):
             a.recv_task = consumer.task_post_recv_alloc_init(a.buf, a)
             a.send_task = ctrl.task_send_allocate_init(conn, a.buf, a)
             a.refuse_task = producer.task_send_alloc_init(a.buf, None, remote_consumer_id, a)
+            a.recv_submit, a.send_submit = a.recv_task.submitter(), a.send_task.submitter()
             self._requests.append(a)
             b = _Response(j, base + off + m, mem[off + m:off + 2 * m], inv.buf_get_by_addr(io_mm, base + off + m, m))
             b.recv_task = ctrl.task_receive_allocate_init(b.buf, b)
             b.forward_task = producer.task_send_alloc_init(b.buf, None, remote_consumer_id, b)
+            b.recv_submit, b.forward_submit = b.recv_task.submitter(), b.forward_task.submitter()
             self._responses.append(b)
         self._running = True
         # §11.6: every consumer receive, then every RDMA receive (before the start response goes out).
@@ -325,7 +339,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
             return
         self._in_flight += 1
         view = a.view
-        n = a.buf.get_data_len()
+        n = a.lane.get_data_len()
         typ, ud, _res, size, requester, storage = unpack_io_message_from(view)
         capacity, host_size = self._limits
         # check_request() inline; it runs (for its text) only when something is wrong
@@ -348,11 +362,11 @@ class Worker(BridgeWorkerThread[SharedResources]):
             assert send is not None
             a.user_data = ud
             a.waiting = _SEND | _ANSWER
-            a.echo = (size, requester, storage)
+            a.size, a.requester, a.storage = size, requester, storage
             self.bytes_requested += size
             self._tracked[ud] = a
             try:
-                send.submit()  # the same buffer: the bytes go to the target as received
+                a.send_submit()  # the same buffer: the bytes go to the target as received
             except DocaError as exc:
                 del self._tracked[ud]
                 a.waiting = 0
@@ -410,9 +424,9 @@ class Worker(BridgeWorkerThread[SharedResources]):
         recv = slot.recv_task
         if recv is None or self._closing or self.target_failed is not None:
             return
-        slot.buf.reset_data_len()  # B_k's window never moves; a short answer is never forwarded
+        slot.lane.reset_data_len()  # B_k's window never moves; a short answer is never forwarded
         try:
-            recv.submit()
+            slot.recv_submit()
         except DocaError as exc:
             self._on_target_failed(f"posting an RDMA receive failed: {exc}")
 
@@ -450,9 +464,9 @@ class Worker(BridgeWorkerThread[SharedResources]):
             recv = a.recv_task
             if recv is None or not self._running:
                 return
-            a.buf.reset_data_len()  # A_j's window never moves: only empty it
+            a.lane.reset_data_len()  # A_j's window never moves: only empty it
             try:
-                recv.submit()
+                a.recv_submit()
             except DocaError as exc:
                 self._fail(f"failed to post a comch receive: {exc}")
 
@@ -495,8 +509,8 @@ class Worker(BridgeWorkerThread[SharedResources]):
             else:
                 self._refuse(a, ErrorCode.UNEXPECTED, why)
             return
-        echo = a.echo  # finish_response_in_place() inline: a result that echoes the request goes on as it is
-        if typ != _RESULT or size != echo[0] or requester != echo[1] or storage != echo[2]:
+        # finish_response_in_place() inline: a result that echoes the request goes on as it is
+        if typ != _RESULT or size != a.size or requester != a.requester or storage != a.storage:
             problem = finish_response_in_place(view, a.view)
             if problem is not None:
                 self._warn("answer", "%s: %s (user_data %d)", self.name, problem, ud)
@@ -509,9 +523,9 @@ class Worker(BridgeWorkerThread[SharedResources]):
             a.user_data = None
             recv = a.recv_task
             if recv is not None and self._running:
-                a.buf.reset_data_len()
+                a.lane.reset_data_len()
                 try:
-                    recv.submit()
+                    a.recv_submit()
                 except DocaError as exc:
                     self._fail(f"failed to post a comch receive: {exc}")
         # the answer goes to the initiator from B_k (_submit_answer)
@@ -520,7 +534,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
             self._answer_lost(b, "the comch producer is gone")
             return
         try:
-            forward.submit()
+            b.forward_submit()
         except DocaError as exc:
             if exc.code == _AGAIN:
                 self._retry.append(b)  # the initiator has no receive posted: later
