@@ -147,6 +147,12 @@ class PerIo:
     def total(self) -> float:
         return sum(self.layers.values())
 
+    @property
+    def without_emulator(self) -> float:
+        """Every call but the emulator's and its transport's (frames and the built-ins they call): on the native
+        path, the Python a BlueField's cores run per IO."""
+        return self.total - sum(self.layers[k] + self.builtins_by_caller[k] for k in ("emulator", "transport"))
+
     def own(self, layer: str) -> float:
         """The frames of *layer* and the built-ins it called."""
         return self.layers[layer] + self.builtins_by_caller.get(layer, 0.0)
@@ -183,13 +189,14 @@ def measure(bridge: str, path: str, long_ops: int, short_ops: int, env: dict[str
 
 
 def table(results: dict[tuple[str, str], dict[str, PerIo]]) -> str:
-    """Calls per IO of each process per layer, then the built-ins by calling layer."""
-    out = ["| path | bridge | process | " + " | ".join(LAYERS) + " | all |",
-           "|---|---|---|" + "---:|" * (len(LAYERS) + 1)]
+    """Calls per IO of each process per layer (and all of them but the emulator's and its transport's, with the
+    built-ins they call), then the built-ins by calling layer."""
+    out = ["| path | bridge | process | " + " | ".join(LAYERS) + " | all | all but emulator and transport |",
+           "|---|---|---|" + "---:|" * (len(LAYERS) + 2)]
     for (path, bridge), procs in results.items():
         for name, c in procs.items():
             out.append(f"| {path} | {TITLE[bridge]} | {name} | " + " | ".join(f"{c.layers[k]:.1f}" for k in LAYERS)
-                       + f" | {c.total:.1f} |")
+                       + f" | {c.total:.1f} | {c.without_emulator:.1f} |")
     out += ["", "Built-in calls per IO by the layer that made them:", "",
             "| path | bridge | process | " + " | ".join(FRAME_LAYERS) + " |",
             "|---|---|---|" + "---:|" * len(FRAME_LAYERS)]

@@ -56,6 +56,7 @@ def test_calls_per_io_are_the_difference_of_two_runs() -> None:
     assert per_io.layers["apps"] == 10.0 and per_io.layers["builtins"] == 4.0 and per_io.total == 14.0
     assert per_io.builtins_by_caller["apps"] == 4.0 and per_io.builtins_by_caller["other"] == 0.0
     assert per_io.own("apps") == 14.0
+    assert per_io.without_emulator == 14.0  # nothing of the emulator or its transport here
 
 
 def test_the_short_run_must_be_shorter(capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,10 +77,11 @@ def test_counts_every_process_of_a_topology_on_both_paths() -> None:
     count = r"-?\d+\.\d"
     for path in ("emulated", "native"):
         for proc in ("storage", "bridge", "initiator"):
-            row = re.search(rf"^\| {path} \| zero-copy \| {proc} \|((?: {count} \|){{8}})$", table, re.M)
+            row = re.search(rf"^\| {path} \| zero-copy \| {proc} \|((?: {count} \|){{9}})$", table, re.M)
             assert row is not None, table
             cells = [float(x) for x in row.group(1).split("|") if x.strip()]
-            assert cells[-1] == pytest.approx(sum(cells[:-1]), abs=0.15)  # "all" is the sum of the layers
+            assert cells[7] == pytest.approx(sum(cells[:7]), abs=0.15)  # "all" is the sum of the layers
+            assert cells[8] <= cells[7] + 0.05  # all but the emulator's and the transport's calls
             # Every process runs app code for every IO (a 200-IO difference cannot round that away).
             assert cells[0] > 0
     by_caller = table[table.index("Built-in calls per IO by the layer that made them"):]
