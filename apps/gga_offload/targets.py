@@ -80,6 +80,7 @@ class Targets:
             self.ctrl.append(ctrl)
             self.data.append(data)
         self._txns: list[Transaction] = []
+        self._n_txns = 0
         self.req_slots: list[list[memoryview]] = []     # [transaction][role]
         self.sends: list[list[RdmaTaskSend]] = []       # [transaction][role]
         self.send_submits: list[list[Callable[[], None]]] = []  # their one-call submits (fast lane)
@@ -134,6 +135,7 @@ class Targets:
         mem = io_mm.buffer
         m = IO_MESSAGE_SIZE
         self._txns = txns
+        self._n_txns = len(txns)
         self._clock.restart()
         conns = self._conns[RdmaConnectionRole.IO_CONTROL]
         for t in txns:
@@ -231,8 +233,7 @@ class Targets:
             typ, ud, result = unpack_io_head_from(self._resp_slots[r][j])
         else:
             typ, ud, result = _RESULT, -1, 0
-        txns = self._txns
-        t = txns[ud] if 0 <= ud < len(txns) else None
+        t = self._txns[ud] if 0 <= ud < self._n_txns else None
         # A busy transaction is an IO in flight: responses are still expected (what _accepting() says).
         if (t is not None and t.busy) or self._accepting():  # the slot takes the next response (_post_receive)
             reset, submit = self._resp_lanes[r][j]
@@ -364,4 +365,5 @@ class Targets:
         self._resp_tasks.clear()
         self._resp_bufs.clear()
         self._txns = []
+        self._n_txns = 0
         self.ctrl, self.data = [], []

@@ -397,12 +397,12 @@ class Worker(BridgeWorkerThread[SharedResources]):
             self.error_count += 1
             log.debug("%s: transaction %d fails with %s: %s", self.name, t.index, t.error, t.error_text)
         t.op_busy = True
-        j = t.index
-        if j >= len(self._send_tasks):
+        submits = self._send_submits  # every transaction's, or none once the comch producer is gone
+        if not submits:
             self._reply_lost(t, "the comch producer is gone")
             return
         try:  # _submit_reply() inline; the send buffer always covers the whole slot: the answer is made in place
-            self._send_submits[j]()
+            submits[t.index]()
         except DocaError as exc:
             if exc.code == _AGAIN:
                 self._retry.append(t)  # DOCA 3.x: no receive posted by the initiator yet; a later round
@@ -438,8 +438,8 @@ class Worker(BridgeWorkerThread[SharedResources]):
         if not self._running:
             return
         j = t.index  # the slot takes the next request (_post_request_receive, inline)
-        if j >= len(self._recv_tasks):
-            return  # the consumer is gone
+        if not self._recv_submits:
+            return  # the consumer is gone (every transaction's receive with it)
         self._recv_lanes[j].reset_data_len()  # not zeroed: a request is used only when it filled all 64 bytes
         try:
             self._recv_submits[j]()
