@@ -16,7 +16,7 @@ except _DocaImplError as _exc:
 
     exit_for_program(_exc)  # doca_py's own programs: a message and exit 2 instead of a traceback
     raise
-from .buf import Buf, BufInventory
+from .buf import Buf, BufInventory, BufLane
 from .buf_pool import BufPool
 from .comch import (
     ComchClient,
@@ -85,7 +85,7 @@ from .version import version_info_runtime, version_runtime
 __all__ = [
     "impl", "__version__", "version_runtime", "version_info_runtime",
     "Dev", "DevInfo", "DevInfoRep", "DevRep", "devinfo_create_list",
-    "Mmap", "BufInventory", "Buf", "BufPool", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy", "MmapAdvise",
+    "Mmap", "BufInventory", "Buf", "BufLane", "BufPool", "Pe", "Ctx", "Task", "Dma", "DmaTaskMemcpy", "MmapAdvise",
     "MmapAdviseTaskInvalidateCache", "Graph", "GraphInstance", "GraphNode",
     "Ec", "EcMatrix", "EcMatrixType", "EcTaskCreate", "EcTaskRecover", "EcTaskUpdate", "EcTaskGaloisMul",
     "Compress", "CompressTaskCompressDeflate", "CompressTaskDecompressDeflate", "CompressTaskDecompressLz4Stream",

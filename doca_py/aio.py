@@ -181,9 +181,12 @@ def wait_task(task: TaskT) -> Generator[Any, None, TaskT]:
         runner = attached(task._ctx._pe)
         fut: asyncio.Future[None] = runner.loop.create_future()
         task._future = fut
+        from .ctx import _await_route
+
+        _await_route(task)
         runner.kick()
         yield from fut
-    elif not task._submitted:
+    elif not task._h.submitted:
         raise DocaBadState(f"await {type(task).__name__}: the task was not submitted since its allocation (or "
                            f"its last submit was refused), so it has no completion to wait for: submit() it first")
     exc = task.exception()

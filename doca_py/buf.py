@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, cast
 
 from ._args import caller, expect, wrong_type
 from ._backend import backend
@@ -22,7 +23,7 @@ from .mmap import Mmap
 if TYPE_CHECKING:
     from .buf_pool import BufPool
 
-__all__ = ["BufInventory", "Buf"]
+__all__ = ["BufInventory", "Buf", "BufLane"]
 
 
 
@@ -221,6 +222,25 @@ def wrap_buf(h: BufHandle, home: BufInventory | BufPool, mmap: Mmap) -> Buf:
     return buf
 
 
+class BufLane(NamedTuple):
+    """Python-only, the fast lane of one buffer ([`Buf.fast_lane`][doca_py.buf.Buf.fast_lane]): its re-aim and
+    length operations as the backend's own functions, bound to its descriptor. Each is one call (one Python
+    frame; on the native backend one ctypes call) and checks what the [`Buf`][doca_py.buf.Buf] method of the
+    same name checks."""
+
+    set_data: Callable[[int, int], None]
+    """``set_data(data, data_len)``: ``doca_buf_set_data`` (the data region and its length in one call)."""
+    set_data_len: Callable[[int], None]
+    """``set_data_len(data_len)``: ``doca_buf_set_data_len`` (DOCA 3.0+)."""
+    reset_data_len: Callable[[], None]
+    """``reset_data_len()``: ``doca_buf_reset_data_len`` (a destination written from its data again)."""
+    reuse_by_args: Callable[[int, int, int, int], None]
+    """``reuse_by_args(addr, length, data, data_len)``: ``doca_buf_inventory_buf_reuse_by_args`` (DOCA 3.2+:
+    a new window; before, only the window the buffer has)."""
+    get_data_len: Callable[[], int]
+    """``get_data_len()``: ``doca_buf_get_data_len`` (what a task wrote into a destination)."""
+
+
 #: A Buf has no children: every Buf shares this (always empty) set instead of building its own.
 _NO_CHILDREN: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -318,6 +338,25 @@ class Buf(DocaObject):
     def reset_data_len(self) -> None:
         """``doca_buf_reset_data_len``: set the data length to 0 (the destination of a task is written from there)."""
         self._h.reset_data_len()
+
+    def fast_lane(self) -> BufLane:
+        """Python-only, the fast lane: this buffer's per-IO operations as one-call functions (a
+        [`BufLane`][doca_py.buf.BufLane]), to keep with a buffer that is re-aimed for every IO.
+
+        The functions skip this wrapper (no second frame, no freed-wrapper check): they are valid while the
+        buffer is held. After its reference count reaches 0 call them no more: the descriptor may be
+        another holder's, as in C.
+
+        ```python
+        lane = buf.fast_lane()
+        lane.set_data(addr, 4096)     # doca_buf_set_data: one call
+        lane.reset_data_len()         # doca_buf_reset_data_len: one call
+        ```
+
+        :raises DocaBadState: when the buffer was freed.
+        """
+        h = self._h
+        return BufLane(h.set_data, h.set_data_len, h.reset_data_len, h.reuse_by_args, h.get_data_len)
 
     def reuse_by_addr(self, addr: int, length: int) -> None:
         """``doca_buf_inventory_buf_reuse_by_addr``: re-aim at a new window in the same mmap, with empty data.

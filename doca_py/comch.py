@@ -218,7 +218,7 @@ class _Endpoint(Ctx):
         else:
             t.user_data = user_data
             t._allocated = True
-            t._submitted = False
+            h.submitted = False
         t._conn = connection
         return t
 

@@ -157,7 +157,9 @@ class Ctx(DocaObject):
         if not (callable(success) and callable(error)):
             raise wrong_type(caller(), Callable, success=success, error=error)
         try:
-            pool.set_conf(completion(self, success), completion(self, error), num_tasks)
+            # The fast lane: the backend calls the user's functions straight, ``cb(task, task.user_data,
+            # self.user_data)`` (no wrapper frame); ``await task`` routes its own run (_await_route).
+            pool.set_conf(success, error, num_tasks, self)
         except DocaError as exc:
             raise lookup(exc.code)(f"{caller()}: {exc.detail}" if exc.detail else caller(), code=exc.code) from None
 
@@ -167,10 +169,10 @@ class Ctx(DocaObject):
             task = factory(h, self)
             h.owner = task
             self._tasks.append(task)
-        t: TaskT = task  # type: ignore[assignment]
+        t: TaskT = task
         t.user_data = user_data
         t._allocated = True
-        t._submitted = False
+        h.submitted = False
         return t
 
     def _close(self) -> None:
@@ -214,7 +216,7 @@ class Task:
     A task has [`handle`][doca_py.ctx.Task.handle] but no ``from_handle``: its wrapper is the one its ctx made
     at ``*_alloc_init`` and the completion callback receives, one per descriptor."""
 
-    __slots__ = ("_h", "_ctx", "user_data", "_allocated", "_submitted", "_future", "__weakref__")
+    __slots__ = ("_h", "_ctx", "user_data", "_allocated", "_future", "__weakref__")
 
     @property
     def handle(self) -> object:
@@ -228,8 +230,6 @@ class Task:
         self.user_data: Any = None
         """Any object, passed to the completion callback as ``task_user_data`` (``doca_task_set_user_data``)."""
         self._allocated = True
-        #: Whether the last submit since the allocation succeeded: what ``await`` has a result of.
-        self._submitted = False
         self._future: Any = None  # an asyncio future of ``await task``, resolved after the callback
 
     def __await__(self: TaskT) -> Generator[Any, None, TaskT]:
@@ -243,23 +243,40 @@ class Task:
 
         return (yield from wait_task(self))
 
+    def submitter(self) -> Callable[[], None]:
+        """Python-only, the fast lane: a function that submits this task, ``doca_task_submit`` in one call.
+
+        It is the backend's own submit, bound to this task's descriptor: keep it with the task (a task is
+        built once and re-submitted from its completion callback) and call it instead of
+        [`submit`][doca_py.ctx.Task.submit], which adds a frame. It raises what ``submit`` raises
+        ([`DocaBadState`][doca_py.errors.DocaBadState] for a task in flight or a ctx not running, and the
+        library's own refusals) and is valid until the task is freed: after
+        [`free`][doca_py.ctx.Task.free] call it no more (the descriptor may be another task's then, as in C).
+
+        ``await task`` works on a task submitted this way as on one submitted with ``submit()``.
+
+        ```python
+        submit = task.submitter()
+        submit()                      # one call per IO from now on, from the completion callback too
+        ```
+        """
+        return self._h.submit
+
     def submit(self) -> None:
         """``doca_task_submit``: hand the task to its ctx; on success DOCA owns it until its callback runs."""
         try:
             self._h.submit()
         except BaseException:
-            self._submitted = False
+            self._h.submitted = False  # the last submit was refused: no completion to await
             raise
-        self._submitted = True
 
     def try_submit(self) -> None:
         """``doca_task_try_submit``: validate, then submit (``DocaInvalidValue`` for a malformed task)."""
         try:
             self._h.try_submit()
         except BaseException:
-            self._submitted = False
+            self._h.submitted = False
             raise
-        self._submitted = True
 
     def submit_ex(self, flags: TaskSubmitFlag = TaskSubmitFlag.FLUSH) -> None:
         """``doca_task_submit_ex``: submit with [`TaskSubmitFlag`][doca_py.types.TaskSubmitFlag] values (``NONE``
@@ -273,9 +290,8 @@ class Task:
         try:
             self._h.submit_ex(int(flags))
         except BaseException:
-            self._submitted = False
+            self._h.submitted = False
             raise
-        self._submitted = True
 
     def free(self) -> None:
         """``doca_task_free``: return the task to its ctx pool (not while in flight)."""
@@ -333,8 +349,44 @@ class Task:
             return f"<{name} ({type(exc).__name__} while describing)>"
 
 
+def _await_route(task: Task) -> None:
+    """``await task`` of a task in flight: its next completion runs the user's callback, then wakes the awaiting
+    coroutine. Only that run pays the extra frame; the route puts the pool's callbacks back itself."""
+    h = task._h
+    h.on_success, h.on_error = _awaited_success, _awaited_error
+
+
+def _awaited_success(task: Task, task_ud: Any, ctx_ud: Any) -> None:
+    h = task._h
+    pool = h.pool
+    h.on_success, h.on_error = pool.success, pool.error
+    try:
+        pool.success(task, task_ud, ctx_ud)
+    finally:
+        _wake(task)
+
+
+def _awaited_error(task: Task, task_ud: Any, ctx_ud: Any) -> None:
+    h = task._h
+    pool = h.pool
+    h.on_success, h.on_error = pool.success, pool.error
+    try:
+        pool.error(task, task_ud, ctx_ud)
+    finally:
+        _wake(task)
+
+
+def _wake(task: Task) -> None:
+    fut = task._future
+    if fut is not None:  # ``await task``: wake the awaiting coroutine after the callback
+        task._future = None
+        if not fut.done():
+            fut.set_result(None)
+
+
 def completion(ctx: Ctx, cb: Callable[[Any, Any, Any], None]) -> Callable[[object], None]:
-    """Python-only: the function a backend calls for a completed task: ``cb(task, task.user_data, ctx.user_data)``."""
+    """Python-only: a one-argument function that runs ``cb(task, task.user_data, ctx.user_data)`` for a completed task
+    (what backends called before the fast lane; the backends now call ``cb`` itself)."""
 
     def done(task: Any) -> None:
         try:

@@ -61,7 +61,10 @@ class Pe(DocaObject):
         return pe
 
     def progress(self) -> bool:
-        """``doca_pe_progress``: run pending completions, events and state changes; ``True`` if any ran."""
+        """``doca_pe_progress``: run pending completions, events and state changes; ``True`` if progress was
+        made (a task completed, an event was handled, a ctx changed state), as DOCA's 1. Starting the work of
+        a submitted task is not progress: a task that waits (a sync event wait, a transfer in flight) makes
+        none until it completes."""
         return self._h.progress()
 
     def connect_ctx(self, ctx: Ctx) -> None:
@@ -102,8 +105,8 @@ class Pe(DocaObject):
     def wait(self, timeout: float | None = None, *, extra_fds: Sequence[int] | None = None) -> bool | list[int]:
         """``doca_pe_progress``, sleeping on the notification handle up to *timeout* seconds if idle.
 
-        Returns whether anything ran. With *extra_fds* (file descriptors such as a worker's
-        wake-up eventfd) the sleep also ends when one of them is readable, and the result is
+        Returns whether progress was made (as [`progress`][doca_py.pe.Pe.progress]). With *extra_fds* (file
+        descriptors such as a worker's wake-up eventfd) the sleep also ends when one of them is readable, and the result is
         the list of those that are (empty when only completions, or nothing, ended it); the
         caller drains them. Either way the completions that ended the sleep have run.
         """

@@ -40,7 +40,8 @@ from apps.storage.wire.addressing import ChunkLayout, ReadMode, TargetRole
 from apps.storage.wire.compressed_block import HEADER_SIZE, OVERHEAD
 
 from .planning import check_compressed_size, recovery_roles
-from .transaction import DECOMPRESS, FETCH_FROM_INITIATOR, IO_FAILED, PRODUCE_EC, RECOVER, Transaction
+from .transaction import ADVANCE, DECOMPRESS, FETCH_FROM_INITIATOR, IO_FAILED, PRODUCE_EC, RECOVER, REPLY, \
+    SUCCESS, Transaction
 
 __all__ = ["Engines", "EngineSlot"]
 
@@ -49,6 +50,7 @@ log = logging.getLogger("apps.gga_offload")
 _HEADER = struct.Struct(">II")  # compressed block: original size, compressed size
 _SIZE = struct.Struct(">I")
 _STEPS = (RECOVER, DECOMPRESS, FETCH_FROM_INITIATOR, PRODUCE_EC)
+_LAST_BLOCK_DONE = ADVANCE | REPLY  # a read's block decompressed: advance, and reply if it was the last
 
 #: ``(buf, addr, length)``: aim the DMA source at one host block.
 AimSource = Callable[[d.Buf, int, int], None]
@@ -58,7 +60,8 @@ class EngineSlot:
     """One transaction's engine tasks and buffers (``None`` while their context restarts)."""
 
     __slots__ = ("recover", "decompress", "fetch", "create", "rec_src", "rec_src2", "rec_dst", "rec_mode",
-                 "dec_src", "dec_dst", "dma_src", "dma_dst", "ec_src", "ec_dst", "running")
+                 "dec_src", "dec_dst", "dma_src", "dma_dst", "ec_src", "ec_dst", "running", "dec_submit",
+                 "dec_src_lane", "dec_dst_lane")
 
     def __init__(self, rec_src: d.Buf, rec_src2: d.Buf, rec_dst: d.Buf, dec_src: d.Buf, dec_dst: d.Buf,
                  dma_src: d.Buf, dma_dst: d.Buf, ec_src: d.Buf, ec_dst: d.Buf) -> None:
@@ -72,14 +75,22 @@ class EngineSlot:
         self.create: EcTaskCreate | None = None
         self.rec_mode: ReadMode | None = None  # the recover matrix the task holds
         self.running = 0                        # the step whose task is in flight (0: none)
+        # The fast lane of a read's decompress: the task's one-call submit (with the task), its buffers' functions.
+        self.dec_submit: Callable[[], None] | None = None
+        self.dec_src_lane = dec_src.fast_lane()
+        self.dec_dst_lane = dec_dst.fast_lane()
 
 
 class Engines:
     """``Ec``, ``Compress`` and ``Dma`` of one worker, and each transaction's tasks on them."""
 
     def __init__(self, dev: d.Dev, pe: d.Pe, n: int, matrix_type: str,
-                 progress: Callable[[Transaction], None], worker_name: str) -> None:
+                 progress: Callable[[Transaction], None], worker_name: str,
+                 reply: Callable[[Transaction], None] | None = None) -> None:
         self._progress = progress
+        # A read's next step once its last block is decompressed, done from that completion (the worker's
+        # reply); None: every transaction goes through progress.
+        self._reply = reply
         self._name = worker_name
         self.closing = False
         self.ec = ec = d.Ec(dev)
@@ -103,6 +114,8 @@ class Engines:
         self._layout: ChunkLayout | None = None
         self._host_base = 0
         self._region_base = 0
+        self._block_size = 0
+        self._reuse = True  # the decompress destination is re-aimed (DOCA 3.2+), not replaced
         # How the host buffers are aimed at a block per IO, chosen in prepare() by the DOCA version.
         self._aim_src: AimSource = d.Buf.reuse_by_data
         self._aim_dec: Callable[[EngineSlot, int, int], None] = self._reuse_dec
@@ -131,12 +144,14 @@ class Engines:
         self._layout = layout
         self._host_base = host_base
         self._region_base = region_base
+        self._block_size = layout.block_size
         self._txns = txns
         self._inv, self._host = inv, host
         b, h = layout.block_size, layout.half
         first = min(b, host_size)  # host buffers are re-aimed before each use
         src_len = first
-        if doca_features().buf_reuse:
+        self._reuse = doca_features().buf_reuse
+        if self._reuse:
             self._aim_src, self._aim_dec = d.Buf.reuse_by_data, self._reuse_dec
         else:  # DOCA < 3.2: see the module's docstring
             src_len = host_size
@@ -167,6 +182,7 @@ class Engines:
             elif ctx is self.compress:
                 s.decompress = self.compress.task_decompress_lz4_stream_alloc_init(False, True, s.dec_src,
                                                                                    s.dec_dst, t)
+                s.dec_submit = s.decompress.submitter()
             else:
                 s.fetch = self.dma.task_memcpy_alloc_init(s.dma_src, s.dma_dst, t)
 
@@ -199,18 +215,35 @@ class Engines:
         if task is None or self.compress in self.restart:
             self._park(t)
             return
-        region, layout = self._region, self._layout
-        assert region is not None and layout is not None
-        b = layout.block_size
+        region = self._region
+        assert region is not None
+        b = self._block_size
         base = t.data_base
         (size,) = _SIZE.unpack_from(region, base + 4)  # the compressed block's compressed_size
         if size == 0 or size + OVERHEAD > b:
             problem = check_compressed_size(size, b)
             t.set_error(IO_FAILED, f"block at storage offset {t.storage_offset} + {t.block}: {problem}")
             return
-        s.dec_src.set_data(self._region_base + base + HEADER_SIZE, size)
-        self._aim_dec(s, self._host_base + t.requester_offset + t.block * b, b)  # ChunkLayout.host_offset
-        self._submit(t, s, task, DECOMPRESS, "LZ4 decompress")
+        s.dec_src_lane.set_data(self._region_base + base + HEADER_SIZE, size)
+        dst = self._host_base + t.requester_offset + t.block * b  # ChunkLayout.host_offset
+        if self._reuse:
+            s.dec_dst_lane.reuse_by_args(dst, b, dst, 0)  # Buf.reuse_by_addr
+        else:
+            self._new_dec_dst(s, dst, b)
+        submit = s.dec_submit
+        assert submit is not None  # with the task
+        try:  # _submit() inline
+            submit()
+        except DocaError as exc:
+            if task.get_ctx().get_state() != CtxState.RUNNING:  # stopped by a failure not reported yet
+                self._stopped(task.get_ctx())
+                self._park(t)
+                return
+            t.set_error(exc.code, f"LZ4 decompress: {exc}")
+            return
+        t.pending &= ~DECOMPRESS
+        s.running = DECOMPRESS
+        t.op_busy = True
 
     @staticmethod
     def _reuse_dec(s: EngineSlot, addr: int, length: int) -> None:
@@ -222,6 +255,7 @@ class Engines:
         assert s.decompress is not None and self._inv is not None and self._host is not None
         s.dec_dst.dec_refcount()
         s.dec_dst = self._inv.buf_get_by_addr(self._host, addr, length)
+        s.dec_dst_lane = s.dec_dst.fast_lane()
         s.decompress.set_dst(s.dec_dst)
 
     def fetch(self, t: Transaction) -> None:
@@ -281,9 +315,25 @@ class Engines:
         self._done(t, None if n == h else f"EC recover produced {n} bytes")
 
     def _on_decompressed(self, task: CompressTaskDecompressLz4Stream, t: Transaction, _ud: Any) -> None:
-        n = self._slots[t.index].dec_dst.get_data_len()
-        b = self._layout.block_size if self._layout is not None else 0
-        self._done(t, None if n == b else f"the block decompressed to {n} bytes instead of {b}")
+        s = self._slots[t.index]
+        n = s.dec_dst_lane.get_data_len()
+        s.running = 0  # _done() inline
+        t.op_busy = False
+        b = self._block_size
+        if n != b:
+            t.set_error(IO_FAILED, f"the block decompressed to {n} bytes instead of {b}")
+        if self.closing:
+            return
+        reply = self._reply
+        if reply is not None and t.pending == _LAST_BLOCK_DONE and t.block + 1 >= t.blocks \
+                and not (t.send_mask or t.resp_mask):
+            # the next step inline (what Transaction.next_step() decides: advance past the last block, reply)
+            if t.error == SUCCESS:
+                t.block += 1
+            t.pending = 0
+            reply(t)
+            return
+        self._progress(t)
 
     def _on_fetched(self, task: DmaTaskMemcpy, t: Transaction, _ud: Any) -> None:
         self._done(t, None if self.closing else self._compress_in_place(t.chunk_base))
@@ -349,7 +399,7 @@ class Engines:
         elif task is s.recover:
             s.recover = None
         elif task is s.decompress:
-            s.decompress = None
+            s.decompress = s.dec_submit = None  # a freed task's submitter is called no more
         elif task is s.fetch:
             s.fetch = None
 

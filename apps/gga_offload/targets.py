@@ -31,7 +31,7 @@ from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_head_from
 
 from .health import TargetHealth, role_name
-from .transaction import Transaction, pick_late_target
+from .transaction import ADVANCE, DECOMPRESS, REPLY, SUCCESS, Transaction, pick_late_target
 
 __all__ = ["Targets", "RDMA_PERMISSIONS", "MAX_WARNINGS"]
 
@@ -41,6 +41,7 @@ RDMA_PERMISSIONS = AccessFlag.LOCAL_READ_WRITE | AccessFlag.RDMA_READ | AccessFl
 MAX_WARNINGS = 8        # IO failures logged as WARNING per worker; the rest at DEBUG
 _DEADLINE_SCAN = 0.1    # seconds between two scans for target requests past --target-io-timeout
 _RESULT = int(IoMessageType.RESULT)
+_DECOMPRESS_NEXT = DECOMPRESS | ADVANCE | REPLY  # a plain read whose halves are in: decompress is its next step
 _NAMES = tuple(r.name.lower() for r in TargetRole)
 
 StateCallback = Callable[[Any, d.Ctx, Any, Any], None]
@@ -54,12 +55,15 @@ class Targets:
                  running: Callable[[], bool], worker_name: str, health: TargetHealth, io_timeout: float,
                  layout: ChunkLayout) -> None:
         self._progress = progress
+        # A plain read's next step once its halves are in, done from the completion that brought the last of
+        # them (the worker sets it to Engines.decompress); None: every transaction goes through _progress.
+        self.decompress: Callable[[Transaction], None] | None = None
         self._accepting = accepting  # whether responses are still expected (running or IOs in flight)
         self._running = running      # whether the data path takes requests
         self._name = worker_name
         self.health = health
-        self._io_timeout = io_timeout
-        self._block_size, self._half = layout.block_size, layout.half
+        self.io_timeout = io_timeout
+        self.block_size, self.half = layout.block_size, layout.half
         self.closing = False
         self.ctrl: list[Rdma] = []
         self.data: list[Rdma] = []
@@ -76,13 +80,17 @@ class Targets:
             self.ctrl.append(ctrl)
             self.data.append(data)
         self._txns: list[Transaction] = []
-        self._req_slots: list[list[memoryview]] = []     # [transaction][role]
-        self._sends: list[list[RdmaTaskSend]] = []       # [transaction][role]
+        self._n_txns = 0
+        self.req_slots: list[list[memoryview]] = []     # [transaction][role]
+        self.sends: list[list[RdmaTaskSend]] = []       # [transaction][role]
+        self.send_submits: list[list[Callable[[], None]]] = []  # their one-call submits (fast lane)
+        # [role][transaction]: a response slot's buffer reset and its receive's submit, one call each (fast lane)
+        self._resp_lanes: list[list[tuple[Callable[[], None], Callable[[], None]]]] = []
         self._resp_slots: list[list[memoryview]] = []    # [role][transaction]
         self._resp_tasks: list[list[RdmaTaskReceive]] = []
         self._resp_bufs: list[list[d.Buf]] = []          # each receive's buffer (its slot, fixed)
         self.dead: set[TargetRole] = set()  # targets out, as applied by this worker
-        self._health_version = 0
+        self.health_version = 0
         self._next_scan = 0.0
         self._clock = LoopClock(_DEADLINE_SCAN)  # the data path's rounds: a stop of this process is not a late target
         self.io_warnings = 0
@@ -127,6 +135,7 @@ class Targets:
         mem = io_mm.buffer
         m = IO_MESSAGE_SIZE
         self._txns = txns
+        self._n_txns = len(txns)
         self._clock.restart()
         conns = self._conns[RdmaConnectionRole.IO_CONTROL]
         for t in txns:
@@ -137,8 +146,9 @@ class Targets:
                 conn = conns[r]
                 assert conn is not None
                 sends.append(ctrl.task_send_allocate_init(conn, inv.buf_get_by_data(io_mm, base + off, m), t))
-            self._req_slots.append(slots)
-            self._sends.append(sends)
+            self.req_slots.append(slots)
+            self.sends.append(sends)
+            self.send_submits.append([task.submitter() for task in sends])
         for r, ctrl in enumerate(self.ctrl):
             rslots, tasks, bufs = [], [], []
             for j in range(len(txns)):
@@ -150,6 +160,8 @@ class Targets:
             self._resp_slots.append(rslots)
             self._resp_tasks.append(tasks)
             self._resp_bufs.append(bufs)
+            self._resp_lanes.append([(buf.fast_lane().reset_data_len, task.submitter())
+                                     for buf, task in zip(bufs, tasks)])
         for r in range(3):
             for j in range(len(txns)):
                 self._post_receive(r, j)
@@ -160,16 +172,16 @@ class Targets:
         / ``write_requests`` build), packed in place; a target that is out fails the transaction."""
         if self.dead and t.refused_roles(roles, self.dead):
             return
-        h = self._half
-        storage = (t.storage_offset // self._block_size + t.block) * h  # Transaction.target_storage_offset
+        h = self.half
+        storage = (t.storage_offset // self.block_size + t.block) * h  # Transaction.target_storage_offset
         where = t.where
-        if self._io_timeout:
-            t.deadline = time.monotonic() + self._io_timeout
-        slots, sends = self._req_slots[t.index], self._sends[t.index]
+        if self.io_timeout:
+            t.deadline = time.monotonic() + self.io_timeout
+        slots, sends = self.req_slots[t.index], self.send_submits[t.index]
         for r in roles:
             pack_io_message_into(slots[r], 0, kind, t.index, 0, h, where[r], storage)
             try:
-                sends[r].submit()
+                sends[r]()
             except DocaError as exc:
                 t.set_error(exc.code, f"sending to {_NAMES[r]} failed: {exc}")
                 continue
@@ -187,8 +199,19 @@ class Targets:
 
     # ------------------------------------------------------------------ completions
     def _on_sent(self, task: RdmaTaskSend, t: Transaction, role: Any) -> None:
-        if t.sent(int(role)) and not self.closing:
-            self._progress(t)
+        bit = 1 << int(role)  # Transaction.sent() inline
+        if not t.send_mask & bit:
+            return  # written off: its target was taken out meanwhile
+        t.send_mask &= ~bit
+        if t.op_busy or t.send_mask or t.resp_mask or self.closing:
+            return
+        # the last of the block's completions (its answers came first): the next step inline
+        decompress = self.decompress
+        if decompress is not None and t.pending == _DECOMPRESS_NEXT and t.error == SUCCESS:
+            decompress(t)
+            if t.op_busy:
+                return
+        self._progress(t)
 
     def _on_send_error(self, task: RdmaTaskSend, t: Transaction, role: Any) -> None:
         r = int(role)
@@ -210,19 +233,34 @@ class Targets:
             typ, ud, result = unpack_io_head_from(self._resp_slots[r][j])
         else:
             typ, ud, result = _RESULT, -1, 0
-        if self._accepting():
-            self._post_receive(r, j)
-        txns = self._txns
-        if not 0 <= ud < len(txns) or not txns[ud].resp_mask & (1 << r):
+        t = self._txns[ud] if 0 <= ud < self._n_txns else None
+        # A busy transaction is an IO in flight: responses are still expected (what _accepting() says).
+        if (t is not None and t.busy) or self._accepting():  # the slot takes the next response (_post_receive)
+            reset, submit = self._resp_lanes[r][j]
+            reset()  # a response is used only when it filled all 64 bytes
+            try:
+                submit()
+            except DocaError as exc:
+                self.target_failed(TargetRole(r), f"posting a receive failed: {exc}")
+        if t is None or not t.resp_mask & (1 << r):
             if TargetRole(r) in self.dead:  # a late answer of a target that is out: written off
                 log.debug("%s: ignoring a late response from %s (out)", self._name, _NAMES[r])
             else:
                 log.warning("%s: ignoring an unexpected response from %s (%d bytes, user_data %d)", self._name,
                             _NAMES[r], n, ud)
             return
-        t = txns[ud]
-        if t.answered(r, typ, result, _RESULT):
-            self._progress(t)
+        t.resp_mask &= ~(1 << r)  # Transaction.answered() inline; its error texts on the slow path
+        if typ != _RESULT or result != SUCCESS:
+            t.answered(r, typ, result, _RESULT)
+        if t.op_busy or t.send_mask or t.resp_mask:
+            return
+        # the last of the block's completions: the next step inline
+        decompress = self.decompress
+        if decompress is not None and t.pending == _DECOMPRESS_NEXT and t.error == SUCCESS:
+            decompress(t)
+            if t.op_busy:
+                return
+        self._progress(t)
 
     def _on_receive_error(self, task: RdmaTaskReceive, where: tuple[int, int], _role: Any) -> None:
         if not self.closing and self._running():
@@ -243,8 +281,8 @@ class Targets:
     def sync_health(self) -> bool:
         """Apply the targets taken out by other threads; whether any target is out."""
         health = self.health
-        if health.version != self._health_version:
-            self._health_version = health.version
+        if health.version != self.health_version:
+            self.health_version = health.version
             for role in sorted(health.out - self.dead):
                 self._apply_out(role, health.reasons.get(role, "is out"), ErrorCode.CONNECTION_RESET)
         return bool(self.dead)
@@ -277,7 +315,7 @@ class Targets:
         """Every ≤ 0.1 s: take out the target with the most requests past ``--target-io-timeout``. When this
         round comes far too late (this process did not run: SIGSTOP, suspended, starved), the requests in flight
         get their deadline again from now instead: the targets had no chance to be heard."""
-        if not self._io_timeout or not self._txns:
+        if not self.io_timeout or not self._txns:
             return
         stall = self._clock.tick()
         if stall:
@@ -291,16 +329,16 @@ class Targets:
         now = time.monotonic()
         if now < self._next_scan:
             return
-        self._next_scan = now + min(_DEADLINE_SCAN, self._io_timeout / 4)
+        self._next_scan = now + min(_DEADLINE_SCAN, self.io_timeout / 4)
         r = pick_late_target(self._txns, now)
         if r is None:
             return
         late = [t for t in self._txns if (t.send_mask | t.resp_mask) and t.deadline <= now]
-        self.target_out(TargetRole(r), f"did not answer an IO request within {self._io_timeout:g} s "
+        self.target_out(TargetRole(r), f"did not answer an IO request within {self.io_timeout:g} s "
                                        f"(--target-io-timeout)", ErrorCode.TIME_OUT)
         for t in late:
             if (t.send_mask | t.resp_mask) and t.deadline <= now:
-                t.deadline = now + self._io_timeout
+                t.deadline = now + self.io_timeout
 
     def warn_io(self, t: Transaction, code: ErrorCode, why: str) -> None:
         """Log an IO answered with an error (WARNING for the first few, then DEBUG)."""
@@ -316,13 +354,16 @@ class Targets:
 
     def release(self) -> None:
         """Drop the slot views (after the contexts were closed)."""
-        for group in (*self._req_slots, *self._resp_slots):
+        for group in (*self.req_slots, *self._resp_slots):
             for s in group:
                 s.release()
-        self._req_slots.clear()
-        self._sends.clear()
+        self.req_slots.clear()
+        self.sends.clear()
+        self.send_submits.clear()
+        self._resp_lanes.clear()
         self._resp_slots.clear()
         self._resp_tasks.clear()
         self._resp_bufs.clear()
         self._txns = []
+        self._n_txns = 0
         self.ctrl, self.data = [], []

@@ -48,10 +48,10 @@ from apps.common.runtime.live_stats import LiveCounters
 from apps.common.errors import StorageAppError
 from apps.storage.runtime.bridge_worker import ABORT_DRAIN, BridgeWorkerThread
 from apps.common.runtime.stats import WorkerStats
-from apps.storage.wire.addressing import MAX_BLOCKS_PER_IO, ChunkLayout, TargetRole
+from apps.storage.wire.addressing import MAX_BLOCKS_PER_IO, ChunkLayout, ReadMode, TargetRole
 from apps.storage.wire.control import RdmaConnectionRole
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, make_response_in_place, \
-    unpack_io_message_from
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, RESULT_TYPE, IoMessageType, pack_io_message_into, \
+    pack_u32_into, unpack_io_message_from
 
 from .engines import Engines
 from .health import TargetHealth
@@ -68,6 +68,12 @@ _MAX_SPIN_LOOPS = 1024  # progress rounds between two housekeeping rounds under 
 _AGAIN = int(ErrorCode.AGAIN)
 _READ = int(IoMessageType.READ)
 _WRITE = int(IoMessageType.WRITE)
+_RESULT = RESULT_TYPE
+_pack_u32 = pack_u32_into
+_READ_PAIR = (int(TargetRole.DATA_1), int(TargetRole.DATA_2))  # a plain read's targets (READ_ROLES[NORMAL])
+_ROLE_NAMES = tuple(r.name.lower() for r in TargetRole)
+_NORMAL = ReadMode.NORMAL
+_monotonic = time.monotonic
 _SLOTS_PER_TXN = 7  # the initiator's message; data_1 / data_2 / data_p requests; their responses
 
 
@@ -105,12 +111,18 @@ class Worker(BridgeWorkerThread[SharedResources]):
         self._recv_tasks: list[ComchConsumerTaskPostRecv] = []
         self._send_tasks: list[ComchProducerTaskSend] = []
         self._recv_bufs: list[d.Buf] = []
+        # The fast lane, per transaction: its receive's and its reply's one-call submits, its receive buffer's
+        # one-call functions (bound when the data path starts).
+        self._recv_submits: list[Callable[[], None]] = []
+        self._send_submits: list[Callable[[], None]] = []
+        self._recv_lanes: list[d.BufLane] = []
         self._steps: dict[int, Callable[[Transaction], None]] = {}
         self._retry: deque[Transaction] = deque()
         self._blocked: deque[Transaction] = deque()  # the engines' (set at creation)
         self._restart: set[d.Ctx] = set()
         self.schedule = RecoverySchedule(shared.recovery_every_n)
         self._next_mode = self.schedule.next_mode       # bound once: no bound-method object per block
+        self._recovering = shared.recovery_every_n > 0  # reads then go through the schedule (_progress)
         self._describe_out = shared.health.describe
         b = shared.layout.block_size
         self._limits = (b, MAX_BLOCKS_PER_IO * b, shared.capacity, shared.host_size)
@@ -196,11 +208,12 @@ class Worker(BridgeWorkerThread[SharedResources]):
         pe, consumer, producer = self._open_comch(
             19 * n + 16, _SLOTS_PER_TXN * n * IO_MESSAGE_SIZE, self._on_request, self._on_request_error,
             self._on_replied, self._on_reply_error, n)
-        self._engines = engines = Engines(sh.dev, pe, n, sh.matrix_type, self._progress, self.name)
+        self._engines = engines = Engines(sh.dev, pe, n, sh.matrix_type, self._progress, self.name, self._reply)
         self._blocked, self._restart = engines.blocked, engines.restart  # the loop's backlog
         self._targets = targets = Targets(sh.dev, pe, n, self._state_cb, self._progress, self._accepting,
                                           self._is_running, self.name, sh.health, float(sh.target_io_timeout),
                                           sh.layout)
+        targets.decompress = engines.decompress  # a plain read's step after its fetch, from the last completion
         for c in (consumer, producer, *engines.contexts, *targets.contexts):
             c.start()
         engines.create_matrices()
@@ -243,6 +256,9 @@ class Worker(BridgeWorkerThread[SharedResources]):
             self._recv_bufs.append(recv_buf)
             self._recv_tasks.append(consumer.task_post_recv_alloc_init(recv_buf, t))
             self._send_tasks.append(producer.task_send_alloc_init(send_buf, None, remote_consumer_id, t))
+            self._recv_submits.append(self._recv_tasks[-1].submitter())
+            self._send_submits.append(self._send_tasks[-1].submitter())
+            self._recv_lanes.append(recv_buf.fast_lane())
             self._txns.append(t)
         engines.prepare(inv, sh.region, sh.region_base, sh.host, sh.host_base, sh.host_size, layout, self._txns)
         self._running = True
@@ -274,6 +290,8 @@ class Worker(BridgeWorkerThread[SharedResources]):
                 log.error("%s: closing its comch %s failed: %s", self.name, name, exc)
         self._recv_tasks.clear()
         self._send_tasks.clear()
+        self._recv_submits.clear()
+        self._send_submits.clear()
         self._consumer = self._producer = None
 
     # ------------------------------------------------------------------ initiator side
@@ -297,7 +315,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         t.busy = True
         self._in_flight += 1
         slot = self._slots[t.index]
-        received = self._recv_bufs[t.index].get_data_len()
+        received = self._recv_lanes[t.index].get_data_len()
         typ, _user, _res, size, requester, storage = unpack_io_message_from(slot)
         b, most, capacity, host_size = self._limits
         # check_initiator_request() inline; it only runs (for its text) when something is wrong
@@ -313,6 +331,10 @@ class Worker(BridgeWorkerThread[SharedResources]):
         assert targets is not None
         if not self._running or self.error is not None:
             self._refuse(t, ErrorCode.BAD_STATE, f"the service cannot serve requests now ({self.error or 'stopped'})")
+            return
+        if targets.health.version == targets.health_version and not targets.dead and typ == _READ \
+                and not self._recovering:
+            self._read(t, targets, size, requester, storage)
         elif targets.sync_health() and typ == _WRITE:
             self._refuse(t, ErrorCode.NOT_PERMITTED, f"write refused: degraded mode, storage target(s) "
                                                      f"{self.shared.health.describe()} out")
@@ -321,6 +343,39 @@ class Worker(BridgeWorkerThread[SharedResources]):
         else:
             self.bytes_requested += size
             t.begin(READ_ACTIONS if typ == _READ else WRITE_ACTIONS, typ, size // b, requester, storage)
+            self._progress(t)
+
+    def _read(self, t: Transaction, targets: Targets, size: int, requester: int, storage: int) -> None:
+        """Serve a checked read with every target in and no recovery scheduled: ``Transaction.begin``, then its
+        first step inline, the two half-block requests of its first block (what ``_progress`` →
+        ``_fetch_from_storage`` → ``Transaction.plan_read`` → ``Targets.send`` do in that case)."""
+        self.bytes_requested += size
+        b = self._limits[0]
+        t.actions, t.kind = READ_ACTIONS, _READ
+        t.pending = READ_ACTIONS & ~FETCH_FROM_STORAGE
+        t.blocks = size // b
+        t.block = 0
+        t.requester_offset = requester
+        t.storage_offset = storage
+        t.mode = _NORMAL
+        t.where = where = t.half_offsets
+        t.data_base = t.chunk_base
+        h = targets.half
+        at = storage // b * h  # Transaction.target_storage_offset of block 0
+        if targets.io_timeout:
+            t.deadline = _monotonic() + targets.io_timeout
+        slots, sends = targets.req_slots[t.index], targets.send_submits[t.index]
+        for r in _READ_PAIR:
+            pack_io_message_into(slots[r], 0, _READ, t.index, 0, h, where[r], at)
+            try:
+                sends[r]()
+            except DocaError as exc:
+                t.set_error(exc.code, f"sending to {_ROLE_NAMES[r]} failed: {exc}")
+                continue
+            bit = 1 << r
+            t.send_mask |= bit
+            t.resp_mask |= bit
+        if not (t.send_mask or t.resp_mask):  # nothing went out: answer with the error
             self._progress(t)
 
     def _refuse(self, t: Transaction, code: ErrorCode, why: str) -> None:
@@ -335,12 +390,25 @@ class Worker(BridgeWorkerThread[SharedResources]):
             self._fail(f"a comch receive failed: {task.get_status().name}")
 
     def _reply(self, t: Transaction) -> None:
-        make_response_in_place(self._slots[t.index], t.error)
+        slot = self._slots[t.index]
+        _pack_u32(slot, 0, _RESULT)  # make_response_in_place: type and result, the rest echoed
+        _pack_u32(slot, 16, t.error)
         if t.error:
             self.error_count += 1
             log.debug("%s: transaction %d fails with %s: %s", self.name, t.index, t.error, t.error_text)
         t.op_busy = True
-        self._submit_reply(t)
+        submits = self._send_submits  # every transaction's, or none once the comch producer is gone
+        if not submits:
+            self._reply_lost(t, "the comch producer is gone")
+            return
+        try:  # _submit_reply() inline; the send buffer always covers the whole slot: the answer is made in place
+            submits[t.index]()
+        except DocaError as exc:
+            if exc.code == _AGAIN:
+                self._retry.append(t)  # DOCA 3.x: no receive posted by the initiator yet; a later round
+                return
+            self._reply_lost(t, f"submitting the reply failed: {exc}")
+            self._fail(f"the comch producer cannot send: {exc}")
 
     def _submit_reply(self, t: Transaction) -> None:
         j = t.index
@@ -367,8 +435,16 @@ class Worker(BridgeWorkerThread[SharedResources]):
         self._in_flight -= 1
         self.operation_count += 1
         t.reset()
-        if self._running:
-            self._post_request_receive(t)
+        if not self._running:
+            return
+        j = t.index  # the slot takes the next request (_post_request_receive, inline)
+        if not self._recv_submits:
+            return  # the consumer is gone (every transaction's receive with it)
+        self._recv_lanes[j].reset_data_len()  # not zeroed: a request is used only when it filled all 64 bytes
+        try:
+            self._recv_submits[j]()
+        except DocaError as exc:
+            self._fail(f"failed to post a comch receive: {exc}")
 
     def _on_reply_error(self, task: ComchProducerTaskSend, t: Transaction, _ud: Any) -> None:
         # Fatal: AGAIN (no receive posted) is returned by submit itself, never reported here.
@@ -426,6 +502,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         self._slots.clear()
         self._txns.clear()
         self._recv_bufs.clear()
+        self._recv_lanes.clear()
         self._close_quietly((("io-message mmap", self._io_mm), ("progress engine", self._pe)))
         self._targets = self._engines = None
         self._inv = self._io_mm = self._pe = None

@@ -98,6 +98,12 @@ class AddressPool:
     def __len__(self) -> int:
         return len(self._ring)
 
+    @property
+    def ring(self) -> deque[int]:
+        """The offsets, head first: a data path takes (``popleft``) and gives back (``append``) inline,
+        with :meth:`take`'s and :meth:`put`'s checks, instead of calling them per IO."""
+        return self._ring
+
     def take(self) -> int:
         """The head offset; :class:`PoolExhaustedError` if empty."""
         try:

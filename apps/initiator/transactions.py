@@ -81,7 +81,7 @@ class WorkerResult:
 
 class _Txn:
     __slots__ = ("index", "step", "refs", "start_ns", "io_start_ns", "io_submit_ns", "local", "storage", "kind",
-                 "task", "awaiting", "active")
+                 "task", "submit", "awaiting", "active")
 
     def __init__(self, index: int) -> None:
         self.index = index
@@ -94,6 +94,7 @@ class _Txn:
         self.storage = 0
         self.kind = 0
         self.task: ComchProducerTaskSend | None = None
+        self.submit: Callable[[], None] | None = None  # the task's one-call submit (fast lane)
         self.awaiting = False  # a response is expected
         self.active = False
 
@@ -126,6 +127,12 @@ class DataPath(WorkerThread):
     _mem: memoryview
     _req_base: int
     _phase: Callable[[], None]
+    _one_io: bool
+    _first_kind: int
+    _local_ring: deque[int]
+    _storage_ring: deque[int]
+    _recv_submits: list[Callable[[], None]]
+    _recv_resets: list[Callable[[], None]]
 
     def _fail(self, text: str) -> None:
         if self.error is None:
@@ -146,9 +153,21 @@ class DataPath(WorkerThread):
         plan = self.plan
         self._local_pool: AddressPool = plan.local_pool(self.io_size)
         self._storage_pool: AddressPool = plan.storage_pool(self.io_size)
+        self._local_ring, self._storage_ring = self._local_pool.ring, self._storage_pool.ring
+        # The fast lane: each receive's one-call submit and its buffer's one-call reset, by slot.
+        self._recv_submits = [t.submitter() for t in recv_tasks]
+        self._recv_resets = [b.fast_lane().reset_data_len for b in self._recv_bufs]
+        for txn in self._txns:
+            if txn.task is not None:
+                txn.submit = txn.task.submitter()
         self._timeout_ns = int(self.io_timeout * 1e9)
         self._clock = LoopClock(_IDLE_SLEEP)  # the deadline checks: a stop of this process is not a late service
         self._busy = _BUSY_CHECK
+        steps = self.steps
+        # A throughput test's transaction is one IO then FINISH: its completion finishes it and starts the
+        # next IO inline (_io_complete), no step dispatch (_advance) per IO.
+        self._one_io = len(steps) == 2 and steps[0] in (Action.READ, Action.WRITE) and steps[1] is Action.FINISH
+        self._first_kind = _READ if steps[0] is Action.READ else _WRITE
         self._running = True
         self._phase = self._data_round
         try:
@@ -324,16 +343,75 @@ class DataPath(WorkerThread):
                 return
         txn.io_submit_ns = _now_ns()
 
-    def _io_done(self, txn: _Txn) -> None:
-        txn.refs -= 1
-        if txn.refs:
-            return
+    def _io_complete(self, txn: _Txn) -> None:
+        """Both the send completion and the response of *txn*'s IO arrived: record it and take the
+        transaction's next step. A throughput test's next step (FINISH, then the next transaction's IO) is
+        done here inline: what ``_advance`` → ``_finish`` → ``_start_txn`` → ``_advance`` → ``_submit_io`` do."""
         self._inflight_ios -= 1
         now = _now_ns()
         (self._io_read if txn.kind == _READ else self._io_write).add(txn.io_submit_ns - txn.io_start_ns,
                                                                      now - txn.io_submit_ns)
-        if self._running:
+        if not self._running:
+            return
+        if not self._one_io:
             self._advance(txn)
+            return
+        # FINISH (_finish); the IO's end is the transaction's (one clock read for both)
+        res = self.result
+        us = ((now - txn.start_ns) // 1000) & 0xFFFFFFFF
+        res.lat_sum_us += us
+        if us < res.lat_min_us:
+            res.lat_min_us = us
+        if us > res.lat_max_us:
+            res.lat_max_us = us
+        local_pool, storage_pool = self._local_pool, self._storage_pool
+        local_ring, storage_ring = self._local_ring, self._storage_ring
+        if len(local_ring) >= local_pool.capacity or len(storage_ring) >= storage_pool.capacity:
+            local_pool.put(txn.local)  # raises the pool's error
+            storage_pool.put(txn.storage)
+        local_ring.append(txn.local)
+        storage_ring.append(txn.storage)
+        txn.active = False
+        res.completed += 1
+        run_limit = self.plan.run_limit
+        if res.completed >= run_limit:
+            res.end_time = time.monotonic()
+            self._running = False
+            return
+        if self._started >= run_limit:
+            return
+        # the next transaction on this one (_start_txn)
+        self._started += 1
+        txn.active = True
+        txn.start_ns = now  # the next transaction starts where this one ended
+        if not local_ring or not storage_ring:
+            txn.local = local_pool.take()  # raises PoolExhaustedError
+            txn.storage = storage_pool.take()
+        else:
+            txn.local = local_ring.popleft()
+            txn.storage = storage_ring.popleft()
+        # its IO (_submit_io)
+        txn.step = 1
+        submit = txn.submit
+        assert submit is not None
+        txn.kind = kind = self._first_kind
+        txn.refs = 2
+        txn.awaiting = True
+        pack_io_message_into(self._mem, self._req_base + txn.index * IO_MESSAGE_SIZE, kind, txn.index, 0,
+                             self.io_size, txn.local, txn.storage)
+        self._inflight_ios += 1
+        txn.io_start_ns = _now_ns()
+        try:
+            submit()
+        except DocaError as exc:
+            if exc.code == _AGAIN:  # DOCA 3.x: no receive posted by the peer yet; the task stays ours
+                assert txn.task is not None
+                self._retry.append(txn.task)
+            else:
+                self._inflight_ios -= 1
+                self._fail(f"submitting the producer send of transaction {txn.index} failed: {exc}")
+                return
+        txn.io_submit_ns = _now_ns()
 
     def _io_abandon(self, txn: _Txn) -> None:
         """The response arrived but the IO failed: stop counting it as in flight once the send
@@ -378,7 +456,9 @@ class DataPath(WorkerThread):
 
     # -- callbacks (inside Pe.progress on this thread) -------------------------------------------------
     def _on_sent(self, task: ComchProducerTaskSend, txn: _Txn, ctx_user_data: Any) -> None:
-        self._io_done(txn)
+        txn.refs -= 1
+        if not txn.refs:  # the response came first
+            self._io_complete(txn)
 
     def _on_send_error(self, task: ComchProducerTaskSend, txn: _Txn, ctx_user_data: Any) -> None:
         # Fatal, as in the reference: AGAIN is returned by submit itself, never reported here.
@@ -406,9 +486,9 @@ class DataPath(WorkerThread):
         kind, user_data, result, io_size, req_off, sto_off = unpack_io_message_from(self._mem,
                                                                                  slot * IO_MESSAGE_SIZE)
         if self._running:
-            self._recv_bufs[slot].reset_data_len()
+            self._recv_resets[slot]()
             try:
-                task.submit()
+                self._recv_submits[slot]()
             except DocaError as exc:
                 self._fail(f"re-posting a consumer receive failed: {exc}")
         if user_data >= self._n_txns:
@@ -433,7 +513,9 @@ class DataPath(WorkerThread):
             self._fail(f"{'read' if txn.kind == _READ else 'write'} of storage offset {txn.storage} "
                        f"(transaction {user_data}) failed: DOCA_ERROR_{name}")
             return
-        self._io_done(txn)
+        txn.refs -= 1
+        if not txn.refs:  # the send completion came first
+            self._io_complete(txn)
 
     def _on_recv_error(self, task: ComchConsumerTaskPostRecv, slot: int, ctx_user_data: Any) -> None:
         if self._running:

@@ -90,6 +90,8 @@ class Worker(DataPath):
         self._retry: deque[ComchProducerTaskSend] = deque()
         self._started = 0
         self._inflight_ios = 0
+        self._one_io = False  # set when the data path starts (DataPath._start_data_path)
+        self._first_kind = 0
         # Per-IO lookups done once: the records of each IO kind, the receive buffers by slot.
         self._io_read = self.result.io["read"]
         self._io_write = self.result.io["write"]

@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +50,8 @@ from apps.storage.wire.addressing import target_transfer_error
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.common.errors import StorageAppError
 from apps.common.runtime.worker_thread import WorkerThread
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessage, IoMessageType, make_response_in_place, \
-    unpack_io_message_from
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, RESULT_TYPE, IoMessage, IoMessageType, \
+    make_response_in_place, pack_u32_into, unpack_io_message_from
 from apps.common.runtime.stats import WorkerStats
 
 __all__ = ["StorageRegion", "Worker", "MAX_TRANSACTIONS", "RDMA_PERMISSIONS"]
@@ -67,6 +68,8 @@ _IDLE_SLEEP = 0.1
 _MAX_WARNINGS = 8    # refused io messages logged at WARNING per worker, then DEBUG
 _ABORT_DRAIN = 0.5   # longest drain once Ctrl-C was pressed
 _ZERO_MSG = bytes(IO_MESSAGE_SIZE)
+_RESULT = RESULT_TYPE
+_pack_u32 = pack_u32_into
 _READ = int(IoMessageType.READ)
 _WRITE = int(IoMessageType.WRITE)
 
@@ -84,7 +87,8 @@ class _Slot:
     """One io-message slot: its 64 bytes, buffers and the four tasks that use them."""
 
     __slots__ = ("index", "addr", "io", "recv_buf", "send_buf", "storage_buf", "remote_buf", "recv_task",
-                 "send_task", "write_task", "read_task")
+                 "send_task", "write_task", "read_task", "recv_submit", "send_submit", "write_submit", "read_submit",
+                 "recv_reset", "storage_set", "remote_set")
 
     def __init__(self, index: int, addr: int, io: memoryview) -> None:
         self.index, self.addr, self.io = index, addr, io
@@ -96,6 +100,31 @@ class _Slot:
         self.send_task: RdmaTaskSend | None = None
         self.write_task: RdmaTaskWrite | None = None
         self.read_task: RdmaTaskRead | None = None
+        # The fast lane (Task.submitter, Buf.fast_lane): each per-IO step one call, bound once the tasks exist.
+        self.recv_submit: Callable[[], None] = _no_tasks
+        self.send_submit: Callable[[], None] = _no_tasks
+        self.write_submit: Callable[[], None] = _no_tasks
+        self.read_submit: Callable[[], None] = _no_tasks
+        self.recv_reset: Callable[[], None] = _no_tasks
+        self.storage_set: Callable[[int, int], None] = _no_tasks
+        self.remote_set: Callable[[int, int], None] = _no_tasks
+
+    def bind_fast_lane(self) -> None:
+        """Keep the one-call submit of each task and the re-aim functions of the buffers (tasks allocated)."""
+        assert self.recv_task is not None and self.send_task is not None and self.write_task is not None \
+            and self.read_task is not None and self.recv_buf is not None and self.storage_buf is not None \
+            and self.remote_buf is not None
+        self.recv_submit = self.recv_task.submitter()
+        self.send_submit = self.send_task.submitter()
+        self.write_submit = self.write_task.submitter()
+        self.read_submit = self.read_task.submitter()
+        self.recv_reset = self.recv_buf.fast_lane().reset_data_len
+        self.storage_set = self.storage_buf.fast_lane().set_data
+        self.remote_set = self.remote_buf.fast_lane().set_data
+
+
+def _no_tasks(*_args: int) -> None:
+    raise StorageAppError(ErrorCode.BAD_STATE, "the slot's tasks are not allocated")
 
 
 class Worker(WorkerThread):
@@ -278,6 +307,7 @@ class Worker(WorkerThread):
             s.send_task = ctrl.task_send_allocate_init(ctrl_conn, s.send_buf, s)
             s.write_task = data.task_write_allocate_init(data_conn, s.storage_buf, s.remote_buf, s)
             s.read_task = data.task_read_allocate_init(data_conn, s.remote_buf, s.storage_buf, s)
+            s.bind_fast_lane()
             self._slots.append(s)
         self._running = True
         for s in self._slots:
@@ -350,22 +380,19 @@ class Worker(WorkerThread):
                 problem = f"io_size {msg.io_size} exceeds the largest RDMA message of {self._max_message} bytes"
             self._refuse(s, problem or "io message refused", msg)
             return
-        assert s.storage_buf is not None and s.remote_buf is not None
         local, remote = st.base + storage_offset, self._remote_base + requester_offset
         self.bytes_requested += size
         try:
             # Both windows span their whole region (checked once): only the data sections move, the
             # source's to the bytes to send, the destination's to where they land (empty).
             if typ == _READ:  # storage -> requester: RDMA write
-                assert s.write_task is not None
-                s.storage_buf.set_data(local, size)
-                s.remote_buf.set_data(remote, 0)
-                s.write_task.submit()
+                s.storage_set(local, size)
+                s.remote_set(remote, 0)
+                s.write_submit()
             else:             # requester -> storage: RDMA read
-                assert s.read_task is not None
-                s.remote_buf.set_data(remote, size)
-                s.storage_buf.set_data(local, 0)
-                s.read_task.submit()
+                s.remote_set(remote, size)
+                s.storage_set(local, 0)
+                s.read_submit()
         except DocaError as exc:
             log.error("%s: failed to submit the transfer of user_data %d: %s", self.name, user_data, exc)
             self.transfer_errors += 1
@@ -376,8 +403,19 @@ class Worker(WorkerThread):
             self._fail(f"a receive failed: {task.get_status().name}")
 
     def _on_transferred(self, task: RdmaTaskWrite | RdmaTaskRead, s: _Slot, _role: Any) -> None:
+        # The transaction's next step inline: answer (what _respond does, for SUCCESS).
         self.operation_count += 1
-        self._respond(s, ErrorCode.SUCCESS)
+        if self._closing:
+            return
+        io = s.io
+        _pack_u32(io, 0, _RESULT)   # make_response_in_place: type and result, the rest echoed
+        _pack_u32(io, 16, 0)
+        try:
+            s.send_submit()
+        except DocaError as exc:
+            self._in_flight -= 1
+            if self._running:
+                self._fail(f"failed to send a response: {exc}")
 
     def _on_transfer_error(self, task: RdmaTaskWrite | RdmaTaskRead, s: _Slot, _role: Any) -> None:
         self.operation_count += 1
@@ -401,8 +439,12 @@ class Worker(WorkerThread):
 
     def _on_sent(self, task: RdmaTaskSend, s: _Slot, _role: Any) -> None:
         self._in_flight -= 1
-        if self._running:
-            self._post_receive(s)
+        if self._running:  # the next step inline: post the slot's receive again (_post_receive)
+            s.recv_reset()  # the window never moves: only empty the data
+            try:
+                s.recv_submit()
+            except DocaError as exc:
+                self._fail(f"failed to post a receive: {exc}")
 
     def _on_send_error(self, task: RdmaTaskSend, s: _Slot, _role: Any) -> None:
         self._in_flight -= 1

@@ -57,7 +57,8 @@ from apps.common.runtime.live_stats import LiveCounters
 from apps.storage.runtime.bridge_worker import ABORT_DRAIN, IO_MESSAGE_PERMISSIONS, BridgeWorkerThread
 from apps.storage.wire.control import RdmaConnectionRole
 from apps.common.errors import StorageAppError
-from apps.storage.wire.io_message import IO_MESSAGE_SIZE, make_response_in_place, io_size_at, result_at, user_data_at
+from apps.storage.wire.io_message import IO_MESSAGE_SIZE, RESULT_TYPE, IoMessageType, make_response_in_place, \
+    result_at, unpack_io_message_from
 from apps.common.runtime.stats import WorkerStats
 
 from .forwarding import check_request, finish_response_in_place, user_data_of
@@ -72,6 +73,9 @@ SLOT_STRIDE = 2 * IO_MESSAGE_SIZE
 _MAX_WARNINGS = 8    # per kind of problem, then DEBUG
 _ZERO = bytes(IO_MESSAGE_SIZE)
 _SEND, _ANSWER = 1, 2   # what a tracked request still waits for: its RDMA send, the target's answer
+_READ, _WRITE = int(IoMessageType.READ), int(IoMessageType.WRITE)
+_RESULT = RESULT_TYPE
+_AGAIN = ErrorCode.AGAIN
 _CONTEXTS = ("consumer", "producer", "io_control", "io_data")
 
 
@@ -86,14 +90,24 @@ class SharedResources:
     transactions: int               # N = 2·T slots per worker
 
 
+def _no_task() -> None:
+    raise StorageAppError(ErrorCode.BAD_STATE, "the slot's task is not allocated")
+
+
 class _Request:
     """A_j: one initiator message, from its arrival until it is answered."""
 
     __slots__ = ("index", "addr", "view", "buf", "recv_task", "send_task", "refuse_task", "user_data", "waiting",
-                 "failed")
+                 "failed", "size", "requester", "storage", "is_response", "lane", "recv_submit", "send_submit")
 
     def __init__(self, index: int, addr: int, view: memoryview, buf: d.Buf) -> None:
         self.index, self.addr, self.view, self.buf = index, addr, view, buf
+        self.is_response = False  # the producer's completions tell A_j from B_k by this (no isinstance per IO)
+        self.size = self.requester = self.storage = 0  # what the answer must echo (io_size, both offsets)
+        # The fast lane: the buffer's one-call functions, the tasks' one-call submits (bound once allocated).
+        self.lane = buf.fast_lane()
+        self.recv_submit: Callable[[], None] = _no_task
+        self.send_submit: Callable[[], None] = _no_task
         self.recv_task: ComchConsumerTaskPostRecv | None = None
         self.send_task: RdmaTaskSend | None = None
         self.refuse_task: ComchProducerTaskSend | None = None
@@ -105,10 +119,15 @@ class _Request:
 class _Response:
     """B_k: one target answer, from its arrival until the initiator has it."""
 
-    __slots__ = ("index", "addr", "view", "buf", "recv_task", "forward_task")
+    __slots__ = ("index", "addr", "view", "buf", "recv_task", "forward_task", "is_response", "lane", "recv_submit",
+                 "forward_submit")
 
     def __init__(self, index: int, addr: int, view: memoryview, buf: d.Buf) -> None:
         self.index, self.addr, self.view, self.buf = index, addr, view, buf
+        self.is_response = True
+        self.lane = buf.fast_lane()
+        self.recv_submit: Callable[[], None] = _no_task
+        self.forward_submit: Callable[[], None] = _no_task
         self.recv_task: RdmaTaskReceive | None = None
         self.forward_task: ComchProducerTaskSend | None = None
 
@@ -132,6 +151,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
         # operation_count: target answers forwarded to the initiator (producer completions)
         self.target_error_count = 0  # forwarded answers that carry an error
         self._warned: dict[str, int] = {}
+        self._limits = (shared.capacity, shared.host_size)  # bound once: checked per request
 
     # ------------------------------------------------------------------ control-thread API
     @property
@@ -250,10 +270,12 @@ class Worker(BridgeWorkerThread[SharedResources]):
             a.recv_task = consumer.task_post_recv_alloc_init(a.buf, a)
             a.send_task = ctrl.task_send_allocate_init(conn, a.buf, a)
             a.refuse_task = producer.task_send_alloc_init(a.buf, None, remote_consumer_id, a)
+            a.recv_submit, a.send_submit = a.recv_task.submitter(), a.send_task.submitter()
             self._requests.append(a)
             b = _Response(j, base + off + m, mem[off + m:off + 2 * m], inv.buf_get_by_addr(io_mm, base + off + m, m))
             b.recv_task = ctrl.task_receive_allocate_init(b.buf, b)
             b.forward_task = producer.task_send_alloc_init(b.buf, None, remote_consumer_id, b)
+            b.recv_submit, b.forward_submit = b.recv_task.submitter(), b.forward_task.submitter()
             self._responses.append(b)
         self._running = True
         # §11.6: every consumer receive, then every RDMA receive (before the start response goes out).
@@ -316,15 +338,19 @@ class Worker(BridgeWorkerThread[SharedResources]):
         if self._closing:
             return
         self._in_flight += 1
-        sh = self.shared
-        n = a.buf.get_data_len()
-        problem = check_request(a.view, n, capacity=sh.capacity, host_size=sh.host_size)
-        if problem is not None:
-            if n < IO_MESSAGE_SIZE:
-                a.view[n:] = _ZERO[n:]  # the answer echoes what arrived, zero-padded (no stale bytes)
-            self._refuse(a, problem.code, problem.reason)
-            return
-        ud = user_data_at(a.view)
+        view = a.view
+        n = a.lane.get_data_len()
+        typ, ud, _res, size, requester, storage = unpack_io_message_from(view)
+        capacity, host_size = self._limits
+        # check_request() inline; it runs (for its text) only when something is wrong
+        if n != IO_MESSAGE_SIZE or not ((typ == _READ or typ == _WRITE) and 0 < size and storage + size <= capacity
+                                        and requester + size <= host_size):
+            problem = check_request(view, n, capacity=capacity, host_size=host_size)
+            if problem is not None:
+                if n < IO_MESSAGE_SIZE:
+                    view[n:] = _ZERO[n:]  # the answer echoes what arrived, zero-padded (no stale bytes)
+                self._refuse(a, problem.code, problem.reason)
+                return
         if not self._running:
             self._refuse(a, ErrorCode.BAD_STATE, f"the bridge is not serving requests ({self.error or 'stopped'})")
         elif self.target_failed is not None:
@@ -336,10 +362,11 @@ class Worker(BridgeWorkerThread[SharedResources]):
             assert send is not None
             a.user_data = ud
             a.waiting = _SEND | _ANSWER
-            self.bytes_requested += io_size_at(a.view)
+            a.size, a.requester, a.storage = size, requester, storage
+            self.bytes_requested += size
             self._tracked[ud] = a
             try:
-                send.submit()  # the same buffer: the bytes go to the target as received
+                a.send_submit()  # the same buffer: the bytes go to the target as received
             except DocaError as exc:
                 del self._tracked[ud]
                 a.waiting = 0
@@ -389,11 +416,19 @@ class Worker(BridgeWorkerThread[SharedResources]):
 
     def _on_answered(self, task: ComchProducerTaskSend, slot: _Request | _Response, _ud: Any) -> None:
         self._in_flight -= 1
-        if isinstance(slot, _Response):
-            self.operation_count += 1
-            self._post_target_receive(slot)
-        else:
-            self._post_request_receive(slot)
+        if not slot.is_response:  # a refused request answered from A_j
+            self._post_request_receive(slot)  # type: ignore[arg-type]
+            return
+        self.operation_count += 1
+        # the next step inline: B_k takes the target's next answer (_post_target_receive)
+        recv = slot.recv_task
+        if recv is None or self._closing or self.target_failed is not None:
+            return
+        slot.lane.reset_data_len()  # B_k's window never moves; a short answer is never forwarded
+        try:
+            slot.recv_submit()
+        except DocaError as exc:
+            self._on_target_failed(f"posting an RDMA receive failed: {exc}")
 
     def _on_answer_error(self, task: ComchProducerTaskSend, slot: _Request | _Response, _ud: Any) -> None:
         status = task.get_status()
@@ -424,8 +459,16 @@ class Worker(BridgeWorkerThread[SharedResources]):
             code, why = a.failed
             a.failed = None
             self._refuse(a, code, why)
-        elif not a.waiting:
-            self._post_request_receive(a)
+        elif not a.waiting:  # the answer came first: A_j takes the next request (_post_request_receive)
+            a.user_data = None
+            recv = a.recv_task
+            if recv is None or not self._running:
+                return
+            a.lane.reset_data_len()  # A_j's window never moves: only empty it
+            try:
+                a.recv_submit()
+            except DocaError as exc:
+                self._fail(f"failed to post a comch receive: {exc}")
 
     def _on_forward_error(self, task: RdmaTaskSend, a: _Request, _ud: Any) -> None:
         a.waiting &= ~_SEND
@@ -443,7 +486,13 @@ class Worker(BridgeWorkerThread[SharedResources]):
         if self._closing:
             return
         n = task.get_result_len()
-        ud = user_data_of(b.view, n)
+        view = b.view
+        ud: int | None
+        if n == IO_MESSAGE_SIZE:
+            typ, ud, result, size, requester, storage = unpack_io_message_from(view)
+        else:
+            typ = result = size = requester = storage = -1
+            ud = user_data_of(view, n)
         a = None if ud is None else self._tracked.pop(ud, None)
         if a is None:
             self._warn("stray", "%s: dropping a %d-byte answer of the storage target for user_data %s, which is not "
@@ -460,17 +509,38 @@ class Worker(BridgeWorkerThread[SharedResources]):
             else:
                 self._refuse(a, ErrorCode.UNEXPECTED, why)
             return
-        problem = finish_response_in_place(b.view, a.view)
-        if problem is not None:
-            self._warn("answer", "%s: %s (user_data %d)", self.name, problem, ud)
-        result = result_at(b.view)
+        # finish_response_in_place() inline: a result that echoes the request goes on as it is
+        if typ != _RESULT or size != a.size or requester != a.requester or storage != a.storage:
+            problem = finish_response_in_place(view, a.view)
+            if problem is not None:
+                self._warn("answer", "%s: %s (user_data %d)", self.name, problem, ud)
+            result = result_at(view)
         if result:
             self.target_error_count += 1
             self._warn("target_error", "%s: the storage target answered user_data %d with error %d", self.name, ud,
                        result)
-        if not a.waiting:
-            self._post_request_receive(a)
-        self._submit_answer(b)
+        if not a.waiting:  # the send completed first: A_j takes the next request (_post_request_receive)
+            a.user_data = None
+            recv = a.recv_task
+            if recv is not None and self._running:
+                a.lane.reset_data_len()
+                try:
+                    a.recv_submit()
+                except DocaError as exc:
+                    self._fail(f"failed to post a comch receive: {exc}")
+        # the answer goes to the initiator from B_k (_submit_answer)
+        forward = b.forward_task
+        if forward is None or self._comch_closing:
+            self._answer_lost(b, "the comch producer is gone")
+            return
+        try:
+            b.forward_submit()
+        except DocaError as exc:
+            if exc.code == _AGAIN:
+                self._retry.append(b)  # the initiator has no receive posted: later
+                return
+            self._answer_lost(b, f"submitting it failed: {exc}")
+            self._fail(f"the comch producer cannot send: {exc}")
 
     def _on_target_receive_error(self, task: RdmaTaskReceive, b: _Response, _ud: Any) -> None:
         if (self._running or self._in_flight) and not self._closing:

@@ -92,7 +92,7 @@ class EmuBuf:
         if self.pins:
             self._busy("set_data")
         if data != self.data:
-            self._uncache()
+            self.dview, self.dn, self.tail, self.tlen = None, -1, None, -1  # _uncache, inlined (the fast lane)
         self.data, self.data_len = data, data_len
 
     def set_data_len(self, data_len: int) -> None:

@@ -11,20 +11,20 @@ STOPPING. Strict mode pins a task's buffers while it is in flight (:func:`pin_bu
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from ..errors import DocaError, ErrorCode
 from ..log import logger
 from . import strict, trace
-from .pe import SHUFFLED, Lane
+from .pe import QUIET, SHUFFLED, Lane
 
 if TYPE_CHECKING:
     from .buf import EmuBuf
     from .task import EmuTask
 
-__all__ = ["FLUSHED", "OFFLOAD", "complete_task", "complete_in_order", "deliver_completion", "pin_bufs", "unpin_bufs",
+__all__ = ["FLUSHED", "OFFLOAD", "complete_task", "complete_batch", "post_batch", "complete_in_order", "deliver_completion", "pin_bufs", "unpin_bufs",
            "unreachable_ok"]
 
 _IDLE, _STARTING, _RUNNING, _STOPPING = 0, 1, 2, 3
@@ -60,12 +60,13 @@ def complete_task(task: EmuTask) -> None:
         ctx.inflight -= 1
         if task.pinned:
             unpin_bufs(task)
+        o = task.owner
         if lane is None:
-            task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
+            task.on_success(o, o.user_data, task.cud.user_data)
             return
         lane.delivered += 1
         try:
-            task.pool.success(task.owner)  # type: ignore[misc]
+            task.on_success(o, o.user_data, task.cud.user_data)
         except BaseException:
             _release_later(task, lane)
             raise
@@ -76,6 +77,53 @@ def complete_task(task: EmuTask) -> None:
         deliver_completion(task)
     else:
         _in_order(task, lane, deliver_completion)
+
+
+def complete_batch(tasks: Sequence[EmuTask]) -> None:
+    """Deliver the completions an I/O batch found, in one Pe item (one post per batch, not per task): each
+    as :func:`complete_task` would, its success path inlined. Should a callback raise, the rest of the
+    batch is delivered by the next ``progress()``, first."""
+    i = 0
+    t: EmuTask | None = None
+    inline = False
+    try:
+        for t in tasks:
+            i += 1
+            ctx = t.ctx
+            lane = t.lane
+            inline = ctx.state == _RUNNING and t.status == _SUCCESS and (
+                lane is None or (t.seq == lane.delivered and not lane.parked))
+            if inline:
+                if trace.ON: trace.complete(t)  # trace hook: completion (inlined success path)
+                t.inflight = False
+                ctx.inflight -= 1
+                if t.pinned:
+                    unpin_bufs(t)
+                o = t.owner
+                if lane is None:
+                    t.on_success(o, o.user_data, t.cud.user_data)
+                    continue
+                lane.delivered += 1
+                t.on_success(o, o.user_data, t.cud.user_data)
+                if lane.parked:  # the callback completed later tasks of the lane (a stop's flush)
+                    _release(lane)
+            else:
+                complete_task(t)
+    except BaseException:
+        if inline and t is not None and t.lane is not None:
+            _release_later(t, t.lane)
+        if i < len(tasks):
+            pe = tasks[0].ctx.pe
+            if pe is not None:
+                pe.ready.appendleft((complete_batch, tasks[i:]))  # the Pe's own thread: runs next, first
+        raise
+
+
+def post_batch(tasks: list[EmuTask]) -> None:
+    """(I/O thread) Post the completions of *tasks* (one batch, one ctx's Pe) as one Pe item."""
+    pe = tasks[0].ctx.pe
+    if pe is not None:
+        pe.post(complete_batch, tasks)
 
 
 def _in_order(task: EmuTask, lane: Lane, deliver: Callable[[EmuTask], None]) -> None:
@@ -124,7 +172,8 @@ def deliver_completion(task: EmuTask) -> None:
     if task.pinned:
         unpin_bufs(task)
     if ctx.state == _RUNNING and task.status == _SUCCESS:
-        task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
+        o = task.owner
+        task.on_success(o, o.user_data, task.cud.user_data)
         return
     flushed = ctx.state == _STOPPING
     if flushed:
@@ -139,10 +188,10 @@ def deliver_completion(task: EmuTask) -> None:
             ctx._on_stop()
     if task.reason and not flushed and task.status != FLUSHED:
         logger.warning("%r failed with %s: %s", task, ErrorCode(task.status).name, task.reason)
-    cb = task.pool.success if task.status == _SUCCESS else task.pool.error
-    assert cb is not None
+    cb = task.on_success if task.status == _SUCCESS else task.on_error
     try:
-        cb(task.owner)
+        o = task.owner
+        cb(o, o.user_data, task.cud.user_data)
     finally:
         if ctx.state == _STOPPING:
             ctx._maybe_idle()
@@ -216,12 +265,15 @@ def _launch_local(task: EmuTask) -> None:
     if trace.ON: trace.complete(task)  # trace hook: completion (inlined success path)
     task.inflight = False
     ctx.inflight -= 1
-    task.pool.success(task.owner)  # type: ignore[misc]  # set_conf ran before start
+    o = task.owner
+    task.on_success(o, o.user_data, task.cud.user_data)
 
 
 # Engine work and completions may be reordered freely; transport launches (_launch: rdma, comch) only
 # across queues: a queue pair or channel starts its work requests in the order they were posted.
-SHUFFLED.update({complete_task: True, _launch_local: True, _launch: False})
+SHUFFLED.update({complete_task: True, complete_batch: True, _launch_local: True, _launch: False})
+# A launch is progress only when it completed its task at once (engine work done inline, a task failed).
+QUIET.update({_launch_local: True, _launch: True})
 
 
 def unreachable_ok(task: EmuTask, *bufs: EmuBuf) -> bool:

@@ -17,7 +17,7 @@ from .._backend.protocols.core import BufHandle, DevHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode
 from . import version as emu_version
 from .buf import EmuBuf, data_views, room, tail_view
-from .._backend.protocols.core import Completion
+from .._backend.protocols.core import Completion, HasUserData
 from .ctx import OFFLOAD, EmuCtx, EmuSrcDstTask, EmuTask, TaskPool, unreachable_ok
 from .mmap import dev_key
 from ..engines import checksums, deflate, lz4_stream
@@ -179,10 +179,10 @@ class _Pool(TaskPool[EmuTask]):
         super().__init__(ctx, EmuCompressTask, kind)
         self.kernel = kernel
 
-    def set_conf(self, success: Completion, error: Completion, num_tasks: int) -> None:
+    def set_conf(self, success: Completion, error: Completion, num_tasks: int, ctx_owner: HasUserData) -> None:
         if self.kind == "decompress_lz4_block":
             _refuse_lz4_block("task_decompress_lz4_block_set_conf")
-        super().set_conf(success, error, num_tasks)
+        super().set_conf(success, error, num_tasks, ctx_owner)
 
 
 class EmuCompress(EmuCtx):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from .._backend.protocols.core import Completion
+from .._backend.protocols.core import Completion, HasUserData
 from ..errors import DocaBadState, DocaInvalidValue, DocaNoMemory, DocaNotConnected
 from ..types import CtxState
 from . import strict, trace
@@ -177,6 +177,15 @@ class EmuCtx:
 T = TypeVar("T", bound="EmuTask")
 
 
+class _NoOwner:
+    """A pool's ``ctx_owner`` before ``set_conf`` (its tasks cannot complete: they cannot be allocated)."""
+
+    user_data = None
+
+
+_NO_OWNER = _NoOwner()
+
+
 class TaskPool(Generic[T]):
     """A per-task-type pool sized by ``*_set_conf(num_tasks)``, built at start."""
 
@@ -188,9 +197,13 @@ class TaskPool(Generic[T]):
         # submit): engine task classes run inline; transfers with their own _begin, and factories that
         # are not a class, go through the generic _launch.
         inline = isinstance(factory, type) and issubclass(factory, EmuTask) and factory._begin is EmuTask._begin
-        self.launcher: Callable[[T], None] = _launch_local if inline else _launch
+        # A task class may bring its own launcher (EmuTask.launch_fn: its _begin with the launch's checks inlined).
+        own = factory.launch_fn if isinstance(factory, type) and issubclass(factory, EmuTask) else None
+        self.launcher: Callable[[T], None] = own or (_launch_local if inline else _launch)
         self.success: Completion | None = None
         self.error: Completion | None = None
+        #: Whose ``user_data`` the completions get as ``ctx_user_data`` (the public ctx).
+        self.ctx_owner: HasUserData = _NO_OWNER
         self.size = 0
         self.created = 0
         self.out = 0
@@ -203,11 +216,13 @@ class TaskPool(Generic[T]):
         self.refused = (0, 0)
         ctx.pools.append(self)  # type: ignore[arg-type]
 
-    def set_conf(self, success: Completion, error: Completion, num_tasks: int) -> None:
+    def set_conf(self, success: Completion, error: Completion, num_tasks: int, ctx_owner: HasUserData) -> None:
         self.ctx._configurable("")  # Ctx._set_conf names the public *_set_conf
         if num_tasks <= 0:
             raise DocaInvalidValue("num_tasks must be positive")
-        self.success, self.error, self.size = success, error, num_tasks
+        self.success, self.error, self.size, self.ctx_owner = success, error, num_tasks, ctx_owner
+        for t in self.free:  # descriptors of an earlier start (idle: every one is free)
+            t.on_success, t.on_error, t.cud = success, error, ctx_owner
 
     def build(self) -> None:
         # Descriptors outlive stop/start, as their public wrappers are reused with them.

@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._backend.protocols.core import Completion, CtxHandle, PeHandle, TaskHandle
-from .._backend.protocols.graph import GraphHandle, GraphInstanceHandle, GraphNodeHandle, UserNodeFn
+from .._backend.protocols.core import CtxHandle, PeHandle, TaskHandle
+from .._backend.protocols.graph import GraphHandle, GraphInstanceHandle, GraphNodeHandle, RunDone, UserNodeFn
 from ..errors import (DocaBadState, DocaError, DocaInUse, DocaInvalidValue, DocaNoMemory, DocaNotPermitted,
                       ErrorCode)
 from . import strict
@@ -68,8 +68,8 @@ class EmuGraph:
         self.pe = pe
         self.nodes: list[EmuGraphNode] = []
         self.started = False
-        self.success: Completion | None = None
-        self.error: Completion | None = None
+        self.success: RunDone | None = None
+        self.error: RunDone | None = None
         self.num_instances = 0
         self.instances: list[EmuGraphInstance] = []
         self.user_data = 0
@@ -88,7 +88,7 @@ class EmuGraph:
                                              f"change it)")
             raise DocaBadState(f"{fn}: the graph is started")
 
-    def set_conf(self, completion: Completion, error: Completion, num_instances: int) -> None:
+    def set_conf(self, completion: RunDone, error: RunDone, num_instances: int) -> None:
         self._changeable("doca_graph_set_conf")
         if num_instances <= 0:
             raise DocaInvalidValue("doca_graph_set_conf: num_instances must be positive")
@@ -192,23 +192,23 @@ class EmuGraph:
         self.destroyed = True
 
 
-class _GraphPool:
-    """Stands in for a ctx node's task pool while the task runs in a graph: its completion goes to the
-    instance instead of the task's callbacks (everything else is read from the real pool)."""
+class _NodeRoute:
+    """A ctx node's task while it runs in a graph: its completion goes to the instance instead of the task's
+    callbacks (DOCA calls no task callback in a graph), which are put back when it comes."""
 
-    def __init__(self, pool: Any, task: EmuTask, run: EmuGraphInstance, index: int) -> None:
-        self.real = pool
+    __slots__ = ("task", "run", "index", "success", "error")
+
+    def __init__(self, task: EmuTask, run: EmuGraphInstance, index: int) -> None:
         self.task = task
         self.run = run
         self.index = index
-        self.success = self.error = self._done
+        self.success, self.error = task.on_success, task.on_error
+        task.on_success = task.on_error = self._done
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
-
-    def _done(self, owner: object) -> None:
-        self.task.pool = self.real
-        self.run._node_done(self.index, self.task.status)
+    def _done(self, owner: object, task_user_data: object, ctx_user_data: object) -> None:
+        task = self.task
+        task.on_success, task.on_error = self.success, self.error
+        self.run._node_done(self.index, task.status)
 
 
 class EmuGraphInstance:
@@ -330,8 +330,12 @@ class EmuGraphInstance:
         try:
             if node.kind == CTX:
                 task: EmuTask = datum
-                task.submit()
-                task.pool = _GraphPool(task.pool, task, self, i)  # type: ignore[assignment]
+                route = _NodeRoute(task, self, i)  # before the submit: a task may complete within it
+                try:
+                    task.submit()
+                except BaseException:
+                    task.on_success, task.on_error = route.success, route.error
+                    raise
             elif node.kind == USER:
                 self.graph.pe.post(self._run_user, i)
             else:

@@ -17,6 +17,11 @@ delivers its completions in submission order whichever thread or path finished t
 first (:func:`..ctx.complete_task`), as a queue pair's completion queue does. The
 notification handle is an ``eventfd`` written when a post lands on an armed PE, so
 callers can sleep in ``select``/``epoll``/asyncio.
+
+``progress()`` returns what ``doca_pe_progress`` does: whether progress was made — a completion, an
+event, a state change (:data:`QUIET` names the items that are not: a task's launch unless it completed
+the task at once, a transport's flush). The flushes a batch's launches need (:meth:`EmuPe.defer`) run at
+the end of that batch, so a loop that progresses until nothing happens has pushed out what it submitted.
 """
 
 from __future__ import annotations
@@ -34,11 +39,17 @@ from ..types import PeEventMode
 from . import strict, trace
 from . import version as emu_version
 
-__all__ = ["EmuPe", "Lane", "pe_create", "SHUFFLED"]
+__all__ = ["EmuPe", "Lane", "pe_create", "SHUFFLED", "QUIET"]
 
 #: Functions whose queue items may be reordered by shuffling, each with whether an item whose task has
 #: no lane may move (engine work: yes; a transport launch without a queue: no, it keeps its place).
 SHUFFLED: dict[Callable[[Any], object], bool] = {}
+
+#: Work items that are no progress in DOCA's sense by themselves: ``doca_pe_progress`` returns 1 for a
+#: task completion, an event or a ctx state transition, not for work a task started. ``True``: a task's
+#: launch (the item's argument), progress only when it completed the task at once; ``False``: internal
+#: work that never is (a transport's flush, a poll nudge).
+QUIET: dict[Callable[[Any], object], bool] = {}
 
 
 class Lane:
@@ -80,6 +91,8 @@ class EmuPe:
         #: Same-host transport rings polled by every progress (objects with ``poll() -> bool`` and
         #: ``arm() -> bool``); replaced, never mutated, so a progress may iterate it meanwhile.
         self.pollers: list[Any] = []
+        #: Internal work for the end of the running batch (:meth:`defer`); only the Pe's thread touches it.
+        self.deferred: deque[_Item] = deque()
 
     def post(self, fn: Callable[[Any], object], arg: Any) -> None:
         """Queue ``fn(arg)`` for the next progress; safe from any thread."""
@@ -131,21 +144,45 @@ class EmuPe:
         if not n:
             return polled
         self.running = True
+        made = polled
         try:
             if n > 1 and strict.SHUFFLE:
-                self._run_shuffled(n)
+                made = self._run_shuffled(n) or made
             else:
                 # Only the items present now: callbacks that resubmit wait for the next progress.
                 pop = q.popleft
                 for _ in _repeat(None, n):
                     fn, arg = pop()
                     fn(arg)
+                    if not made:
+                        made = _made_progress(fn, arg)
+            if self.deferred:
+                self._run_deferred()
         except BaseException as exc:
             if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
+            if self.deferred:  # the next progress() runs them
+                self.post_items(list(self.deferred))
+                self.deferred.clear()
             raise
         finally:
             self.running = False
-        return True
+        return made
+
+    def defer(self, fn: Callable[[Any], object], arg: Any) -> None:
+        """Queue internal work (a connection's flush) for the end of the running ``progress()`` batch — on
+        the Pe's thread inside ``progress()`` — or else for the next ``progress()``. Deferred work runs no
+        user code; a loop that progresses until ``progress()`` returns False has then pushed out what its
+        tasks queued."""
+        if self.running and _get_ident() == self.owner:
+            self.deferred.append((fn, arg))
+        else:
+            self.post(fn, arg)
+
+    def _run_deferred(self) -> None:
+        deferred = self.deferred
+        while deferred:
+            fn, arg = deferred.popleft()
+            fn(arg)
 
     def _poll(self) -> bool:
         """Let the transports' rings deliver what their peers published (callbacks may run)."""
@@ -164,16 +201,20 @@ class EmuPe:
                                  "first progressed it")
         self.owner = threading.get_ident()
 
-    def _run_shuffled(self, n: int) -> None:
+    def _run_shuffled(self, n: int) -> bool:
         pop = self.ready.popleft
         batch = [pop() for _ in range(n)]
         items = _interleave(batch)
+        made = False
         for k, (fn, arg) in enumerate(items):
             try:
                 fn(arg)
             except BaseException:
                 self.ready.extendleft(reversed(items[k + 1:]))  # the rest runs on the next progress
                 raise
+            if not made:
+                made = _made_progress(fn, arg)
+        return made
 
     def get_notification_handle(self) -> int:
         return self.efd
@@ -207,6 +248,14 @@ class EmuPe:
             raise DocaInUse(f"{len(self.ctxs)} ctx(s) are still connected to this progress engine")
         os.close(self.efd)
         self.efd = -1
+
+
+def _made_progress(fn: Callable[[Any], object], arg: Any) -> bool:
+    """Whether running the item ``fn(arg)`` was progress as ``doca_pe_progress`` counts it (:data:`QUIET`)."""
+    launch = QUIET.get(fn)
+    if launch is None:
+        return True
+    return launch and not arg.inflight
 
 
 def _item_key(fn: Callable[[Any], object], arg: Any, i: int) -> tuple[int, int]:

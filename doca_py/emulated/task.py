@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._backend.protocols.core import Completion, HasUserData
 from ..errors import DocaBadState, DocaError
 from ..log import logger
 from ..types import CtxState
@@ -32,7 +33,7 @@ class EmuTask:
     """Base of emulated tasks: submission, status, ownership."""
 
     __slots__ = ("ctx", "pool", "owner", "status", "inflight", "allocated", "pinned", "reason", "flushed_by",
-                 "on_engine", "launch", "done", "lane", "seq", "nth")
+                 "on_engine", "launch", "done", "lane", "seq", "nth", "on_success", "on_error", "cud", "submitted")
     offload_bytes = OFFLOAD_BYTES
     #: The task kind of fault injection (:data:`strict.KINDS`); empty: the pool's kind.
     kind = ""
@@ -40,11 +41,14 @@ class EmuTask:
     #: task): strict mode then lets it run instead of refusing the submit.
     released_ok = False
     _checks_submit = False
+    #: The launcher of a task class whose own (``_launch`` with its ``_begin`` inlined: one frame per task
+    #: less); ``None``: the pool picks the generic one.
+    launch_fn: Callable[[Any], None] | None = None
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         self.pool = pool
         self.ctx = pool.ctx
-        self.owner: object = None
+        self.owner: Any = None
         self.status = _SUCCESS
         self.inflight = False
         self.allocated = False
@@ -64,6 +68,13 @@ class EmuTask:
         self.seq = 0
         #: Its submission number in its pool (the last submit): its identity with the pool's.
         self.nth = 0
+        # The completions, called straight (no wrapper frame): ``on_success(owner, owner.user_data,
+        # cud.user_data)``. The pool's, set by set_conf; ``await task`` routes one run elsewhere.
+        self.on_success: Completion = pool.success  # type: ignore[assignment]  # set_conf ran before start
+        self.on_error: Completion = pool.error  # type: ignore[assignment]
+        self.cud: HasUserData = pool.ctx_owner
+        #: Submitted since its allocation (the public layer clears it at allocation): what ``await`` has a result of.
+        self.submitted = False
 
     def _execute(self) -> int:
         """Do the work; return the completion status (a ``doca_error_t``)."""
@@ -106,7 +117,7 @@ class EmuTask:
         if lane is not None:
             self.seq = lane.submitted
             lane.submitted += 1
-        self.inflight = True
+        self.inflight = self.submitted = True
         ctx.inflight += 1
         if trace.ON: trace.submit(self)  # trace hook: task submit
         if self.reason:
@@ -120,6 +131,7 @@ class EmuTask:
 
     def _refuse_submit(self) -> None:
         ctx = self.ctx
+        self.submitted = False  # the last submit was refused: no completion to await
         if self.inflight and strict.STRICT and ctx.state == _RUNNING:
             raise strict.violation(self, "a task was resubmitted while in flight; DOCA owns it until its "
                                          "completion callback starts")

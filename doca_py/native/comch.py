@@ -275,37 +275,44 @@ class NativeComchEndpoint(NativeCtx):
     def dispatch(self) -> bool:
         """Run the Python side of recorded completions and events (called by the Pe)."""
         pending = self.pending
-        if not pending:
+        n = len(pending)
+        if not n:
             return False
-        self.pending = []
-        for i, (obj, what) in enumerate(pending):
+        # One list for the ctx's life (the tasks keep its bound append): the n items recorded before this
+        # dispatch run now; what a callback's DOCA call records meanwhile waits for the next progress.
+        i = 0
+        for obj, what in pending:
+            i += 1
             try:
                 if obj.__class__ is NativeComchConnection:
                     kind, arg = what
                     cb = self.cbs[kind]
-                    if cb is None:
-                        continue
-                    owner = obj.owner
-                    if owner is None:
-                        owner = obj.owner = self.wrap(obj)
-                    if kind == "msg_recv":
-                        with memoryview(arg) as msg:
-                            cb(msg, owner)
-                    else:
-                        cb(owner, arg)
+                    if cb is not None:
+                        owner = obj.owner
+                        if owner is None:
+                            owner = obj.owner = self.wrap(obj)
+                        if kind == "msg_recv":
+                            with memoryview(arg) as msg:
+                                cb(msg, owner)
+                        else:
+                            cb(owner, arg)
                 elif obj is self:
                     if self.state_cb is not None:
                         self.state_cb(*what)
                 else:
                     obj.inflight = False
+                    o = obj.owner
                     if what:
-                        obj.pool.success(obj.owner)
+                        obj.on_success(o, o.user_data, obj.cud.user_data)
                     else:
                         self.task_failed(obj)
-                        obj.pool.error(obj.owner)
+                        obj.on_error(o, o.user_data, obj.cud.user_data)
             except BaseException:
-                self.pending[:0] = pending[i + 1:]  # keep the rest for the next progress
+                del pending[:i]  # the rest runs on the next progress
                 raise
+            if i == n:
+                break
+        del pending[:n]
         return True
 
 

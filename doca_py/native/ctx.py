@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from .._backend.protocols.core import Completion
+from .._backend.protocols.core import Completion, HasUserData
 from ..errors import DocaBadState, DocaNoMemory, ErrorCode, check
 from ..types import CtxState
 from .capi import CtxStateChangedCb, TaskCompletionCb
@@ -30,16 +30,22 @@ _ctxs: dict[int, NativeCtx] = {}
 
 
 # The trampolines append the task's prebuilt ``(task, ok)`` item: no allocation per completion.
+# A subscript, not ``dict.get`` (an unknown key is a task of another binding), and the ctx's bound append
+# kept on the task: one call per completion, the append.
 def _task_ok(task_ptr: int | None, task_ud: int, ctx_ud: int) -> None:
-    t = _tasks.get(task_ud)
-    if t is not None:
-        t.ctx.pending.append(t.ok_item)
+    try:
+        t = _tasks[task_ud]
+    except KeyError:
+        return
+    t.record(t.ok_item)
 
 
 def _task_err(task_ptr: int | None, task_ud: int, ctx_ud: int) -> None:
-    t = _tasks.get(task_ud)
-    if t is not None:
-        t.ctx.pending.append(t.err_item)
+    try:
+        t = _tasks[task_ud]
+    except KeyError:
+        return
+    t.record(t.err_item)
 
 
 #: Registered with every ``*_set_conf``; kept alive for the process.
@@ -76,7 +82,6 @@ class NativeCtx(Borrowable):
         _ctxs[self.key] = self
         #: Completions recorded by trampolines, dispatched by NativePe.progress.
         self.pending: list[tuple[Any, Any]] = []
-        self._spare: list[tuple[Any, Any]] = []
         self.state_cb: Callable[[int, int], None] | None = None
         self.pe: Any = None
         #: Why the ctx stopped, as the tasks its stop flushes report it ("" while it runs). DOCA reports only
@@ -122,10 +127,11 @@ class NativeCtx(Borrowable):
     def dispatch(self) -> bool:
         """Run the Python side of recorded completions; called by the Pe."""
         pending = self.pending
-        if not pending:
+        n = len(pending)
+        if not n:
             return False
-        # Two lists take turns (no list per progress); a callback's completions land in the other.
-        self.pending, self._spare = self._spare, pending
+        # One list for the ctx's life (the tasks keep its bound append): the n items recorded before this
+        # dispatch run now; what a callback's DOCA call records meanwhile waits for the next progress.
         i = 0
         try:
             for obj, what in pending:
@@ -135,16 +141,16 @@ class NativeCtx(Borrowable):
                         self.state_cb(*what)
                 else:
                     obj.inflight = False
+                    o = obj.owner
                     if what:
-                        obj.pool.success(obj.owner)
+                        obj.on_success(o, o.user_data, obj.cud.user_data)
                     else:
                         self.task_failed(obj)
-                        obj.pool.error(obj.owner)
-        except BaseException:
-            self.pending[:0] = pending[i:]  # keep the rest for the next progress
-            raise
+                        obj.on_error(o, o.user_data, obj.cud.user_data)
+                if i == n:
+                    break
         finally:
-            pending.clear()
+            del pending[:i]  # a callback raised: the rest runs on the next progress
         return True
 
     def task_failed(self, task: NativeTask) -> None:
@@ -164,6 +170,17 @@ class NativeCtx(Borrowable):
         _ctxs.pop(self.key, None)
 
 
+def _unconfigured(task: object, task_ud: object, ctx_ud: object) -> None:
+    raise DocaBadState("a task completed before its type was configured (set_conf)")
+
+
+class _NoOwner:
+    user_data = None
+
+
+_NO_OWNER = _NoOwner()
+
+
 class NativeTaskPool:
     """One task type's pool: ``set_conf`` registers the trampolines.
 
@@ -174,13 +191,17 @@ class NativeTaskPool:
         self.ctx = ctx
         self._set_conf = set_conf
         self.name = name
-        self.success: Completion | None = None
-        self.error: Completion | None = None
+        self.success: Completion = _unconfigured
+        self.error: Completion = _unconfigured
+        #: Whose ``user_data`` the completions get as ``ctx_user_data`` (the public ctx).
+        self.ctx_owner: HasUserData = _NO_OWNER
         self._by_ptr: dict[int, NativeTask] = {}
 
-    def set_conf(self, success: Completion, error: Completion, num_tasks: int) -> None:
+    def set_conf(self, success: Completion, error: Completion, num_tasks: int, ctx_owner: HasUserData) -> None:
         check(self._set_conf(TASK_SUCCESS_CB, TASK_ERROR_CB, num_tasks), self.name)
-        self.success, self.error = success, error
+        self.success, self.error, self.ctx_owner = success, error, ctx_owner
+        for t in self._by_ptr.values():  # descriptors of an earlier start
+            t.on_success, t.on_error, t.cud = success, error, ctx_owner
 
     def adopt(self, rc: int, ptr: int | None, what: str) -> NativeTask:
         """Wrap a freshly allocated task pointer (cached per pointer)."""
@@ -201,7 +222,7 @@ class NativeTask:
     """A ``doca_task *`` of some library task type."""
 
     __slots__ = ("ptr", "task_ptr", "pool", "ctx", "owner", "inflight", "flushed_by", "key", "ok_item", "err_item",
-                 "_submit")
+                 "_submit", "on_success", "on_error", "cud", "submitted", "record")
     #: DOCA reports only the status; the emulated backend also says why.
     reason = ""
 
@@ -210,13 +231,20 @@ class NativeTask:
         self.task_ptr = ptr  # library modules pass the doca_task * (from *_as_task)
         self.pool = pool
         self.ctx = pool.ctx  # the trampolines' shortcut to ctx.pending
-        self.owner: object = None
+        self.owner: Any = None
         self.inflight = False
         self.flushed_by = ""  # set by NativeCtx.task_failed before each error callback
         self.key = next(_keys)
         # What the completion trampolines record, built once per descriptor.
         self.ok_item = (self, True)
         self.err_item = (self, False)
+        self.record = pool.ctx.pending.append  # what the trampolines call (the ctx's list never changes)
+        # The completions, called straight by the dispatch (no wrapper frame); ``await task`` routes one run.
+        self.on_success: Completion = pool.success
+        self.on_error: Completion = pool.error
+        self.cud: HasUserData = pool.ctx_owner
+        #: Submitted since its allocation (the public layer clears it at allocation): what ``await`` has a result of.
+        self.submitted = False
         l = lib()
         self._submit = l.doca_task_submit  # looked up once, not per submit
         _tasks[self.key] = self
@@ -224,19 +252,22 @@ class NativeTask:
 
     def submit(self) -> None:
         if self.inflight:
-            raise DocaBadState("task is already in flight")
+            raise DocaBadState("task is already in flight")  # the run in flight can still be awaited
         rc = self._submit(self.task_ptr)
         if rc:
+            self.submitted = False
             check(rc, "doca_task_submit")
-        self.inflight = True
+        self.inflight = self.submitted = True
 
     def try_submit(self) -> None:
+        self.submitted = False
         check(lib().doca_task_try_submit(self.task_ptr), "doca_task_try_submit")
-        self.inflight = True
+        self.inflight = self.submitted = True
 
     def submit_ex(self, flags: int) -> None:
+        self.submitted = False
         check(lib().doca_task_submit_ex(self.task_ptr, flags), "doca_task_submit_ex")
-        self.inflight = True
+        self.inflight = self.submitted = True
 
     def free(self) -> None:
         if self.inflight:

@@ -12,8 +12,8 @@ import ctypes
 import itertools
 from typing import Any
 
-from .._backend.protocols.core import Completion, CtxHandle, PeHandle, TaskHandle
-from .._backend.protocols.graph import GraphHandle, GraphInstanceHandle, GraphNodeHandle, UserNodeFn
+from .._backend.protocols.core import CtxHandle, PeHandle, TaskHandle
+from .._backend.protocols.graph import GraphHandle, GraphInstanceHandle, GraphNodeHandle, RunDone, UserNodeFn
 from ..errors import DocaError, DocaInvalidValue, ErrorCode, check
 from ._common import lib
 from .capi import GraphCompletionCb, GraphUserNodeCb
@@ -63,8 +63,8 @@ class NativeGraph:
         self.pe = pe
         self.key = next(_keys)
         self.started = False
-        self.success: Completion | None = None
-        self.error: Completion | None = None
+        self.success: RunDone | None = None
+        self.error: RunDone | None = None
         self.instances: dict[int, NativeGraphInstance] = {}
         self.nodes: list[NativeGraphNode] = []
         self.pending: list[tuple[NativeGraphInstance, bool]] = []
@@ -73,7 +73,7 @@ class NativeGraph:
         # Graph callbacks find the graph by its user data; the public layer's value is kept in Python.
         check(lib().doca_graph_set_user_data(ptr, self.key), "doca_graph_set_user_data")
 
-    def set_conf(self, completion: Completion, error: Completion, num_instances: int) -> None:
+    def set_conf(self, completion: RunDone, error: RunDone, num_instances: int) -> None:
         check(lib().doca_graph_set_conf(self.ptr, GRAPH_COMPLETION_CB, GRAPH_ERROR_CB, num_instances),
               "doca_graph_set_conf")
         self.success, self.error = completion, error

@@ -171,10 +171,14 @@ class NativeRdma(RdmaSettingMethods, NativeCtx):
     def dispatch(self) -> bool:
         """Run the Python side of recorded completions and connection events (Pe)."""
         pending = self.pending
-        if not pending:
+        n = len(pending)
+        if not n:
             return False
-        self.pending = []
-        for i, (obj, what) in enumerate(pending):
+        # One list for the ctx's life (the tasks keep its bound append): the n items recorded before this
+        # dispatch run now; what a callback's DOCA call records meanwhile waits for the next progress.
+        i = 0
+        for obj, what in pending:
+            i += 1
             try:
                 if type(obj) is NativeRdmaConnection:
                     if self.conn_cb is not None:
@@ -184,14 +188,18 @@ class NativeRdma(RdmaSettingMethods, NativeCtx):
                         self.state_cb(*what)
                 else:
                     obj.inflight = False
+                    o = obj.owner
                     if what:
-                        obj.pool.success(obj.owner)
+                        obj.on_success(o, o.user_data, obj.cud.user_data)
                     else:
                         self.task_failed(obj)
-                        obj.pool.error(obj.owner)
+                        obj.on_error(o, o.user_data, obj.cud.user_data)
             except BaseException:
-                self.pending[:0] = pending[i + 1:]  # keep the rest for the next progress
+                del pending[:i]  # the rest runs on the next progress
                 raise
+            if i == n:
+                break
+        del pending[:n]
         return True
 
     # -- connections -------------------------------------------------------------------------------

@@ -57,14 +57,16 @@ def test_a_raising_callback_leaves_the_rest_to_the_next_progress_in_order() -> N
 
 
 def _engine_tasks(n: int, got: list[int]) -> tuple[Any, list[Any]]:
-    """Tasks shaped like EmuTask for complete_task: a running ctx, a success status, a pool callback."""
+    """Tasks shaped like EmuTask for complete_task: a running ctx, a success status, the completion
+    callbacks the backend calls straight (``cb(owner, owner.user_data, cud.user_data)``)."""
     from doca_py.types import CtxState
 
     pe, tasks = _tasks(n)
     ctx = SimpleNamespace(pe=pe, state=int(CtxState.RUNNING), inflight=n)
-    pool = SimpleNamespace(success=lambda owner: got.append(owner), error=None)
+    cud = SimpleNamespace(user_data=None)
     for i, t in enumerate(tasks):
-        t.ctx, t.status, t.inflight, t.pinned, t.pool, t.owner = ctx, 0, True, False, pool, i
+        t.ctx, t.status, t.inflight, t.pinned, t.owner = ctx, 0, True, False, SimpleNamespace(user_data=i)
+        t.on_success, t.on_error, t.cud = lambda owner, ud, cud: got.append(ud), None, cud
     return pe, tasks
 
 

@@ -49,6 +49,7 @@ from . import capi_inventory
 from .conftest import UseLibdir
 from .fakelib import comch as fake
 from .fakelib.plugin import FakeLibs
+from .owners import NO_CTX, Owner
 
 C = ctypes
 P = C.c_void_p
@@ -374,7 +375,8 @@ class Bench:
 
 def _completions(pool: Any, num: int = 8) -> list[object]:
     done: list[object] = []
-    pool.set_conf(done.append, lambda owner: done.append(("error", owner)), num)
+    pool.set_conf(lambda owner, ud, cud: done.append(owner), lambda owner, ud, cud: done.append(("error", owner)),
+                  num, NO_CTX)
     return done
 
 
@@ -444,7 +446,7 @@ def test_server_events_messages_and_send(env30: BoundLib) -> None:
     t = srv.task_send_alloc_init(conn, bytearray(b"reply"))
     assert isinstance(t, ncomch.NativeComchTaskSend) and t.ptr != t.task_ptr and t.get_connection() is conn
     assert env30.doca_task_get_user_data(t.task_ptr) == t.key
-    t.owner = "the public send"
+    t.owner = Owner("the public send")
     t.submit()
     assert sent == [] and b.pe.progress()
     assert sent == ["the public send"] and not t.inflight and b.last_msg() == b"reply"
@@ -520,7 +522,7 @@ def test_client_consumer_and_producer(env30: BoundLib) -> None:
     b.pe.progress()
     assert msgs == [(b"from the server", conn)]  # no wrap function set: the handle itself
     t = cli.task_send_alloc_init(conn, memoryview(b"to the server"))
-    t.owner = "client send"
+    t.owner = Owner("client send")
     t.submit()
     b.pe.progress()
     assert sent == ["client send"] and b.last_msg() == b"to the server"
@@ -542,7 +544,7 @@ def test_client_consumer_and_producer(env30: BoundLib) -> None:
     rt.set_buf(other)
     assert rt.get_buf() == other.ptr
     rt.set_buf(dst)
-    rt.owner = "recv"
+    rt.owner = Owner("recv")
     rt.submit()
     assert b.pe.progress() and received == ["recv"]
     assert (rt.producer_id, rt.imm) == (fake.RECV_PRODUCER_ID, fake.RECV_IMM)
@@ -559,14 +561,14 @@ def test_client_consumer_and_producer(env30: BoundLib) -> None:
     pt.set_consumer_id(cons.get_id())
     pt.set_imm_data(b"xy")
     assert (pt.imm, pt.consumer_id) == (b"xy", cons.get_id())
-    pt.owner = "produce"
+    pt.owner = Owner("produce")
     pt.submit()
     assert b.pe.progress() and produced == ["produce"]
     assert b.last_produced() == (b"payload", b"xy", cons.get_id())
     plain = prod.task_send_alloc_init(src, b"", cons.get_id())
     assert plain.imm == b""
     bad = prod.task_send_alloc_init(src, b"", fake.BAD_CONSUMER_ID)
-    bad.owner = "bad"
+    bad.owner = Owner("bad")
     bad.submit()
     b.pe.progress()
     assert produced[-1] == ("error", "bad")
@@ -665,7 +667,7 @@ def test_26_runtime_through_libdoca_cc(env26: BoundLib) -> None:
     b.pe.connect_ctx(cons)
     cons.start()
     rt = cons.task_post_recv_alloc_init(b.buf(size=32))
-    rt.owner = "recv26"
+    rt.owner = Owner("recv26")
     rt.submit()
     b.pe.progress()
     assert received == ["recv26"] and (rt.producer_id, rt.imm) == (fake.RECV_PRODUCER_ID, b"")
@@ -683,7 +685,7 @@ def test_26_runtime_through_libdoca_cc(env26: BoundLib) -> None:
     pt.set_imm_data(b"")
     with pytest.raises(DocaNotSupported, match=r"doca_comch_producer_task_send_set_imm_data needs"):
         pt.set_imm_data(b"x")
-    pt.owner = "produce26"
+    pt.owner = Owner("produce26")
     pt.submit()
     b.pe.progress()
     assert produced == ["produce26"] and b.last_produced() == (b"2.6 data", b"", 9)

@@ -39,6 +39,7 @@ from . import capi_inventory
 from .conftest import UseLibdir
 from .fakelib import engines as fake
 from .fakelib.plugin import FakeLibs
+from .owners import NO_CTX, Owner
 
 POINTER_BASE: Any = ctypes._Pointer  # noqa: SLF001
 CFUNC_BASE: Any = getattr(ctypes, "_CFuncPtr")
@@ -238,7 +239,8 @@ class Bench:
 
 def _completions(pool: ndma.EngineTaskPool, num: int = 8) -> list[object]:
     done: list[object] = []
-    pool.set_conf(done.append, lambda owner: done.append(("error", owner)), num)
+    pool.set_conf(lambda owner, ud, cud: done.append(owner), lambda owner, ud, cud: done.append(("error", owner)),
+                  num, NO_CTX)
     return done
 
 
@@ -255,7 +257,7 @@ def test_dma_memcpy_round_trip(env30: BoundLib) -> None:
     assert t.ptr != t.task_ptr  # the library task and its doca_task differ in the fake
     assert env30.doca_task_get_user_data(t.task_ptr) == t.key
     assert (t.get_src(), t.get_dst()) == (src.ptr, dst.ptr)
-    t.owner = "the public task"
+    t.owner = Owner("the public task")
     t.submit()
     assert t.inflight and done == []
     assert b.pe.progress()
@@ -352,7 +354,7 @@ def test_ec_matrices_and_tasks(env30: BoundLib) -> None:
     for kind, t in tasks.items():
         assert t.kind == kind and t.ptr != t.task_ptr
         assert (t.get_src(), t.get_dst()) == (src.ptr, dst.ptr)
-        t.owner = kind
+        t.owner = Owner(kind)
         t.submit()
     assert tasks["recover"].get_matrix() == recover.ptr and tasks["recover"].matrix is recover
     tasks["create"].set_matrix(raw)
@@ -414,7 +416,7 @@ def test_compress_tasks_on_30(env30: BoundLib) -> None:
              "decompress_lz4_block": comp.task_decompress_lz4_block_alloc_init(src, dst)}
     for task, t in tasks.items():
         assert (t.get_src(), t.get_dst()) == (src.ptr, dst.ptr)
-        t.owner = task
+        t.owner = Owner(task)
         t.submit()
     assert b.pe.progress()
     assert done == {task: [task] for task in ncomp.TASK_TYPES}
@@ -463,7 +465,7 @@ def test_lz4_stream_maps_to_the_26_task(env26: BoundLib) -> None:
     assert comp.legacy_lz4 and comp.decompress_lz4_stream.kind == "decompress_lz4"
     done = _completions(comp.decompress_lz4_stream)
     with pytest.raises(DocaNotSupported, match=r"lz4_block_set_conf .*DOCA 2\.6\.0058.*from DOCA 3\.0"):
-        comp.decompress_lz4_block.set_conf(print, print, 4)
+        comp.decompress_lz4_block.set_conf(print, print, 4, NO_CTX)
     b.pe.connect_ctx(comp)
     assert comp.start() == 2
     src, dst = b.buf(b"lz4 frame body"), b.buf(size=64)
@@ -476,7 +478,7 @@ def test_lz4_stream_maps_to_the_26_task(env26: BoundLib) -> None:
     assert (t.crc_cs, t.adler_cs) == (fake.CRC, fake.ADLER)
     with pytest.raises(DocaNotSupported, match="not xxh_cs"):
         _ = t.xxh_cs
-    t.owner = "lz4"
+    t.owner = Owner("lz4")
     t.submit()
     assert b.pe.progress() and done == ["lz4"]
     for flags in ((True, True), (False, False)):
@@ -518,3 +520,32 @@ def test_probe_compares_the_engines_with_their_tables(engines30_dir: Path, capsy
     assert reports["erasure_coding"]["missing"] == [] and reports["erasure_coding"]["undeclared"] == []
     assert reports["compress"]["missing"] == sorted(d.name for d in COMPRESS_26)
     assert reports["compress"]["undeclared"] == []
+
+
+def test_buffer_operations_are_one_ctypes_call_each(env30: BoundLib) -> None:
+    """Issue 34: a buffer's per-IO operations call their C function directly (resolved once per inventory),
+    not through the loader on every call; set_data's bounds check reads a cached window."""
+    b = Bench(env30)
+    buf = b.buf(b"0123456789abcdef", 64)
+    head = buf.get_head()
+    buf.set_data(head, 16)  # the first re-aim of a descriptor wrapped from C reads its window once
+    frames: list[str] = []
+
+    def prof(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            frames.append(frame.f_code.co_name)
+
+    sys.setprofile(prof)
+    try:
+        buf.set_data(head + 8, 8)
+        buf.reset_data_len()
+        n = buf.get_data_len()
+        data = buf.get_data()
+    finally:
+        sys.setprofile(None)
+    assert (data, n) == (head + 8, 0)
+    assert frames == ["set_data", "reset_data_len", "get_data_len", "get_data"]  # one frame each, no loader
+    # Outside the window: refused before C sees it, and the buffer is unchanged.
+    with pytest.raises(errors.DocaInvalidValue, match="leaves the window"):
+        buf.set_data(head + 60, 8)
+    assert (buf.get_data(), buf.get_data_len()) == (head + 8, 0)

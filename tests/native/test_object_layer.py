@@ -11,6 +11,7 @@ from doca_py.native import dev as ndev
 from doca_py.native import pe as npe
 from doca_py.native.capi import BoundLib
 from doca_py.native.ctx import NativeCtx, NativeTaskPool
+from .owners import NO_CTX, Owner
 
 
 def test_devinfo_list_through_the_object_layer(lib30: BoundLib, fake30: BoundLib) -> None:
@@ -32,7 +33,8 @@ def test_task_completion_reaches_python_after_progress(lib30: BoundLib, fake30: 
 
     pool = NativeTaskPool(ctx, set_conf, "fake_task")
     done: list[object] = []
-    pool.set_conf(done.append, lambda owner: done.append(("err", owner)), 4)
+    pool.set_conf(lambda owner, ud, cud: done.append(owner), lambda owner, ud, cud: done.append(("err", owner)),
+                  4, NO_CTX)
     pe = npe.pe_create()
     pe.connect_ctx(ctx)
     states: list[tuple[int, int]] = []
@@ -41,7 +43,7 @@ def test_task_completion_reaches_python_after_progress(lib30: BoundLib, fake30: 
     tptr = ctypes.c_void_p()
     rc = fake30.fake_task_alloc_init(cptr.value, 0, ctypes.byref(tptr))
     task = pool.adopt(rc, tptr.value, "fake_task_alloc_init")
-    task.owner = "the public task"
+    task.owner = Owner("the public task")
     task.submit()
     assert task.inflight and done == []
     assert pe.progress()

@@ -43,6 +43,7 @@ from . import capi_inventory
 from .conftest import UseLibdir
 from .fakelib import rdma as fake
 from .fakelib.plugin import FakeLibs
+from .owners import NO_CTX, Owner
 
 C = ctypes
 P = C.c_void_p
@@ -311,7 +312,8 @@ class Bench:
 
 def _completions(pool: Any, num: int = 8) -> list[object]:
     done: list[object] = []
-    pool.set_conf(done.append, lambda owner: done.append(("error", owner)), num)
+    pool.set_conf(lambda owner, ud, cud: done.append(owner), lambda owner, ud, cud: done.append(("error", owner)),
+                  num, NO_CTX)
     return done
 
 
@@ -378,7 +380,7 @@ def test_export_connect_and_send_round_trip(env30: BoundLib) -> None:
     t.set_rdma_connection(c1)
     assert t.get_rdma_connection() is c1
     t.set_rdma_connection(c0)
-    t.owner = "the public send"
+    t.owner = Owner("the public send")
     t.submit()
     assert sent == [] and b.pe.progress()
     assert sent == ["the public send"] and not t.inflight
@@ -393,7 +395,7 @@ def test_export_connect_and_send_round_trip(env30: BoundLib) -> None:
     dst = b.buf(b">", size=32)
     rt = r.task_receive_allocate_init(dst)
     assert rt.get_dst_buf() == dst.ptr
-    rt.owner = "the public receive"
+    rt.owner = Owner("the public receive")
     rt.submit()
     assert b.pe.progress() and received == ["the public receive"]
     assert (rt.opcode, rt.result_len, rt.imm) == (1, len(fake.RECV_DATA), fake.RECV_IMM)
@@ -401,7 +403,7 @@ def test_export_connect_and_send_round_trip(env30: BoundLib) -> None:
     assert C.string_at(dst.get_data(), dst.get_data_len()) == b">" + fake.RECV_DATA
     # Task types the fake lacks, and connections of another ctx.
     with pytest.raises(DocaNotSupported, match=r"doca_rdma_task_write_set_conf .*DOCA 3\.0\.0058"):
-        r.write.set_conf(print, print, 4)
+        r.write.set_conf(print, print, 4, NO_CTX)
     other = nrdma.rdma_create(b.dev)
     with pytest.raises(DocaInvalidValue, match="does not belong to this rdma ctx"):
         other.task_send_allocate_init(c0, src)
@@ -527,13 +529,13 @@ def test_26_runtime_uses_the_implicit_connection(env26: BoundLib) -> None:
     t = r.task_send_allocate_init(conn, src)
     assert t.get_rdma_connection() is conn and t.get_src_buf() == src.ptr
     t.set_rdma_connection(conn)
-    t.owner = "send26"
+    t.owner = Owner("send26")
     t.submit()
     assert b.pe.progress() and sent == ["send26"] and b.last_sent() == b"over 2.6"
     imm = r.task_send_imm_allocate_init(conn, src, 0xCAFEBABE)
     assert imm.imm == 0xCAFEBABE
     rt = r.task_receive_allocate_init(b.buf(size=16))
-    rt.owner = "recv26"
+    rt.owner = Owner("recv26")
     rt.submit()
     assert b.pe.progress() and received == ["recv26"] and rt.result_conn is conn
     # What 2.6 lacks.

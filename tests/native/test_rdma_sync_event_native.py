@@ -16,6 +16,7 @@ from doca_py.native import sync_event as nsync
 from doca_py.native.capi import BoundLib
 
 from .test_rdma_native import Bench, _completions, env26, env30, rdma26_dir, rdma30_dir  # noqa: F401 - fixtures
+from .owners import Owner
 
 _U64 = struct.Struct("=Q")
 
@@ -44,19 +45,19 @@ def test_remote_sync_event_tasks_reach_the_exporting_event(env: str, request: py
     r.connect(b"FAKE-peer", conn)
 
     t = nse.task_allocate_init(r, "notify_set", conn, remote, b.buf(_U64.pack(0xD0CA)), 0)
-    t.owner = "set"
+    t.owner = Owner("set")
     t.submit()
     assert b.pe.progress() and done["notify_set"] == ["set"] and se.get() == 0xD0CA
     dst = b.buf(size=16)
     g = nse.task_allocate_init(r, "get", conn, remote, dst, 0)
-    g.owner = "get"
+    g.owner = Owner("get")
     g.submit()
     assert b.pe.progress() and done["get"] == ["get"] and g.get_result_len() == 8
     assert dst.get_data_len() == 8 and _U64.unpack(bytes(memoryview_of(dst)))[0] == 0xD0CA
     res = b.buf(size=8)
     a = nse.task_allocate_init(r, "notify_add", conn, remote, res, 5)
     assert a.get_add_data() == 5
-    a.owner = "add"
+    a.owner = Owner("add")
     a.submit()
     assert b.pe.progress() and done["notify_add"] == ["add"] and se.get() == 0xD0CA + 5
     assert _U64.unpack(bytes(memoryview_of(res)))[0] == 0xD0CA

@@ -128,8 +128,9 @@ def test_sigint_stops_promptly(cleanup: list[TargetProcess | Requester | subproc
 SILENCE = "1"  # --control-timeout of these tests: seconds the requester may stay silent
 
 
-def _silence_line(target: TargetProcess) -> str:
-    assert target.wait() == 1, target.stderr
+def _silence_line(target: TargetProcess, silence: float) -> str:
+    """The target's last line once it ended on a requester's *silence* (its time-out, which elapses first)."""
+    assert target.wait(deadlines.bound(silence, DEADLINE)) == 1, target.stderr
     assert "Traceback" not in target.stderr + target.stdout
     return target.stderr.strip().splitlines()[-1]
 
@@ -140,7 +141,7 @@ def test_a_requester_silent_in_the_control_phase_ends_the_session(
     cleanup.append(target)
     with connect_tcp("127.0.0.1", target.port, timeout=DEADLINE) as ch:
         ch.request(ControlMessage(M.QUERY_STORAGE_REQUEST, 0, 0), timeout=DEADLINE)
-        line = _silence_line(target)
+        line = _silence_line(target, float(SILENCE))
     assert re.fullmatch(r"EXCEPTION: The requester \(127\.0\.0\.1:\d+\) sent nothing for 1 s \(--control-timeout\) "
                         r"while the target was expecting a init_storage_request; ending the session", line), line
 
@@ -159,7 +160,7 @@ def test_a_stopped_requester_ends_the_data_path(cleanup: list[TargetProcess | Re
     assert _read_line(child) == "ready"  # a session with io on both workers
     child.send_signal(signal.SIGSTOP)
     try:
-        line = _silence_line(target)
+        line = _silence_line(target, silence)
     finally:
         child.send_signal(signal.SIGCONT)
     assert line.startswith("EXCEPTION: The requester (127.0.0.1:"), line
@@ -184,7 +185,7 @@ def test_an_idle_deadline_ends_a_session_without_io_whose_requester_stopped(
     assert _read_line(child) == "ready"  # a started session that carried no io
     child.send_signal(signal.SIGSTOP)
     try:
-        line = _silence_line(target)
+        line = _silence_line(target, idle)
     finally:
         child.send_signal(signal.SIGCONT)
     assert re.fullmatch(rf"EXCEPTION: The requester \(127\.0\.0\.1:\d+\) sent nothing for {idle} s \(--idle-timeout\): "
@@ -217,7 +218,7 @@ def test_a_stop_of_the_target_itself_is_not_blamed_on_the_requester(
             _wait_for_time(target_stopped_for=2.0 * timeout)  # a stop longer than the allowed silence
         finally:
             target.p.send_signal(signal.SIGCONT)
-        line = _silence_line(target)
+        line = _silence_line(target, timeout)  # counted again from its resumption
     stall = [s for s in target.stdout.splitlines() if "this process did not run for " in s]  # the log
     assert stall and "[WARNING]" in stall[0] and "the requester's silence is counted again from now" in stall[0], \
         target.stdout

@@ -55,7 +55,7 @@ __all__ = [
     "IO_MESSAGE_SIZE", "IoMessageType", "IoMessage", "TYPE_OFFSET", "USER_DATA_OFFSET", "RESULT_OFFSET",
     "IO_SIZE_OFFSET", "REQUESTER_OFFSET_OFFSET", "STORAGE_OFFSET_OFFSET", "make_response_in_place",
     "pack_io_message_into", "unpack_io_message_from", "unpack_io_head_from", "user_data_at", "result_at", "io_size_at",
-    "set_type_in_place",
+    "set_type_in_place", "pack_u32_into", "RESULT_TYPE",
 ]
 
 IO_MESSAGE_SIZE = 64
@@ -191,4 +191,11 @@ def make_response_in_place(buffer: bytearray | memoryview, result: ErrorCode | i
 
 
 _RESULT_TYPE = int(IoMessageType.RESULT)
-_pack_u32 = _U32.pack_into  # make_response_in_place runs once per IO in every target and bridge
+_pack_u32 = _U32.pack_into
+
+RESULT_TYPE = _RESULT_TYPE
+"""``int(IoMessageType.RESULT)``, for the data paths that answer in place with :data:`pack_u32_into`."""
+pack_u32_into: Callable[[Any, int, int], None] = _U32.pack_into
+"""``pack_u32_into(buffer, offset, value)``: write one big-endian u32 field in place (``TYPE_OFFSET``,
+``RESULT_OFFSET``). A data path's completion callback makes its response with two of these
+(what :func:`make_response_in_place` does) without a function frame of its own."""

@@ -15,11 +15,19 @@ Each backend provides one module per DOCA library (``doca_py.<impl>.dev``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
-#: What a backend calls when a task completes: it receives the *owner* object the
-#: public layer passed at allocation (the public ``Task``), inside ``Pe.progress``.
-Completion = Callable[[object], None]
+#: What a backend calls when a task completes, inside ``Pe.progress``: the user's own
+#: ``cb(task, task_user_data, ctx_user_data)`` with the *owner* the public layer set on the task (the
+#: public ``Task``), ``owner.user_data`` and ``ctx_owner.user_data`` (``ctx_owner``: given to ``set_conf``).
+#: No wrapper between the backend and the user's function (the fast lane, ARCHITECTURE.md §8).
+Completion = Callable[[Any, Any, Any], None]
+
+
+class HasUserData(Protocol):
+    """What a task pool reads the callbacks' ``ctx_user_data`` from at each completion (the public ``Ctx``)."""
+
+    user_data: Any
 
 
 class DevInfoHandle(Protocol):
@@ -179,10 +187,20 @@ class CtxHandle(Protocol):
 class TaskHandle(Protocol):
     """``doca_task``."""
 
-    #: The public ``Task`` wrapping this descriptor; passed to the completion functions.
-    owner: object
+    #: The public ``Task`` wrapping this descriptor; passed to the completion functions with its ``user_data``.
+    owner: Any
     #: Submitted and its completion not yet delivered.
     inflight: bool
+    #: Submitted since its allocation, the last submit accepted (the public layer clears it at allocation).
+    submitted: bool
+    #: The completions this descriptor's next completion calls: its pool's (``set_conf``), unless the
+    #: public layer routed one run elsewhere (``await task``); the routed function restores them.
+    on_success: Completion
+    on_error: Completion
+    #: The pool's ``ctx_owner`` (whose ``user_data`` is the callbacks' third argument).
+    cud: HasUserData
+    #: The pool the descriptor belongs to (its ``success`` and ``error`` are what ``on_*`` go back to).
+    pool: Any
 
     @property
     def reason(self) -> str:
@@ -204,8 +222,9 @@ class TaskHandle(Protocol):
 class TaskPoolHandle(Protocol):
     """One task type of a ctx: its ``doca_<lib>_task_<type>_set_conf``."""
 
-    def set_conf(self, success: Completion, error: Completion, num_tasks: int) -> None:
-        """``doca_<lib>_task_<type>_set_conf``: completion functions and pool size (ctx idle)."""
+    def set_conf(self, success: Completion, error: Completion, num_tasks: int, ctx_owner: HasUserData) -> None:
+        """``doca_<lib>_task_<type>_set_conf``: completion functions and pool size (ctx idle). A completion
+        calls ``success(owner, owner.user_data, ctx_owner.user_data)`` (or ``error``) directly."""
 
 
 class PeHandle(Protocol):

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from .core import Completion, CtxHandle, PeHandle, TaskHandle
+from .core import CtxHandle, PeHandle, TaskHandle
 
 #: A user node's work as a backend calls it: ``fn(cookie)`` inside ``Pe.progress``; a
 #: [`DocaError`][doca_py.errors.DocaError] it raises fails the node with its code.
 UserNodeFn = Callable[[object], None]
+#: What a graph's completion and error callbacks are to a backend: called with the finished instance's owner.
+RunDone = Callable[[object], None]
 
 
 class GraphNodeHandle(Protocol):
@@ -43,7 +45,7 @@ class GraphInstanceHandle(Protocol):
 class GraphHandle(Protocol):
     """``doca_graph`` as a backend implements it."""
 
-    def set_conf(self, completion: Completion, error: Completion, num_instances: int) -> None:
+    def set_conf(self, completion: RunDone, error: RunDone, num_instances: int) -> None:
         """``doca_graph_set_conf``: the functions receive the finished instance's ``owner``."""
     def set_user_data(self, data: int) -> None:
         """``doca_graph_set_user_data``."""

@@ -58,9 +58,8 @@ def _deliver_soft(task: EmuTask) -> None:
         if task.pinned:
             unpin_bufs(task)
         task.flushed_by = ""
-        cb = task.pool.error
-        assert cb is not None
-        cb(task.owner)
+        o = task.owner
+        task.on_error(o, o.user_data, task.cud.user_data)
         return
     deliver_completion(task)
 
@@ -111,7 +110,8 @@ def _complete_batch(tasks: Sequence[EmuTask]) -> None:
                 ctx.inflight -= 1
                 if t.pinned:
                     unpin_bufs(t)
-                t.pool.success(t.owner)  # type: ignore[misc]  # configured before start
+                o = t.owner
+                t.on_success(o, o.user_data, t.cud.user_data)
             else:
                 complete(t)
     finally:

@@ -28,6 +28,7 @@ from ...log import logger
 from ..transport.shmring import (
     MAX_RECORD, REC_HDR, Consumer, Producer, Ring, RingError, attach_with_bell, fence, ring_doorbell, send_fds,
 )
+from ..pe import QUIET
 from .common import post
 from .config import RESET, monotonic
 
@@ -214,6 +215,9 @@ def serve(conn: LinkedConnection, link: ShmLink) -> bool:
 
 def noop(_: object) -> None:
     """Posted to make a Pe poll its rings (and wake it if it sleeps)."""
+
+
+QUIET[noop] = False  # what the poll delivers is the progress, not the nudge
 
 
 class CommPoller:

@@ -20,7 +20,7 @@ from ...errors import (
 from .. import export as ex
 from .. import version as emu_version
 from ..mmap import EmuMmap
-from ..pe import Lane
+from ..pe import QUIET, Lane
 from ..transport.reactor import reactor
 from ..transport.stream import Stream
 from .config import (
@@ -250,7 +250,7 @@ class EmuRdmaConnection:
             st.flush_posted = True
             pe = self.ctx.pe
             assert pe is not None
-            pe.post(_flush, st)
+            pe.defer(_flush, st)
 
     def map_id(self, st: Stream, mm: EmuMmap) -> int:
         """The id of *mm* on this connection; registers it with the peer first (st.lock held)."""
@@ -273,6 +273,9 @@ class EmuRdmaConnection:
 
 def _flush(st: Stream) -> None:
     st.flush()
+
+
+QUIET[_flush] = False  # internal: the completions it leads to are the progress
 
 
 def _retry_check(conn: EmuRdmaConnection) -> None:
@@ -352,10 +355,11 @@ class Fifo(Lane):
 
     Hardware starts the work requests of one queue in the order they were posted
     (``doca_task_submit``). The Pe launches a lane's tasks in that order (shuffling never
-    reorders them within it); each task enters its queue at submit and its work starts at its
-    launch, unless tasks before it are still waiting, *ready*, for the peer to connect: then it
-    waits behind them and they start in order once the connection is up (or fail when it breaks).
-    A task that completes without starting (flushed, fault injected) leaves the queue then.
+    reorders them within it), and a task's work starts at its launch, unless tasks before it are
+    still waiting, *ready*, for the peer to connect: then it joins them in :attr:`tasks` and they
+    start in order once the connection is up (or fail when it breaks). So :attr:`tasks` holds the
+    launched tasks that wait, in order; a task that completes without starting (flushed, fault
+    injected) leaves it then.
     """
 
     __slots__ = ("ctx", "tasks", "run", "nready")

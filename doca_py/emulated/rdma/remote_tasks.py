@@ -8,7 +8,7 @@ from ..buf import EmuBuf
 from ..ctx import EmuTask, TaskPool, _complete
 from ..mmap import Access
 from .config import (
-    F_CAS, F_IMM, F_NODATA, MAX_MESSAGE_SIZE, T_ATOMIC, T_READ, T_WRITE, INVALID, NOT_PERMITTED,
+    C_ESTABLISHED, F_CAS, F_IMM, F_NODATA, MAX_MESSAGE_SIZE, T_ATOMIC, T_READ, T_WRITE, INVALID, NOT_PERMITTED,
     RDMA_READ, RDMA_WRITE, RESET, TOO_BIG, memmove,
 )
 from .segments import Fail, copy_from, copy_to, grow_data, list_len, buf_segments
@@ -78,7 +78,9 @@ class EmuRdmaTaskRead(_SrcDstTask):
         at = dst.data + dst.data_len
         fast = dst.next is None and dm is not None and dm.fast and dm.writable and dm.addr <= at and \
             at + n <= dm.hi and at + n <= dst.head + dst.len
-        st = conn.request_stream()
+        st = conn.req
+        if conn.state != C_ESTABLISHED or st is None:
+            st = conn.request_stream()  # raises the connection's failure
         self.nbytes = n
         if fast and conn.same_host:
             if not conn.peer_perms & RDMA_READ:
@@ -156,7 +158,9 @@ class EmuRdmaTaskWrite(_SrcDstTask):
         d = dst.data + dst.data_len
         if d + n > dst.head + dst.len:
             raise Fail(INVALID, f"write destination has {dst.head + dst.len - d} bytes free, the source holds {n}")
-        st = conn.request_stream()
+        st = conn.req
+        if conn.state != C_ESTABLISHED or st is None:
+            st = conn.request_stream()  # raises the connection's failure
         self.nbytes = n
         if conn.same_host:
             if not conn.peer_perms & RDMA_WRITE:
@@ -232,7 +236,9 @@ class EmuRdmaTaskAtomic(_DstTask):
         segs, room = buf_segments(res, True)
         if room < 8:
             raise Fail(INVALID, "the atomic result buffer needs 8 bytes free")
-        st = conn.request_stream()
+        st = conn.req
+        if conn.state != C_ESTABLISHED or st is None:
+            st = conn.request_stream()  # raises the connection's failure
         self.segs, self.nbytes = segs, 8
         a1, a2 = (self.cmp, self.swap) if self.is_cas else (self.add, 0)
         with st.lock:

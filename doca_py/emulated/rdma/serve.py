@@ -13,6 +13,7 @@ from ...errors import (
     DocaError,
 )
 from .. import export as ex
+from ..completion import complete_batch
 from ..mmap import EmuMmap, mmap_create_from_export
 from ..transport.stream import RX_SIZE, Stream
 from .config import (
@@ -46,6 +47,16 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
     pe = ctx.pe
     if pe is None:
         return
+    # The completions this batch of responses brings: posted once, as one Pe item, when it is parsed.
+    done: list[Work] = []
+    try:
+        _parse_responses(conn, st, pe, done)
+    finally:
+        if done:
+            pe.post(complete_batch, done)
+
+
+def _parse_responses(conn: EmuRdmaConnection, st: Stream, pe: Any, done: list[Work]) -> None:
     rx, mv = st.rx, st.mv
     pos, end = st.rpos, st.rend
     pending = conn.pending
@@ -58,7 +69,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
                 acked = [pending.popleft() for _ in range(min(a, len(pending)))]
             for at in acked:
                 at.succeed()
-                post_item(at.done)
+            done += acked
         elif typ == R_RNR:
             pos += HDR_SIZE  # the peer lives (Stream.heard), its receive queue is empty
         elif typ == R_ERR:
@@ -67,7 +78,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
                 et = pending.popleft() if pending else None
             if et is not None:
                 et.status = int(a) or IO_FAILED
-                post_item(et.done)
+                done.append(et)
         elif typ == R_DATA:
             body = pos + HDR_SIZE
             avail = end - body
@@ -76,6 +87,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
             segs: list[memoryview] = getattr(t, "segs", []) if t is not None else []
             if t is None or length != t.nbytes:
                 st.rpos = pos
+                _post_now(pe, done)  # what this batch completed goes before what the close fails
                 st.close(IO_FAILED)  # protocol violation: the peer answered something we did not ask
                 return
             if avail >= length:
@@ -87,7 +99,7 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
                         pending.popleft()
                 if mine:
                     t.succeed()
-                    post_item(t.done)
+                    done.append(t)
                 continue
             if HDR_SIZE + length <= RX_SIZE:
                 break  # wait for the rest of the frame
@@ -96,8 +108,9 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
             rest = tail(segs, avail)
             st.rpos = st.rend = 0
             task = t
+            _post_now(pe, done)  # before the streamed one's
 
-            def done() -> None:
+            def streamed() -> None:
                 with st.lock:
                     mine = bool(pending) and pending[0] is task
                     if mine:
@@ -106,13 +119,20 @@ def _responses(conn: EmuRdmaConnection, st: Stream) -> None:
                     task.succeed()
                     post_item(task.done)
             st.sink.extend(rest)
-            st.sink_done = done
+            st.sink_done = streamed
             return
         else:
             st.rpos = pos
+            _post_now(pe, done)
             st.close(IO_FAILED)
             return
     st.rpos = pos
+
+
+def _post_now(pe: Any, done: list[Work]) -> None:
+    if done:
+        pe.post(complete_batch, done[:])
+        done.clear()
 
 
 # -- the acceptor's side of a stream: requests -----------------------------------------------------
@@ -205,7 +225,7 @@ def serve_stream(st: Stream) -> None:
     # Receive completions become visible only after this batch's acks are on the wire: the receiver's
     # NIC acknowledges a message before software sees it, so a callback that disconnects at once must
     # not overtake the ack (the sender would fail a delivered send with CONNECTION_RESET).
-    landed: list[tuple[Callable[[Any], object], Any]] = []
+    landed: list[Work] = []
     try:
         while end - pos >= HDR_SIZE:
             typ, flags, aux, length, a, b = HDR.unpack_from(rx, pos)
@@ -265,7 +285,7 @@ def serve_stream(st: Stream) -> None:
                     # The whole frame is here and the receive is one buffer of a started local map.
                     pos = body + length
                     task.status = SUCCESS
-                    landed.append(task.done)
+                    landed.append(task)
                     srv.acks += 1
                     continue
                 if typ == T_SEND:
@@ -278,7 +298,7 @@ def serve_stream(st: Stream) -> None:
                     with lock:
                         _respond_acks(st, srv)
                         put_frame(out, R_ERR, 0, 0, 0, post_code, 0)
-                    landed.append(task.done)
+                    landed.append(task)
                     pos = _skip(st, srv, pos, length)
                     if pos < 0:
                         return
@@ -302,7 +322,7 @@ def serve_stream(st: Stream) -> None:
                         return
                 pos = body + length
                 task.status = SUCCESS
-                landed.append(task.done)
+                landed.append(task)
                 srv.acks += 1
             elif typ == T_WRITE:
                 code, target = _resolve(srv, ctx, aux, a, length, True)
@@ -385,7 +405,7 @@ def serve_stream(st: Stream) -> None:
                 _respond_acks(st, srv)
             st.flush()
         if landed:
-            pe.post_items(landed)  # (I/O thread) batched
+            pe.post(complete_batch, landed)  # (I/O thread) one Pe item for the batch
 
 
 def _skip(st: Stream, srv: SrvState, pos: int, length: int) -> int:

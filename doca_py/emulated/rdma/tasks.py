@@ -14,7 +14,10 @@ from ...errors import (
     DocaNotConnected,
 )
 from ..buf import EmuBuf
-from ..ctx import EmuTask, TaskPool, _complete, unreachable_ok
+from .. import strict, trace
+from ..ctx import EmuTask, TaskPool, _complete, _flush_or_fault, pin_bufs, unreachable_ok
+from ..completion import _RUNNING, _SUCCESS
+from ..pe import QUIET, SHUFFLED, EmuPe
 from ..mmap import EmuMmap
 from ..transport.reactor import reactor
 from .config import C_ESTABLISHED, C_NEW, F_IMM, MAX_MESSAGE_SIZE, T_SEND, INVALID, NOT_PERMITTED, RESET, TOO_BIG
@@ -53,10 +56,9 @@ def check_reach(task: RdmaTask, buf: EmuBuf) -> None:
 class RdmaTask(Work):
     """Base of the emulated rdma tasks.
 
-    The base ``submit`` checks and queues the launch; the last of its checks
-    (:meth:`_check_submit`) also puts the task on its queue (:class:`Fifo`). In
-    ``progress()`` the launch (:meth:`_begin`) starts the task when it is its turn and
-    the connection is up, else marks it ready and leaves it to the queue
+    ``submit`` checks, puts the task on its queue (:class:`Fifo`) and queues the launch. In
+    ``progress()`` the launch (:func:`_launch`, :meth:`_begin` inlined) starts the task when it is its
+    turn and the connection is up, else marks it ready and leaves it to the queue
     (:meth:`go`); its completion comes later from the I/O thread, or at once for
     same-host work and refusals.
     """
@@ -73,25 +75,46 @@ class RdmaTask(Work):
         self.ready = False
         self.reached: EmuMmap | None = None  # the local map last found reachable by the ctx's device
 
-    def _check_submit(self) -> None:
-        c = self.conn
-        if c is None or c.ctx is not self.ctx:
-            raise DocaInvalidValue("the task's connection does not belong to this rdma ctx")
-        if c.state == C_NEW:
-            raise DocaNotConnected(f"connection {c.id} was exported but not connected: call Rdma.connect with "
-                                   f"the peer's blob before submitting tasks on it")
-        if self.fifo is None:  # _enqueue inlined (the hot path)
-            self.fifo = self.lane = q = c.sq
-            q.tasks.append(self)
-        else:
-            self._enqueue(c.sq)
+    #: Receives queue on the ctx's receive queue, the others on their connection's send queue.
+    receives = False
 
-    def _enqueue(self, q: Fifo) -> None:
-        """Take a place in *q*, in submission order (the last submit check: nothing after it refuses)."""
-        if self.fifo is not None:
-            self.fifo.remove(self)
+    def submit(self) -> None:
+        # EmuTask.submit with the queueing checks (_check_submit, _enqueue) inlined: one frame per submit.
+        ctx = self.ctx
+        if ctx.state != _RUNNING or self.inflight or not self.allocated:
+            self._refuse_submit()
+        if self.receives:
+            q = ctx.rq
+        else:
+            c = self.conn
+            if c is None or c.ctx is not ctx:
+                raise DocaInvalidValue("the task's connection does not belong to this rdma ctx")
+            if c.state == C_NEW:
+                raise DocaNotConnected(f"connection {c.id} was exported but not connected: call Rdma.connect "
+                                       f"with the peer's blob before submitting tasks on it")
+            q = c.sq
+        f = self.fifo
+        if f is not None:
+            f.remove(self)
+        # Its queue, whose launches run in submission order (the lane): nothing after this refuses. It
+        # enters the queue's list only if it must wait there for its turn (see _launch).
         self.fifo = self.lane = q
-        q.tasks.append(self)
+        if strict.STRICT:
+            pin_bufs(self)
+        pool = self.pool
+        self.nth = pool.submitted
+        pool.submitted += 1
+        self.seq = q.submitted
+        q.submitted += 1
+        self.inflight = self.submitted = True
+        ctx.inflight += 1
+        if trace.ON: trace.submit(self)  # trace hook: task submit
+        if self.reason:
+            self.reason = ""
+        pe: EmuPe = ctx.pe  # type: ignore[assignment]  # running implies connected
+        pe.ready.append(self.launch)  # unlocked: a submit runs on the Pe's own thread (EmuTask.submit)
+        if pe.armed:
+            pe.wake()
 
     def _unqueue(self) -> None:
         if self.fifo is not None:
@@ -102,10 +125,8 @@ class RdmaTask(Work):
         if q is None:  # not queued (cannot happen while the ctx runs): start it now
             self.go()
             return
-        tasks = q.tasks
         c = self.conn  # None for receives: their queue has no gate
-        if tasks[0] is self and (c is None or c.state == C_ESTABLISHED):
-            tasks.popleft()  # its turn, and the connection is up: the hot path (go inlined)
+        if not q.nready and (c is None or c.state == C_ESTABLISHED):  # its turn (see _launch)
             self.fifo = None
             try:
                 self._start()
@@ -117,9 +138,8 @@ class RdmaTask(Work):
                 self.status = exc.code
                 self.reason = exc.detail
                 _complete(self)
-            if q.nready:  # tasks launched before their turn wait behind
-                q.run()
             return
+        q.tasks.append(self)
         self.ready = True
         q.nready += 1
         q.run()
@@ -151,11 +171,52 @@ class RdmaTask(Work):
         return self.conn
 
 
+def _launch(task: RdmaTask) -> None:
+    """How the Pe starts an rdma task: the generic launch (``completion._launch``) with
+    :meth:`RdmaTask._begin` inlined, one frame per task. Its name is the generic launch's: shuffling
+    keys an item on its function's name, so a seed orders the launches as before."""
+    if task.ctx.state != _RUNNING or strict.FAULTS_ON:
+        if _flush_or_fault(task):
+            return
+    task.status = _SUCCESS  # a transfer reports only failures
+    q = task.fifo
+    if q is None:  # not queued (cannot happen while the ctx runs): start it now
+        task.go()
+        return
+    c = task.conn  # None for receives: their queue has no gate
+    # A queue's launches run in submission order, so every task before this one has launched: started,
+    # completed, or waiting in q.tasks for the connection (nready). None waits and the connection is
+    # up: its turn, the hot path (go inlined, the queue's list untouched).
+    if not q.nready and (c is None or c.state == C_ESTABLISHED):
+        task.fifo = None
+        try:
+            task._start()
+        except Fail as f:
+            task.status = f.code
+            task.reason = str(f)
+            _complete(task)
+        except DocaError as exc:
+            task.status = exc.code
+            task.reason = exc.detail
+            _complete(task)
+        return
+    q.tasks.append(task)  # it waits behind the ones waiting, in order
+    task.ready = True
+    q.nready += 1
+    q.run()
+
+
+RdmaTask.launch_fn = staticmethod(_launch)
+SHUFFLED[_launch] = False  # as the generic launch: a queue's launches keep their order
+QUIET[_launch] = True  # as the generic launch: progress only when it completed the task at once
+
+
 class EmuRdmaTaskReceive(RdmaTask, ReceiveWork):
     """``doca_rdma_task_receive``: posted to the ctx's receive queue in submission order."""
 
     __slots__ = ("dst", "opcode", "result_len", "imm", "result_conn")
     kind = "rdma_receive"
+    receives = True
 
     def __init__(self, pool: TaskPool[EmuTask]) -> None:
         super().__init__(pool)
@@ -164,9 +225,6 @@ class EmuRdmaTaskReceive(RdmaTask, ReceiveWork):
         self.result_len = 0
         self.imm = 0
         self.result_conn: EmuRdmaConnection | None = None
-
-    def _check_submit(self) -> None:
-        self._enqueue(self.ctx.rq)  # no connection to check
 
     def _bufs(self) -> tuple[EmuBuf | None, ...]:
         return (self.dst,)

@@ -776,13 +776,14 @@ def task_set_conf(pool: TaskPool[Any], ok_cb: int | None, err_cb: int | None, nu
         raise DocaInvalidValue("set_conf needs a success and an error completion callback")
     e = ctx_extra(pool.ctx)
 
-    def success(rec: TaskRec) -> None:
-        ok(rec.addr, rec.user_data, e.user_data)
+    # The pool calls these with (owner, owner.user_data, e.user_data): C gets the task's handle instead.
+    def success(rec: TaskRec, task_ud: int, ctx_ud: int) -> None:
+        ok(rec.addr, task_ud, ctx_ud)
 
-    def error(rec: TaskRec) -> None:
-        err(rec.addr, rec.user_data, e.user_data)
+    def error(rec: TaskRec, task_ud: int, ctx_ud: int) -> None:
+        err(rec.addr, task_ud, ctx_ud)
 
-    pool.set_conf(success, error, num)  # type: ignore[arg-type]
+    pool.set_conf(success, error, num, e)
 
 
 def task_alloc(t: EmuTask, user_data: int, out: int | None) -> TaskRec:

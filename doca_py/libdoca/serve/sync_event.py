@@ -291,15 +291,15 @@ def _writes_result(pool: TaskPool[Any]) -> None:
     """After ``task_set_conf``: a success writes the task's result through its pointer before the C
     callback runs, as DOCA does."""
     deliver = pool.success
-    assert deliver is not None
+    assert deliver is not None and pool.error is not None
 
-    def success(rec: object) -> None:
+    def success(rec: object, task_ud: int, ctx_ud: int) -> None:
         r = rec.extra if isinstance(rec, TaskRec) else None
         if isinstance(r, _Result) and r.ptr:
             ctypes.c_uint64.from_address(r.ptr).value = r.task.result
-        deliver(rec)
+        deliver(rec, task_ud, ctx_ud)
 
-    pool.success = success
+    pool.set_conf(success, pool.error, pool.size, pool.ctx_owner)
 
 
 def _pool(name: str) -> Callable[[EmuSyncEventCtx], TaskPool[Any]]:
