@@ -1,9 +1,10 @@
 """Which late storage target the gga bridge blames (apps.gga_offload.lateness), without DOCA or clocks.
 
-The flake these guard against: data_2 SIGSTOPped, a read's requests to data_1 and data_2 share one
-deadline, and on a loaded machine data_1's answer was not processed yet when the deadline passed. The
-old rule (the most late requests, the first role on a tie) took the healthy data_1 out, then data_2:
-every read failed (TIME_OUT, then CONNECTION_RESET) instead of being served degraded.
+The flake these guard against (tests/gga_offload/test_e2e.py and tests/topology, stalled data_2, loaded
+machine, results TIME_OUT then CONNECTION_RESET: two targets taken out): a read's requests to data_1
+and data_2 share one deadline, so when data_1's answer is late too (or is in but not yet progressed),
+the late requests tie, and the old rule (the most late requests, the first role on a tie) took the
+healthy data_1 out first, then data_2, instead of serving the reads degraded.
 """
 
 from __future__ import annotations
