@@ -31,7 +31,8 @@ from apps.storage.wire.control import RdmaConnectionRole
 from apps.storage.wire.io_message import IO_MESSAGE_SIZE, IoMessageType, pack_io_message_into, unpack_io_head_from
 
 from .health import TargetHealth, role_name
-from .transaction import ADVANCE, DECOMPRESS, REPLY, SUCCESS, Transaction, pick_late_target
+from .lateness import LateTargets
+from .transaction import ADVANCE, DECOMPRESS, REPLY, SUCCESS, Transaction
 
 __all__ = ["Targets", "RDMA_PERMISSIONS", "MAX_WARNINGS"]
 
@@ -93,6 +94,8 @@ class Targets:
         self.health_version = 0
         self._next_scan = 0.0
         self._clock = LoopClock(_DEADLINE_SCAN)  # the data path's rounds: a stop of this process is not a late target
+        self.late = LateTargets()  # which target a late request blames (when each was last heard)
+        self._answers = self.late.answers  # completions per role, counted by the callbacks below
         self.io_warnings = 0
 
     @property
@@ -137,6 +140,7 @@ class Targets:
         self._txns = txns
         self._n_txns = len(txns)
         self._clock.restart()
+        self.late.restart(time.monotonic())
         conns = self._conns[RdmaConnectionRole.IO_CONTROL]
         for t in txns:
             slots, sends = [], []
@@ -199,7 +203,9 @@ class Targets:
 
     # ------------------------------------------------------------------ completions
     def _on_sent(self, task: RdmaTaskSend, t: Transaction, role: Any) -> None:
-        bit = 1 << int(role)  # Transaction.sent() inline
+        r = int(role)
+        self._answers[r] += 1  # the target took the request: it is alive
+        bit = 1 << r  # Transaction.sent() inline
         if not t.send_mask & bit:
             return  # written off: its target was taken out meanwhile
         t.send_mask &= ~bit
@@ -228,6 +234,7 @@ class Targets:
         if self.closing:
             return
         r, j = where
+        self._answers[r] += 1  # heard from the target
         n = task.get_result_len()
         if n == IO_MESSAGE_SIZE:
             typ, ud, result = unpack_io_head_from(self._resp_slots[r][j])
@@ -312,7 +319,8 @@ class Targets:
                 self._progress(t)
 
     def check_deadlines(self) -> None:
-        """Every ≤ 0.1 s: take out the target with the most requests past ``--target-io-timeout``. When this
+        """Every ≤ 0.1 s: with a request past ``--target-io-timeout``, take out the target silent the longest
+        (:mod:`apps.gga_offload.lateness`), at the next round, once what had come in was progressed. When this
         round comes far too late (this process did not run: SIGSTOP, suspended, starved), the requests in flight
         get their deadline again from now instead: the targets had no chance to be heard."""
         if not self.io_timeout or not self._txns:
@@ -322,6 +330,7 @@ class Targets:
             waiting = [t for t in self._txns if t.send_mask | t.resp_mask]
             for t in waiting:
                 t.deadline += stall
+            self.late.suspect = False
             log.warning("%s: %s%s", self._name, describe_stall(stall),
                         f"; its {len(waiting)} target request(s) in flight get their --target-io-timeout again from now"
                         if waiting else "")
@@ -329,8 +338,9 @@ class Targets:
         now = time.monotonic()
         if now < self._next_scan:
             return
-        self._next_scan = now + min(_DEADLINE_SCAN, self.io_timeout / 4)
-        r = pick_late_target(self._txns, now)
+        r = self.late.scan(self._txns, now)
+        # a request found late is judged again at the next round, after this worker progressed its completions
+        self._next_scan = now if self.late.suspect else now + min(_DEADLINE_SCAN, self.io_timeout / 4)
         if r is None:
             return
         late = [t for t in self._txns if (t.send_mask | t.resp_mask) and t.deadline <= now]

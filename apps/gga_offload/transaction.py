@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection
 
 from apps.storage.wire.addressing import ReadMode, TargetRole
 
-__all__ = ["Transaction", "pick_late_target", "REPLY", "ADVANCE", "FETCH_FROM_STORAGE", "RECOVER", "DECOMPRESS",
+__all__ = ["Transaction", "REPLY", "ADVANCE", "FETCH_FROM_STORAGE", "RECOVER", "DECOMPRESS",
            "FETCH_FROM_INITIATOR", "PRODUCE_EC", "COMMIT", "READ_ACTIONS", "WRITE_ACTIONS", "READ_ROLES",
            "WRITE_ROLES", "SUCCESS", "NOT_PERMITTED", "TIME_OUT", "CONNECTION_RESET", "IO_FAILED", "BAD_STATE",
            "UNEXPECTED", "UNKNOWN"]
@@ -239,12 +239,3 @@ class Transaction:
         self.set_error(code, text)
         return True
 
-
-def pick_late_target(txns: list[Transaction], now: float) -> int | None:
-    """The role with the most requests past their deadline (``None``: none late). One per scan: a
-    target that is merely slow behind a stalled one gets a new window, not the blame."""
-    late = [t for t in txns if (t.send_mask | t.resp_mask) and t.deadline <= now]
-    if not late:
-        return None
-    counts = [sum(1 for t in late if (t.send_mask | t.resp_mask) & (1 << r)) for r in range(3)]
-    return max(range(3), key=counts.__getitem__)

@@ -12,7 +12,7 @@ from doca_py.errors import ErrorCode
 import apps.gga_offload as gga
 from apps.gga_offload import transaction as tx
 from apps.gga_offload.transaction import ADVANCE, COMMIT, DECOMPRESS, FETCH_FROM_INITIATOR, FETCH_FROM_STORAGE, \
-    PRODUCE_EC, READ_ACTIONS, RECOVER, REPLY, WRITE_ACTIONS, Transaction, pick_late_target
+    PRODUCE_EC, READ_ACTIONS, RECOVER, REPLY, WRITE_ACTIONS, Transaction
 from apps.storage.wire.addressing import ReadMode, TargetRole
 
 B, H = 4096, 2048
@@ -147,15 +147,6 @@ def test_a_target_taken_out_refetches_a_read_and_fails_a_write() -> None:
     assert w.error == tx.TIME_OUT and w.resp_mask == 0b101
     assert w.send_failed(D1, tx.CONNECTION_RESET, "gone") is False    # data_p still outstanding
     assert w.error == tx.TIME_OUT
-
-
-@pytest.mark.parametrize("masks,expect", [([0, 0], None), ([1 << D2, (1 << D2) | (1 << D1)], D2)])
-def test_the_late_target_with_most_requests_is_blamed(masks: list[int], expect: int | None) -> None:
-    txns = [_txn() for _ in masks]
-    for t, m in zip(txns, masks):
-        t.resp_mask, t.deadline = m, 1.0
-    assert pick_late_target(txns, 2.0) == expect
-    assert pick_late_target(txns, 0.5) is None
 
 
 def test_unknown_pending_bits_are_a_bug() -> None:
