@@ -2,11 +2,14 @@
 
     python -m benchmarks.e2e.profiled OUT.prof MODULE [ARGS...]
 
-cProfile only sees the thread that enabled it, so ``threading.Thread.run`` is wrapped to give
-each thread its own profiler; at exit all of them are merged into ``OUT.prof`` (readable with
-``pstats``). Threads that are still running at exit (daemon I/O threads) are included as they are.
+Before Python 3.12 cProfile only sees the thread that enabled it, so ``threading.Thread.run`` is wrapped
+to give each thread its own profiler; at exit all of them are merged into ``OUT.prof`` (readable with
+``pstats``). Threads that are still running at exit (daemon I/O threads) are included as they are. From
+3.12 cProfile is built on ``sys.monitoring``, whose events come from every thread: one profiler sees them
+all, and a second one in another thread would be refused ("Another profiling tool is already active").
 
-Times are each thread's CPU time (``time.thread_time``), so waiting in ``select`` or being
+Times are each thread's CPU time (``time.thread_time``; before 3.12 only, where each thread has its own
+profiler: from 3.12 the default is wall time), so waiting in ``select`` or being
 preempted costs nothing; ``DOCA_PY_E2E_PROFILE_CLOCK=wall`` profiles wall time instead, and
 ``DOCA_PY_E2E_PROFILE_CLOCK=internal`` cProfile's own clock (no Python-level timer call per event: the
 cheapest, for call counts, where the times do not matter).
@@ -25,7 +28,10 @@ from typing import Any
 
 _profilers: list[cProfile.Profile] = []
 _CLOCK = os.environ.get("DOCA_PY_E2E_PROFILE_CLOCK")
-_TIMER = time.perf_counter if _CLOCK == "wall" else time.thread_time
+#: One profiler per thread (before 3.12); from 3.12 one profiler sees every thread (sys.monitoring).
+_PER_THREAD = sys.version_info < (3, 12)
+# A thread's CPU clock read by one profiler across threads would mix clocks: wall time there.
+_TIMER = time.thread_time if _CLOCK != "wall" and _PER_THREAD else time.perf_counter
 
 
 def _profiler() -> cProfile.Profile:
@@ -71,7 +77,8 @@ def _dump(out: str) -> None:
 def main() -> Any:
     out, module, *args = sys.argv[1:]
     sys.argv = [module, *args]
-    _wrap_thread_run()
+    if _PER_THREAD:
+        _wrap_thread_run()
     main_prof = _profiler()
     with _lock:
         _profilers.append(main_prof)
