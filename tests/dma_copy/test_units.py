@@ -4,6 +4,7 @@ handling, the flags."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -204,5 +205,6 @@ def test_help_names_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert exc.value.code == 0
     for flag in ("-f FILE, --file FILE", "-p PCI_ADDR, --pci-addr PCI_ADDR", "-r PCI_ADDR, --rep-pci PCI_ADDR",
                  "-j FILE, --json FILE", "-l LEVEL, --log-level LEVEL", "--sdk-log-level", "-v, --version"):
-        assert flag in text, flag
+        short_once = re.sub(r"^(-\w) \S+, ", r"\1, ", flag)  # Python 3.13's argparse names the metavar once
+        assert flag in text or short_once in text, flag
     assert "dma copy server" in text and "maximum memcpy size" in text
