@@ -80,7 +80,8 @@ def test_counts_every_process_of_a_topology_on_both_paths() -> None:
             row = re.search(rf"^\| {path} \| zero-copy \| {proc} \|((?: {count} \|){{9}})$", table, re.M)
             assert row is not None, table
             cells = [float(x) for x in row.group(1).split("|") if x.strip()]
-            assert cells[7] == pytest.approx(sum(cells[:7]), abs=0.15)  # "all" is the sum of the layers
+            # "all" is the sum of the layers, each of the eight printed to 0.05: up to 8 × 0.05 apart.
+            assert cells[7] == pytest.approx(sum(cells[:7]), abs=0.4 + 1e-9)
             assert cells[8] <= cells[7] + 0.05  # all but the emulator's and the transport's calls
             # Every process runs app code for every IO (a 200-IO difference cannot round that away).
             assert cells[0] > 0

@@ -26,6 +26,8 @@ from apps.storage.runtime.service_control import (
     INITIATOR_GONE_TEXT, INITIATOR_LOST_TEXT, INITIATOR_UNANSWERED_TEXT, BridgeControl, InitiatorGone,
 )
 
+from .. import deadlines
+
 
 class _Clock:
     """``time.monotonic`` for `stall`, moved by hand."""
@@ -108,7 +110,8 @@ class _Bridge(BridgeControl[Any]):
     comch: Any = field(default_factory=_Comch)
     workers: list[Any] = field(default_factory=list)
     abort: threading.Event = field(default_factory=threading.Event)
-    config: Any = field(default_factory=lambda: SimpleNamespace(control_timeout=30))
+    # The evidence wait's safety net: it must not fire under load before the workers report.
+    config: Any = field(default_factory=lambda: SimpleNamespace(control_timeout=deadlines.product_timeout(5.0)))
 
 
 @pytest.mark.parametrize("how", ["data path send", "control send"])
