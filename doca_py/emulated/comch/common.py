@@ -12,10 +12,11 @@ from ...errors import (
 )
 from ...types import AccessFlag
 from .. import trace
+from ..completion import complete_batch
 from ..ctx import EmuTask, complete_in_order, deliver_completion, unpin_bufs
 from ..mmap import EmuMmap
 from ..pe import EmuPe
-from .config import MAX_NAME_LEN, PCI_READ, PCI_WRITE, RUNNING, complete
+from .config import MAX_NAME_LEN, PCI_READ, PCI_WRITE, RUNNING
 
 def connection_lost(status: int) -> str:
     """Why a ctx whose connection was lost stops, as its flushed tasks report it (``Task.flushed_by``)."""
@@ -86,34 +87,6 @@ def check_name(name: str) -> bytes:
     return raw
 
 
-
 def post_done(done: Sequence[EmuTask]) -> None:
     """Post the completions of message tasks whose bytes were written (one ctx, one post)."""
-    post(done[0].ctx.pe, _complete_batch, done)
-
-
-def _complete_batch(tasks: Sequence[EmuTask]) -> None:
-    """Deliver many completions in one Pe item; the common success path is inlined."""
-    i = 0
-    try:
-        for t in tasks:
-            i += 1
-            ctx = t.ctx
-            lane = t.lane
-            # The success path, when the task is next in its connection's order (else complete_task parks it).
-            if ctx.state == RUNNING and not t.status and (
-                    lane is None or (t.seq == lane.delivered and not lane.parked)):
-                if lane is not None:
-                    lane.delivered += 1
-                if trace.ON: trace.complete(t)  # trace hook: completion (inlined success path)
-                t.inflight = False
-                ctx.inflight -= 1
-                if t.pinned:
-                    unpin_bufs(t)
-                o = t.owner
-                t.on_success(o, o.user_data, t.cud.user_data)
-            else:
-                complete(t)
-    finally:
-        if i < len(tasks):  # a callback raised: the others complete on the next progress
-            post(tasks[0].ctx.pe, _complete_batch, tasks[i:])
+    post(done[0].ctx.pe, complete_batch, done)
