@@ -11,9 +11,9 @@ changed since the last install, then run their tools from it.
 ``test`` then runs the test suite again (``pytest -n auto -q`` only) on every other
 installed CPython 3.10+ it finds by path (``$PYENV_ROOT/versions/*/bin/python3.X``,
 ``python3.X`` on ``PATH``; one per version, its newest patch release), each in its own
-``.venv-X.Y``, leaving out ``tests/topology`` and ``tests/libdoca`` (see ``OTHER_PYTHONS_SKIP``) and the
-apps' multi-process end-to-end tests (``APPS_E2E``), and ends
-with one summary line per version. A free-threaded build (``python3.13t``, ``python3.14t``: built
+``.venv-X.Y`` with the ``test`` extras, leaving out ``tests/topology``, ``tests/libdoca``, the docs,
+packaging and benchmark folders (see ``OTHER_PYTHONS_SKIP``) and the apps' multi-process end-to-end tests
+(``APPS_E2E``), and ends with one summary line per version. A free-threaded build (``python3.13t``, ``python3.14t``: built
 with ``--disable-gil``) counts as a version of its own: it runs in ``.venv-X.Yt`` with
 ``PYTHON_GIL=0`` (the GIL off, even if an extension module would re-enable it).
 ``DOCA_PY_TEST_PYTHONS="python3.12 /opt/py/bin/python3"`` names the interpreters
@@ -35,6 +35,9 @@ instead, and this pass is left out. ``DOCA_PY_TEST_NATIVE=0`` leaves it out too.
 ``DOCA_PY_EMU_SEED`` of its own, and ends with every failing test and the seeds that
 failed it.
 
+Every test has a hang bound (pytest-timeout, ``timeout`` in ``pyproject.toml``: it fails with every thread's
+stack) and every pytest run one of ``RUN_LIMIT`` seconds (its process group is killed and the run reported).
+
 Every pytest run has its seed set (an exported ``DOCA_PY_EMU_SEED`` wins, except under
 ``--repeat``) and printed, and writes JUnit XML to ``build/test-results/``, which the
 summaries read. Other arguments of ``test`` (all of them after ``--``) go to pytest.
@@ -47,6 +50,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import venv
@@ -67,7 +71,16 @@ PYTHONS = "DOCA_PY_TEST_PYTHONS"
 #: apps that tests/{storage_target,gga_offload,zero_copy,initiator} run on every Python; and libdoca's own
 #: tests (builds, C programs, cross-path pairs: minutes of C compiles and process pairs), whose serving code
 #: every Python still runs in the native half of tests/conformance.
-OTHER_PYTHONS_SKIP = ("tests/topology", "tests/libdoca")
+#: The docs, packaging and benchmark smoke tests do not depend on the interpreter either (the docs are built,
+#: the wheel made and the benchmarks run by .venv's Python), and their tools are not installed there (``test``
+#: extra, not ``dev``).
+OTHER_PYTHONS_SKIP = ("tests/topology", "tests/libdoca", "tests/docs", "tests/packaging", "tests/benchmarks")
+#: The extra installed on the other Pythons: what their part of the suite needs (no mypy, no docs tools).
+OTHER_PYTHONS_EXTRA = "test"
+#: Seconds a whole pytest run may take before it is ended (its process group killed) and reported: a backstop
+#: for a hang outside any test (each test has pytest-timeout's bound, pyproject.toml), far above a run's time
+#: on a busy machine (the longest, .venv's, takes ~6 min on a quiet 2-core machine).
+RUN_LIMIT = 1800.0
 #: Set to 0 for the other Pythons: the apps' multi-process end-to-end tests (``multiprocess``-marked, in the
 #: folders of ``tests/conftest.APP_E2E_FOLDERS``) run on ``.venv``'s Python and in the native pass only. The
 #: apps' unit tests still run everywhere, and mypy checks the apps against the oldest Python (3.10); what an
@@ -109,10 +122,10 @@ def _wanted() -> str:
     return digest.hexdigest()
 
 
-def _install(py: Path, free_threaded: bool = False) -> None:
-    """Install the project, editable with the ``dev`` extras, into *py*'s venv when out of date."""
+def _install(py: Path, free_threaded: bool = False, extra: str = "dev") -> None:
+    """Install the project, editable with the *extra* extras, into *py*'s venv when out of date."""
     stamp = py.parent.parent / STAMP.name
-    wanted = _wanted()
+    wanted = f"{_wanted()} {extra}"
     if stamp.exists() and stamp.read_text() == wanted:
         return
     _sh(py, "-m", "pip", "install", "--quiet", "--upgrade", "pip", "setuptools>=77")
@@ -129,13 +142,13 @@ def _install(py: Path, free_threaded: bool = False) -> None:
                    PIP_CONSTRAINT=" ".join(filter(None, (os.environ.get("PIP_CONSTRAINT"), str(constraints)))),
                    PIP_BUILD_CONSTRAINT=" ".join(filter(None, (os.environ.get("PIP_BUILD_CONSTRAINT"),
                                                                str(constraints)))))
-        _sh(py, "-m", "pip", "install", "--quiet", "-e", ".[dev]", env=env)
+        _sh(py, "-m", "pip", "install", "--quiet", "-e", f".[{extra}]", env=env)
     else:
         # Without build isolation: an editable install needs only setuptools (setup.py makes it a
         # ``compat`` one, a .pth that mypy follows), not the wheel build's requirements. The man pages
         # import the apps, so the first pass installs the dependencies without them and the second
         # (no dependencies to fetch) builds them into the venv's share/man/man1.
-        _sh(py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "-e", ".[dev]",
+        _sh(py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "-e", f".[{extra}]",
             env=dict(os.environ, DOCA_PY_SKIP_MANPAGES="1"))
         _sh(py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps", "-e", ".")
     stamp.write_text(wanted)
@@ -370,7 +383,7 @@ def ensure_other_venv(exe: str, venv_dir: Path, free_threaded: bool = False) -> 
         _sh(exe, "-m", "venv", "--clear", venv_dir)
         (venv_dir / ".gitignore").write_text("*\n")  # as Python 3.13's venv does itself
         (venv_dir / STAMP.name).unlink(missing_ok=True)
-    _install(py, free_threaded)
+    _install(py, free_threaded, OTHER_PYTHONS_EXTRA)
     return py
 
 
@@ -442,8 +455,34 @@ def _pytest(py: Path, args: list[str], label: str, seed: str, report: Path, gil_
     env = dict(os.environ, **{SEED: seed}, **(extra_env or {}))
     if gil_off:
         env["PYTHON_GIL"] = "0"
-    returncode = subprocess.run(cmd, cwd=ROOT, env=env).returncode
-    return Run(label, seed, returncode, read_junit(report), os.path.relpath(py, ROOT))
+    returncode, limit_hit = _run_bounded(cmd, env, RUN_LIMIT)
+    outcome = read_junit(report)
+    if limit_hit:
+        outcome.problem = f"ended after {RUN_LIMIT:.0f} s (RUN_LIMIT): a hang outside any test's own bound"
+    return Run(label, seed, returncode, outcome, os.path.relpath(py, ROOT))
+
+
+def _run_bounded(cmd: list[str], env: dict[str, str], limit: float) -> tuple[int, bool]:
+    """Run *cmd* in its own process group; past *limit* seconds, kill the group (the xdist workers and what
+    they started). ``(exit status, whether the limit ended it)``."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
+    try:
+        return proc.wait(limit), False
+    except subprocess.TimeoutExpired:
+        print(f"+ {limit:.0f} s passed: ending the run", flush=True)
+        _kill_group(proc)
+        return proc.wait(), True
+    except BaseException:  # Ctrl-C: the group is not in the terminal's foreground group, so end it here
+        _kill_group(proc)
+        proc.wait()
+        raise
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _on_every_python(args: list[str]) -> list[Run]:

@@ -3,8 +3,10 @@ per-test summaries of ``--repeat``, and finding the Pythons to test on."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -295,17 +297,43 @@ def test_a_free_threaded_python_runs_the_suite_with_the_gil_off(monkeypatch: pyt
                                                                tmp_path: Path) -> None:
     seen: list[dict[str, str]] = []
 
-    class Done:
-        returncode = 0
-
-    def fake_run(cmd: list[str], cwd: Path, env: dict[str, str]) -> Done:
+    def fake_run(cmd: list[str], env: dict[str, str], limit: float) -> tuple[int, bool]:
         seen.append(env)
-        return Done()
-    monkeypatch.setattr(tasks.subprocess, "run", fake_run)
+        return 0, False
+    monkeypatch.setattr(tasks, "_run_bounded", fake_run)
     monkeypatch.delenv("PYTHON_GIL", raising=False)
     tasks._pytest(Path("py"), [], "ft", "1", tmp_path / "a.xml", gil_off=True)
     tasks._pytest(Path("py"), [], "std", "1", tmp_path / "b.xml")
     assert seen[0]["PYTHON_GIL"] == "0" and "PYTHON_GIL" not in seen[1]
+
+
+def test_a_run_past_its_limit_is_ended(tmp_path: Path) -> None:
+    rc, ended = tasks._run_bounded([sys.executable, "-c", "import time; time.sleep(600)"], dict(os.environ), 0.0)
+    assert ended and rc == -signal.SIGKILL
+    rc, ended = tasks._run_bounded([sys.executable, "-c", "pass"], dict(os.environ), 60.0)
+    assert (rc, ended) == (0, False)
+
+
+def test_ending_a_run_ends_everything_it_started(tmp_path: Path) -> None:
+    """RUN_LIMIT's backstop kills the run's process group: an xdist worker's children too."""
+    lock = tmp_path / "lock"
+    # A grandchild takes a lock and says so through the child; both then block.
+    grandchild = f"import fcntl, time; f = open({str(lock)!r}, 'w'); fcntl.flock(f, fcntl.LOCK_EX); print(flush=True); time.sleep(600)"
+    child = (f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', {grandchild!r}]); "
+             "p.wait()")
+    proc = subprocess.Popen([sys.executable, "-c", child], start_new_session=True, stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"\n"  # the grandchild holds the lock
+    tasks._kill_group(proc)
+    assert proc.wait() == -signal.SIGKILL
+    with open(lock) as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # granted once the grandchild is gone (a hang here: it survived)
+    proc.stdout.close()
+
+
+def test_a_run_ended_at_its_limit_is_reported_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(tasks, "_run_bounded", lambda cmd, env, limit: (-9, True))
+    run_ = tasks._pytest(Path("py"), [], "hung", "7", tmp_path / "a.xml")
+    assert run_.returncode and "RUN_LIMIT" in run_.line() and "hang outside any test" in run_.line()
 
 
 @pytest.mark.skipif(not sysconfig.get_config_var("Py_GIL_DISABLED"), reason="not a free-threaded build")

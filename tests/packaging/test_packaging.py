@@ -71,7 +71,11 @@ def test_metadata_and_build_configuration() -> None:
     requires = PYPROJECT["build-system"]["requires"]
     assert "setuptools>=77" in requires and "argparse-manpage" in {_req_name(r) for r in requires}
     assert set(project["dependencies"]) <= set(requires)
-    assert {"build", "setuptools"} <= {_req_name(r) for r in project["optional-dependencies"]["dev"]}
+    extras = project["optional-dependencies"]
+    assert {"build", "setuptools"} <= {_req_name(r) for r in extras["dev"]}
+    # tasks.py installs `test` on the other Pythons and `dev` on .venv's: dev must hold all of test.
+    assert set(extras["test"]) <= set(extras["dev"])
+    assert "pytest-timeout" in {_req_name(r) for r in extras["test"]}
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
