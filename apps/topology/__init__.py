@@ -176,6 +176,8 @@ class Proc:
     lines: list[str] = field(default_factory=list)
     _ready: threading.Event = field(default_factory=threading.Event)
     _pump: threading.Thread | None = None
+    #: Seconds `stop` waits after SIGINT before it kills.
+    stop_grace: float = 5.0
 
     def start_pump(self, log_file: IO[str], marker: str | None, echo: bool = False) -> None:
         """Read the process's output on a thread: each line to the log file, to `lines` and, with
@@ -215,7 +217,7 @@ class Proc:
         if self.popen.poll() is None:
             self.popen.send_signal(signal.SIGINT)
             try:
-                self.popen.wait(5)
+                self.popen.wait(self.stop_grace)
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait()

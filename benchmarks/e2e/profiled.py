@@ -21,6 +21,7 @@ import cProfile
 import os
 import pstats
 import runpy
+import signal
 import sys
 import threading
 import time
@@ -87,6 +88,9 @@ def main() -> Any:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     finally:
         main_prof.disable()
+        # The topology's teardown sends SIGINT to a process that may already be ending by itself: a
+        # KeyboardInterrupt inside the merge would lose the whole profile.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         _dump(out)
 
 
