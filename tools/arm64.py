@@ -50,7 +50,10 @@ RINGS = ("tests/transport",)
 VENV = "/opt/doca_py-venv"
 TESTS = "/opt/doca_py-tests"
 #: Runtime dependencies come with the wheel; these are the test runner's.
-TEST_DEPS = ("pytest>=8", "pytest-xdist>=3.5")
+TEST_DEPS = ("pytest>=8", "pytest-xdist>=3.5", "pytest-timeout>=2.3")
+#: pytest-timeout's hang bound under qemu-user: pyproject's 300 s is for native speed; emulated AArch64 runs
+#: Python several times slower.
+QEMU_TIMEOUT = 1800
 
 
 def sh(*cmd: str | Path, env: dict[str, str] | None = None, check: bool = True) -> int:
@@ -170,7 +173,8 @@ def pytest(folders: list[str], extra_env: dict[str, str]) -> int:
     env = dict(os.environ, **extra_env)
     env.pop("PYTHONPATH", None)
     # cd into the copied tests: doca_py and apps are imported from the wheel, not from a checkout.
-    cmd = f"cd {TESTS} && exec {VENV}/bin/python -m pytest -q -p no:cacheprovider -n 2 " + " ".join(folders)
+    cmd = (f"cd {TESTS} && exec {VENV}/bin/python -m pytest -q -p no:cacheprovider -n 2 "
+           f"--timeout {QEMU_TIMEOUT} " + " ".join(folders))
     return sh("chroot", CHROOT, "/bin/sh", "-c", cmd, env=env, check=False)
 
 
