@@ -239,8 +239,9 @@ class Topology:
         self._logs: list[IO[str]] = []
 
     def spawn(self, name: str, module: str, args: Sequence[str], marker: str | None = None, *,
-              prefix: Sequence[str] = (), env: dict[str, str] | None = None) -> Proc:
-        """Start ``python -m module args`` (after *prefix*, e.g. ``ip netns exec NS``)."""
+              prefix: Sequence[str] = (), env: dict[str, str] | None = None, stop_grace: float = 5.0) -> Proc:
+        """Start ``python -m module args`` (after *prefix*, e.g. ``ip netns exec NS``); `Proc.stop` gives it
+        *stop_grace* seconds after SIGINT."""
         log = self.workdir / f"{name}.log"
         f = open(log, "w")  # noqa: SIM115 - closed in close()
         self._logs.append(f)
@@ -248,7 +249,7 @@ class Topology:
         f.write("$ " + " ".join(cmd) + "\n")
         popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  env=dict(self.env, **(env or {})), cwd=self.workdir)
-        proc = Proc(name, popen, log)
+        proc = Proc(name, popen, log, stop_grace=stop_grace)
         proc.start_pump(f, marker, self.echo)
         self.procs.append(proc)
         return proc

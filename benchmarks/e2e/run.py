@@ -278,11 +278,10 @@ class BenchTopology(Topology):
             self.profiles[short] = out
             args = [str(out), module, *args]
             module = "benchmarks.e2e.profiled"
-        proc = super().spawn(name, module, args, marker, **kwargs)
-        if short in self.profile:
             # Merging and writing a profile of every thread can take longer than a plain exit, more so on a
             # busy machine: a kill then would lose it.
-            proc.stop_grace = 120.0
+            kwargs["stop_grace"] = 120.0
+        proc = super().spawn(name, module, args, marker, **kwargs)
         self.by_name[short] = proc
         return proc
 

@@ -64,3 +64,18 @@ def test_sweep_asks_for_its_in_flight_count(monkeypatch: pytest.MonkeyPatch, tmp
     got = sweep._measure(run.SCENARIOS["read-4k"], 64, args, {}, tmp_path, tmp_path, {}, {})
     assert got == "result"
     assert calls == [{"initiator_args": ("--transaction-count", "64")}]
+
+
+def test_a_profiled_process_gets_time_to_write_its_profile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Killed 5 s after the teardown's SIGINT, a profiled process could lose its profile while merging it."""
+    graces: dict[str, float] = {}
+
+    def record(self: Topology, name: str, module: str, args: Any, marker: str | None = None, **kw: Any) -> Any:
+        graces[name] = kw.get("stop_grace", 5.0)
+        return object()
+
+    monkeypatch.setattr(Topology, "spawn", record)
+    topo = run.BenchTopology(tmp_path, {}, {}, {"initiator"}, tmp_path)
+    topo.spawn("initiator", "apps.initiator", ["--cpu", "0"])
+    topo.spawn("gga_offload", "apps.gga_offload", ["--cpu", "0"])
+    assert graces["initiator"] > 60 and graces["gga_offload"] == 5.0
