@@ -23,7 +23,7 @@ from ..transport.reactor import reactor
 from .config import C_ESTABLISHED, C_NEW, F_IMM, MAX_MESSAGE_SIZE, T_SEND, INVALID, NOT_PERMITTED, RESET, TOO_BIG
 from .connection import EmuRdmaConnection, Fifo
 from .segments import Fail, list_len, buf_segments
-from .wire import HDR, ZERO_HDR
+from .wire import HDR
 from .settings import RdmaSettings
 from .work import ReceiveWork, Work
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..transport.stream import Stream
     from .ring_poll import RdmaPoller
 
-_pack_hdr = HDR.pack_into
+_hdr = HDR.pack
 
 def check_reach(task: RdmaTask, buf: EmuBuf) -> None:
     """A local buffer list must lie in maps that have the ctx's device added (a single
@@ -299,9 +299,7 @@ class EmuRdmaTaskSend(RdmaTask):
             if st.closed:
                 raise Fail(RESET, "the connection is down")
             out = st.out
-            pos = len(out)
-            out += ZERO_HDR
-            _pack_hdr(out, pos, T_SEND, F_IMM if self.has_imm else 0, 0, n, self.imm, 0)
+            out += _hdr(T_SEND, F_IMM if self.has_imm else 0, 0, n, self.imm, 0)  # one call: no len, no pack_into
             if seg is not None:
                 out += seg
             else:
