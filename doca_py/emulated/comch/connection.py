@@ -50,7 +50,9 @@ class EmuComchConnection(ConnectionInput):
         self.enq = 0  # stream offset after the last byte queued
         self.sent = 0  # stream offset after the last byte written
         self.lane = Lane()  # the connection's message tasks: they complete in submission order
-        self.wq: deque[EmuComchTaskSend] = deque()  # message tasks waiting for their bytes to be written
+        #: Message tasks waiting for their bytes to be written, in order: a list, so that the ones written are
+        #: taken as one slice (no call per message).
+        self.wq: list[EmuComchTaskSend] = []
         # Producer tasks waiting for the peer's ACK, in wire order (guarded by lock); None stands for a
         # task its stopping producer flushed, whose ACK is still to come.
         self.pq: deque[EmuComchProducerTaskSend | None] = deque()
@@ -180,12 +182,16 @@ class EmuComchConnection(ConnectionInput):
 
     def _written_locked(self) -> list[EmuComchTaskSend] | None:
         wq = self.wq
-        if not wq or wq[0].end > self.sent:
-            return None
         sent = self.sent
-        done = []
-        while wq and wq[0].end <= sent:
-            done.append(wq.popleft())
+        if not wq or wq[0].end > sent:
+            return None
+        k = 0
+        for t in wq:
+            if t.end > sent:
+                break
+            k += 1
+        done = wq[:k]
+        del wq[:k]
         return done
 
     def flush(self) -> None:
@@ -364,7 +370,7 @@ class EmuComchConnection(ConnectionInput):
             self.closed = True
             self.torn_down = True
             self.loss = code
-            wq, self.wq = self.wq, deque()
+            wq, self.wq = self.wq, []
             pq, self.pq = self.pq, deque()
             for r in self.remote.values():
                 pq.extend(r.waiting)
