@@ -201,10 +201,10 @@ class EmuRdmaTaskWrite(_SrcDstTask):
                 out += sm.mv[src.data - sm.addr:src.data - sm.addr + n]
             for s in segs:
                 out += s
-            p = conn.pending
-            if not p:
+            pending = conn.pending
+            if not pending:
                 conn.start_waiting()
-            p.append(self)
+            pending.append(self)
         if not st.flush_posted:
             conn.schedule(st)
 
