@@ -140,9 +140,9 @@ class EmuPe:
             raise DocaUsageError("Pe.progress() must not be called from inside a callback")
         polled = self._poll() if self.pollers else False
         q = self.ready
-        n = len(q)
-        if not n:
+        if not q:
             return polled
+        n = len(q)
         self.running = True
         made = polled
         try:

@@ -69,7 +69,7 @@ class ConnectionOwner(_shm.LinkOwner, Protocol):
     def recv_queue_size(self) -> int: ...
     @property
     def dev(self) -> EmuDev: ...
-    def deliver_msgs(self, arg: tuple[Any, bytearray, list[int]]) -> None: ...
+    def deliver_msgs(self, arg: tuple[Any, bytearray, int]) -> None: ...
     def deliver_consumer(self, arg: tuple[Any, int, bool]) -> None: ...
     def conn_gone(self, conn: Any) -> None: ...
 
@@ -202,25 +202,27 @@ class ConnectionInput:
         assert rx is not None
         unpack = HDR.unpack_from
         pos, end = self.rpos, self.rend
-        lens: list[int] | None = None
+        nmsgs = 0  # messages in the run starting at mstart, posted as one item
         mstart = 0
         alive = self.alive
         max_recv = self.max_recv
         while end - pos >= HDR_SIZE:
-            typ, small, aux, ln, a, b = unpack(rx, pos)
-            if typ == T_MSG:
+            if rx[pos] == T_MSG:
+                # A message: its type and its length (HDR's u32 at offset 4, little endian) read as bytes, no
+                # struct call per message; the delivery reads the lengths again the same way.
+                ln = rx[pos + 4] | rx[pos + 5] << 8 | rx[pos + 6] << 16 | rx[pos + 7] << 24
                 if not alive:
                     return self.bad_input("message before the handshake")
                 if ln > max_recv:
                     return self.bad_input(f"message of {ln} bytes exceeds max_msg_size {max_recv}")
                 if end - pos - HDR_SIZE < ln:
                     break
-                if lens is None:
-                    lens = []
+                if not nmsgs:
                     mstart = pos
-                lens.append(ln)
+                nmsgs += 1
                 pos += HDR_SIZE + ln
                 continue
+            typ, small, aux, ln, a, b = unpack(rx, pos)
             # Any other frame: check its length before waiting for its body.
             if typ == T_DATA:
                 if ln > MAX_IMM_DATA_LEN + MAX_BUF_SIZE or small > MAX_IMM_DATA_LEN or small > ln:
@@ -235,17 +237,17 @@ class ConnectionInput:
                 return self.bad_input(f"unknown frame type {typ}")
             if end - pos - HDR_SIZE < ln:
                 break
-            if lens:
-                self._post_msgs(mstart, pos, lens)
-                lens = None
+            if nmsgs:
+                self._post_msgs(mstart, pos, nmsgs)
+                nmsgs = 0
             body = pos + HDR_SIZE
             pos = body + ln
             self.rpos = pos
             if not self._frame(typ, small, aux, ln, a, b, body):
                 return
             alive = self.alive
-        if lens:
-            self._post_msgs(mstart, pos, lens)
+        if nmsgs:
+            self._post_msgs(mstart, pos, nmsgs)
         if self.ack_count:
             self._send_acks()
         if self.torn_down:
@@ -265,17 +267,18 @@ class ConnectionInput:
                 self.paused = False
             self.update_mask()
 
-    def _post_msgs(self, start: int, end: int, lens: list[int]) -> None:
+    def _post_msgs(self, start: int, end: int, count: int) -> None:
+        """Post the *count* message frames in ``rx[start:end]`` to the Pe as one item."""
         rx = self.rx
         assert rx is not None
         data = rx[start:end]
         n = end - start
         self.posted += n
         live = self.live
-        live[3] += len(lens)
-        live[4] += n - HDR_SIZE * len(lens)
+        live[3] += count
+        live[4] += n - HDR_SIZE * count
         ctx = self.ctx
-        post(ctx.pe, ctx.deliver_msgs, (self, data, lens))
+        post(ctx.pe, ctx.deliver_msgs, (self, data, count))
 
     def _frame(self, typ: int, small: int, aux: int, ln: int, a: int, b: int, body: int) -> bool:
         """Handle one non-message frame; False if the rest of the buffer must not be parsed: the

@@ -38,6 +38,8 @@ class SendQueue(Protocol):
     enq: int
     nmsgs: int
     nframe_bytes: int
+    wq_n: int
+    wq_cap: int
 
     @property
     def lock(self) -> threading.Lock: ...
@@ -47,6 +49,7 @@ class SendQueue(Protocol):
     def lane(self) -> Lane: ...
     @property
     def wq(self) -> list[EmuComchTaskSend]: ...
+    def wq_room_locked(self, t: EmuComchTaskSend) -> int: ...
     @property
     def remote(self) -> dict[int, Remote]: ...
     def flush(self) -> None: ...
@@ -226,7 +229,11 @@ class EmuComchTaskSend(_OrderedTask):
             if ok:
                 conn.out += self.frame
                 self.end = conn.enq = conn.enq + n
-                conn.wq.append(self)
+                k = conn.wq_n  # stored, not appended (EmuComchConnection.wq)
+                if k == conn.wq_cap:
+                    k = conn.wq_room_locked(self)
+                conn.wq[k] = self
+                conn.wq_n = k + 1
                 conn.nmsgs += 1
                 conn.nframe_bytes += n
         if ok:
@@ -266,7 +273,11 @@ def _launch_send(task: EmuComchTaskSend) -> None:
         if ok:
             conn.out += task.frame
             task.end = conn.enq = conn.enq + n
-            conn.wq.append(task)
+            k = conn.wq_n  # stored, not appended (EmuComchConnection.wq)
+            if k == conn.wq_cap:
+                k = conn.wq_room_locked(task)
+            conn.wq[k] = task
+            conn.wq_n = k + 1
             conn.nmsgs += 1
             conn.nframe_bytes += n
     if ok:
