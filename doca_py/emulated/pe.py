@@ -138,7 +138,18 @@ class EmuPe:
             self._adopt_thread()
         if self.running:
             raise DocaUsageError("Pe.progress() must not be called from inside a callback")
-        polled = self._poll() if self.pollers else False
+        polled = False
+        if self.pollers:  # _poll, inlined: one frame per progress less
+            self.running = True
+            try:
+                for p in self.pollers:
+                    if p.poll():
+                        polled = True
+            except BaseException as exc:
+                if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
+                raise
+            finally:
+                self.running = False
         q = self.ready
         if not q:
             return polled
@@ -183,21 +194,6 @@ class EmuPe:
         while deferred:
             fn, arg = deferred.popleft()
             fn(arg)
-
-    def _poll(self) -> bool:
-        """Let the transports' rings deliver what their peers published (callbacks may run)."""
-        self.running = True
-        try:
-            did = False
-            for p in self.pollers:  # every one polls (no any() over a list: two calls per progress less)
-                if p.poll():
-                    did = True
-            return did
-        except BaseException as exc:
-            if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
-            raise
-        finally:
-            self.running = False
 
     def _adopt_thread(self) -> None:
         if self.owner is not None:

@@ -142,9 +142,8 @@ class Endpoint(Sender):
             o = conn.owner = self.wrap(conn)
         return o
 
-    def deliver_msgs(self, arg: tuple[EmuComchConnection, bytearray, int]) -> None:
-        """Deliver *count* whole message frames from *data* (checked by the parser), one callback each."""
-        conn, data, count = arg
+    def deliver_msgs(self, arg: tuple[EmuComchConnection, bytearray, list[int]]) -> None:
+        conn, data, lens = arg
         done = 0
         cb = self.cbs["msg_recv"]
         try:
@@ -152,11 +151,10 @@ class Endpoint(Sender):
                 done = len(data)
                 return
             owner = self._owner(conn)
-            pos, i = 0, 0
+            pos, i, count = 0, 0, len(lens)
             with memoryview(data) as mv:
                 try:
-                    while i < count:
-                        ln = mv[pos + 4] | mv[pos + 5] << 8 | mv[pos + 6] << 16 | mv[pos + 7] << 24  # HDR's length
+                    for ln in lens:
                         pos += HDR_SIZE
                         m = mv[pos:pos + ln]
                         pos += ln
@@ -168,7 +166,7 @@ class Endpoint(Sender):
                 finally:
                     done = pos
                     if i < count:  # a callback raised: the rest is delivered on the next progress
-                        self.pe.post(self.deliver_msgs, (conn, data[pos:], count - i))  # type: ignore[union-attr]
+                        self.pe.post(self.deliver_msgs, (conn, data[pos:], lens[i:]))  # type: ignore[union-attr]
         finally:
             conn.delivered_bytes(done)
 

@@ -37,6 +37,10 @@ from . import shm as _shm
 _FDS_SPACE = _socket.CMSG_SPACE(3 * array.array("i").itemsize)
 
 
+_LENS = 32  # slots a message run's lengths list grows by
+_ZEROS = [0] * _LENS
+
+
 def _recv_with_fds(sock: _socket.socket, buf: memoryview) -> tuple[int, list[int]]:
     """``recv_into`` that also takes the descriptors passed with the bytes (handshake only)."""
     n, anc, _flags, _addr = sock.recvmsg_into([buf], _FDS_SPACE)
@@ -69,7 +73,7 @@ class ConnectionOwner(_shm.LinkOwner, Protocol):
     def recv_queue_size(self) -> int: ...
     @property
     def dev(self) -> EmuDev: ...
-    def deliver_msgs(self, arg: tuple[Any, bytearray, int]) -> None: ...
+    def deliver_msgs(self, arg: tuple[Any, bytearray, list[int]]) -> None: ...
     def deliver_consumer(self, arg: tuple[Any, int, bool]) -> None: ...
     def conn_gone(self, conn: Any) -> None: ...
 
@@ -202,27 +206,32 @@ class ConnectionInput:
         assert rx is not None
         unpack = HDR.unpack_from
         pos, end = self.rpos, self.rend
-        nmsgs = 0  # messages in the run starting at mstart, posted as one item
+        # The lengths of a run of messages, posted with it: a list grown _LENS slots at a time and filled by
+        # index (no append call per message), trimmed to its *nl* lengths before it is posted.
+        lens: list[int] | None = None
+        nl = cap = 0
         mstart = 0
         alive = self.alive
         max_recv = self.max_recv
         while end - pos >= HDR_SIZE:
-            if rx[pos] == T_MSG:
-                # A message: its type and its length (HDR's u32 at offset 4, little endian) read as bytes, no
-                # struct call per message; the delivery reads the lengths again the same way.
-                ln = rx[pos + 4] | rx[pos + 5] << 8 | rx[pos + 6] << 16 | rx[pos + 7] << 24
+            typ, small, aux, ln, a, b = unpack(rx, pos)
+            if typ == T_MSG:
                 if not alive:
                     return self.bad_input("message before the handshake")
                 if ln > max_recv:
                     return self.bad_input(f"message of {ln} bytes exceeds max_msg_size {max_recv}")
                 if end - pos - HDR_SIZE < ln:
                     break
-                if not nmsgs:
+                if lens is None:
+                    lens, nl, cap = [0] * _LENS, 0, _LENS
                     mstart = pos
-                nmsgs += 1
+                elif nl == cap:
+                    lens += _ZEROS
+                    cap += _LENS
+                lens[nl] = ln
+                nl += 1
                 pos += HDR_SIZE + ln
                 continue
-            typ, small, aux, ln, a, b = unpack(rx, pos)
             # Any other frame: check its length before waiting for its body.
             if typ == T_DATA:
                 if ln > MAX_IMM_DATA_LEN + MAX_BUF_SIZE or small > MAX_IMM_DATA_LEN or small > ln:
@@ -237,17 +246,19 @@ class ConnectionInput:
                 return self.bad_input(f"unknown frame type {typ}")
             if end - pos - HDR_SIZE < ln:
                 break
-            if nmsgs:
-                self._post_msgs(mstart, pos, nmsgs)
-                nmsgs = 0
+            if lens is not None:
+                del lens[nl:]
+                self._post_msgs(mstart, pos, lens)
+                lens = None
             body = pos + HDR_SIZE
             pos = body + ln
             self.rpos = pos
             if not self._frame(typ, small, aux, ln, a, b, body):
                 return
             alive = self.alive
-        if nmsgs:
-            self._post_msgs(mstart, pos, nmsgs)
+        if lens is not None:
+            del lens[nl:]
+            self._post_msgs(mstart, pos, lens)
         if self.ack_count:
             self._send_acks()
         if self.torn_down:
@@ -267,18 +278,18 @@ class ConnectionInput:
                 self.paused = False
             self.update_mask()
 
-    def _post_msgs(self, start: int, end: int, count: int) -> None:
-        """Post the *count* message frames in ``rx[start:end]`` to the Pe as one item."""
+    def _post_msgs(self, start: int, end: int, lens: list[int]) -> None:
         rx = self.rx
         assert rx is not None
         data = rx[start:end]
         n = end - start
         self.posted += n
+        count = len(lens)
         live = self.live
         live[3] += count
         live[4] += n - HDR_SIZE * count
         ctx = self.ctx
-        post(ctx.pe, ctx.deliver_msgs, (self, data, count))
+        post(ctx.pe, ctx.deliver_msgs, (self, data, lens))
 
     def _frame(self, typ: int, small: int, aux: int, ln: int, a: int, b: int, body: int) -> bool:
         """Handle one non-message frame; False if the rest of the buffer must not be parsed: the
