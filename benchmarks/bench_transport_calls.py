@@ -10,7 +10,8 @@ default: a socket and an I/O thread; ``rings``: the shared-memory rings, no thre
 * ``write``: 4 KiB RDMA writes, ``--window`` in flight, re-submitted from their callback.
 
 **Calls**: cProfile's call count (Python frames and builtin calls) on the ``Pe``'s thread, as the difference
-of a long and a short run (load-independent: the set-up and the warm-up cancel), per transport task. The I/O
+of a long and a short run (load-independent: the set-up and the warm-up cancel), per transport task; also
+without the application's own calls (its callbacks, defined here, and the ``reset_data_len`` they call). The I/O
 thread's calls (``streams``, ``tcp``) are not in it: they are listed as its own CPU share.
 **Time**: process CPU time per transport task, ``--rounds`` rounds with the variants interleaved; the
 median and the range.
@@ -296,8 +297,17 @@ class ComchPair:
         emu.configure(shm=False)
 
 
-def calls_per_task(run: Callable[[int], int], short: int, long: int) -> float:
-    """cProfile call count per transport task on this thread: (long run - short run) / their task difference."""
+_HERE = os.path.abspath(__file__)
+
+
+def _is_app(func: tuple[str, int, str]) -> bool:
+    """The application's own calls: its callbacks (this file) and the buffer reset it calls (``reset_data_len``)."""
+    return func[2] == "reset_data_len" or os.path.abspath(func[0]) == _HERE
+
+
+def calls_per_task(run: Callable[[int], int], short: int, long: int) -> tuple[float, float]:
+    """cProfile call count per transport task on this thread: (long run - short run) / their task difference;
+    with and without the application's own calls (:func:`_is_app`)."""
     counts = []
     for n in (short, long):
         run(n // 4)  # warm: caches, views, pools
@@ -305,9 +315,11 @@ def calls_per_task(run: Callable[[int], int], short: int, long: int) -> float:
         prof.enable()
         k = run(n)
         prof.disable()
-        counts.append((pstats.Stats(prof).total_calls, k))  # type: ignore[attr-defined]
-    (c0, k0), (c1, k1) = counts
-    return (c1 - c0) / (k1 - k0)
+        stats = pstats.Stats(prof)
+        app = sum(v[1] for f, v in stats.stats.items() if _is_app(f))  # type: ignore[attr-defined]
+        counts.append((stats.total_calls, app, k))  # type: ignore[attr-defined]
+    (c0, a0, k0), (c1, a1, k1) = counts
+    return (c1 - c0) / (k1 - k0), ((c1 - a1) - (c0 - a0)) / (k1 - k0)
 
 
 def writes_per_task(run: Callable[[int], int], n: int) -> float:
@@ -360,18 +372,20 @@ def main() -> int:
     print(f"emulated transport, {args.messages} per timed run, {args.rounds} rounds; calls: cProfile on the Pe's "
           "thread, (long run - short run) per transport task")
     print()
-    print("| transport | workload | calls per transport task | writes per 1000 transport tasks "
+    print("| transport | workload | calls per transport task | without the app's | writes per 1000 transport tasks "
           "| CPU µs per transport task (median, range) |")
-    print("|---|---|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|")
     for mode in modes:
         if mode == "comch":
             for shm, label in ((False, "comch socket"), (True, "comch rings")):
                 cp = ComchPair(args.window, shm)
                 try:
-                    calls = 0.0 if args.time_only else calls_per_task(cp.run, args.messages // 4, args.messages)
+                    calls, own = (0.0, 0.0) if args.time_only else calls_per_task(cp.run, args.messages // 4,
+                                                                                    args.messages)
                     writes = writes_per_task(cp.run, args.messages)
                     cpu = cpu_per_task([cp.run], args.messages, args.rounds)[0]
-                    print(f"| {label} | send {MSG} B, {args.window} in flight | {calls:.2f} | {writes * 1000:.0f} | "
+                    print(f"| {label} | send {MSG} B, {args.window} in flight | {calls:.2f} | {own:.2f} | "
+                          f"{writes * 1000:.0f} | "
                           f"{statistics.median(cpu):.2f} ({min(cpu):.2f}–{max(cpu):.2f}) |", flush=True)
                 finally:
                     cp.close()
@@ -382,14 +396,16 @@ def main() -> int:
             win = max(2, args.window // 4)
             p.window = win
             p.setup_write()
-            calls_s = 0.0 if args.time_only else calls_per_task(p.run_send, args.messages // 4, args.messages)
-            calls_w = 0.0 if args.time_only else calls_per_task(p.run_write, args.messages // 4, args.messages)
+            none = (0.0, 0.0)
+            calls_s = none if args.time_only else calls_per_task(p.run_send, args.messages // 4, args.messages)
+            calls_w = none if args.time_only else calls_per_task(p.run_write, args.messages // 4, args.messages)
             writes_s, writes_w = writes_per_task(p.run_send, args.messages), writes_per_task(p.run_write, args.messages)
             cpu_s, cpu_w = cpu_per_task([p.run_send, p.run_write], args.messages, args.rounds)
             for name, calls, writes, cpu in (
                     (f"send/receive {MSG} B, {args.window} in flight", calls_s, writes_s, cpu_s),
                     (f"write {BLOCK >> 10} KiB, {win} in flight", calls_w, writes_w, cpu_w)):
-                print(f"| {mode} | {name} | {calls:.2f} | {writes * 1000:.0f} | {statistics.median(cpu):.2f} "
+                print(f"| {mode} | {name} | {calls[0]:.2f} | {calls[1]:.2f} | {writes * 1000:.0f} | "
+                      f"{statistics.median(cpu):.2f} "
                       f"({min(cpu):.2f}–{max(cpu):.2f}) |", flush=True)
         finally:
             p.close()

@@ -455,14 +455,22 @@ class EmuMmap:
         if bits is not None and not self.perms & bits:
             raise DocaNotPermitted(f"mmap permissions {A(self.perms)!r} do not allow "
                                    f"{'writes' if write else 'reads'} by this access")
-        if self.from_export:
-            imp = self._import
-            if imp is not None and self._peer is None and self.blob is imp.blob:  # _check_live, inlined
-                for view, pos, want in imp.probes:
-                    if _slot_unpack(view, pos) != want:
-                        raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
+        if self.from_export:  # _check_live, inlined for a map of this process and for a direct import
+            peer = self._peer
+            if peer is not None:
+                if peer.destroyed or not (peer.started or peer.from_export) or self.blob is None \
+                        or self.blob.key not in peer._keys:
+                    raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
+                if peer.from_export:
+                    peer._check_live()
             else:
-                self._check_live()
+                imp = self._import
+                if imp is not None and self.blob is imp.blob:
+                    for view, pos, want in imp.probes:
+                        if _slot_unpack(view, pos) != want:
+                            raise DocaNotPermitted("the exporter stopped or destroyed this mmap")
+                else:
+                    self._check_live()
         return addr + self._delta
 
     def view(self, addr: int, n: int, write: bool) -> memoryview:

@@ -138,11 +138,22 @@ class EmuPe:
             self._adopt_thread()
         if self.running:
             raise DocaUsageError("Pe.progress() must not be called from inside a callback")
-        polled = self._poll() if self.pollers else False
+        polled = False
+        if self.pollers:  # _poll, inlined: one frame per progress less
+            self.running = True
+            try:
+                for p in self.pollers:
+                    if p.poll():
+                        polled = True
+            except BaseException as exc:
+                if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
+                raise
+            finally:
+                self.running = False
         q = self.ready
-        n = len(q)
-        if not n:
+        if not q:
             return polled
+        n = len(q)
         self.running = True
         made = polled
         try:
@@ -154,8 +165,8 @@ class EmuPe:
                 for _ in _repeat(None, n):
                     fn, arg = pop()
                     fn(arg)
-                    if not made:
-                        made = _made_progress(fn, arg)
+                    if not made:  # _made_progress inlined: no call per item
+                        made = (QUIET[fn] and not arg.inflight) if fn in QUIET else True
             if self.deferred:
                 self._run_deferred()
         except BaseException as exc:
@@ -183,17 +194,6 @@ class EmuPe:
         while deferred:
             fn, arg = deferred.popleft()
             fn(arg)
-
-    def _poll(self) -> bool:
-        """Let the transports' rings deliver what their peers published (callbacks may run)."""
-        self.running = True
-        try:
-            return any([p.poll() for p in self.pollers])
-        except BaseException as exc:
-            if trace.ON: trace.raised(exc)  # trace hook: a callback raised, the exception leaves progress()
-            raise
-        finally:
-            self.running = False
 
     def _adopt_thread(self) -> None:
         if self.owner is not None:

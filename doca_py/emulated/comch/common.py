@@ -39,7 +39,7 @@ def post(pe: EmuPe | None, fn: Callable[[Any], object], arg: Any) -> None:
     if pe is None or pe.efd < 0:
         return
     try:
-        pe.post(fn, arg)
+        pe.post_item((fn, arg))  # pe.post's frame skipped: a batch of messages or completions posts here
     except OSError:
         pass
 

@@ -50,7 +50,11 @@ class EmuComchConnection(ConnectionInput):
         self.enq = 0  # stream offset after the last byte queued
         self.sent = 0  # stream offset after the last byte written
         self.lane = Lane()  # the connection's message tasks: they complete in submission order
-        self.wq: deque[EmuComchTaskSend] = deque()  # message tasks waiting for their bytes to be written
+        #: Message tasks waiting for their bytes to be written, in order: ``wq[wq_h:wq_n]`` of a list used as a
+        #: growing array of ``wq_cap`` slots (a launch stores its task, the ones written are taken as one
+        #: slice: no call per message). Slots outside that range are stale.
+        self.wq: list[EmuComchTaskSend] = []
+        self.wq_h = self.wq_n = self.wq_cap = 0
         # Producer tasks waiting for the peer's ACK, in wire order (guarded by lock); None stands for a
         # task its stopping producer flushed, whose ACK is still to come.
         self.pq: deque[EmuComchProducerTaskSend | None] = deque()
@@ -180,13 +184,32 @@ class EmuComchConnection(ConnectionInput):
 
     def _written_locked(self) -> list[EmuComchTaskSend] | None:
         wq = self.wq
-        if not wq or wq[0].end > self.sent:
-            return None
+        h, n = self.wq_h, self.wq_n
         sent = self.sent
-        done = []
-        while wq and wq[0].end <= sent:
-            done.append(wq.popleft())
+        if h == n or wq[h].end > sent:
+            return None
+        i = h + 1
+        while i < n and wq[i].end <= sent:
+            i += 1
+        done = wq[h:i]
+        if i == n:
+            self.wq_h = self.wq_n = 0
+        else:
+            self.wq_h = i
         return done
+
+    def wq_room_locked(self, t: EmuComchTaskSend) -> int:
+        """:attr:`wq` is full (lock held): move the waiting tasks to its front if that frees half of it,
+        else double it (*t* fills the new slots). Returns the next free slot."""
+        h, n, wq = self.wq_h, self.wq_n, self.wq
+        if h and h >= n // 2:
+            wq[:n - h] = wq[h:n]
+            self.wq_h = 0
+            self.wq_n = n - h
+            return n - h
+        wq.extend([t] * max(n, 16))
+        self.wq_cap = len(wq)
+        return n
 
     def flush(self) -> None:
         """Send what is queued (any thread); completes the message tasks written."""
@@ -364,7 +387,8 @@ class EmuComchConnection(ConnectionInput):
             self.closed = True
             self.torn_down = True
             self.loss = code
-            wq, self.wq = self.wq, deque()
+            wq, self.wq = self.wq[self.wq_h:self.wq_n], []
+            self.wq_h = self.wq_n = self.wq_cap = 0
             pq, self.pq = self.pq, deque()
             for r in self.remote.values():
                 pq.extend(r.waiting)

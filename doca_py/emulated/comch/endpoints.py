@@ -132,6 +132,7 @@ class Endpoint(Sender):
         if hdr is None:
             hdr = MSG_HDRS[n] = HDR.pack(T_MSG, 0, 0, n, 0, 0)
         t.frame = hdr + data
+        t.flen = len(t.frame)
         return t
 
     # -- events (Pe thread) -----------------------------------------------------------------------

@@ -37,6 +37,10 @@ from . import shm as _shm
 _FDS_SPACE = _socket.CMSG_SPACE(3 * array.array("i").itemsize)
 
 
+_LENS = 32  # slots a message run's lengths list grows by
+_ZEROS = [0] * _LENS
+
+
 def _recv_with_fds(sock: _socket.socket, buf: memoryview) -> tuple[int, list[int]]:
     """``recv_into`` that also takes the descriptors passed with the bytes (handshake only)."""
     n, anc, _flags, _addr = sock.recvmsg_into([buf], _FDS_SPACE)
@@ -202,7 +206,10 @@ class ConnectionInput:
         assert rx is not None
         unpack = HDR.unpack_from
         pos, end = self.rpos, self.rend
+        # The lengths of a run of messages, posted with it: a list grown _LENS slots at a time and filled by
+        # index (no append call per message), trimmed to its *nl* lengths before it is posted.
         lens: list[int] | None = None
+        nl = cap = 0
         mstart = 0
         alive = self.alive
         max_recv = self.max_recv
@@ -216,9 +223,13 @@ class ConnectionInput:
                 if end - pos - HDR_SIZE < ln:
                     break
                 if lens is None:
-                    lens = []
+                    lens, nl, cap = [0] * _LENS, 0, _LENS
                     mstart = pos
-                lens.append(ln)
+                elif nl == cap:
+                    lens += _ZEROS
+                    cap += _LENS
+                lens[nl] = ln
+                nl += 1
                 pos += HDR_SIZE + ln
                 continue
             # Any other frame: check its length before waiting for its body.
@@ -235,7 +246,8 @@ class ConnectionInput:
                 return self.bad_input(f"unknown frame type {typ}")
             if end - pos - HDR_SIZE < ln:
                 break
-            if lens:
+            if lens is not None:
+                del lens[nl:]
                 self._post_msgs(mstart, pos, lens)
                 lens = None
             body = pos + HDR_SIZE
@@ -244,7 +256,8 @@ class ConnectionInput:
             if not self._frame(typ, small, aux, ln, a, b, body):
                 return
             alive = self.alive
-        if lens:
+        if lens is not None:
+            del lens[nl:]
             self._post_msgs(mstart, pos, lens)
         if self.ack_count:
             self._send_acks()
@@ -271,9 +284,10 @@ class ConnectionInput:
         data = rx[start:end]
         n = end - start
         self.posted += n
+        count = len(lens)
         live = self.live
-        live[3] += len(lens)
-        live[4] += n - HDR_SIZE * len(lens)
+        live[3] += count
+        live[4] += n - HDR_SIZE * count
         ctx = self.ctx
         post(ctx.pe, ctx.deliver_msgs, (self, data, lens))
 

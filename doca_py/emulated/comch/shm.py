@@ -129,12 +129,14 @@ class ShmLink:
             pos = tx.pos
             end_room = size - (pos & mask)
             free = size - (pos - tx.reaped)
-            cap = min(end_room, free) - _REC_HDR
+            cap = (end_room if end_room < free else free) - _REC_HDR  # no min() calls: once per chunk
             if cap <= 0:  # the end of the ring is too short: pad, write at the start
                 cap = min(free - end_room, size) - _REC_HDR
                 if cap <= 0:
                     break
-            k = min(left, cap, MAX_RECORD)
+            k = left if left < cap else cap
+            if k > MAX_RECORD:
+                k = MAX_RECORD
             if not tx.put_one(K_BYTES, 0, 0, 0, m[done:done + k], k, None):
                 break
             done += k

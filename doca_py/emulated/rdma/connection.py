@@ -92,6 +92,10 @@ class EmuRdmaConnection:
         self.cm_addr: tuple[int, str, int] | None = None
         self.pending: deque[Work] = deque()  # requests awaiting responses, in order (under req.lock)
         self.map_ids: dict[ex.Blob, int] = {}
+        #: The blob :meth:`map_id` last answered for and its id: a write's hot path checks it by identity
+        #: (no hash of the blob per task).
+        self.last_blob: ex.Blob | None = None
+        self.last_mid = 0
         self.blob = b""
         self.joined = False  # connect() was called (export/connect flow)
         self.epoch = ctx.epoch
@@ -266,6 +270,7 @@ class EmuRdmaConnection:
             data = ex.encode(blob)
             put_frame(st.out, T_MAP, 0, mid, len(data), 0, 0)
             st.out += data
+        self.last_blob, self.last_mid = blob, mid
         return mid
 
 

@@ -13,7 +13,9 @@ from .config import (
 )
 from .segments import Fail, copy_from, copy_to, grow_data, list_len, buf_segments
 from .tasks import Q2, U64, RdmaTask, check_reach
-from .wire import put_frame
+from .wire import HDR, put_frame
+
+_hdr = HDR.pack
 
 __all__ = ["EmuRdmaTaskRead", "EmuRdmaTaskWrite", "EmuRdmaTaskAtomic"]
 
@@ -187,18 +189,24 @@ class EmuRdmaTaskWrite(_SrcDstTask):
                 conn.push(self)
             conn.schedule(st)
             return
+        # The hot path of a write to another host: map_id's cache hit, put_frame, push and schedule inlined.
         with st.lock:
             if st.closed:
                 raise Fail(RESET, "the connection is down")
-            mid = conn.map_id(st, rm)
+            blob = rm.blob
+            mid = conn.last_mid if blob is conn.last_blob and blob is not None else conn.map_id(st, rm)
             out = st.out
-            put_frame(out, T_WRITE, F_IMM if self.has_imm else 0, mid, n, d, self.imm)
+            out += _hdr(T_WRITE, F_IMM if self.has_imm else 0, mid, n, d, self.imm)
             if sm is not None and sm.mv is not None:
                 out += sm.mv[src.data - sm.addr:src.data - sm.addr + n]
             for s in segs:
                 out += s
-            conn.push(self)
-        conn.schedule(st)
+            pending = conn.pending
+            if not pending:
+                conn.start_waiting()
+            pending.append(self)
+        if not st.flush_posted:
+            conn.schedule(st)
 
     def succeed(self) -> None:
         dst = self.dst

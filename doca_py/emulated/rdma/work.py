@@ -35,6 +35,14 @@ class Work(EmuTask):
     def succeed(self) -> None:
         """Success response arrived (I/O thread): account the bytes."""
 
+    #: Whether the class has a :meth:`succeed` of its own (set per class): the rings skip the call for the
+    #: others (a send: nothing to account), one call per message less.
+    succeeds = False
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.succeeds = cls.succeed is not Work.succeed
+
 
 class ReceiveWork(Work):
     """A posted receive: what landing a send fills in."""

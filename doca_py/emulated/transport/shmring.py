@@ -48,7 +48,6 @@ import platform
 import socket
 import struct
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable
 
 from ...log import logger
@@ -61,7 +60,9 @@ _MAGIC = 0x676E697279706164  # "dapyring"
 _VERSION = 1
 _OFF_HEAD, _OFF_TAIL, _OFF_CSLEEP, _OFF_PSLEEP, _OFF_BEAT = 64, 128, 192, 256, 320
 DATA = 512
-REC_HDR = struct.Struct("<IBBHII")  # length | kind | flags | status | a | b
+#: length | kind | flags | status | a | b, in the host's byte order (both sides are on this host): the
+#: receivers also read the fields through the ring's word views (:attr:`Ring.st16`, :attr:`Ring.st32`).
+REC_HDR = struct.Struct("=IBBHII")
 _HDR_SIZE = REC_HDR.size  # 16
 K_PAD = 0
 #: Data bytes of a connection's ring per direction.
@@ -174,6 +175,9 @@ class Ring:
         #: The data as 16-bit words: a record's status (offset 6 of a 16-byte-aligned record) is word
         #: ``(off >> 1) + 3``, read and written without :mod:`struct`.
         self.st16 = self.data.cast("H")
+        #: The data as 32-bit words: a record's length, *a* and *b* (offsets 0, 8 and 12) are words
+        #: ``off >> 2``, ``+ 2`` and ``+ 3``, read without a :mod:`struct` call (a receiver's hot loop).
+        self.st32 = self.data.cast("I")
         self.head = _U64.from_address(base + _OFF_HEAD)
         self.tail = _U64.from_address(base + _OFF_TAIL)
         self.csleep = _U32.from_address(base + _OFF_CSLEEP)
@@ -233,6 +237,7 @@ class Ring:
         # Our own views first, so that a late use of the ring raises instead of touching unmapped memory.
         del self.head, self.tail, self.csleep, self.psleep, self.beat
         self.st16.release()
+        self.st32.release()
         self.data.release()
         self.mm.close()
         os.close(self.fd)
@@ -246,7 +251,9 @@ class Producer:
         self.ring = ring
         self.pos = ring.head.value  # next write position (published or not)
         self.reaped = self.pos  # statuses read up to here: the space before it is free
-        self.records: deque[tuple[int, int, object]] = deque()  # (start, end, tag) awaiting a status
+        #: (start, end, tag) awaiting a status, in order: a list, so that :meth:`reap` takes the finished ones
+        #: as one slice (no call per record).
+        self.records: list[tuple[int, int, object]] = []
 
     def free(self) -> int:
         return self.ring.size - (self.pos - self.reaped)
@@ -324,17 +331,20 @@ class Producer:
             raise RingError(f"the peer's ring tail {tail} is outside [{self.reaped}, {self.pos}]")
         if WEAK_ORDER:
             _full()  # the tail before the statuses it covers
-        out: list[tuple[object, int]] = []
         recs = self.records
         st16, mask = ring.st16, ring.mask
-        while recs and recs[0][1] <= tail:
-            start, end, tag = recs.popleft()
-            st = st16[((start & mask) >> 1) + 3]
+        k = 0
+        for rec in recs:
+            if rec[1] > tail:
+                if rec[0] < tail:
+                    raise RingError(f"the peer's ring tail {tail} ends inside a record")
+                break
+            k += 1
+        out = [(tag, st16[((start & mask) >> 1) + 3]) for start, _end, tag in recs[:k]]
+        for _tag, st in out:
             if st not in statuses:
                 raise RingError(f"the peer wrote status {st} into a ring record")
-            out.append((tag, st))
-        if recs and recs[0][0] < tail:
-            raise RingError(f"the peer's ring tail {tail} ends inside a record")
+        del recs[:k]
         self.reaped = tail
         return out
 
