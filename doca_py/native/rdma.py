@@ -118,8 +118,9 @@ class NativeRdma(RdmaSettingMethods, NativeCtx):
         pools: dict[str, EngineTaskPool] = {}
         for kind in TASK_TYPES:
             fns = TASK_FNS[kind]
-            pools[kind] = EngineTaskPool(self, partial(getattr(l, fns["set_conf"]), ptr), fns["set_conf"],
-                                         getattr(l, fns["as_task"]), NativeRdmaTask, kind)
+            pool = pools[kind] = EngineTaskPool(self, partial(getattr(l, fns["set_conf"]), ptr), fns["set_conf"],
+                                                getattr(l, fns["as_task"]), NativeRdmaTask, kind)
+            pool.fns = {op: getattr(l, name) for op, name in fns.items()}
         self.receive = pools["receive"]
         self.send = pools["send"]
         self.send_imm = pools["send_imm"]
