@@ -127,15 +127,15 @@ class NativeCtx(Borrowable):
     def dispatch(self) -> bool:
         """Run the Python side of recorded completions; called by the Pe."""
         pending = self.pending
-        n = len(pending)
-        if not n:
+        if not pending:
             return False
-        # One list for the ctx's life (the tasks keep its bound append): the n items recorded before this
-        # dispatch run now; what a callback's DOCA call records meanwhile waits for the next progress.
-        i = 0
+        # The items recorded before this dispatch run now; what a callback's DOCA call records meanwhile waits
+        # for the next progress. The list stays (the tasks keep its bound append): its items move to an
+        # iterator, so the loop keeps no count; a callback that raises leaves the rest first in line.
+        it = iter(pending[:])
+        del pending[:]
         try:
-            for obj, what in pending:
-                i += 1
+            for obj, what in it:
                 if obj is self:
                     if self.state_cb is not None:
                         self.state_cb(*what)
@@ -147,10 +147,9 @@ class NativeCtx(Borrowable):
                     else:
                         self.task_failed(obj)
                         obj.on_error(o, o.user_data, obj.cud.user_data)
-                if i == n:
-                    break
-        finally:
-            del pending[:i]  # a callback raised: the rest runs on the next progress
+        except BaseException:
+            pending[:0] = it  # the rest runs on the next progress, before what was recorded since
+            raise
         return True
 
     def task_failed(self, task: NativeTask) -> None:
