@@ -71,7 +71,7 @@ from .comch_fastpath import (
     producer_cap_is_supported,
     producer_create,
 )
-from .ctx import NativeCtx
+from .ctx import NativeCtx, rest_after
 from .engine import EngineTask, EngineTaskPool, get_u32, init_ctx, is_supported
 
 __all__ = [
@@ -278,12 +278,13 @@ class NativeComchEndpoint(NativeCtx):
         if not pending:
             return False
         # The items recorded before this dispatch run now; what a callback's DOCA call records meanwhile waits
-        # for the next progress. The list stays (the tasks keep its bound append): its items move to an
-        # iterator, so the loop keeps no count; a callback that raises leaves the rest first in line.
-        it = iter(pending[:])
+        # for the next progress. The list stays (the tasks keep its bound append): its items move to a copy,
+        # so the loop keeps no count; a callback that raises leaves the rest first in line.
+        items = pending[:]
         del pending[:]
         try:
-            for obj, what in it:
+            for item in items:
+                obj, what = item
                 if obj.__class__ is NativeComchConnection:
                     kind, arg = what
                     cb = self.cbs[kind]
@@ -308,7 +309,7 @@ class NativeComchEndpoint(NativeCtx):
                         self.task_failed(obj)
                         obj.on_error(o, o.user_data, obj.cud.user_data)
         except BaseException:
-            pending[:0] = it  # the rest runs on the next progress, before what was recorded since
+            pending[:0] = rest_after(items, item)  # the rest: on the next progress, before the newer records
             raise
         return True
 

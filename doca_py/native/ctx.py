@@ -21,7 +21,7 @@ from .capi import CtxStateChangedCb, TaskCompletionCb
 from ._common import lib
 from .borrow import Borrowable
 
-__all__ = ["NativeCtx", "NativeTask", "NativeTaskPool", "TASK_SUCCESS_CB", "TASK_ERROR_CB"]
+__all__ = ["NativeCtx", "NativeTask", "NativeTaskPool", "TASK_SUCCESS_CB", "TASK_ERROR_CB", "rest_after"]
 
 _keys = itertools.count(1)
 _RUNNING = int(CtxState.RUNNING)
@@ -60,6 +60,15 @@ def _state_changed(ctx_ud: int, ctx_ptr: int | None, prev: int, nxt: int) -> Non
 
 
 STATE_CHANGED_CB = CtxStateChangedCb(_state_changed)
+
+
+def rest_after(items: list[tuple[Any, Any]], item: tuple[Any, Any]) -> list[tuple[Any, Any]]:
+    """The items of a dispatch after *item*, whose callback raised. Found by identity: every record is its own
+    tuple in a batch (a task completes once per submission; events are recorded as new tuples)."""
+    for i, x in enumerate(items):
+        if x is item:
+            return items[i + 1:]
+    return []
 
 
 def _wrapped(ctx_ptr: int | None) -> bool:
@@ -130,12 +139,13 @@ class NativeCtx(Borrowable):
         if not pending:
             return False
         # The items recorded before this dispatch run now; what a callback's DOCA call records meanwhile waits
-        # for the next progress. The list stays (the tasks keep its bound append): its items move to an
-        # iterator, so the loop keeps no count; a callback that raises leaves the rest first in line.
-        it = iter(pending[:])
+        # for the next progress. The list stays (the tasks keep its bound append): its items move to a copy,
+        # so the loop keeps no count; a callback that raises leaves the rest first in line.
+        items = pending[:]
         del pending[:]
         try:
-            for obj, what in it:
+            for item in items:
+                obj, what = item
                 if obj is self:
                     if self.state_cb is not None:
                         self.state_cb(*what)
@@ -148,7 +158,7 @@ class NativeCtx(Borrowable):
                         self.task_failed(obj)
                         obj.on_error(o, o.user_data, obj.cud.user_data)
         except BaseException:
-            pending[:0] = it  # the rest runs on the next progress, before what was recorded since
+            pending[:0] = rest_after(items, item)  # the rest: on the next progress, before the newer records
             raise
         return True
 

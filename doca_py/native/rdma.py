@@ -35,7 +35,7 @@ from .._backend.settings import RdmaSettingMethods
 from .._backend.protocols.core import BufHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode, check
 from .capi.rdma import DocaRdmaGid
-from .ctx import NativeCtx
+from .ctx import NativeCtx, rest_after
 from .engine import EngineTaskPool, buf_ptr, devinfo_ptr, get_u32, init_ctx, is_supported
 from .rdma_connection import (
     CONN_DISCONNECTION_CB,
@@ -175,12 +175,13 @@ class NativeRdma(RdmaSettingMethods, NativeCtx):
         if not pending:
             return False
         # The items recorded before this dispatch run now; what a callback's DOCA call records meanwhile waits
-        # for the next progress. The list stays (the tasks keep its bound append): its items move to an
-        # iterator, so the loop keeps no count; a callback that raises leaves the rest first in line.
-        it = iter(pending[:])
+        # for the next progress. The list stays (the tasks keep its bound append): its items move to a copy,
+        # so the loop keeps no count; a callback that raises leaves the rest first in line.
+        items = pending[:]
         del pending[:]
         try:
-            for obj, what in it:
+            for item in items:
+                obj, what = item
                 if type(obj) is NativeRdmaConnection:
                     if self.conn_cb is not None:
                         self.conn_cb(what, obj)
@@ -196,7 +197,7 @@ class NativeRdma(RdmaSettingMethods, NativeCtx):
                         self.task_failed(obj)
                         obj.on_error(o, o.user_data, obj.cud.user_data)
         except BaseException:
-            pending[:0] = it  # the rest runs on the next progress, before what was recorded since
+            pending[:0] = rest_after(items, item)  # the rest: on the next progress, before the newer records
             raise
         return True
 
