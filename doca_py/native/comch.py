@@ -71,7 +71,7 @@ from .comch_fastpath import (
     producer_cap_is_supported,
     producer_create,
 )
-from .ctx import NativeCtx
+from .ctx import NativeCtx, rest_after
 from .engine import EngineTask, EngineTaskPool, get_u32, init_ctx, is_supported
 
 __all__ = [
@@ -275,15 +275,16 @@ class NativeComchEndpoint(NativeCtx):
     def dispatch(self) -> bool:
         """Run the Python side of recorded completions and events (called by the Pe)."""
         pending = self.pending
-        n = len(pending)
-        if not n:
+        if not pending:
             return False
-        # One list for the ctx's life (the tasks keep its bound append): the n items recorded before this
-        # dispatch run now; what a callback's DOCA call records meanwhile waits for the next progress.
-        i = 0
-        for obj, what in pending:
-            i += 1
-            try:
+        # The items recorded before this dispatch run now; what a callback's DOCA call records meanwhile waits
+        # for the next progress. The list stays (the tasks keep its bound append): its items move to a copy,
+        # so the loop keeps no count; a callback that raises leaves the rest first in line.
+        items = pending[:]
+        del pending[:]
+        try:
+            for item in items:
+                obj, what = item
                 if obj.__class__ is NativeComchConnection:
                     kind, arg = what
                     cb = self.cbs[kind]
@@ -307,12 +308,9 @@ class NativeComchEndpoint(NativeCtx):
                     else:
                         self.task_failed(obj)
                         obj.on_error(o, o.user_data, obj.cud.user_data)
-            except BaseException:
-                del pending[:i]  # the rest runs on the next progress
-                raise
-            if i == n:
-                break
-        del pending[:n]
+        except BaseException:
+            pending[:0] = rest_after(items, item)  # the rest: on the next progress, before the newer records
+            raise
         return True
 
 

@@ -21,7 +21,7 @@ from .capi import CtxStateChangedCb, TaskCompletionCb
 from ._common import lib
 from .borrow import Borrowable
 
-__all__ = ["NativeCtx", "NativeTask", "NativeTaskPool", "TASK_SUCCESS_CB", "TASK_ERROR_CB"]
+__all__ = ["NativeCtx", "NativeTask", "NativeTaskPool", "TASK_SUCCESS_CB", "TASK_ERROR_CB", "rest_after"]
 
 _keys = itertools.count(1)
 _RUNNING = int(CtxState.RUNNING)
@@ -60,6 +60,15 @@ def _state_changed(ctx_ud: int, ctx_ptr: int | None, prev: int, nxt: int) -> Non
 
 
 STATE_CHANGED_CB = CtxStateChangedCb(_state_changed)
+
+
+def rest_after(items: list[tuple[Any, Any]], item: tuple[Any, Any]) -> list[tuple[Any, Any]]:
+    """The items of a dispatch after *item*, whose callback raised. Found by identity: every record is its own
+    tuple in a batch (a task completes once per submission; events are recorded as new tuples)."""
+    for i, x in enumerate(items):
+        if x is item:
+            return items[i + 1:]
+    return []
 
 
 def _wrapped(ctx_ptr: int | None) -> bool:
@@ -127,15 +136,16 @@ class NativeCtx(Borrowable):
     def dispatch(self) -> bool:
         """Run the Python side of recorded completions; called by the Pe."""
         pending = self.pending
-        n = len(pending)
-        if not n:
+        if not pending:
             return False
-        # One list for the ctx's life (the tasks keep its bound append): the n items recorded before this
-        # dispatch run now; what a callback's DOCA call records meanwhile waits for the next progress.
-        i = 0
+        # The items recorded before this dispatch run now; what a callback's DOCA call records meanwhile waits
+        # for the next progress. The list stays (the tasks keep its bound append): its items move to a copy,
+        # so the loop keeps no count; a callback that raises leaves the rest first in line.
+        items = pending[:]
+        del pending[:]
         try:
-            for obj, what in pending:
-                i += 1
+            for item in items:
+                obj, what = item
                 if obj is self:
                     if self.state_cb is not None:
                         self.state_cb(*what)
@@ -147,10 +157,9 @@ class NativeCtx(Borrowable):
                     else:
                         self.task_failed(obj)
                         obj.on_error(o, o.user_data, obj.cud.user_data)
-                if i == n:
-                    break
-        finally:
-            del pending[:i]  # a callback raised: the rest runs on the next progress
+        except BaseException:
+            pending[:0] = rest_after(items, item)  # the rest: on the next progress, before the newer records
+            raise
         return True
 
     def task_failed(self, task: NativeTask) -> None:

@@ -113,6 +113,9 @@ class EngineTaskPool(NativeTaskPool):
         #: Task type as in the C names (``"memcpy"``, ``"create"``, ``"decompress_lz4_stream"`` …).
         self.kind = kind
         self.out = ctypes.c_void_p()  # the out-parameter of *_alloc_init, reused
+        #: The task type's C functions by operation (``"get_result_len"`` …), resolved once when the library
+        #: module fills it: a task's getter or setter is then one ctypes call, not a trip through the loader.
+        self.fns: dict[str, Any] = {}
 
     def take(self, rc: int, what: str) -> EngineTask:
         """Wrap the task ``*_alloc_init`` just wrote to :attr:`out` (rc is its return)."""

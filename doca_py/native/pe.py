@@ -24,7 +24,14 @@ class NativePe(Borrowable):
     def __init__(self, ptr: int | None) -> None:
         self.ptr = ptr
         self.ctxs: list[NativeCtx] = []
-        self._progress = lib().doca_pe_progress
+        l = lib()
+        self._progress = l.doca_pe_progress
+        # Looked up once: Pe.wait calls these each time it sleeps.
+        self._get_handle = l.doca_pe_get_notification_handle
+        self._request = l.doca_pe_request_notification
+        self._clear = l.doca_pe_clear_notification
+        self._fd = ctypes.c_int()
+        self._pfd = ctypes.byref(self._fd)
         self._running = False
         self._owner: int | None = None
         #: Graphs created on this Pe (:mod:`.graph`): their recorded callbacks run after the C progress.
@@ -85,15 +92,20 @@ class NativePe(Borrowable):
         self._owner = threading.get_ident()
 
     def get_notification_handle(self) -> int:
-        v = ctypes.c_int()
-        check(lib().doca_pe_get_notification_handle(self.ptr, ctypes.byref(v)), "doca_pe_get_notification_handle")
-        return v.value
+        rc = self._get_handle(self.ptr, self._pfd)
+        if rc:
+            check(rc, "doca_pe_get_notification_handle")
+        return self._fd.value
 
     def request_notification(self) -> None:
-        check(lib().doca_pe_request_notification(self.ptr), "doca_pe_request_notification")
+        rc = self._request(self.ptr)
+        if rc:
+            check(rc, "doca_pe_request_notification")
 
     def clear_notification(self, handle: int) -> None:
-        check(lib().doca_pe_clear_notification(self.ptr, handle), "doca_pe_clear_notification")
+        rc = self._clear(self.ptr, handle)
+        if rc:
+            check(rc, "doca_pe_clear_notification")
 
     def get_num_inflight_tasks(self) -> int:
         v = ctypes.c_size_t()

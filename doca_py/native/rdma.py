@@ -35,7 +35,7 @@ from .._backend.settings import RdmaSettingMethods
 from .._backend.protocols.core import BufHandle, DevInfoHandle
 from ..errors import DocaInvalidValue, ErrorCode, check
 from .capi.rdma import DocaRdmaGid
-from .ctx import NativeCtx
+from .ctx import NativeCtx, rest_after
 from .engine import EngineTaskPool, buf_ptr, devinfo_ptr, get_u32, init_ctx, is_supported
 from .rdma_connection import (
     CONN_DISCONNECTION_CB,
@@ -118,8 +118,9 @@ class NativeRdma(RdmaSettingMethods, NativeCtx):
         pools: dict[str, EngineTaskPool] = {}
         for kind in TASK_TYPES:
             fns = TASK_FNS[kind]
-            pools[kind] = EngineTaskPool(self, partial(getattr(l, fns["set_conf"]), ptr), fns["set_conf"],
-                                         getattr(l, fns["as_task"]), NativeRdmaTask, kind)
+            pool = pools[kind] = EngineTaskPool(self, partial(getattr(l, fns["set_conf"]), ptr), fns["set_conf"],
+                                                getattr(l, fns["as_task"]), NativeRdmaTask, kind)
+            pool.fns = {op: getattr(l, name) for op, name in fns.items()}
         self.receive = pools["receive"]
         self.send = pools["send"]
         self.send_imm = pools["send_imm"]
@@ -171,15 +172,16 @@ class NativeRdma(RdmaSettingMethods, NativeCtx):
     def dispatch(self) -> bool:
         """Run the Python side of recorded completions and connection events (Pe)."""
         pending = self.pending
-        n = len(pending)
-        if not n:
+        if not pending:
             return False
-        # One list for the ctx's life (the tasks keep its bound append): the n items recorded before this
-        # dispatch run now; what a callback's DOCA call records meanwhile waits for the next progress.
-        i = 0
-        for obj, what in pending:
-            i += 1
-            try:
+        # The items recorded before this dispatch run now; what a callback's DOCA call records meanwhile waits
+        # for the next progress. The list stays (the tasks keep its bound append): its items move to a copy,
+        # so the loop keeps no count; a callback that raises leaves the rest first in line.
+        items = pending[:]
+        del pending[:]
+        try:
+            for item in items:
+                obj, what = item
                 if type(obj) is NativeRdmaConnection:
                     if self.conn_cb is not None:
                         self.conn_cb(what, obj)
@@ -194,12 +196,9 @@ class NativeRdma(RdmaSettingMethods, NativeCtx):
                     else:
                         self.task_failed(obj)
                         obj.on_error(o, o.user_data, obj.cud.user_data)
-            except BaseException:
-                del pending[:i]  # the rest runs on the next progress
-                raise
-            if i == n:
-                break
-        del pending[:n]
+        except BaseException:
+            pending[:0] = rest_after(items, item)  # the rest: on the next progress, before the newer records
+            raise
         return True
 
     # -- connections -------------------------------------------------------------------------------

@@ -142,20 +142,21 @@ class NativeRdmaTask(EngineTask):
     """
 
     __slots__ = ()
+    pool: EngineTaskPool  # the task type's pool: its kind and its C functions (resolved by NativeRdma)
 
     @property
     def kind(self) -> str:
-        return cast(EngineTaskPool, self.pool).kind
+        return self.pool.kind
 
     @property
     def rdma(self) -> NativeRdma:
         return cast("NativeRdma", self.pool.ctx)
 
     def _fn(self, what: str) -> Any:
-        name = TASK_FNS[self.kind].get(what)
-        if name is None:
-            raise AttributeError(f"rdma {self.kind} tasks have no {what}")
-        return getattr(rd(), name)
+        try:
+            return self.pool.fns[what]
+        except KeyError:
+            raise AttributeError(f"rdma {self.kind} tasks have no {what}") from None
 
     def _call(self, what: str, *args: Any) -> Any:
         return self._fn(what)(self.ptr, *args)
@@ -216,7 +217,11 @@ class NativeRdmaTask(EngineTask):
     @property
     def result_len(self) -> int:
         """Bytes received (receive) or read (read)."""
-        return int(self._call("get_result_len"))
+        try:  # read per received message: one frame and the C call
+            fn = self.pool.fns["get_result_len"]
+        except KeyError:
+            raise AttributeError(f"rdma {self.kind} tasks have no get_result_len") from None
+        return int(fn(self.ptr))
 
     @property
     def result_conn(self) -> NativeRdmaConnection | None:
