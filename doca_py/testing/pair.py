@@ -355,8 +355,8 @@ class DocaPair:
                 self._kit(f"{role} side killed by the kit (SIGKILL)", role=role,
                           why=f"it did not answer SIGTERM within {GRACE} s")
                 unreported = self._unreported_exit(role, p)
-                if unreported:
-                    rep = self._report(role)
+                rep = self._report(role)
+                if unreported and rep.status not in ("ok", "raised"):  # a side that reported keeps its own words
                     rep.detail = f"{rep.detail}; {unreported}" if rep.detail else unreported
             rep = self._report(role)
             if rep.status == "running":

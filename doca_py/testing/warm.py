@@ -27,7 +27,7 @@ import time
 from multiprocessing import forkserver, popen_forkserver, process, util
 from typing import Any
 
-__all__ = ["WarmProcess", "PRELOAD", "STOP_WAIT", "start", "stop", "server_pid", "refresh_from_env"]
+__all__ = ["WarmProcess", "PRELOAD", "STOP_WAIT", "LAUNCH_WAIT", "start", "stop", "server_pid", "refresh_from_env"]
 
 PRELOAD = ("doca_py.testing._zygote",)
 """What the zygote imports before it forks sides (``_zygote`` imports doca_py and the emulator)."""
@@ -36,6 +36,8 @@ PRELOAD_NATIVE = ("doca_py.testing._zygote_native",)
 
 STOP_WAIT = 10.0
 """Seconds ``stop`` waits for the zygote to end before it kills it and raises."""
+LAUNCH_WAIT = 60.0
+"""Seconds a launch waits for the zygote to fork a side (it answers with the side's pid) before it kills it."""
 
 _lock = threading.Lock()
 _server: Any = None  # forkserver.ForkServer: typeshed does not describe the class
@@ -162,13 +164,34 @@ class _WarmPopen(popen_forkserver.Popen):
 
     def _launch(self, process_obj: Any) -> None:
         server = start()
+        zygote = server._forkserver_pid
+        # multiprocessing waits for the zygote's answer (the side's pid) without a bound: a zygote that does not
+        # answer within LAUNCH_WAIT seconds is killed, which ends the wait (its pipe closes).
+        killed: list[int] = []
+        watchdog = threading.Timer(LAUNCH_WAIT, _kill_unanswering, (zygote, killed))
+        watchdog.daemon = True
         with _lock:  # one launch at a time may borrow the module's entry point
             saved = forkserver.connect_to_new_process
             forkserver.connect_to_new_process = server.connect_to_new_process
+            watchdog.start()
             try:
                 super()._launch(process_obj)  # type: ignore[misc]  # typeshed omits it
+            except (EOFError, OSError) as exc:
+                if killed:
+                    raise RuntimeError(f"doca_py.testing: the zygote (pid {zygote}) did not start a side within "
+                                       f"{LAUNCH_WAIT} s: the kit killed it (the next side starts a new one)") from exc
+                raise
             finally:
+                watchdog.cancel()
                 forkserver.connect_to_new_process = saved
+
+
+def _kill_unanswering(pid: int, killed: list[int]) -> None:
+    killed.append(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class WarmProcess(process.BaseProcess):

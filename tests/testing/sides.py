@@ -297,8 +297,15 @@ def closes_its_control_pipe_and_runs_on(side: Side) -> None:
 
 
 def stops_its_zygote_then_sleeps(side: Side) -> None:
-    """Stops (SIGSTOP) the zygote this warm side was forked from, which reports its exit to the kit, then
-    sleeps until the kit ends it: its exit is never reported while the zygote is stopped."""
+    """Once the peer runs (the zygote has forked both sides), stops (SIGSTOP) the zygote this warm side was
+    forked from, which reports its exit to the kit, then sleeps until the kit ends it: its exit is never
+    reported while the zygote is stopped."""
+    assert side.recv(30) == "ready"
     os.kill(os.getppid(), signal.SIGSTOP)
     side.send("asleep")
     time.sleep(600)
+
+
+def ready_then_raise(side: Side) -> None:
+    side.send("ready")
+    raise_value_error(side)

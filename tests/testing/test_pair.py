@@ -162,7 +162,7 @@ def test_a_side_whose_exit_is_never_reported_does_not_keep_the_run_waiting(doca_
     resume = threading.Timer(60, os.kill, (zygote, signal.SIGCONT))
     resume.start()
     try:
-        err = _fails(doca_pair, sides.stops_its_zygote_then_sleeps, sides.raise_value_error)
+        err = _fails(doca_pair, sides.stops_its_zygote_then_sleeps, sides.ready_then_raise)
     finally:
         resume.cancel()
         os.kill(zygote, signal.SIGCONT)
@@ -330,6 +330,36 @@ def test_a_forked_or_spawned_side_imports_only_what_it_uses(tmp_path: Path) -> N
     (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("IMPORTED ")]
     assert json.loads(line.split(" ", 1)[1]) == {"fork": [[], []], "spawn": [[], []]}
 
+
+
+def test_a_zygote_that_does_not_answer_a_launch_is_killed_not_waited_for(doca_pair: DocaPair,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """multiprocessing waits for the zygote's answer to a launch (the side's pid) without a bound: a stopped
+    zygote kept ``run`` waiting for ever. The kit kills a zygote that does not answer within ``LAUNCH_WAIT``
+    seconds; the next run starts a new one. (The zygote is resumed after a minute should the kit wait anyway.)"""
+    import signal
+    import threading
+
+    from doca_py.testing import warm
+
+    doca_pair.run(sides.returns_early, sides.returns_early)  # the zygote runs
+    zygote = warm.server_pid()
+    assert zygote is not None
+    monkeypatch.setattr(warm, "LAUNCH_WAIT", 1.0, raising=False)
+    os.kill(zygote, signal.SIGSTOP)
+    resume = threading.Timer(60, os.kill, (zygote, signal.SIGCONT))
+    resume.start()
+    try:
+        with pytest.raises(RuntimeError, match=rf"the zygote \(pid {zygote}\) did not start a side within 1.0 s: "
+                                               rf"the kit killed it"):
+            doca_pair.run(sides.returns_early, sides.returns_early)
+    finally:
+        resume.cancel()
+        try:
+            os.kill(zygote, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert doca_pair.run(sides.state_of_a_side, sides.returns_early)[0]["ppid"] == warm.server_pid() != zygote
 
 STOP = """
 import os, time

@@ -7,6 +7,7 @@ holding only the test files written here, without the project's conftest or envi
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -51,19 +52,21 @@ def test_knobs(doca_knobs, doca_dev, doca_pe, doca_dev_factory):
 '''
 
 
+# The suite's libdoca build cache, found at import: a test's pytester has pointed HOME at its own directory by
+# the time ``clean`` runs, where every session of every test built libdoca again (a minute under load).
+_LIBDOCA_CACHE = os.environ.get("DOCA_PY_LIBDOCA_CACHE") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "doca_py" / "libdoca")
+
+
 @pytest.fixture
 def clean(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No knob in the environment: a user's shell."""
-    import os
-
     # every doca_py variable a caller may have exported (tasks.py's DOCA_PY_TEST_PYTHONS too), but the
     # trace log the suite itself sets
-    cache = os.environ.get("DOCA_PY_LIBDOCA_CACHE") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "doca_py" / "libdoca")
     for name in [k for k in os.environ if k.startswith("DOCA_PY_") and k != "DOCA_PY_TRACE_LOG"]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DOCA_PY_IMPL", "emulated")
-    monkeypatch.setenv("DOCA_PY_LIBDOCA_CACHE", cache)  # pytester's HOME is a new directory: share the builds
+    monkeypatch.setenv("DOCA_PY_LIBDOCA_CACHE", _LIBDOCA_CACHE)  # pytester's HOME is a new directory: share the builds
     return monkeypatch
 
 
