@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from doca_py.testing.knobs import ENV_FAULTS, ENV_SEED, ENV_SHUFFLE, ENV_STRICT, ENV_VERSION
+from doca_py.testing.pair import GRACE, STARTUP
+
+from .. import deadlines
 
 from .test_trace import check_chrome_trace
 
@@ -56,6 +59,28 @@ def test_knobs(doca_knobs, doca_dev, doca_pe, doca_dev_factory):
 # the time ``clean`` runs, where every session of every test built libdoca again (a minute under load).
 _LIBDOCA_CACHE = os.environ.get("DOCA_PY_LIBDOCA_CACHE") or str(
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "doca_py" / "libdoca")
+
+
+def _session_bound() -> float:
+    """How long one pytest session of these tests may run: a hang bound. The time-outs its doca_pair runs may
+    spend (a side's start-up, the run's own 60 s, the kit's ending of both sides), and the processes it starts
+    (itself, its zygote, the sides, xdist workers, compilers building libdoca) at this machine's cost."""
+    return deadlines.bound(STARTUP, 60, 2 * GRACE, starts=60)
+
+
+@pytest.fixture(autouse=True)
+def _sessions_are_bounded(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytester waits for a session without a bound: a session that hung kept the suite waiting for ever.
+    Past `_session_bound`, pytester kills it and the test fails, saying so."""
+    if "pytester" not in request.fixturenames:
+        return
+    pytester: pytest.Pytester = request.getfixturevalue("pytester")
+    unbounded = pytester.runpytest_subprocess
+
+    def bounded(*args: str | os.PathLike[str], timeout: float | None = None) -> pytest.RunResult:
+        return unbounded(*args, timeout=_session_bound() if timeout is None else timeout)
+
+    monkeypatch.setattr(pytester, "runpytest_subprocess", bounded)
 
 
 @pytest.fixture
