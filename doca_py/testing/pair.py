@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import multiprocessing.connection as mpc
+import multiprocessing.process as mp_process
 import os
 import pickle
 import secrets
@@ -282,12 +283,39 @@ class DocaPair:
                         return
                     break
                 if role in pending and dead:
-                    procs[role].join()
                     rep.status = "crashed"
-                    rep.detail = f"the process died: {_exit_text(procs[role].exitcode)}"
+                    rep.detail = self._ended_how(role, procs[role])
                     rep.crashed_at = self._kit(f"{role} side crashed", role=role, detail=rep.detail)["ts"]
                     self._first = role
                     return
+
+    def _ended_how(self, role: str, proc: Any) -> str:
+        """How a side whose control pipe closed (or whose process ended) before it reported ended: its exit, once
+        the process is gone. Its pipe may close before the process ends (it closed the pipe, or lost it): waited
+        for ``GRACE`` seconds, then killed, never waited for without a bound."""
+        proc.join(GRACE)
+        if proc.exitcode is not None:
+            return f"the process died: {_exit_text(proc.exitcode)}"
+        proc.kill()
+        self._kit(f"{role} side killed by the kit (SIGKILL)", role=role,
+                  why=f"its control pipe closed but the process was still running {GRACE} s later")
+        unreported = self._unreported_exit(role, proc)
+        return (f"its control pipe to the kit closed without a result, but the process did not end within "
+                f"{GRACE} s; the kit killed it (SIGKILL)" + (f"; {unreported}" if unreported else ""))
+
+    def _unreported_exit(self, role: str, proc: Any) -> str:
+        """After SIGKILL: wait ``GRACE`` seconds for the side's exit to be reported (by the kernel, or by the zygote
+        its process was forked from), and say so if it was not (a side never keeps ``run`` waiting for ever)."""
+        proc.join(GRACE)
+        if proc.exitcode is not None:
+            return ""
+        parent = _parent_of(proc.pid)
+        text = (f"its exit was not reported within {GRACE} s of SIGKILL (pid {proc.pid}, parent "
+                f"{parent if parent is not None else 'unknown'}): the kit stopped waiting for it")
+        self._kit(f"{role} side exit not reported", role=role, detail=text)
+        # multiprocessing joins the children it still lists at interpreter exit, without a bound: not this one.
+        mp_process._children.discard(proc)  # type: ignore[attr-defined]
+        return text
 
     def _drain(self, role: str, ctl: Connection, wait: float = 0.0) -> bool:
         """Take what a side sent (waiting up to *wait* s for its last word); whether it said it."""
@@ -326,7 +354,10 @@ class DocaPair:
                 p.kill()
                 self._kit(f"{role} side killed by the kit (SIGKILL)", role=role,
                           why=f"it did not answer SIGTERM within {GRACE} s")
-                p.join()
+                unreported = self._unreported_exit(role, p)
+                rep = self._report(role)
+                if unreported and rep.status not in ("ok", "raised"):  # a side that reported keeps its own words
+                    rep.detail = f"{rep.detail}; {unreported}" if rep.detail else unreported
             rep = self._report(role)
             if rep.status == "running":
                 if role in stopping:
@@ -401,6 +432,22 @@ def _traced_events() -> list[dict[str, Any]]:
             for rep in run:
                 out += rep.trace
     return out
+
+
+def _parent_of(pid: int | None) -> str | None:
+    """The parent process of *pid* as ``"<pid> (<state>)"`` (``/proc``; ``None`` elsewhere, or if it is gone):
+    a warm side's exit is reported by the zygote, its parent."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ppid = int(fields[1])
+        with open(f"/proc/{ppid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, ValueError, IndexError):
+        return None
+    return f"{ppid} (state {state})"
 
 
 def _level(level: int | str) -> int:

@@ -19,17 +19,25 @@ plugin does at session end), and it ends by itself when the test process exits.
 from __future__ import annotations
 
 import os
+import select
+import signal
 import sys
 import threading
-from multiprocessing import forkserver, popen_forkserver, process
+import time
+from multiprocessing import forkserver, popen_forkserver, process, util
 from typing import Any
 
-__all__ = ["WarmProcess", "PRELOAD", "start", "stop", "server_pid", "refresh_from_env"]
+__all__ = ["WarmProcess", "PRELOAD", "STOP_WAIT", "LAUNCH_WAIT", "start", "stop", "server_pid", "refresh_from_env"]
 
 PRELOAD = ("doca_py.testing._zygote",)
 """What the zygote imports before it forks sides (``_zygote`` imports doca_py and the emulator)."""
 PRELOAD_NATIVE = ("doca_py.testing._zygote_native",)
 """What a zygote for native sides imports too: the native backend and libdoca's serving modules."""
+
+STOP_WAIT = 10.0
+"""Seconds ``stop`` waits for the zygote to end before it kills it and raises."""
+LAUNCH_WAIT = 60.0
+"""Seconds a launch waits for the zygote to fork a side (it answers with the side's pid) before it kills it."""
 
 _lock = threading.Lock()
 _server: Any = None  # forkserver.ForkServer: typeshed does not describe the class
@@ -71,12 +79,83 @@ def server_pid() -> int | None:
 
 
 def stop() -> None:
-    """End the zygote (if one runs) and wait for it; the next warm side starts a new one."""
+    """End the zygote (if one runs) and wait for it, up to ``STOP_WAIT`` seconds; the next warm side starts a
+    new one.
+
+    The zygote ends when every process holding the write end of its "alive" pipe has closed it: this
+    process, and every process forked from it or from the zygote since (a side, a side's child, a ``fork``
+    side) that still runs. ``multiprocessing``'s own stop waits for it without a bound; this one kills a
+    zygote still running after ``STOP_WAIT`` seconds and raises ``TimeoutError`` naming the processes that
+    held the pipe."""
     global _server
     with _lock:
         server, _server = _server, None
-    if server is not None and server._forkserver_pid is not None:
-        server._stop()
+    if server is None or server._forkserver_pid is None:
+        return
+    pid, alive, address = server._forkserver_pid, server._forkserver_alive_fd, server._forkserver_address
+    server._forkserver_pid = server._forkserver_alive_fd = server._forkserver_address = None
+    pipe = os.fstat(alive).st_ino
+    os.close(alive)  # asks the zygote to end, once no other process holds the pipe
+    ended = _reaped_within(pid, STOP_WAIT)
+    if address is not None and not util.is_abstract_socket_namespace(address):
+        try:
+            os.unlink(address)
+        except OSError:
+            pass
+    if ended:
+        return
+    holders = _holding_pipe(pipe, exclude=pid)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise TimeoutError(f"doca_py.testing: the zygote (pid {pid}) did not end within {STOP_WAIT} s of being asked "
+                       f"to (the kit killed it): processes still held its 'alive' pipe: "
+                       f"{', '.join(holders) or 'none found'} (a side, or a process forked from a side or from "
+                       f"this process, outlived its run)")
+
+
+def _reaped_within(pid: int, seconds: float) -> bool:
+    """Whether child *pid* ended (and was reaped) within *seconds*."""
+    deadline = time.monotonic() + seconds
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd (not Linux, an old kernel): look again every 50 ms
+        pidfd = None
+    try:
+        while True:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if pidfd is not None:
+                select.select([pidfd], [], [], left)  # readable once it has ended
+            else:
+                time.sleep(min(left, 0.05))
+    except ChildProcessError:  # reaped elsewhere
+        return True
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _holding_pipe(inode: int, exclude: int) -> list[str]:
+    """The processes (``/proc``) with a descriptor of the pipe *inode* open, but *exclude*, as
+    ``"pid N (command line)"``."""
+    out = []
+    target = f"pipe:[{inode}]"
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit() or int(entry) in (exclude, os.getpid()):
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+            if not any(os.readlink(f"/proc/{entry}/fd/{fd}") == target for fd in fds):
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        out.append(f"pid {entry} ({cmd[:200]})")
+    return out
 
 
 class _WarmPopen(popen_forkserver.Popen):
@@ -85,13 +164,34 @@ class _WarmPopen(popen_forkserver.Popen):
 
     def _launch(self, process_obj: Any) -> None:
         server = start()
+        zygote = server._forkserver_pid
+        # multiprocessing waits for the zygote's answer (the side's pid) without a bound: a zygote that does not
+        # answer within LAUNCH_WAIT seconds is killed, which ends the wait (its pipe closes).
+        killed: list[int] = []
+        watchdog = threading.Timer(LAUNCH_WAIT, _kill_unanswering, (zygote, killed))
+        watchdog.daemon = True
         with _lock:  # one launch at a time may borrow the module's entry point
             saved = forkserver.connect_to_new_process
             forkserver.connect_to_new_process = server.connect_to_new_process
+            watchdog.start()
             try:
                 super()._launch(process_obj)  # type: ignore[misc]  # typeshed omits it
+            except (EOFError, OSError) as exc:
+                if killed:
+                    raise RuntimeError(f"doca_py.testing: the zygote (pid {zygote}) did not start a side within "
+                                       f"{LAUNCH_WAIT} s: the kit killed it (the next side starts a new one)") from exc
+                raise
             finally:
+                watchdog.cancel()
                 forkserver.connect_to_new_process = saved
+
+
+def _kill_unanswering(pid: int, killed: list[int]) -> None:
+    killed.append(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class WarmProcess(process.BaseProcess):

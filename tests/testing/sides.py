@@ -280,3 +280,32 @@ def imported_emulators(side: Side) -> list[str]:
     import sys
 
     return [m for m in ("doca_py.emulated.comch", "doca_py.emulated.rdma") if m in sys.modules]
+
+
+def closes_its_control_pipe_and_runs_on(side: Side) -> None:
+    """Closes the pipe its process reports to the kit on (a side that loses it: the kit sees it end), then runs
+    on for a minute: the kit must not wait for its process to end."""
+    import sys
+
+    frame = sys._getframe()
+    while frame.f_code.co_name != "_child":  # the kit's frame that runs this function holds the pipe
+        assert frame.f_back is not None
+        frame = frame.f_back
+    frame.f_locals["ctl"].close()
+    side.send("asleep")
+    time.sleep(60)
+
+
+def stops_its_zygote_then_sleeps(side: Side) -> None:
+    """Once the peer runs (the zygote has forked both sides), stops (SIGSTOP) the zygote this warm side was
+    forked from, which reports its exit to the kit, then sleeps until the kit ends it: its exit is never
+    reported while the zygote is stopped."""
+    assert side.recv(30) == "ready"
+    os.kill(os.getppid(), signal.SIGSTOP)
+    side.send("asleep")
+    time.sleep(600)
+
+
+def ready_then_raise(side: Side) -> None:
+    side.send("ready")
+    raise_value_error(side)

@@ -131,6 +131,48 @@ def test_a_crashing_side_fails_the_run_with_its_exit_and_log(doca_pair: DocaPair
         assert "Segmentation fault" in host.log and "in segfault" in host.log, host.log
 
 
+
+def test_a_side_whose_control_pipe_closes_while_it_runs_on_is_killed_not_waited_for(doca_pair: DocaPair) -> None:
+    """The kit took a closed control pipe for a dead side and waited for its process without a bound (a hang
+    for as long as the side ran on); it waits ``GRACE`` seconds, then kills it and says so."""
+    from doca_py.testing.pair import GRACE
+
+    err = _fails(doca_pair, sides.closes_its_control_pipe_and_runs_on, sides.raise_value_error)
+    host, dpu = err.reports
+    assert host.status == "crashed", host.detail
+    assert host.detail == (f"its control pipe to the kit closed without a result, but the process did not end "
+                           f"within {GRACE} s; the kit killed it (SIGKILL)"), host.detail
+    kit = _kit_events(doca_pair)
+    assert "host side killed by the kit (SIGKILL)" in kit and "host side crashed" in kit
+
+
+def test_a_side_whose_exit_is_never_reported_does_not_keep_the_run_waiting(doca_pair: DocaPair) -> None:
+    """A warm side's exit is reported by the zygote it was forked from; with the zygote stopped, the kit waited
+    for the report without a bound after SIGKILL (for ever). It waits ``GRACE`` seconds and says what it
+    waited for. (The zygote is resumed after a minute should the kit wait anyway, and at the end.)"""
+    import signal
+    import threading
+
+    from doca_py.testing import warm
+    from doca_py.testing.pair import GRACE
+
+    doca_pair.run(sides.returns_early, sides.returns_early)  # the zygote runs
+    zygote = warm.server_pid()
+    assert zygote is not None
+    resume = threading.Timer(60, os.kill, (zygote, signal.SIGCONT))
+    resume.start()
+    try:
+        err = _fails(doca_pair, sides.stops_its_zygote_then_sleeps, sides.ready_then_raise)
+    finally:
+        resume.cancel()
+        os.kill(zygote, signal.SIGCONT)
+    host, dpu = err.reports
+    assert dpu.status == "raised" and host.status == "ended", (host.status, host.detail)
+    unreported = f"its exit was not reported within {GRACE} s of SIGKILL (pid {host.pid}, parent {zygote} (state T)"
+    assert unreported in host.detail, host.detail
+    assert "host side exit not reported" in _kit_events(doca_pair)
+    assert doca_pair.run(sides.returns_early, sides.returns_early) == ("done", "done")  # the zygote serves again
+
 def test_a_run_past_its_timeout_ends_both_sides_and_says_where_they_were(doca_pair: DocaPair) -> None:
     err = _fails(doca_pair, sides.sleep_long, sides.sleep_long, timeout=1)
     assert str(err).splitlines()[0] == "both sides timed out after 1 s"
@@ -287,3 +329,75 @@ def test_a_forked_or_spawned_side_imports_only_what_it_uses(tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr
     (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("IMPORTED ")]
     assert json.loads(line.split(" ", 1)[1]) == {"fork": [[], []], "spawn": [[], []]}
+
+
+
+def test_a_zygote_that_does_not_answer_a_launch_is_killed_not_waited_for(doca_pair: DocaPair,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """multiprocessing waits for the zygote's answer to a launch (the side's pid) without a bound: a stopped
+    zygote kept ``run`` waiting for ever. The kit kills a zygote that does not answer within ``LAUNCH_WAIT``
+    seconds; the next run starts a new one. (The zygote is resumed after a minute should the kit wait anyway.)"""
+    import signal
+    import threading
+
+    from doca_py.testing import warm
+
+    doca_pair.run(sides.returns_early, sides.returns_early)  # the zygote runs
+    zygote = warm.server_pid()
+    assert zygote is not None
+    monkeypatch.setattr(warm, "LAUNCH_WAIT", 1.0, raising=False)
+    os.kill(zygote, signal.SIGSTOP)
+    resume = threading.Timer(60, os.kill, (zygote, signal.SIGCONT))
+    resume.start()
+    try:
+        with pytest.raises(RuntimeError, match=rf"the zygote \(pid {zygote}\) did not start a side within 1.0 s: "
+                                               rf"the kit killed it"):
+            doca_pair.run(sides.returns_early, sides.returns_early)
+    finally:
+        resume.cancel()
+        try:
+            os.kill(zygote, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    monkeypatch.undo()  # the new zygote's start-up (its imports) is part of the next launch: the usual bound
+    assert doca_pair.run(sides.state_of_a_side, sides.returns_early)[0]["ppid"] == warm.server_pid() != zygote
+
+STOP = """
+import os, time
+from doca_py.testing import warm
+
+if __name__ == "__main__":
+    warm.STOP_WAIT = 1.0
+    warm.start()
+    child = os.fork()
+    if child == 0:  # holds the zygote's 'alive' pipe (inherited), as a side's own child would
+        time.sleep(30)
+        os._exit(0)
+    try:
+        warm.stop()
+    except TimeoutError as exc:
+        print("RAISED", exc)
+    else:
+        print("RETURNED")
+    os.kill(child, 9)
+    os.waitpid(child, 0)
+    print("HOLDER", child)
+"""
+
+
+def test_stopping_the_zygote_is_bounded_and_names_what_kept_it_running(tmp_path: Path) -> None:
+    """The zygote ends once no process holds its 'alive' pipe; the session's end waited for that without a bound
+    (multiprocessing's own stop), so a process that outlived its run kept the session from ending. ``stop``
+    waits ``STOP_WAIT`` seconds, kills the zygote and names the process that held the pipe."""
+    import subprocess
+
+    script = tmp_path / "stop.py"
+    script.write_text(STOP)
+    env = {**os.environ, "DOCA_PY_IMPL": "emulated", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    (holder,) = [int(ln.split()[1]) for ln in out.stdout.splitlines() if ln.startswith("HOLDER ")]
+    (raised,) = [ln for ln in out.stdout.splitlines() if ln.startswith(("RAISED ", "RETURNED"))]
+    assert raised.startswith("RAISED doca_py.testing: the zygote (pid ") and "did not end within 1.0 s" in raised, raised
+    assert f"pid {holder} (" in raised.split("held its 'alive' pipe: ", 1)[1], raised
+

@@ -7,6 +7,7 @@ holding only the test files written here, without the project's conftest or envi
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -16,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from doca_py.testing.knobs import ENV_FAULTS, ENV_SEED, ENV_SHUFFLE, ENV_STRICT, ENV_VERSION
+from doca_py.testing.pair import GRACE, STARTUP
+
+from .. import deadlines
 
 from .test_trace import check_chrome_trace
 
@@ -51,19 +55,43 @@ def test_knobs(doca_knobs, doca_dev, doca_pe, doca_dev_factory):
 '''
 
 
+# The suite's libdoca build cache, found at import: a test's pytester has pointed HOME at its own directory by
+# the time ``clean`` runs, where every session of every test built libdoca again (a minute under load).
+_LIBDOCA_CACHE = os.environ.get("DOCA_PY_LIBDOCA_CACHE") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "doca_py" / "libdoca")
+
+
+def _session_bound() -> float:
+    """How long one pytest session of these tests may run: a hang bound. The time-outs its doca_pair runs may
+    spend (a side's start-up, the run's own 60 s, the kit's ending of both sides), and the processes it starts
+    (itself, its zygote, the sides, xdist workers, compilers building libdoca) at this machine's cost."""
+    return deadlines.bound(STARTUP, 60, 2 * GRACE, starts=60)
+
+
+@pytest.fixture(autouse=True)
+def _sessions_are_bounded(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytester waits for a session without a bound: a session that hung kept the suite waiting for ever.
+    Past `_session_bound`, pytester kills it and the test fails, saying so."""
+    if "pytester" not in request.fixturenames:
+        return
+    pytester: pytest.Pytester = request.getfixturevalue("pytester")
+    unbounded = pytester.runpytest_subprocess
+
+    def bounded(*args: str | os.PathLike[str], timeout: float | None = None) -> pytest.RunResult:
+        return unbounded(*args, timeout=_session_bound() if timeout is None else timeout)
+
+    monkeypatch.setattr(pytester, "runpytest_subprocess", bounded)
+
+
 @pytest.fixture
 def clean(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No knob in the environment: a user's shell."""
-    import os
-
     # every doca_py variable a caller may have exported (tasks.py's DOCA_PY_TEST_PYTHONS too), but the
     # trace log the suite itself sets
-    cache = os.environ.get("DOCA_PY_LIBDOCA_CACHE") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "doca_py" / "libdoca")
     for name in [k for k in os.environ if k.startswith("DOCA_PY_") and k != "DOCA_PY_TRACE_LOG"]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DOCA_PY_IMPL", "emulated")
-    monkeypatch.setenv("DOCA_PY_LIBDOCA_CACHE", cache)  # pytester's HOME is a new directory: share the builds
+    monkeypatch.setenv("DOCA_PY_LIBDOCA_CACHE", _LIBDOCA_CACHE)  # pytester's HOME is a new directory: share the builds
     return monkeypatch
 
 
