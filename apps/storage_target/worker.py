@@ -223,7 +223,7 @@ class Worker(WorkerThread):
                 else:
                     self.pe_misses += 1
                     idle += 1
-                if not self._commands.empty() or self._exit:
+                if self._posted != self._taken or self._exit:  # a command waits (no call per poll)
                     return
             self._sleep(_DATA_SLEEP)
         elif not pe.progress():
