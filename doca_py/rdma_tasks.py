@@ -96,6 +96,22 @@ class RdmaTaskReceive(Task):
         wrote)."""
         return int(self._h.result_len)
 
+    def result_len_reader(self) -> Callable[[], int]:
+        """Python-only, the fast lane: a function returning what
+        [`get_result_len`][doca_py.rdma_tasks.RdmaTaskReceive.get_result_len] returns, in one call.
+
+        It is the backend's getter bound to this task (the C function and the task's pointer on the native
+        path), so a read runs no Python frame: keep it with the task, as
+        [`submitter`][doca_py.ctx.Task.submitter], and call it from the completion callback. Valid until the
+        task is freed.
+
+        ```python
+        received_len = task.result_len_reader()
+        n = received_len()            # in the receive callback, per message
+        ```
+        """
+        return self._h.result_len_reader()
+
     def get_result_immediate_data(self) -> int:
         """``doca_rdma_task_receive_get_result_immediate_data``: the immediate of a ``*_WITH_IMM`` opcode
         (``doca_be32_t``, as sent)."""

@@ -87,6 +87,7 @@ class Targets:
         self.send_submits: list[list[Callable[[], None]]] = []  # their one-call submits (fast lane)
         # [role][transaction]: a response slot's buffer reset and its receive's submit, one call each (fast lane)
         self._resp_lanes: list[list[tuple[Callable[[], None], Callable[[], None]]]] = []
+        self._resp_lens: list[list[Callable[[], int]]] = []  # each receive's result_len_reader, by [r][j]
         self._resp_slots: list[list[memoryview]] = []    # [role][transaction]
         self._resp_tasks: list[list[RdmaTaskReceive]] = []
         self._resp_bufs: list[list[d.Buf]] = []          # each receive's buffer (its slot, fixed)
@@ -166,6 +167,7 @@ class Targets:
             self._resp_bufs.append(bufs)
             self._resp_lanes.append([(buf.fast_lane().reset_data_len, task.submitter())
                                      for buf, task in zip(bufs, tasks)])
+            self._resp_lens.append([task.result_len_reader() for task in tasks])
         for r in range(3):
             for j in range(len(txns)):
                 self._post_receive(r, j)
@@ -235,7 +237,7 @@ class Targets:
             return
         r, j = where
         self._answers[r] += 1  # heard from the target
-        n = task.get_result_len()
+        n = self._resp_lens[r][j]()
         if n == IO_MESSAGE_SIZE:
             typ, ud, result = unpack_io_head_from(self._resp_slots[r][j])
         else:
@@ -371,6 +373,7 @@ class Targets:
         self.sends.clear()
         self.send_submits.clear()
         self._resp_lanes.clear()
+        self._resp_lens.clear()
         self._resp_slots.clear()
         self._resp_tasks.clear()
         self._resp_bufs.clear()

@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import doca_py as d
 from doca_py.errors import DocaError, ErrorCode
@@ -88,7 +88,7 @@ class _Slot:
 
     __slots__ = ("index", "addr", "io", "recv_buf", "send_buf", "storage_buf", "remote_buf", "recv_task",
                  "send_task", "write_task", "read_task", "recv_submit", "send_submit", "write_submit", "read_submit",
-                 "recv_reset", "storage_set", "remote_set")
+                 "recv_reset", "storage_set", "remote_set", "recv_len")
 
     def __init__(self, index: int, addr: int, io: memoryview) -> None:
         self.index, self.addr, self.io = index, addr, io
@@ -108,6 +108,7 @@ class _Slot:
         self.recv_reset: Callable[[], None] = _no_tasks
         self.storage_set: Callable[[int, int], None] = _no_tasks
         self.remote_set: Callable[[int, int], None] = _no_tasks
+        self.recv_len: Callable[[], int] = _no_tasks
 
     def bind_fast_lane(self) -> None:
         """Keep the one-call submit of each task and the re-aim functions of the buffers (tasks allocated)."""
@@ -121,9 +122,10 @@ class _Slot:
         self.recv_reset = self.recv_buf.fast_lane().reset_data_len
         self.storage_set = self.storage_buf.fast_lane().set_data
         self.remote_set = self.remote_buf.fast_lane().set_data
+        self.recv_len = self.recv_task.result_len_reader()
 
 
-def _no_tasks(*_args: int) -> None:
+def _no_tasks(*_args: int) -> NoReturn:
     raise StorageAppError(ErrorCode.BAD_STATE, "the slot's tasks are not allocated")
 
 
@@ -221,7 +223,7 @@ class Worker(WorkerThread):
                 else:
                     self.pe_misses += 1
                     idle += 1
-                if not self._commands.empty() or self._exit:
+                if self._posted != self._taken or self._exit:  # a command waits (no call per poll)
                     return
             self._sleep(_DATA_SLEEP)
         elif not pe.progress():
@@ -363,7 +365,7 @@ class Worker(WorkerThread):
             return
         self.received += 1
         self._in_flight += 1
-        n = task.get_result_len()
+        n = s.recv_len()
         if n != IO_MESSAGE_SIZE:
             s.io[n:] = _ZERO_MSG[n:]  # the answer echoes what arrived, zero-padded (no stale bytes)
             self._refuse(s, f"{n} bytes received, an io message is {IO_MESSAGE_SIZE}", None)

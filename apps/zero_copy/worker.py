@@ -44,7 +44,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import doca_py as d
 from doca_py.comch import ComchConnection, ComchConsumerTaskPostRecv, ComchProducerTaskSend
@@ -90,7 +90,7 @@ class SharedResources:
     transactions: int               # N = 2·T slots per worker
 
 
-def _no_task() -> None:
+def _no_task() -> NoReturn:
     raise StorageAppError(ErrorCode.BAD_STATE, "the slot's task is not allocated")
 
 
@@ -120,7 +120,7 @@ class _Response:
     """B_k: one target answer, from its arrival until the initiator has it."""
 
     __slots__ = ("index", "addr", "view", "buf", "recv_task", "forward_task", "is_response", "lane", "recv_submit",
-                 "forward_submit")
+                 "forward_submit", "recv_len")
 
     def __init__(self, index: int, addr: int, view: memoryview, buf: d.Buf) -> None:
         self.index, self.addr, self.view, self.buf = index, addr, view, buf
@@ -128,6 +128,7 @@ class _Response:
         self.lane = buf.fast_lane()
         self.recv_submit: Callable[[], None] = _no_task
         self.forward_submit: Callable[[], None] = _no_task
+        self.recv_len: Callable[[], int] = _no_task  # the receive's result_len_reader
         self.recv_task: RdmaTaskReceive | None = None
         self.forward_task: ComchProducerTaskSend | None = None
 
@@ -276,6 +277,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
             b.recv_task = ctrl.task_receive_allocate_init(b.buf, b)
             b.forward_task = producer.task_send_alloc_init(b.buf, None, remote_consumer_id, b)
             b.recv_submit, b.forward_submit = b.recv_task.submitter(), b.forward_task.submitter()
+            b.recv_len = b.recv_task.result_len_reader()
             self._responses.append(b)
         self._running = True
         # §11.6: every consumer receive, then every RDMA receive (before the start response goes out).
@@ -485,7 +487,7 @@ class Worker(BridgeWorkerThread[SharedResources]):
     def _on_target_answer(self, task: RdmaTaskReceive, b: _Response, _ud: Any) -> None:
         if self._closing:
             return
-        n = task.get_result_len()
+        n = b.recv_len()
         view = b.view
         ud: int | None
         if n == IO_MESSAGE_SIZE:

@@ -7,6 +7,8 @@ functions it calls. The names are spelled out (not built from the type name) so 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from .._backend.protocols.core import BufHandle
@@ -222,6 +224,11 @@ class NativeRdmaTask(EngineTask):
         except KeyError:
             raise AttributeError(f"rdma {self.kind} tasks have no get_result_len") from None
         return int(fn(self.ptr))
+
+    def result_len_reader(self) -> Callable[[], int]:
+        """The C getter bound to this task's pointer: each read is the ctypes call alone (the getter's
+        ``uint32_t`` comes back as an ``int``)."""
+        return cast("Callable[[], int]", partial(self._fn("get_result_len"), self.ptr))
 
     @property
     def result_conn(self) -> NativeRdmaConnection | None:

@@ -105,6 +105,23 @@ def test_send_receive_with_and_without_immediate(pair: Pair) -> None:
     assert bytes(a.mem[1 << 20:(1 << 20) + 5]) == b"back!"
 
 
+def test_result_len_reader_reads_each_completed_receive(pair: Pair) -> None:
+    p, a, b = pair, pair.a, pair.b
+    assert a.conn is not None
+    r = _recv(p, b, 0, 4096)
+    reader = r.result_len_reader()  # type: ignore[attr-defined]  # bound once, read per message
+    for size in (3000, 10, 64):
+        s = a.rdma.task_send_allocate_init(a.conn, p.inv.buf_get_by_data(a.mm, a.base, size))
+        n = len(b.done)
+        assert run(p.pe, a, s) == ["ok"]
+        wait_for(p.pe, lambda: len(b.done) == n + 1, "receive")
+        assert b.done[-1][0] == "ok"
+        assert reader() == r.get_result_len() == size  # type: ignore[attr-defined]
+        s.free()
+        r.get_dst_buf().reset_data_len()  # type: ignore[attr-defined]
+        r.submit()
+
+
 def test_large_messages_and_transfers_stream_into_place(pair: Pair) -> None:
     """Payloads bigger than the stream buffer go straight into their destination."""
     p, a, b = pair, pair.a, pair.b

@@ -233,3 +233,41 @@ def test_target_refuses_counts_it_cannot_serve_at_once(dev: d.Dev, abort: thread
         assert session.workers == []
     finally:
         storage.mmap.close()
+
+
+class _Spinning(WorkerThread):
+    """A data loop as the target's and the bridges': it never sleeps and leaves only when the command
+    counter says a command waits (or the worker ends), so a command it failed to notice would never run."""
+
+    def _step(self) -> None:
+        while self._posted == self._taken and not self._exit:
+            pass
+
+    def _teardown(self) -> None:
+        pass
+
+
+def test_a_spinning_data_loop_sees_every_command_posted_from_several_threads(abort: threading.Event) -> None:
+    w = _Spinning(0, abort, "spinning")
+    w._thread.start()
+    ran: list[int] = []
+    errors: list[BaseException] = []
+
+    def poster(k: int) -> None:
+        try:
+            for i in range(50):
+                w._call(lambda v=k * 100 + i: ran.append(v), DEADLINE, "run a command")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=poster, args=(k,)) for k in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(4 * DEADLINE)
+    finally:
+        w.destroy()
+    assert not errors
+    assert sorted(ran) == [k * 100 + i for k in range(4) for i in range(50)]
+    assert w._posted == 200

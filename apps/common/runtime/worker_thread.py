@@ -83,6 +83,12 @@ class WorkerThread:
         self.pin = pin
         self._abort = abort
         self._commands: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        # Commands queued (bumped after each put, under _post_lock: several threads may post) and the count
+        # _run_commands last saw before draining: a data loop compares the two, plain reads instead of a
+        # SimpleQueue.empty() call per poll. A put always precedes its bump, so no command is missed.
+        self._posted = 0
+        self._taken = 0
+        self._post_lock = threading.Lock()
         self._wakeup = Wakeup()
         self._thread = threading.Thread(target=self._main, name=thread_name, daemon=True)
         self._exit = False
@@ -133,7 +139,9 @@ class WorkerThread:
     def _post(self, fn: Callable[[], T]) -> Future[T]:
         """Queue *fn* for the worker thread without waiting; its future."""
         fut: Future[T] = Future()
-        self._commands.put((fn, fut))
+        with self._post_lock:
+            self._commands.put((fn, fut))
+            self._posted += 1
         self._wakeup.set()
         return fut
 
@@ -203,6 +211,7 @@ class WorkerThread:
                 fut.set_exception(StorageAppError(ErrorCode.BAD_STATE, f"{self.name} has stopped"))
 
     def _run_commands(self) -> None:
+        self._taken = self._posted  # read before draining: a command posted meanwhile is seen next round
         while True:
             try:
                 fn, fut = self._commands.get_nowait()

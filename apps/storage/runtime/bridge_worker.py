@@ -145,7 +145,6 @@ class BridgeWorkerThread(WorkerThread, Generic[S]):
         self._housekeeping()
         if self._running or self._in_flight:
             idle = 0
-            commands = self._commands
             for _ in self._SPIN_ROUNDS:
                 if pe.progress():
                     self.pe_hits += 1
@@ -153,7 +152,7 @@ class BridgeWorkerThread(WorkerThread, Generic[S]):
                 else:
                     self.pe_misses += 1
                     idle += 1
-                if idle >= SPIN or not commands.empty() or self._exit or self._retry or self._blocked \
+                if idle >= SPIN or self._posted != self._taken or self._exit or self._retry or self._blocked \
                         or self._restart:
                     break
             if self._retry or self._restart or self._blocked:

@@ -55,6 +55,9 @@ class RdmaTaskReceiveHandle(TaskHandle, Protocol):
     def result_len(self) -> int:
         """``doca_rdma_task_receive_get_result_len``."""
         ...
+    def result_len_reader(self) -> Callable[[], int]:
+        """``doca_rdma_task_receive_get_result_len`` bound to this task: a call that runs no Python frame."""
+        ...
     @property
     def imm(self) -> int:
         """``doca_rdma_task_receive_get_result_immediate_data``."""

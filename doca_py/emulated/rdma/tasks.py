@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ..._backend.protocols.core import BufHandle
@@ -209,6 +211,9 @@ SHUFFLED[_launch] = False  # as the generic launch: a queue's launches keep thei
 QUIET[_launch] = True  # as the generic launch: progress only when it completed the task at once
 
 
+_result_len_of: Callable[[EmuRdmaTaskReceive], int] = attrgetter("result_len")
+
+
 class EmuRdmaTaskReceive(RdmaTask, ReceiveWork):
     """``doca_rdma_task_receive``: posted to the ctx's receive queue in submission order."""
 
@@ -223,6 +228,10 @@ class EmuRdmaTaskReceive(RdmaTask, ReceiveWork):
         self.result_len = 0
         self.imm = 0
         self.result_conn: EmuRdmaConnection | None = None
+
+    def result_len_reader(self) -> Callable[[], int]:
+        # As the C getter bound to the task: the field read in C, no Python frame per call.
+        return partial(_result_len_of, self)
 
     def _bufs(self) -> tuple[EmuBuf | None, ...]:
         return (self.dst,)
