@@ -374,7 +374,9 @@ def run_scenario(sc: Scenario, ops: int, files: dict[str, Path], plain: Path, wo
     for k in (procs_of if led1 else ()):
         slot, callers, calls = (led1[k][i] - led0[k][i] for i in range(3))
         # The callers' CPU outside libdoca, less each call's crossing into the emulator: doca_py/native and the app.
-        app = max(0.0, callers - slot - calls * cross)
+        # The ledger's and /proc's clocks are read moments apart: for a process that was nearly idle (data_p in a
+        # read run) the estimate can exceed the process's whole CPU, which would make libdoca's share negative.
+        app = min(cpu[k], max(0.0, callers - slot - calls * cross))
         split[k] = (cpu[k] - app, app)
     return Result(sc, duration, count, t1 - t0, cpu, {k: cpu1[k][1] - cpu0[k][1] for k in procs_of}, busy, mean,
                   hit, dict(topo.profiles), bridge_kind, "native" if ledger else "emulated", split)
