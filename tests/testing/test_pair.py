@@ -13,10 +13,14 @@ from typing import Any
 import pytest
 
 from doca_py.testing import DocaPair, Knobs, PairError, assert_valid_trace
+from doca_py.testing import pair as pair_module
 from doca_py.testing.pair import KIT_TID, ROLES
 from doca_py.testing.knobs import ENV_SEED
 
 from . import sides
+
+SHORT_GRACE = 2.0
+"""``pair.GRACE`` in the tests whose side never answers within it: the bound is what they test, not its size."""
 
 pytestmark = pytest.mark.multiprocess
 
@@ -132,10 +136,12 @@ def test_a_crashing_side_fails_the_run_with_its_exit_and_log(doca_pair: DocaPair
 
 
 
-def test_a_side_whose_control_pipe_closes_while_it_runs_on_is_killed_not_waited_for(doca_pair: DocaPair) -> None:
+def test_a_side_whose_control_pipe_closes_while_it_runs_on_is_killed_not_waited_for(
+        doca_pair: DocaPair, monkeypatch: pytest.MonkeyPatch) -> None:
     """The kit took a closed control pipe for a dead side and waited for its process without a bound (a hang
     for as long as the side ran on); it waits ``GRACE`` seconds, then kills it and says so."""
-    from doca_py.testing.pair import GRACE
+    monkeypatch.setattr(pair_module, "GRACE", SHORT_GRACE)  # what is waited for never comes: wait less for it
+    GRACE = SHORT_GRACE
 
     err = _fails(doca_pair, sides.closes_its_control_pipe_and_runs_on, sides.raise_value_error)
     host, dpu = err.reports
@@ -146,7 +152,8 @@ def test_a_side_whose_control_pipe_closes_while_it_runs_on_is_killed_not_waited_
     assert "host side killed by the kit (SIGKILL)" in kit and "host side crashed" in kit
 
 
-def test_a_side_whose_exit_is_never_reported_does_not_keep_the_run_waiting(doca_pair: DocaPair) -> None:
+def test_a_side_whose_exit_is_never_reported_does_not_keep_the_run_waiting(
+        doca_pair: DocaPair, monkeypatch: pytest.MonkeyPatch) -> None:
     """A warm side's exit is reported by the zygote it was forked from; with the zygote stopped, the kit waited
     for the report without a bound after SIGKILL (for ever). It waits ``GRACE`` seconds and says what it
     waited for. (The zygote is resumed after a minute should the kit wait anyway, and at the end.)"""
@@ -154,8 +161,9 @@ def test_a_side_whose_exit_is_never_reported_does_not_keep_the_run_waiting(doca_
     import threading
 
     from doca_py.testing import warm
-    from doca_py.testing.pair import GRACE
 
+    monkeypatch.setattr(pair_module, "GRACE", SHORT_GRACE)  # what is waited for never comes: wait less for it
+    GRACE = SHORT_GRACE
     doca_pair.run(sides.returns_early, sides.returns_early)  # the zygote runs
     zygote = warm.server_pid()
     assert zygote is not None
