@@ -34,8 +34,13 @@ def _send(inv: d.BufInventory, s: Side, conn: RdmaConnection) -> d.Task:
     return s.rdma.task_send_allocate_init(conn, inv.buf_get_by_data(s.mm, s.base, 8))
 
 
+def _says(backend: str, text: str) -> str | None:
+    """*text* as the error's expected words on the emulated backend; natively DOCA's error names only the code."""
+    return text if backend == "emulated" else None
+
+
 def test_a_failed_connection_keeps_its_slot_until_it_is_disconnected(
-        env: tuple[d.Dev, d.Pe, d.BufInventory]) -> None:
+        env: tuple[d.Dev, d.Pe, d.BufInventory], backend: str) -> None:
     dev, pe, _ = env
     a, b = make_side(dev, pe), make_side(dev, pe)
     connect_pair(pe, a, b)
@@ -43,25 +48,25 @@ def test_a_failed_connection_keeps_its_slot_until_it_is_disconnected(
     b.rdma.stop()  # the peer goes away: a's only connection fails under it
     wait_for(pe, lambda: ("disconnection", a.conn) in a.events, "a's disconnection callback")
     assert a.rdma.get_state() is CtxState.RUNNING  # nothing of a's was in flight
-    with pytest.raises(e.DocaFull, match=r"disconnect\(\) releases"):
+    with pytest.raises(e.DocaFull, match=_says(backend, r"disconnect\(\) releases")):
         a.rdma.export()  # the dead connection still holds the ctx's only slot, as in DOCA
     old = a.conn
     old.disconnect()  # what DOCA's samples do from the disconnection callback: frees the slot
     _, a.conn = a.rdma.export()
-    with pytest.raises(e.DocaBadState, match="already released"):
+    with pytest.raises(e.DocaBadState, match=_says(backend, "already released")):
         old.disconnect()
     close_side(a)
     close_side(b)
 
 
-def test_a_stop_releases_every_connection(env: tuple[d.Dev, d.Pe, d.BufInventory]) -> None:
+def test_a_stop_releases_every_connection(env: tuple[d.Dev, d.Pe, d.BufInventory], backend: str) -> None:
     dev, pe, _ = env
     a, b = make_side(dev, pe), make_side(dev, pe)
     connect_pair(pe, a, b)
     assert a.conn is not None
     a.rdma.stop()
     wait_for(pe, lambda: a.rdma.get_state() is CtxState.IDLE, "IDLE")
-    with pytest.raises(e.DocaBadState, match="ctx stopped since"):
+    with pytest.raises(e.DocaBadState, match=_says(backend, "ctx stopped since")):
         a.conn.disconnect()
     a.rdma.start()
     a.rdma.export()  # the restarted ctx has its slot back
@@ -70,7 +75,7 @@ def test_a_stop_releases_every_connection(env: tuple[d.Dev, d.Pe, d.BufInventory
 
 
 def test_connect_to_a_peer_that_stopped_after_exporting_succeeds_and_the_connection_fails(
-        env: tuple[d.Dev, d.Pe, d.BufInventory]) -> None:
+        env: tuple[d.Dev, d.Pe, d.BufInventory], backend: str) -> None:
     """doca_rdma_connect only moves the local QP: it cannot know the peer's ctx stopped. The emulator refused
     the connect (``DocaConnectionAborted``), which under faults made a reconnection fail intermittently, when
     the peer's own task failed between its export and our connect (``peer refused the connection
@@ -88,7 +93,7 @@ def test_connect_to_a_peer_that_stopped_after_exporting_succeeds_and_the_connect
     wait_for(pe, lambda: ("failure", conn) in s.events, "the failure callback")
     t = _send(inv, s, conn)
     assert run(pe, s, t) == ["err"] and t.get_status() is e.ErrorCode.CONNECTION_RESET
-    assert "is gone" in t.reason
+    assert backend != "emulated" or "is gone" in t.reason  # natively a task's status is all DOCA gives
     close_side(s)
     close_side(peer)
 
